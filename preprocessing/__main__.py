@@ -1,0 +1,5 @@
+import sys
+
+from preprocessing.cli import main
+
+sys.exit(main())

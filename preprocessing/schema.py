@@ -1,0 +1,153 @@
+"""The dataset format: feature names, record encoding and `metadata.json`.
+
+Defined once here and used by the shard writer, the trainer's input_fn, the serving input
+and the tests, so that writer and reader can never disagree.
+
+A record is a `tf.train.Example` with two features:
+  - the example itself: uint8 data as one raw byte string under IMAGE_KEY (one byte a
+    value, not one int64 a value), or float32 data as a float list under VECTOR_KEY;
+  - LABEL_KEY: the class index as int64.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import tensorflow as tf
+
+from preprocessing.errors import UserError
+
+FORMAT_VERSION = 1
+METADATA_FILE = "metadata.json"
+IMAGE_KEY = "image"
+VECTOR_KEY = "features"
+LABEL_KEY = "label"
+SPLITS = ("train", "eval")
+DTYPES = ("uint8", "float32")
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    examples: int
+    shards: tuple[str, ...]  # file names relative to the dataset folder
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What a reader needs to know about a finished dataset."""
+
+    shape: tuple[int, ...]  # of one example: (H, W, C) for images, (D,) for vectors
+    dtype: str  # "uint8" (stored as raw bytes) or "float32" (stored as a float list)
+    class_names: tuple[str, ...]
+    splits: dict[str, SplitInfo]
+    # Per-channel (last axis) statistics of the training split, for normalizing inputs.
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    source: str = ""
+    format_version: int = FORMAT_VERSION
+    extra: dict = field(default_factory=dict)  # free-form facts about the run (seed, timings)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def feature_key(self) -> str:
+        return IMAGE_KEY if self.dtype == "uint8" else VECTOR_KEY
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> Metadata:
+        """Parses and checks `metadata.json`; `where` names the file in error messages."""
+        try:
+            raw = json.loads(text)
+            metadata = cls(
+                shape=tuple(int(n) for n in raw["shape"]),
+                dtype=str(raw["dtype"]),
+                class_names=tuple(str(name) for name in raw["class_names"]),
+                splits={
+                    name: SplitInfo(
+                        examples=int(split["examples"]),
+                        shards=tuple(str(s) for s in split["shards"]),
+                        bytes=int(split.get("bytes", 0)),
+                    )
+                    for name, split in raw["splits"].items()
+                },
+                mean=tuple(float(v) for v in raw["mean"]),
+                std=tuple(float(v) for v in raw["std"]),
+                source=str(raw.get("source", "")),
+                format_version=int(raw["format_version"]),
+                extra=dict(raw.get("extra", {})),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise UserError(f"{where}: malformed metadata ({type(error).__name__}: {error})") from None
+        metadata.check(where)
+        return metadata
+
+    def check(self, where: str) -> None:
+        """Raises UserError when the metadata contradicts itself."""
+        problems = []
+        if self.format_version != FORMAT_VERSION:
+            problems.append(f"format version {self.format_version}, this code reads {FORMAT_VERSION}")
+        if self.dtype not in DTYPES:
+            problems.append(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
+        if not self.shape or any(n <= 0 for n in self.shape):
+            problems.append(f"shape {list(self.shape)} has no elements")
+        if self.num_classes < 2:
+            problems.append(f"{self.num_classes} class(es); a classifier needs at least 2")
+        channels = self.shape[-1] if self.shape else 0
+        if len(self.mean) != channels or len(self.std) != channels:
+            problems.append(f"mean/std have {len(self.mean)}/{len(self.std)} values for {channels} channels")
+        if any(not math.isfinite(s) or s <= 0 for s in self.std):
+            problems.append("std has a value that is not a positive number")
+        if "train" not in self.splits:
+            problems.append("no train split")
+        if problems:
+            raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")
+
+
+def encode_example(x: np.ndarray, label: int) -> bytes:
+    """One example as a serialized tf.train.Example (uint8 as raw bytes, anything else as floats)."""
+    if x.dtype == np.uint8:
+        data = tf.train.Feature(bytes_list=tf.train.BytesList(value=[x.tobytes()]))
+        key = IMAGE_KEY
+    else:
+        data = tf.train.Feature(float_list=tf.train.FloatList(value=x.ravel().tolist()))
+        key = VECTOR_KEY
+    features = {
+        key: data,
+        LABEL_KEY: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def feature_spec(metadata: Metadata, labeled: bool = True) -> dict:
+    """The `tf.io.parse_example` spec that reads what `encode_example` wrote."""
+    if metadata.dtype == "uint8":
+        spec = {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
+    else:
+        spec = {VECTOR_KEY: tf.io.FixedLenFeature(list(metadata.shape), tf.float32)}
+    if labeled:
+        spec[LABEL_KEY] = tf.io.FixedLenFeature([], tf.int64)
+    return spec
+
+
+def parse_examples(
+    serialized: tf.Tensor, metadata: Metadata, labeled: bool = True
+) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """A batch of serialized examples to (inputs in their stored dtype, int64 labels or None).
+
+    Images stay uint8 here: they are 4x smaller than floats on their way to the device, and
+    the model converts them there.
+    """
+    parsed = tf.io.parse_example(serialized, feature_spec(metadata, labeled))
+    data = parsed[metadata.feature_key]
+    if metadata.dtype == "uint8":
+        data = tf.reshape(tf.io.decode_raw(data, tf.uint8), [-1, *metadata.shape])
+    return data, parsed.get(LABEL_KEY)

@@ -1,0 +1,304 @@
+"""Readers that turn each kind of raw data into one in-memory description, `RawData`.
+
+Every source checks its input as it reads it and raises UserError naming the file (and line)
+at fault. Examples stay in their natural dtype: uint8 pixels, float32 features.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import gzip
+import io
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from preprocessing import storage
+from preprocessing.errors import UserError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+@dataclasses.dataclass(frozen=True)
+class RawData:
+    """A raw dataset, read and checked, ready to be split and written.
+
+    `items` holds the examples as one array (N, *shape), or, for data too big to hold at
+    once, one reference per example (a file path) that `load` turns into an array later,
+    inside the worker that writes its shard.
+    """
+
+    items: Sequence
+    labels: np.ndarray  # int64 class index per example
+    keys: Sequence[str]  # a stable name per example; the split is a hash of it
+    class_names: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: str  # "uint8" or "float32"
+    load: Callable[[object], np.ndarray] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceOptions:
+    """Flags that only some sources read."""
+
+    label_column: str = "-1"  # csv: a column name, or an index (negative counts from the end)
+    image_size: tuple[int, int] | None = None  # images: resize every image to (height, width)
+
+
+def encode_labels(raw: np.ndarray, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Raw labels (numbers or strings) to class indices 0..K-1 and the K class names, sorted."""
+    values = np.asarray(raw)
+    if values.dtype.kind == "f" and np.all(np.mod(values, 1) == 0):
+        values = values.astype(np.int64)  # 3.0 is class "3", not "3.0"
+    classes, indices = np.unique(values, return_inverse=True)
+    if len(classes) < 2:
+        raise UserError(f"{where}: found {len(classes)} distinct label(s); a classifier needs at least 2")
+    return indices.astype(np.int64), tuple(str(c) for c in classes)
+
+
+def from_arrays(x: np.ndarray, raw_labels: np.ndarray, where: str) -> RawData:
+    """RawData for examples already in memory: rank-1 rows are vectors, the rest images."""
+    if len(x) != len(raw_labels):
+        raise UserError(f"{where}: {len(x)} examples but {len(raw_labels)} labels")
+    if len(x) == 0:
+        raise UserError(f"{where}: no examples")
+    if x.dtype.kind not in "uifb":
+        raise UserError(f"{where}: examples have dtype {x.dtype}; expected numbers")
+    if x.ndim == 3:  # (N, H, W): one channel
+        x = x[..., np.newaxis]
+    if x.ndim not in (2, 4):
+        raise UserError(f"{where}: examples have shape {x.shape}; expected (N, D), (N, H, W) or (N, H, W, C)")
+    if x.dtype != np.uint8:
+        x = x.astype(np.float32)
+        if not np.all(np.isfinite(x)):
+            raise UserError(f"{where}: examples contain NaN or infinite values")
+    labels, class_names = encode_labels(raw_labels, where)
+    return RawData(
+        items=x,
+        labels=labels,
+        keys=[str(i) for i in range(len(x))],
+        class_names=class_names,
+        shape=tuple(x.shape[1:]),
+        dtype=str(x.dtype),
+    )
+
+
+def read_digits(path: str | None, options: SourceOptions) -> RawData:
+    """scikit-learn's 1,797 real 8x8 handwritten digits (values 0-16), shipped with it."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return from_arrays(digits.images.astype(np.uint8), digits.target, "digits")
+
+
+def _read_bytes(path: str) -> bytes:
+    with storage.open_read(path) as file:
+        data = file.read()
+    return gzip.decompress(data) if path.endswith(".gz") else data
+
+
+def read_idx(path: str) -> np.ndarray:
+    """An IDX file (the MNIST format) of unsigned bytes, .gz or raw."""
+    try:
+        data = _read_bytes(path)
+    except (OSError, EOFError) as error:
+        raise UserError(f"{path}: cannot read ({error})") from None
+    if len(data) < 4 or data[:2] != b"\0\0" or data[2] != 0x08:
+        raise UserError(f"{path}: not an IDX file of unsigned bytes")
+    ndim = data[3]
+    header = 4 + 4 * ndim
+    dims = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    if len(data) != header + int(np.prod(dims)):
+        raise UserError(f"{path}: header says shape {dims} but the file holds {len(data) - header} bytes")
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims)
+
+
+def read_mnist(path: str | None, options: SourceOptions) -> RawData:
+    """A folder of MNIST IDX files: every `PREFIX-images-idx3-ubyte[.gz]` with its labels file."""
+    folder = _require_input(path, "mnist")
+    names = storage.list_names(folder)
+    pattern = re.compile(r"(.+)-images[.-]idx3-ubyte(\.gz)?$")
+    images, labels, keys = [], [], []
+    for name in names:
+        match = pattern.match(name)
+        if not match:
+            continue
+        prefix = match.group(1)
+        label_names = [n for n in names if re.match(re.escape(prefix) + r"-labels[.-]idx1-ubyte(\.gz)?$", n)]
+        if not label_names:
+            raise UserError(f"{storage.join(folder, name)}: no matching {prefix}-labels-idx1-ubyte file")
+        x = read_idx(storage.join(folder, name))
+        y = read_idx(storage.join(folder, label_names[0]))
+        if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
+            raise UserError(f"{storage.join(folder, name)}: images {x.shape} do not match labels {y.shape}")
+        images.append(x)
+        labels.append(y)
+        keys.extend(f"{prefix}:{i}" for i in range(len(x)))
+    if not images:
+        raise UserError(f"{folder}: no MNIST files (*-images-idx3-ubyte[.gz])")
+    data = from_arrays(np.concatenate(images), np.concatenate(labels), folder)
+    return dataclasses.replace(data, keys=keys)
+
+
+def _column_index(header: list[str] | None, label_column: str, columns: int, where: str) -> int:
+    if header is not None and label_column in header:
+        return header.index(label_column)
+    try:
+        index = int(label_column)
+    except ValueError:
+        raise UserError(f"{where}: --label-column {label_column!r} is not a column name in the header") from None
+    if not -columns <= index < columns:
+        raise UserError(f"{where}: --label-column {index} is out of range for {columns} columns")
+    return index % columns
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_csv(path: str | None, options: SourceOptions) -> RawData:
+    """One example a line: numeric features and a label column. A first line with no number
+    in it is a header."""
+    where = _require_input(path, "csv")
+    try:
+        with storage.open_read(where) as file:
+            rows = list(csv.reader(io.TextIOWrapper(file, encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise UserError(f"{where}: cannot read as CSV ({error})") from None
+    first_line = 1
+    header = None
+    if rows and not any(_is_number(field) for field in rows[0]):
+        header, rows, first_line = rows[0], rows[1:], 2
+    if not rows:
+        raise UserError(f"{where}: no data rows")
+    columns = len(header) if header is not None else len(rows[0])
+    if columns < 2:
+        raise UserError(f"{where}: need at least one feature column and a label column")
+    label_at = _column_index(header, options.label_column, columns, where)
+    features = np.empty((len(rows), columns - 1), dtype=np.float32)
+    labels = []
+    for number, row in enumerate(rows, start=first_line):
+        if len(row) != columns:
+            raise UserError(f"{where}: line {number} has {len(row)} columns; expected {columns}")
+        labels.append(row.pop(label_at).strip())
+        try:
+            features[number - first_line] = row
+        except ValueError:
+            bad = next(i for i, field in enumerate(row) if not _is_number(field))
+            column = bad + (bad >= label_at) + 1
+            raise UserError(f"{where}: line {number}, column {column}: {row[bad]!r} is not a number") from None
+    raw_labels = np.array(labels)
+    if all(_is_number(label) for label in labels):
+        raw_labels = raw_labels.astype(np.float64)
+    return from_arrays(features, raw_labels, where)
+
+
+def read_npz(path: str | None, options: SourceOptions) -> RawData:
+    """A NumPy .npz file with arrays `x` (examples) and `y` (labels)."""
+    where = _require_input(path, "npz")
+    try:
+        with storage.open_read(where) as file, np.load(io.BytesIO(file.read()), allow_pickle=False) as arrays:
+            missing = {"x", "y"} - set(arrays.files)
+            if missing:
+                found = ", ".join(arrays.files)
+                raise UserError(f"{where}: no array named {', '.join(sorted(missing))} (found {found})")
+            x, y = arrays["x"], arrays["y"]
+    except (OSError, ValueError) as error:
+        raise UserError(f"{where}: cannot read as .npz ({error})") from None
+    if y.ndim != 1:
+        raise UserError(f"{where}: labels y have shape {y.shape}; expected (N,)")
+    return from_arrays(x, y, where)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageLoader:
+    """Decodes one image file to a (H, W, C) uint8 array of the expected shape."""
+
+    shape: tuple[int, int, int]
+    resize: bool
+
+    def __call__(self, path: str) -> np.ndarray:
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
+                image = image.convert("L" if self.shape[2] == 1 else "RGB")
+                if self.resize:
+                    image = image.resize((self.shape[1], self.shape[0]), Image.BILINEAR)
+                pixels = np.asarray(image, dtype=np.uint8)
+        except (OSError, UnidentifiedImageError, ValueError) as error:
+            raise UserError(f"{path}: cannot decode image ({error})") from None
+        pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)
+        if pixels.shape != self.shape:
+            raise UserError(
+                f"{path}: image is {pixels.shape[0]}x{pixels.shape[1]} but the first image is "
+                f"{self.shape[0]}x{self.shape[1]}; pass --image-size HEIGHTxWIDTH to resize all"
+            )
+        return pixels
+
+
+def _first_image_shape(path: str, size: tuple[int, int] | None) -> tuple[int, int, int]:
+    """The shape every image will have: the first image's size (or --image-size), and one
+    channel if it is grayscale, else three."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
+            channels = 1 if image.mode in ("1", "L", "I", "I;16", "F") else 3
+            width, height = image.size
+    except (OSError, UnidentifiedImageError) as error:
+        raise UserError(f"{path}: cannot decode image ({error})") from None
+    height, width = size or (height, width)
+    return (height, width, channels)
+
+
+def read_images(path: str | None, options: SourceOptions) -> RawData:
+    """A folder with one sub-folder of PNG/JPEG files per class; the sub-folder names are the classes."""
+    folder = _require_input(path, "images")
+    classes = [name for name in storage.list_names(folder) if storage.is_folder(storage.join(folder, name))]
+    if len(classes) < 2:
+        raise UserError(f"{folder}: found {len(classes)} class folder(s); expected one sub-folder per class, 2 or more")
+    paths, labels, keys = [], [], []
+    for index, name in enumerate(classes):
+        files = [f for f in storage.list_names(storage.join(folder, name)) if f.lower().endswith(IMAGE_SUFFIXES)]
+        if not files:
+            raise UserError(f"{storage.join(folder, name)}: class folder has no PNG or JPEG files")
+        paths.extend(storage.join(storage.join(folder, name), f) for f in files)
+        labels.extend([index] * len(files))
+        keys.extend(f"{name}/{f}" for f in files)
+    shape = _first_image_shape(paths[0], options.image_size)
+    return RawData(
+        items=paths,
+        labels=np.array(labels, dtype=np.int64),
+        keys=keys,
+        class_names=tuple(classes),
+        shape=shape,
+        dtype="uint8",
+        load=ImageLoader(shape, resize=options.image_size is not None),
+    )
+
+
+def _require_input(path: str | None, source: str) -> str:
+    if not path:
+        raise UserError(f"--source {source} needs --input")
+    if source in ("mnist", "images"):
+        if not storage.is_folder(path):
+            raise UserError(f"--input {path}: not a folder")
+    elif not storage.exists(path):
+        raise UserError(f"--input {path}: no such file")
+    return path
+
+
+SOURCES: dict[str, Callable[[str | None, SourceOptions], RawData]] = {
+    "digits": read_digits,
+    "mnist": read_mnist,
+    "csv": read_csv,
+    "npz": read_npz,
+    "images": read_images,
+}

@@ -1,0 +1,48 @@
+"""Deterministic, stratified train/eval split and shard assignment.
+
+Each example is placed by a hash of its stable key and the seed, never by its position in
+the input, so the result does not depend on the order in which examples are read: the same
+keys, labels and seed always give the same split and the same shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def key_hash(key: str, seed: int, salt: str) -> int:
+    """A stable 64-bit hash of an example key (Python's own hash() changes between runs)."""
+    digest = hashlib.blake2b(f"{salt}:{seed}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def _rank(keys: Sequence[str], indices: np.ndarray, seed: int, salt: str) -> np.ndarray:
+    """`indices` ordered by the hash of their keys."""
+    hashes = [key_hash(keys[i], seed, salt) for i in indices]
+    return indices[np.argsort(np.array(hashes, dtype=np.uint64), kind="stable")]
+
+
+def split_indices(
+    keys: Sequence[str], labels: np.ndarray, eval_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train, eval) example indices: round(n * eval_fraction) of each class goes to eval.
+
+    Both come back in hash order, a seeded shuffle that does not depend on input order.
+    """
+    train, evaluation = [], []
+    for label in np.unique(labels):
+        ranked = _rank(keys, np.flatnonzero(labels == label), seed, "split")
+        n_eval = int(round(len(ranked) * eval_fraction))
+        evaluation.append(ranked[:n_eval])
+        train.append(ranked[n_eval:])
+    return (
+        _rank(keys, np.concatenate(train), seed, "order"),
+        _rank(keys, np.concatenate(evaluation), seed, "order"),
+    )
+
+
+def shard_name(split: str, index: int, count: int, suffix: str = ".tfrecord") -> str:
+    return f"{split}-{index:05d}-of-{count:05d}{suffix}"

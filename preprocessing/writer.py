@@ -1,0 +1,241 @@
+"""Writes a RawData as sharded TFRecord files plus `metadata.json`, in parallel over shards.
+
+Order of events, so that a reader never sees a half-written dataset:
+  1. clear what an earlier (finished or interrupted) run left in the output folder;
+  2. write every shard under a temporary name, renaming it when complete;
+  3. write `metadata.json` last: its presence means the dataset is whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import os
+import queue
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from preprocessing import storage
+from preprocessing.errors import UserError
+from preprocessing.schema import METADATA_FILE, Metadata, SplitInfo, encode_example
+from preprocessing.sources import RawData
+from preprocessing.split import shard_name, split_indices
+from preprocessing.tfrecord import frame
+
+log = logging.getLogger(__name__)
+
+TARGET_SHARD_BYTES = 100 * 2**20  # big enough to read efficiently, small enough to parallelize
+MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
+EXAMPLES_PER_WORKER = 10_000  # below this, starting a process (about 3 s of imports) does not pay
+OUR_FILES = re.compile(r"^(\.?)(train|eval)-\d{5}-of-\d{5}\.tfrecord(\.partial)?$|^\.?metadata\.json(\.partial)?$")
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    path: str
+    items: Sequence  # arrays, or references that `load` decodes
+    labels: np.ndarray
+    load: Callable[[object], np.ndarray] | None
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    path: str
+    examples: int
+    bytes: int
+    # Per-channel sums over every value, for the normalization statistics.
+    sums: np.ndarray
+    squares: np.ndarray
+    count: int
+
+
+def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult:
+    """Writes one shard atomically; calls `report(n)` as examples are written."""
+    sums = squares = 0.0
+    count = size = 0
+    batch: list[np.ndarray] = []
+
+    def add_batch_stats() -> None:
+        nonlocal sums, squares, count
+        values = np.stack(batch).astype(np.float64)
+        values = values.reshape(-1, values.shape[-1])
+        sums, squares, count = sums + values.sum(0), squares + (values**2).sum(0), count + len(values)
+        report(len(batch))
+        batch.clear()
+
+    with storage.atomic_writer(task.path) as file:
+        for item, label in zip(task.items, task.labels):
+            x = task.load(item) if task.load else item
+            record = frame(encode_example(x, label))
+            file.write(record)
+            size += len(record)
+            batch.append(x)
+            if len(batch) == 1000:
+                add_batch_stats()
+        if batch:
+            add_batch_stats()
+    return ShardResult(task.path, len(task.labels), size, np.asarray(sums), np.asarray(squares), count)
+
+
+_progress: multiprocessing.Queue | None = None
+
+
+def _start_worker(progress: multiprocessing.Queue) -> None:
+    global _progress
+    _progress = progress
+
+
+def _write_shard_in_worker(task: ShardTask) -> ShardResult:
+    return write_shard(task, _progress.put)
+
+
+def write_shards(tasks: list[ShardTask], workers: int) -> list[ShardResult]:
+    """Writes every shard, `workers` at a time, with one progress bar over all examples."""
+    total = sum(len(task.labels) for task in tasks)
+    with tqdm(total=total, unit="ex", desc="writing shards", disable=None) as bar:
+        if workers <= 1:
+            return [write_shard(task, bar.update) for task in tasks]
+        # spawn, not fork: forking a process that has TensorFlow's threads running is unsafe.
+        context = multiprocessing.get_context("spawn")
+        progress = context.Queue()
+        with ProcessPoolExecutor(workers, context, initializer=_start_worker, initargs=(progress,)) as pool:
+            futures = [pool.submit(_write_shard_in_worker, task) for task in tasks]
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+                _drain(progress, bar)
+                for future in done:
+                    if future.exception():
+                        pool.shutdown(cancel_futures=True)
+                        raise future.exception()
+            _drain(progress, bar)
+            return [future.result() for future in futures]
+
+
+def _drain(progress: multiprocessing.Queue, bar: tqdm) -> None:
+    try:
+        while True:
+            bar.update(progress.get_nowait())
+    except queue.Empty:
+        pass
+
+
+def clear_output(output: str, overwrite: bool) -> None:
+    """Makes `output` ready for a new dataset, refusing to mix old and new data silently."""
+    names = storage.list_names(output)
+    ours = [name for name in names if OUR_FILES.match(name)]
+    others = sorted(set(names) - set(ours))
+    if METADATA_FILE in names and not overwrite:
+        raise UserError(f"--output {output} already holds a dataset; pass --overwrite to replace it")
+    if others and not overwrite:
+        raise UserError(
+            f"--output {output} is not empty (it holds {others[0]}); pass --overwrite or use an empty folder"
+        )
+    if ours and METADATA_FILE not in names:
+        log.info("Removing %d file(s) left by an interrupted run in %s", len(ours), output)
+    # The metadata goes first, so that a crash from here on leaves no dataset that looks whole.
+    for name in sorted(ours, key=lambda name: name != METADATA_FILE):
+        storage.remove(storage.join(output, name))
+    storage.make_folder(output)
+
+
+def shard_counts(train: int, evaluation: int, shards: int | None, example_bytes: int) -> tuple[int, int]:
+    """(train, eval) shard counts: `shards` for train, or enough for ~100 MB each; eval in proportion."""
+    train_shards = shards or max(MIN_TRAIN_SHARDS, math.ceil(train * example_bytes / TARGET_SHARD_BYTES))
+    train_shards = max(1, min(train_shards, train))
+    eval_shards = max(1, min(evaluation, round(train_shards * evaluation / train)))
+    return train_shards, eval_shards
+
+
+def default_workers(examples: int) -> int:
+    return max(1, min(os.cpu_count() or 1, examples // EXAMPLES_PER_WORKER))
+
+
+def _normalization(results: list[ShardResult]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-channel mean and standard deviation of the given shards' values."""
+    count = sum(r.count for r in results)
+    mean = sum(r.sums for r in results) / count
+    variance = np.maximum(sum(r.squares for r in results) / count - mean**2, 0.0)
+    std = np.sqrt(variance)
+    std[std < 1e-6] = 1.0  # a constant channel carries no information; leave it unscaled
+    return tuple(float(v) for v in mean), tuple(float(v) for v in std)
+
+
+def build_dataset(
+    data: RawData,
+    output: str,
+    *,
+    source: str,
+    eval_fraction: float = 0.2,
+    seed: int = 0,
+    shards: int | None = None,
+    workers: int | None = None,
+    overwrite: bool = False,
+) -> Metadata:
+    """Splits `data`, writes its shards and then `metadata.json` into `output`."""
+    start = time.time()
+    clear_output(output, overwrite)
+    train, evaluation = split_indices(data.keys, data.labels, eval_fraction, seed)
+    if len(train) == 0 or len(evaluation) == 0:
+        raise UserError(
+            f"--eval-fraction {eval_fraction} leaves {len(train)} training and {len(evaluation)} "
+            f"evaluation examples out of {len(data.labels)}; both need at least one"
+        )
+    example_bytes = int(np.prod(data.shape)) * (1 if data.dtype == "uint8" else 4)
+    counts = dict(zip(("train", "eval"), shard_counts(len(train), len(evaluation), shards, example_bytes)))
+    tasks = {
+        split: [
+            ShardTask(
+                path=storage.join(output, shard_name(split, i, counts[split])),
+                items=_take(data.items, part),
+                labels=data.labels[part],
+                load=data.load,
+            )
+            for i, part in enumerate(np.array_split(indices, counts[split]))
+        ]
+        for split, indices in (("train", train), ("eval", evaluation))
+    }
+    workers = workers or default_workers(len(data.labels))
+    log.info(
+        "Writing %d training and %d evaluation examples into %d + %d shards with %d worker(s)",
+        len(train),
+        len(evaluation),
+        counts["train"],
+        counts["eval"],
+        workers,
+    )
+    results = write_shards(tasks["train"] + tasks["eval"], workers)
+    by_split = {"train": results[: counts["train"]], "eval": results[counts["train"] :]}
+    mean, std = _normalization(by_split["train"])
+    metadata = Metadata(
+        shape=data.shape,
+        dtype=data.dtype,
+        class_names=data.class_names,
+        splits={
+            split: SplitInfo(
+                examples=sum(r.examples for r in split_results),
+                shards=tuple(os.path.basename(r.path) for r in split_results),
+                bytes=sum(r.bytes for r in split_results),
+            )
+            for split, split_results in by_split.items()
+        },
+        mean=mean,
+        std=std,
+        source=source,
+        extra={"seed": seed, "eval_fraction": eval_fraction, "seconds": round(time.time() - start, 3)},
+    )
+    storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
+    return metadata
+
+
+def _take(items: Sequence, indices: np.ndarray) -> Sequence:
+    if isinstance(items, np.ndarray):
+        return items[indices]
+    return [items[i] for i in indices]

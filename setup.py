@@ -1,0 +1,43 @@
+"""Packaging for the trainer: `pip install .[cpu]` on a laptop, `.[gpu]` on a GPU machine.
+
+Cloud images bring their own TensorFlow, so TensorFlow itself is an extra: the base install
+only asks for the pieces that every machine needs.
+"""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+TENSORFLOW = "2.15.*"
+
+setup(
+    name="queue-trainer",
+    version="0.1.0",
+    description="A packaged tf.estimator trainer with a queue-backed input pipeline, for cloud jobs.",
+    long_description=Path("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.9,<3.12",
+    packages=find_packages(include=["trainer", "trainer.*", "preprocessing", "preprocessing.*"]),
+    install_requires=[
+        # tf.estimator ends with the 2.15 line; TensorFlow 2.15 itself pins numpy < 2.
+        f"tensorflow-estimator=={TENSORFLOW}",
+        "numpy>=1.23,<2",
+        "google-cloud-storage>=2.10",
+        "google-crc32c>=1.5",  # TFRecord checksums when writing shards without TensorFlow's file layer
+        "PyYAML>=6",
+        "scikit-learn>=1.2",  # ships the built-in digits dataset
+        "Pillow>=9",  # decodes PNG/JPEG for the images source
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],
+        "gpu": [f"tensorflow[and-cuda]=={TENSORFLOW}"],
+        "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4"],
+    },
+    entry_points={
+        "console_scripts": [
+            "trainer-task=trainer.task:main",
+            "trainer-preprocess=preprocessing.cli:main",
+        ]
+    },
+)

@@ -1,0 +1,32 @@
+"""Shared fixtures: small real datasets written by the project's own preprocessing."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of test output
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from preprocessing.sources import SourceOptions, from_arrays, read_digits  # noqa: E402
+from preprocessing.writer import build_dataset  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def digits_dir(tmp_path_factory) -> str:
+    """The built-in digits, preprocessed once for the whole session (read-only for tests)."""
+    output = str(tmp_path_factory.mktemp("digits"))
+    build_dataset(read_digits(None, SourceOptions()), output, source="digits", workers=1)
+    return output
+
+
+@pytest.fixture(scope="session")
+def vectors_dir(tmp_path_factory) -> str:
+    """A small float-vector dataset with a learnable rule (class = sign of the feature sum)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 16)).astype(np.float32)
+    y = (x.sum(axis=1) > 0).astype(np.int64)
+    output = str(tmp_path_factory.mktemp("vectors"))
+    build_dataset(from_arrays(x, y, "vectors"), output, source="npz", workers=1, shards=3)
+    return output

@@ -1,0 +1,139 @@
+"""The writer and `python -m preprocessing`, reading the shards back with TensorFlow."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from preprocessing.cli import main
+from preprocessing.errors import UserError
+from preprocessing.schema import Metadata, parse_examples
+from preprocessing.sources import SourceOptions, read_digits
+from preprocessing.writer import build_dataset, shard_counts
+
+
+def read_split(folder: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    with open(os.path.join(folder, "metadata.json")) as file:
+        metadata = Metadata.from_json(file.read(), "metadata.json")
+    files = [os.path.join(folder, name) for name in metadata.splits[split].shards]
+    serialized = tf.constant(list(tf.data.TFRecordDataset(files).as_numpy_iterator()))
+    data, labels = parse_examples(serialized, metadata)
+    return data.numpy(), labels.numpy()
+
+
+def test_digits_dataset_holds_every_example_once(digits_dir):
+    source = read_digits(None, SourceOptions())
+    train_x, train_y = read_split(digits_dir, "train")
+    eval_x, eval_y = read_split(digits_dir, "eval")
+    assert len(train_y) + len(eval_y) == 1797
+    assert len(eval_y) == pytest.approx(0.2 * 1797, abs=10)
+    written = sorted(x.tobytes() + bytes([y]) for x, y in zip(np.concatenate([train_x, eval_x]), np.r_[train_y, eval_y]))
+    original = sorted(x.tobytes() + bytes([y]) for x, y in zip(source.items, source.labels))
+    assert written == original
+
+
+def test_metadata_describes_the_shards(digits_dir):
+    with open(os.path.join(digits_dir, "metadata.json")) as file:
+        raw = json.load(file)
+    assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == 1
+    assert raw["class_names"] == [str(i) for i in range(10)]
+    for split in ("train", "eval"):
+        sizes = [os.path.getsize(os.path.join(digits_dir, name)) for name in raw["splits"][split]["shards"]]
+        assert sum(sizes) == raw["splits"][split]["bytes"]
+    assert raw["splits"]["train"]["shards"] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+    train_x, _ = read_split(digits_dir, "train")
+    assert raw["mean"][0] == pytest.approx(train_x.mean(), rel=1e-6)
+    assert raw["std"][0] == pytest.approx(train_x.std(), rel=1e-6)
+
+
+def test_parallel_workers_write_byte_identical_shards(tmp_path, digits_dir):
+    output = str(tmp_path / "parallel")
+    build_dataset(read_digits(None, SourceOptions()), output, source="digits", workers=2)
+    for name in sorted(os.listdir(digits_dir)):
+        if name.endswith(".tfrecord"):
+            with open(os.path.join(digits_dir, name), "rb") as a, open(os.path.join(output, name), "rb") as b:
+                assert a.read() == b.read(), name
+
+
+def test_shard_counts():
+    assert shard_counts(1000, 250, None, 64) == (2, 1)  # small: the minimum
+    assert shard_counts(1000, 250, 8, 64) == (8, 2)
+    assert shard_counts(3, 1, 8, 64) == (3, 1)  # never more shards than examples
+    assert shard_counts(100_000, 25_000, None, 3 * 2**10) == (3, 1)  # ~100 MB each
+
+
+def test_existing_dataset_needs_overwrite(tmp_path):
+    data = read_digits(None, SourceOptions())
+    output = str(tmp_path)
+    build_dataset(data, output, source="digits", shards=4)
+    with pytest.raises(UserError, match="already holds a dataset; pass --overwrite"):
+        build_dataset(data, output, source="digits")
+    build_dataset(data, output, source="digits", overwrite=True)
+    assert sorted(n for n in os.listdir(output) if n.startswith("train")) == [
+        "train-00000-of-00002.tfrecord",
+        "train-00001-of-00002.tfrecord",
+    ]
+
+
+def test_foreign_files_need_overwrite(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="is not empty .*notes.txt"):
+        build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits")
+    assert (tmp_path / "notes.txt").exists()
+
+
+def test_leftovers_of_an_interrupted_run_are_redone(tmp_path, digits_dir):
+    (tmp_path / "train-00000-of-00002.tfrecord").write_bytes(b"half")
+    (tmp_path / ".train-00001-of-00002.tfrecord.partial").write_bytes(b"half")
+    (tmp_path / "train-00000-of-00007.tfrecord").write_bytes(b"other run")
+    build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits")
+    assert sorted(os.listdir(tmp_path)) == sorted(os.listdir(digits_dir))
+    assert (tmp_path / "train-00000-of-00002.tfrecord").read_bytes() == open(
+        os.path.join(digits_dir, "train-00000-of-00002.tfrecord"), "rb"
+    ).read()
+
+
+def test_cli_writes_a_dataset_and_prints_its_metadata_path(tmp_path, capsys):
+    output = str(tmp_path / "out")
+    np.savez(tmp_path / "a.npz", x=np.arange(200, dtype=np.float32).reshape(50, 4), y=np.arange(50) % 2)
+    code = main(["--source", "npz", "--input", str(tmp_path / "a.npz"), "--output", output, "--shards", "3"])
+    assert code == 0
+    assert capsys.readouterr().out.strip() == os.path.join(output, "metadata.json")
+    assert len([n for n in os.listdir(output) if n.startswith("train-")]) == 3
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--source", "csv"], "--source csv needs --input"),
+        (["--source", "npz", "--input", "/nonexistent.npz"], "--input /nonexistent.npz: no such file"),
+        (["--source", "mnist", "--input", "/nonexistent"], "not a folder"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, caplog, args, message):
+    assert main([*args, "--output", str(tmp_path / "out")]) == 2
+    assert message in caplog.text
+    assert not (tmp_path / "out" / "metadata.json").exists()
+
+
+@pytest.mark.parametrize("flag", [["--eval-fraction", "1.5"], ["--shards", "0"], ["--image-size", "ax3"]])
+def test_cli_nonsense_flag_values_exit_2(tmp_path, flag):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--output", str(tmp_path), *flag])
+    assert exit_info.value.code == 2
+
+
+def test_module_runs_as_a_command(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "preprocessing", "--source", "digits", "--output", str(tmp_path / "d"), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Wrote 1797 examples" in result.stderr
+    assert os.path.exists(tmp_path / "d" / "metadata.json")

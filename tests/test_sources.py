@@ -1,0 +1,136 @@
+import gzip
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from preprocessing.errors import UserError
+from preprocessing.sources import SourceOptions, read_csv, read_digits, read_images, read_mnist, read_npz
+
+OPTIONS = SourceOptions()
+
+
+def write_idx(path, array: np.ndarray, compress: bool) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    path.write_bytes(gzip.compress(data) if compress else data)
+
+
+def test_digits_are_the_real_8x8_digits():
+    data = read_digits(None, OPTIONS)
+    assert data.items.shape == (1797, 8, 8, 1) and data.dtype == "uint8"
+    assert data.class_names == tuple(str(i) for i in range(10))
+    assert data.items.max() == 16
+    assert np.bincount(data.labels).min() > 170
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_mnist_folder_of_idx_files(tmp_path, compress):
+    images = np.arange(3 * 28 * 28).reshape(3, 28, 28) % 256
+    suffix = ".gz" if compress else ""
+    write_idx(tmp_path / f"t10k-images-idx3-ubyte{suffix}", images, compress)
+    write_idx(tmp_path / f"t10k-labels-idx1-ubyte{suffix}", np.array([7, 2, 7]), compress)
+    data = read_mnist(str(tmp_path), OPTIONS)
+    assert data.items.shape == (3, 28, 28, 1)
+    np.testing.assert_array_equal(data.items[..., 0], images)
+    assert data.class_names == ("2", "7")
+    np.testing.assert_array_equal(data.labels, [1, 0, 1])
+    assert data.keys == ["t10k:0", "t10k:1", "t10k:2"]
+
+
+def test_mnist_truncated_file_names_the_file(tmp_path):
+    write_idx(tmp_path / "train-images-idx3-ubyte", np.zeros((2, 4, 4)), False)
+    write_idx(tmp_path / "train-labels-idx1-ubyte", np.array([0, 1]), False)
+    path = tmp_path / "train-images-idx3-ubyte"
+    path.write_bytes(path.read_bytes()[:-5])
+    with pytest.raises(UserError, match="train-images-idx3-ubyte: header says shape"):
+        read_mnist(str(tmp_path), OPTIONS)
+
+
+def test_mnist_without_files_is_an_error(tmp_path):
+    with pytest.raises(UserError, match="no MNIST files"):
+        read_mnist(str(tmp_path), OPTIONS)
+
+
+def test_csv_with_header_and_named_label_column(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_text("a,label,b\n1.5,cat,2\n3,dog,4e1\n-1,cat,0\n")
+    data = read_csv(str(path), SourceOptions(label_column="label"))
+    np.testing.assert_array_equal(data.items, [[1.5, 2], [3, 40], [-1, 0]])
+    assert data.class_names == ("cat", "dog")
+    np.testing.assert_array_equal(data.labels, [0, 1, 0])
+    assert data.dtype == "float32" and data.shape == (2,)
+
+
+def test_csv_without_header_takes_the_last_column_as_label(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_text("0.1,0.2,1\n0.3,0.4,0\n")
+    data = read_csv(str(path), OPTIONS)
+    np.testing.assert_array_equal(data.labels, [1, 0])
+    assert data.class_names == ("0", "1")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1,2,0\n3,0\n", "line 2 has 2 columns; expected 3"),
+        ("1,2,0\n3,x,1\n", "line 2, column 2: 'x' is not a number"),
+        ("f,g,y\n1,2,0\n1,2,1\n1,,1\n", "line 4, column 2: '' is not a number"),
+        ("1,2,0\n3,4,0\n", "1 distinct label"),
+        ("", "no data rows"),
+    ],
+)
+def test_bad_csv_names_the_line(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(UserError, match=f"bad.csv: .*{message}"):
+        read_csv(str(path), OPTIONS)
+
+
+def test_npz_images_and_vectors(tmp_path):
+    np.savez(tmp_path / "images.npz", x=np.zeros((4, 5, 6), np.uint8), y=np.array([0, 1, 0, 1]))
+    np.savez(tmp_path / "vectors.npz", x=np.ones((4, 3), np.float64), y=np.array(["a", "b", "a", "b"]))
+    images = read_npz(str(tmp_path / "images.npz"), OPTIONS)
+    vectors = read_npz(str(tmp_path / "vectors.npz"), OPTIONS)
+    assert (images.shape, images.dtype) == ((5, 6, 1), "uint8")
+    assert (vectors.shape, vectors.dtype, vectors.class_names) == ((3,), "float32", ("a", "b"))
+
+
+def test_npz_missing_array_is_named(tmp_path):
+    np.savez(tmp_path / "a.npz", x=np.zeros((2, 2)))
+    with pytest.raises(UserError, match="a.npz: no array named y"):
+        read_npz(str(tmp_path / "a.npz"), OPTIONS)
+
+
+def make_image_folder(root, sizes=((6, 5), (6, 5), (6, 5), (6, 5)), mode="L"):
+    for i, size in enumerate(sizes):
+        folder = root / ("cats" if i % 2 else "dogs")
+        folder.mkdir(exist_ok=True)
+        Image.new(mode, (size[1], size[0]), color=i * 40).save(folder / f"{i}.png")
+
+
+def test_images_folder_one_subfolder_per_class(tmp_path):
+    make_image_folder(tmp_path)
+    data = read_images(str(tmp_path), OPTIONS)
+    assert data.class_names == ("cats", "dogs")
+    assert data.shape == (6, 5, 1)
+    pixels = data.load(data.items[0])
+    assert pixels.shape == (6, 5, 1) and pixels.dtype == np.uint8
+    assert pixels[0, 0, 0] == 40  # cats/1.png
+
+
+def test_images_of_different_sizes_need_resizing(tmp_path):
+    make_image_folder(tmp_path, sizes=((6, 5), (6, 5), (6, 5), (7, 5)), mode="RGB")
+    data = read_images(str(tmp_path), OPTIONS)
+    with pytest.raises(UserError, match="3.png: image is 7x5 but the first image is 6x5"):
+        [data.load(path) for path in data.items]
+    resized = read_images(str(tmp_path), SourceOptions(image_size=(4, 4)))
+    assert all(resized.load(path).shape == (4, 4, 3) for path in resized.items)
+
+
+def test_image_that_does_not_decode_is_named(tmp_path):
+    make_image_folder(tmp_path)
+    (tmp_path / "dogs" / "broken.png").write_bytes(b"not a png")
+    data = read_images(str(tmp_path), OPTIONS)
+    with pytest.raises(UserError, match="broken.png: cannot decode image"):
+        [data.load(path) for path in data.items]

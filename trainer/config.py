@@ -1,0 +1,191 @@
+"""The run's configuration: one frozen dataclass filled from defaults, then YAML, then flags.
+
+Every field is also a command-line flag (`batch_size` -> `--batch-size`) and a YAML key, so
+the three can never drift apart. The result is passed down and never mutated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import yaml
+
+from preprocessing.errors import UserError
+
+
+def _option(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Config:
+    # Data and output.
+    data_dir: Optional[str] = _option(None, "a folder written by `python -m preprocessing` (uses its metadata.json)")
+    train_files: Optional[str] = _option(None, "glob(s) of training shards, comma-separated, instead of --data-dir")
+    eval_files: Optional[str] = _option(None, "glob(s) of evaluation shards, comma-separated, with --train-files")
+    metadata: Optional[str] = _option(
+        None, "metadata.json for --train-files (default: the one beside the first training shard)"
+    )
+    job_dir: Optional[str] = _option(
+        None, "folder for checkpoints, summaries, exports and eval_metrics.json (default: runs/digits for the demo)"
+    )
+    # Training.
+    batch_size: int = _option(128, "examples per training step")
+    learning_rate: float = _option(3e-4, "Adam's learning rate")
+    learning_rate_decay: float = _option(1.0, "multiply the learning rate by this every --decay-steps (1 = constant)")
+    decay_steps: int = _option(1000, "steps between learning-rate decays")
+    train_steps: int = _option(2000, "total training steps (a rerun resumes from the last checkpoint)")
+    num_epochs: Optional[int] = _option(None, "stop training after this many passes over the data (default: no limit)")
+    eval_steps: Optional[int] = _option(None, "evaluation batches (default: every evaluation example, once)")
+    eval_batch_size: int = _option(256, "examples per evaluation batch")
+    seed: int = _option(0, "seed for weights, dropout and shuffling")
+    # Model.
+    conv_filters: tuple[int, ...] = _option((32, 64), "filters of each convolution block (image inputs)")
+    hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions")
+    dropout: float = _option(0.3, "dropout rate of the dense layers")
+    data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
+    # Input pipeline.
+    reader_threads: int = _option(2, "parallel readers, each with its own parse thread, filling the shuffle queue")
+    read_batch_size: int = _option(256, "records each reader takes per read (TFRecordReader.read_up_to)")
+    shuffle_buffer: int = _option(2048, "examples the shuffle queue keeps before it hands out a batch")
+    # Checkpoints and evaluation.
+    save_checkpoints_steps: int = _option(500, "steps between checkpoints (and evaluations)")
+    keep_checkpoint_max: int = _option(5, "checkpoints to keep")
+    eval_throttle_secs: int = _option(10, "least seconds between two evaluations during training")
+    eval_start_delay_secs: int = _option(10, "seconds a distributed evaluator waits before its first evaluation")
+
+    def __post_init__(self) -> None:
+        check_values(self)
+
+
+_POSITIVE = (
+    "batch_size",
+    "decay_steps",
+    "train_steps",
+    "eval_batch_size",
+    "reader_threads",
+    "read_batch_size",
+    "save_checkpoints_steps",
+    "keep_checkpoint_max",
+)
+_POSITIVE_IF_SET = ("num_epochs", "eval_steps")
+_NON_NEGATIVE = ("shuffle_buffer", "eval_throttle_secs", "eval_start_delay_secs")
+
+
+def check_values(config: Config) -> None:
+    """Raises UserError naming the first flag whose value makes no sense."""
+
+    def fail(name: str, why: str) -> None:
+        raise UserError(f"--{name.replace('_', '-')} {getattr(config, name)}: {why}")
+
+    for name in _POSITIVE:
+        if getattr(config, name) < 1:
+            fail(name, "must be at least 1")
+    for name in _POSITIVE_IF_SET:
+        if getattr(config, name) is not None and getattr(config, name) < 1:
+            fail(name, "must be at least 1")
+    for name in _NON_NEGATIVE:
+        if getattr(config, name) < 0:
+            fail(name, "must not be negative")
+    if not config.learning_rate > 0:
+        fail("learning_rate", "must be positive")
+    if not 0 < config.learning_rate_decay <= 1:
+        fail("learning_rate_decay", "must be in (0, 1]")
+    if not 0 <= config.dropout < 1:
+        fail("dropout", "must be in [0, 1)")
+    if config.data_format not in ("auto", "channels_first", "channels_last"):
+        fail("data_format", "must be auto, channels_first or channels_last")
+    if any(n < 1 for n in config.conv_filters + config.hidden_units):
+        fail("conv_filters" if any(n < 1 for n in config.conv_filters) else "hidden_units", "sizes must be positive")
+    if config.data_dir and config.train_files:
+        fail("train_files", "give either --data-dir or --train-files, not both")
+    if bool(config.train_files) != bool(config.eval_files):
+        fail("train_files" if not config.train_files else "eval_files", "--train-files and --eval-files go together")
+
+
+def _types() -> dict[str, Any]:
+    return typing.get_type_hints(Config)
+
+
+def _convert(name: str, value: Any, where: str) -> Any:
+    """`value` as the type of field `name`, or UserError naming `where`."""
+    kind = _types()[name]
+    optional = typing.get_origin(kind) is typing.Union
+    if optional:
+        if value is None:
+            return None
+        kind = typing.get_args(kind)[0]
+    try:
+        if kind is tuple or typing.get_origin(kind) is tuple:
+            parts = value.split(",") if isinstance(value, str) else value
+            if not isinstance(parts, (list, tuple)) or not all(_is_int(p) for p in parts):
+                raise ValueError
+            return tuple(int(p) for p in parts)
+        if kind is int and _is_int(value):
+            return int(value)
+        if kind is float and not isinstance(value, bool) and isinstance(value, (int, float, str)):
+            return float(value)
+        if kind is str and isinstance(value, str):
+            return value
+    except ValueError:
+        pass
+    type_name = getattr(kind, "__name__", str(kind))
+    raise UserError(f"{where}: {value!r} is not a valid {'list of integers' if type_name == 'tuple' else type_name}")
+
+
+def _is_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, str) and value.strip().lstrip("-").isdigit()
+
+
+def load_yaml(path: str) -> dict[str, Any]:
+    """The settings in a YAML config file, checked against the Config fields."""
+    import tensorflow as tf  # reads gs:// too
+
+    try:
+        with tf.io.gfile.GFile(path) as file:
+            raw = yaml.safe_load(file) or {}
+    except yaml.YAMLError as error:
+        raise UserError(f"--config {path}: not valid YAML ({str(error).splitlines()[0]})") from None
+    except tf.errors.OpError as error:
+        raise UserError(f"--config {path}: cannot read ({error.message})") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"--config {path}: expected a mapping of settings, found {type(raw).__name__}")
+    names = {f.name for f in dataclasses.fields(Config)}
+    settings = {}
+    for key, value in raw.items():
+        name = str(key).replace("-", "_")
+        if name not in names:
+            raise UserError(f"--config {path}: unknown setting {key!r}")
+        settings[name] = _convert(name, value, f"--config {path}: {key}")
+    return settings
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per Config field; a flag left out stays out of the namespace (SUPPRESS)."""
+    for item in dataclasses.fields(Config):
+        flag = "--" + item.name.replace("_", "-")
+        default = item.default
+        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+        parser.add_argument(
+            flag,
+            dest=item.name,
+            default=argparse.SUPPRESS,
+            metavar=item.name.upper(),
+            help=f"{item.metadata['help']} (default: {shown})",
+        )
+
+
+def from_sources(yaml_path: Optional[str], flags: dict[str, Any]) -> Config:
+    """Defaults, overridden by the YAML file, overridden by the flags given."""
+    settings = load_yaml(yaml_path) if yaml_path else {}
+    for name, value in flags.items():
+        settings[name] = _convert(name, value, "--" + name.replace("_", "-"))
+    return Config(**settings)

@@ -1,0 +1,91 @@
+"""Wires the Estimator: RunConfig, TrainSpec, EvalSpec and exporters, then train_and_evaluate.
+
+Also runs under TF_CONFIG: the Estimator reads the cluster and this task's role from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+
+import tensorflow as tf
+
+from trainer import dataset, model, serving
+from trainer.config import Config
+from trainer.input import make_input_fn
+
+log = logging.getLogger(__name__)
+
+METRICS_FILE = "eval_metrics.json"
+EXPORT_DIR = "export"
+
+
+def _higher_accuracy(best_eval_result: dict, current_eval_result: dict) -> bool:
+    return current_eval_result["accuracy"] > best_eval_result["accuracy"]
+
+
+def make_estimator(config: Config, metadata) -> tf.estimator.Estimator:
+    session_config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
+    session_config.gpu_options.allow_growth = True
+    run_config = tf.estimator.RunConfig(
+        model_dir=config.job_dir,
+        tf_random_seed=config.seed,
+        save_checkpoints_steps=config.save_checkpoints_steps,
+        keep_checkpoint_max=config.keep_checkpoint_max,
+        log_step_count_steps=100,
+        session_config=session_config,
+    )
+    return tf.estimator.Estimator(
+        model_fn=model.model_fn, config=run_config, params={"config": config, "metadata": metadata}
+    )
+
+
+def run(config: Config) -> dict | None:
+    """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
+    data = dataset.locate(config)
+    metadata = data.metadata
+    log.info(
+        "Dataset: %d training examples in %d file(s), %d evaluation examples in %d file(s), %d classes, shape %s %s",
+        metadata.splits["train"].examples,
+        len(data.train),
+        metadata.splits["eval"].examples,
+        len(data.eval),
+        metadata.num_classes,
+        "x".join(map(str, metadata.shape)),
+        metadata.dtype,
+    )
+    log.info("Devices: %s", ", ".join(d.name for d in tf.config.list_physical_devices()))
+    estimator = make_estimator(config, metadata)
+    serving_input_fn = serving.make_serving_input_fn(metadata)
+    exporters = [
+        tf.estimator.LatestExporter("latest", serving_input_fn, exports_to_keep=3),
+        tf.estimator.BestExporter("best", serving_input_fn, compare_fn=_higher_accuracy, exports_to_keep=1),
+    ]
+    train_spec = tf.estimator.TrainSpec(
+        make_input_fn(data.train, metadata, config, training=True), max_steps=config.train_steps
+    )
+    eval_spec = tf.estimator.EvalSpec(
+        make_input_fn(data.eval, metadata, config, training=False),
+        steps=config.eval_steps,
+        exporters=exporters,
+        start_delay_secs=config.eval_start_delay_secs,
+        throttle_secs=config.eval_throttle_secs,
+    )
+    result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    metrics = result[0] if result else None
+    if metrics:
+        metrics = {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
+        path = posixpath.join(config.job_dir, METRICS_FILE)
+        with tf.io.gfile.GFile(path, "w") as file:
+            file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    return metrics
+
+
+def latest_export(job_dir: str, name: str) -> str | None:
+    """The newest SavedModel under JOB_DIR/export/NAME (numbered sub-folders), or None."""
+    folder = posixpath.join(job_dir, EXPORT_DIR, name)
+    if not tf.io.gfile.isdir(folder):
+        return None
+    versions = [v.rstrip("/") for v in tf.io.gfile.listdir(folder) if v.rstrip("/").isdigit()]
+    return posixpath.join(folder, max(versions, key=int)) if versions else None

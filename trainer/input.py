@@ -1,0 +1,88 @@
+"""The queue-backed input_fn: shards -> filename queue -> readers -> parse -> shuffle queue -> batch.
+
+    filenames --> string_input_producer (shuffled file order, num_epochs)
+                      |            |
+                  reader 1 ... reader N      TFRecordReader.read_up_to, parse_example,
+                      |            |         one thread each
+                      v            v
+                 shuffle_batch_join queue  (min_after_dequeue = --shuffle-buffer)
+                      |
+                      v
+                 batch of --batch-size  --> model_fn
+
+While the model computes step N, the reader threads are already filling the queue for the
+steps after it. The Estimator's MonitoredSession starts the queue runners and initializes
+the local variable that `num_epochs` creates. Everything here is pinned to the CPU: these
+ops have no GPU kernels, and the device should only ever see ready batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from preprocessing.schema import Metadata, parse_examples
+from trainer.config import Config
+
+QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_dequeue
+
+
+def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """One reader: up to `read_batch_size` records at a time, parsed and checked."""
+    _, serialized = tf.compat.v1.TFRecordReader().read_up_to(filename_queue, read_batch_size)
+    data, labels = parse_examples(serialized, metadata)
+    in_range = tf.debugging.assert_less(
+        labels,
+        tf.constant(metadata.num_classes, tf.int64),
+        message=f"a label is outside the {metadata.num_classes} classes of the metadata",
+    )
+    with tf.control_dependencies([in_range, tf.debugging.assert_non_negative(labels, message="a label is negative")]):
+        return data, tf.identity(labels)
+
+
+def shuffle_capacity(config: Config) -> int:
+    return config.shuffle_buffer + (config.reader_threads + QUEUE_MARGIN) * config.batch_size
+
+
+def make_input_fn(files: list[str], metadata: Metadata, config: Config, training: bool) -> Callable:
+    """An Estimator input_fn over `files`.
+
+    Training: shuffled, repeated (`num_epochs` passes, or forever), `reader_threads` parallel
+    readers. Evaluation and prediction: every example exactly once, in file order, with the
+    smaller last batch kept.
+    """
+
+    def training_input_fn():
+        with tf.device("/cpu:0"):
+            filename_queue = tf.compat.v1.train.string_input_producer(
+                files, num_epochs=config.num_epochs, shuffle=True, seed=config.seed
+            )
+            readers = [
+                _read_batch(filename_queue, metadata, config.read_batch_size) for _ in range(config.reader_threads)
+            ]
+            data, labels = tf.compat.v1.train.shuffle_batch_join(
+                readers,
+                batch_size=config.batch_size,
+                capacity=shuffle_capacity(config),
+                min_after_dequeue=config.shuffle_buffer,
+                seed=config.seed,
+                enqueue_many=True,
+                allow_smaller_final_batch=config.num_epochs is not None,
+            )
+        return {metadata.feature_key: data}, labels
+
+    def evaluation_input_fn():
+        with tf.device("/cpu:0"):
+            filename_queue = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)
+            data, labels = tf.compat.v1.train.batch(
+                _read_batch(filename_queue, metadata, config.read_batch_size),
+                batch_size=config.eval_batch_size,
+                num_threads=1,  # one thread keeps file order
+                capacity=2 * config.eval_batch_size + config.read_batch_size,
+                enqueue_many=True,
+                allow_smaller_final_batch=True,
+            )
+        return {metadata.feature_key: data}, labels
+
+    return training_input_fn if training else evaluation_input_fn

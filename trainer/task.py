@@ -1,0 +1,131 @@
+"""`python -m trainer.task`: flags (and an optional YAML config) in, a trained and exported model out.
+
+With no data flags it runs the built-in digits dataset end to end: preprocess, train,
+evaluate, export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import posixpath
+import sys
+
+from preprocessing.errors import UserError
+from trainer import config as config_module
+from trainer.config import Config
+
+log = logging.getLogger("trainer")
+
+DEMO_JOB_DIR = os.path.join("runs", "digits")
+
+EXAMPLES = """\
+examples:
+  python -m trainer.task                                  # the built-in digits, end to end
+  python -m trainer.task --data-dir data/mnist --job-dir runs/mnist --train-steps 5000
+  python -m trainer.task --train-files 'data/x/train-*' --eval-files 'data/x/eval-*' --job-dir runs/x
+  python -m trainer.task --config configs/mnist.yaml --learning-rate 1e-3
+"""
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.task",
+        description="Train a classifier on a dataset written by `python -m preprocessing`, with a "
+        "queue-backed input pipeline and tf.estimator.train_and_evaluate; export SavedModels to "
+        "JOB_DIR/export/{latest,best}/ and write the final metrics to JOB_DIR/eval_metrics.json. "
+        "Settings come from the defaults, then --config, then flags. A rerun with the same "
+        "--job-dir resumes from its last checkpoint.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", help="YAML file of settings (keys as the flags, with - or _)")
+    config_module.add_flags(parser)
+    # Cloud services add flags of their own; they must not crash the job.
+    return parser.parse_known_args(argv)
+
+
+def prepare_demo(config: Config) -> Config:
+    """Points a config with no data at the built-in digits, preprocessing them on first use."""
+    job_dir = config.job_dir or DEMO_JOB_DIR
+    data_dir = posixpath.join(job_dir, "data")
+    if os.path.exists(os.path.join(data_dir, "metadata.json")):
+        log.info("No data given: using the built-in digits already preprocessed in %s", data_dir)
+    else:
+        from preprocessing.sources import SourceOptions, read_digits
+        from preprocessing.writer import build_dataset
+
+        log.info("No data given: preprocessing the built-in digits into %s", data_dir)
+        build_dataset(read_digits(None, SourceOptions()), data_dir, source="digits", overwrite=True)
+    return dataclasses.replace(config, data_dir=data_dir, job_dir=job_dir)
+
+
+class _HideDeprecations(logging.Filter):
+    """Drops TensorFlow's deprecation notices: this product is built on tf.estimator and queues on
+    purpose, and two screens of notices would hide the log lines that matter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "is deprecated and will be removed" not in record.getMessage()
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    args, unknown = parse_args(argv)
+    if unknown:
+        log.warning("Ignoring arguments this trainer does not know: %s", " ".join(unknown))
+    flags = {key: value for key, value in vars(args).items() if key != "config"}
+
+    import tensorflow as tf  # after --help, which should not wait for TensorFlow
+
+    from trainer import experiment
+
+    tf.get_logger().setLevel(logging.INFO)
+    tf.get_logger().addFilter(_HideDeprecations())
+    try:
+        config = config_module.from_sources(args.config, flags)
+        if not (config.data_dir or config.train_files):
+            config = prepare_demo(config)
+        elif not config.job_dir:
+            raise UserError("--job-dir is required when --data-dir or --train-files is given")
+        metrics = experiment.run(config)
+    except UserError as error:
+        log.error("%s", error)
+        return 2
+    except tf.errors.OpError as error:
+        log.error("TensorFlow stopped: %s", error.message.splitlines()[0])
+        return 1
+    except KeyboardInterrupt:
+        log.error("Interrupted; rerun the same command to resume from the last checkpoint")
+        return 130
+    _report(config, metrics)
+    return 0
+
+
+def _report(config: Config, metrics: dict | None) -> None:
+    from trainer.experiment import METRICS_FILE, latest_export
+
+    if metrics is None:
+        log.info("This task does not evaluate; checkpoints are in %s", config.job_dir)
+        return
+    log.info(
+        "Final evaluation at step %d: accuracy %.4f, loss %.4f",
+        metrics["global_step"],
+        metrics["accuracy"],
+        metrics["loss"],
+    )
+    lines = {
+        "checkpoints": config.job_dir,
+        "metrics": posixpath.join(config.job_dir, METRICS_FILE),
+        "latest export": latest_export(config.job_dir, "latest"),
+        "best export": latest_export(config.job_dir, "best"),
+    }
+    for name, path in lines.items():
+        print(f"{name + ':':15} {path}")
+    print(f"{'accuracy:':15} {metrics['accuracy']:.4f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
