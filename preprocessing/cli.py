@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 
 from preprocessing import storage
 from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE
 from preprocessing.sources import SOURCES, SourceOptions
-from preprocessing.writer import build_dataset
 
 log = logging.getLogger("preprocessing")
 
@@ -101,6 +100,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ start-up notices are noise here
+    # These import TensorFlow: after --help, which should not wait for it.
+    from preprocessing.schema import METADATA_FILE
+    from preprocessing.writer import build_dataset
+
     start = time.time()
     try:
         options = SourceOptions(label_column=args.label_column, image_size=args.image_size)

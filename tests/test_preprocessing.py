@@ -31,7 +31,9 @@ def test_digits_dataset_holds_every_example_once(digits_dir):
     eval_x, eval_y = read_split(digits_dir, "eval")
     assert len(train_y) + len(eval_y) == 1797
     assert len(eval_y) == pytest.approx(0.2 * 1797, abs=10)
-    written = sorted(x.tobytes() + bytes([y]) for x, y in zip(np.concatenate([train_x, eval_x]), np.r_[train_y, eval_y]))
+    written = sorted(
+        x.tobytes() + bytes([y]) for x, y in zip(np.concatenate([train_x, eval_x]), np.r_[train_y, eval_y])
+    )
     original = sorted(x.tobytes() + bytes([y]) for x, y in zip(source.items, source.labels))
     assert written == original
 
@@ -92,9 +94,8 @@ def test_leftovers_of_an_interrupted_run_are_redone(tmp_path, digits_dir):
     (tmp_path / "train-00000-of-00007.tfrecord").write_bytes(b"other run")
     build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits")
     assert sorted(os.listdir(tmp_path)) == sorted(os.listdir(digits_dir))
-    assert (tmp_path / "train-00000-of-00002.tfrecord").read_bytes() == open(
-        os.path.join(digits_dir, "train-00000-of-00002.tfrecord"), "rb"
-    ).read()
+    with open(os.path.join(digits_dir, "train-00000-of-00002.tfrecord"), "rb") as file:
+        assert (tmp_path / "train-00000-of-00002.tfrecord").read_bytes() == file.read()
 
 
 def test_cli_writes_a_dataset_and_prints_its_metadata_path(tmp_path, capsys):
@@ -129,7 +130,17 @@ def test_cli_nonsense_flag_values_exit_2(tmp_path, flag):
 
 def test_module_runs_as_a_command(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "preprocessing", "--source", "digits", "--output", str(tmp_path / "d"), "--workers", "2"],
+        [
+            sys.executable,
+            "-m",
+            "preprocessing",
+            "--source",
+            "digits",
+            "--output",
+            str(tmp_path / "d"),
+            "--workers",
+            "2",
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -174,13 +174,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         flag = "--" + item.name.replace("_", "-")
         default = item.default
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        parser.add_argument(
-            flag,
-            dest=item.name,
-            default=argparse.SUPPRESS,
-            metavar=item.name.upper(),
-            help=f"{item.metadata['help']} (default: {shown})",
-        )
+        help_text = item.metadata["help"] if default is None else f"{item.metadata['help']} (default: {shown})"
+        parser.add_argument(flag, dest=item.name, default=argparse.SUPPRESS, metavar=item.name.upper(), help=help_text)
 
 
 def from_sources(yaml_path: Optional[str], flags: dict[str, Any]) -> Config:

@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("Ignoring arguments this trainer does not know: %s", " ".join(unknown))
     flags = {key: value for key, value in vars(args).items() if key != "config"}
 
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ start-up notices are noise here
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
 
     from trainer import experiment
@@ -122,7 +123,8 @@ def _report(config: Config, metrics: dict | None) -> None:
         "best export": latest_export(config.job_dir, "best"),
     }
     for name, path in lines.items():
-        print(f"{name + ':':15} {path}")
+        shown = os.path.abspath(path) if path and "://" not in path else path
+        print(f"{name + ':':15} {shown}")
     print(f"{'accuracy:':15} {metrics['accuracy']:.4f}")
     sys.stdout.flush()
 

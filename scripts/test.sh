@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: set up .venv with the test tools, lint, then run every test.
+# Extra arguments go to pytest (e.g. -k input).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh cpu,test
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+exec .venv/bin/python -m pytest "$@"

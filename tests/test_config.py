@@ -1,0 +1,56 @@
+import pytest
+
+from preprocessing.errors import UserError
+from trainer.config import Config, from_sources
+
+
+def test_defaults_are_the_seeds():
+    config = Config()
+    assert (config.batch_size, config.learning_rate) == (128, 3e-4)
+
+
+def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("batch-size: 64\nlearning_rate: 0.01\nhidden_units: [32, 16]\n")
+    config = from_sources(str(path), {"learning_rate": "0.5", "conv_filters": "8,8"})
+    assert config.batch_size == 64
+    assert config.learning_rate == 0.5
+    assert config.hidden_units == (32, 16)
+    assert config.conv_filters == (8, 8)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("batch_sise: 3\n", "unknown setting 'batch_sise'"),
+        ("batch_size: many\n", "batch_size: 'many' is not a valid int"),
+        ("batch_size: 2.5\n", "batch_size: 2.5 is not a valid int"),
+        ("hidden_units: [a]\n", "not a valid list of integers"),
+        ("- 1\n", "expected a mapping"),
+        ("a: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError, match=message) as error:
+        from_sources(str(path), {})
+    assert str(path) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ({"batch_size": "0"}, "--batch-size 0: must be at least 1"),
+        ({"train_steps": "-5"}, "--train-steps -5: must be at least 1"),
+        ({"learning_rate": "0"}, "--learning-rate 0.0: must be positive"),
+        ({"dropout": "1"}, "--dropout 1.0"),
+        ({"data_format": "nchw"}, "--data-format nchw"),
+        ({"batch_size": "x"}, "--batch-size: 'x' is not a valid int"),
+        ({"data_dir": "a", "train_files": "b", "eval_files": "c"}, "either --data-dir or --train-files"),
+        ({"train_files": "b"}, "go together"),
+    ],
+)
+def test_nonsense_flags_name_the_flag(flags, message):
+    with pytest.raises(UserError, match=message):
+        from_sources(None, flags)

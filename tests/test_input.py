@@ -1,0 +1,103 @@
+"""The queue-backed input_fn, run in a real MonitoredSession with its queue runners."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from preprocessing.errors import UserError
+from preprocessing.schema import Metadata, parse_examples
+from trainer.config import Config
+from trainer.dataset import expand, locate
+from trainer.input import make_input_fn
+
+
+def run_batches(input_fn, limit=None):
+    """Batches from the input_fn until the queues run dry (or `limit` batches)."""
+    with tf.Graph().as_default():
+        features, labels = input_fn()
+        batches = []
+        with tf.compat.v1.train.MonitoredSession() as session:
+            while not session.should_stop() and (limit is None or len(batches) < limit):
+                batches.append(session.run((features, labels)))
+    return batches
+
+
+def test_training_batches_have_the_metadata_shapes(digits_dir):
+    config = Config(data_dir=digits_dir, batch_size=32, shuffle_buffer=100)
+    data = locate(config)
+    batches = run_batches(make_input_fn(data.train, data.metadata, config, training=True), limit=5)
+    for features, labels in batches:
+        assert features["image"].shape == (32, 8, 8, 1)
+        assert features["image"].dtype == np.uint8
+        assert labels.shape == (32,) and labels.dtype == np.int64
+    # Shuffled: the first batch is not the first 32 records of either shard.
+    assert len({labels.tobytes() for _, labels in batches}) == 5
+
+
+def test_training_repeats_for_num_epochs_then_stops(digits_dir):
+    config = Config(data_dir=digits_dir, batch_size=100, num_epochs=2, shuffle_buffer=10)
+    data = locate(config)
+    batches = run_batches(make_input_fn(data.train, data.metadata, config, training=True))
+    counts = np.bincount(np.concatenate([labels for _, labels in batches]))
+    train_examples = data.metadata.splits["train"].examples
+    assert counts.sum() == 2 * train_examples
+
+
+def test_evaluation_reads_every_example_exactly_once_in_order(digits_dir):
+    config = Config(data_dir=digits_dir, eval_batch_size=100)
+    data = locate(config)
+    batches = run_batches(make_input_fn(data.eval, data.metadata, config, training=False))
+    images = np.concatenate([features["image"] for features, _ in batches])
+    labels = np.concatenate([labels for _, labels in batches])
+    serialized = tf.constant(list(tf.data.TFRecordDataset(data.eval).as_numpy_iterator()))
+    expected_images, expected_labels = parse_examples(serialized, data.metadata)
+    assert len(batches[-1][1]) == len(labels) % 100  # the smaller last batch is kept
+    np.testing.assert_array_equal(labels, expected_labels.numpy())
+    np.testing.assert_array_equal(images, expected_images.numpy())
+
+
+def test_float_vectors_come_through_as_float32(vectors_dir):
+    config = Config(data_dir=vectors_dir, batch_size=16, shuffle_buffer=0)
+    data = locate(config)
+    (features, labels), *_ = run_batches(make_input_fn(data.train, data.metadata, config, training=True), limit=1)
+    assert features["features"].shape == (16, 16) and features["features"].dtype == np.float32
+
+
+def test_glob_that_matches_nothing_fails_at_once_naming_it(tmp_path):
+    (tmp_path / "a1").write_bytes(b"")
+    assert expand(f"{tmp_path}/a*", "--train-files") == [f"{tmp_path}/a1"]
+    with pytest.raises(UserError, match=r"--train-files .*nothing-\*: no file matches"):
+        expand(f"{tmp_path}/a*,{tmp_path}/nothing-*", "--train-files")
+
+
+def test_globs_use_the_metadata_beside_the_shards(digits_dir):
+    config = Config(
+        train_files=os.path.join(digits_dir, "train-*"),
+        eval_files=os.path.join(digits_dir, "eval-*"),
+        job_dir="unused",
+    )
+    data = locate(config)
+    assert len(data.train) == 2 and len(data.eval) == 1
+    assert data.metadata.shape == (8, 8, 1)
+
+
+def test_folder_without_metadata_is_refused(tmp_path):
+    (tmp_path / "train-00000-of-00001.tfrecord").write_bytes(b"")
+    with pytest.raises(UserError, match="metadata.json does not exist: the folder is not a finished dataset"):
+        locate(Config(data_dir=str(tmp_path)))
+
+
+def test_metadata_that_lists_a_missing_shard_is_refused(tmp_path, digits_dir):
+    for name in os.listdir(digits_dir):
+        if name != "train-00001-of-00002.tfrecord":
+            shutil.copy(os.path.join(digits_dir, name), tmp_path / name)
+    with pytest.raises(UserError, match="lists .*train-00001-of-00002.tfrecord, which does not exist"):
+        locate(Config(data_dir=str(tmp_path)))
+
+
+def test_metadata_is_shared_with_the_writer(digits_dir):
+    with open(os.path.join(digits_dir, "metadata.json")) as file:
+        assert locate(Config(data_dir=digits_dir)).metadata == Metadata.from_json(file.read(), "m")

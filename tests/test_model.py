@@ -1,0 +1,102 @@
+"""The model_fn in each mode, on tiny inputs: shapes, dtypes and what each mode returns."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from preprocessing.schema import Metadata, SplitInfo
+from trainer.config import Config
+from trainer.model import model_fn
+
+MODES = tf.estimator.ModeKeys
+
+IMAGES = Metadata(
+    shape=(8, 8, 1),
+    dtype="uint8",
+    class_names=tuple("abcde"),
+    splits={"train": SplitInfo(1, ("t",))},
+    mean=(100.0,),
+    std=(50.0,),
+)
+VECTORS = Metadata(
+    shape=(6,),
+    dtype="float32",
+    class_names=("no", "yes"),
+    splits={"train": SplitInfo(1, ("t",))},
+    mean=(0.0,) * 6,
+    std=(1.0,) * 6,
+)
+
+
+def call(metadata, mode, data_format="channels_last", batch=4):
+    config = Config(conv_filters=(4,), hidden_units=(8,), data_format=data_format)
+    with tf.Graph().as_default():
+        tf.compat.v1.train.create_global_step()
+        dtype = tf.uint8 if metadata.dtype == "uint8" else tf.float32
+        features = {metadata.feature_key: tf.zeros([batch, *metadata.shape], dtype)}
+        labels = tf.zeros([batch], tf.int64) if mode != MODES.PREDICT else None
+        spec = model_fn(features, labels, mode, {"config": config, "metadata": metadata})
+        values = None
+        if mode != "build-only":
+            with tf.compat.v1.Session() as session:
+                session.run([tf.compat.v1.global_variables_initializer(), tf.compat.v1.local_variables_initializer()])
+                if mode == MODES.PREDICT:
+                    values = session.run(spec.predictions)
+                elif mode == MODES.TRAIN:
+                    values = session.run([spec.loss, spec.train_op])
+                else:
+                    session.run([update for _, update in spec.eval_metric_ops.values()])
+                    values = session.run({k: v for k, (v, _) in spec.eval_metric_ops.items()})
+        return spec, values
+
+
+@pytest.mark.parametrize("metadata", [IMAGES, VECTORS], ids=["images", "vectors"])
+def test_predict_mode(metadata):
+    spec, predictions = call(metadata, MODES.PREDICT)
+    assert predictions["logits"].shape == (4, metadata.num_classes)
+    assert predictions["probabilities"].shape == (4, metadata.num_classes)
+    np.testing.assert_allclose(predictions["probabilities"].sum(axis=1), 1.0, rtol=1e-5)
+    assert predictions["class_ids"].dtype == np.int64
+    assert all(name.decode() in metadata.class_names for name in predictions["classes"])
+    assert "serving_default" in spec.export_outputs
+
+
+@pytest.mark.parametrize("metadata", [IMAGES, VECTORS], ids=["images", "vectors"])
+def test_train_mode_returns_a_finite_loss_and_a_train_op(metadata):
+    spec, (loss, _) = call(metadata, MODES.TRAIN)
+    assert np.isfinite(loss)
+    assert spec.train_op is not None
+
+
+def test_train_mode_updates_batch_norm_statistics():
+    with tf.Graph().as_default():
+        tf.compat.v1.train.create_global_step()
+        config = Config(conv_filters=(), hidden_units=(8,))
+        features = {"features": tf.random.normal([16, 6], mean=5.0)}
+        spec = model_fn(features, tf.zeros([16], tf.int64), MODES.TRAIN, {"config": config, "metadata": VECTORS})
+        moving = [v for v in tf.compat.v1.global_variables() if "moving_mean" in v.name]
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            before = session.run(moving)
+            session.run(spec.train_op)
+            after = session.run(moving)
+    assert moving and not all(np.array_equal(a, b) for a, b in zip(before, after))
+
+
+def test_eval_mode_has_accuracy_and_per_class_metrics():
+    spec, metrics = call(IMAGES, MODES.EVAL)
+    assert 0 <= metrics["accuracy"] <= 1
+    assert {f"recall/class_{i}" for i in range(5)} <= set(metrics)
+    assert {f"precision/class_{i}" for i in range(5)} <= set(metrics)
+
+
+def test_channels_first_graph_builds_with_the_same_variables():
+    # CPUs lack NCHW kernels for some ops, so only the graph is built here; a GPU runs it.
+    def variable_shapes(data_format):
+        with tf.Graph().as_default():
+            config = Config(conv_filters=(4,), hidden_units=(8,), data_format=data_format)
+            features = {"image": tf.zeros([2, 8, 8, 1], tf.uint8)}
+            model_fn(features, None, MODES.PREDICT, {"config": config, "metadata": IMAGES})
+            return [(v.name, v.shape.as_list()) for v in tf.compat.v1.global_variables()]
+
+    assert variable_shapes("channels_first") == variable_shapes("channels_last")
