@@ -60,7 +60,8 @@ class Metadata:
         return IMAGE_KEY if self.dtype == "uint8" else VECTOR_KEY
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2) + "\n"
+        # num_classes is derived, but written out for readers of the file.
+        return json.dumps({**asdict(self), "num_classes": self.num_classes}, indent=2) + "\n"
 
     @classmethod
     def from_json(cls, text: str, where: str) -> Metadata:
@@ -87,6 +88,8 @@ class Metadata:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise UserError(f"{where}: malformed metadata ({type(error).__name__}: {error})") from None
+        if raw.get("num_classes", metadata.num_classes) != metadata.num_classes:
+            raise UserError(f"{where}: bad metadata: num_classes {raw['num_classes']} but {metadata.num_classes} names")
         metadata.check(where)
         return metadata
 

@@ -42,7 +42,7 @@ def test_metadata_describes_the_shards(digits_dir):
     with open(os.path.join(digits_dir, "metadata.json")) as file:
         raw = json.load(file)
     assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == 1
-    assert raw["class_names"] == [str(i) for i in range(10)]
+    assert raw["class_names"] == [str(i) for i in range(10)] and raw["num_classes"] == 10
     for split in ("train", "eval"):
         sizes = [os.path.getsize(os.path.join(digits_dir, name)) for name in raw["splits"][split]["shards"]]
         assert sum(sizes) == raw["splits"][split]["bytes"]

@@ -68,6 +68,7 @@ def test_metadata_json_round_trip():
         ({"std": [1.0, 0.0]}, "std"),
         ({"mean": [0.0]}, "mean/std"),
         ({"format_version": 99}, "format version 99"),
+        ({"num_classes": 4}, "num_classes 4 but 3 names"),
     ],
 )
 def test_inconsistent_metadata_is_refused_naming_the_file(change, message):
