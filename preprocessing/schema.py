@@ -88,9 +88,9 @@ class Metadata:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise UserError(f"{where}: malformed metadata ({type(error).__name__}: {error})") from None
+        metadata.check(where)
         if raw.get("num_classes", metadata.num_classes) != metadata.num_classes:
             raise UserError(f"{where}: bad metadata: num_classes {raw['num_classes']} but {metadata.num_classes} names")
-        metadata.check(where)
         return metadata
 
     def check(self, where: str) -> None:
