@@ -1,45 +1,69 @@
-"""File operations for dataset folders: list, remove and write shards atomically.
+"""File operations for dataset folders, on local disk or gs://: list, read, remove, write atomically.
 
-A shard appears under its final name only once it is complete, so a reader never sees a
-half-written file: locally it is written to a hidden temporary name and renamed.
+A file appears under its final name only once it is complete, so a reader never sees a
+half-written shard: locally it is written to a hidden temporary name and renamed; on Cloud
+Storage it streams into a resumable upload that creates the object when it completes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from preprocessing import gcs
+
 
 def join(folder: str, name: str) -> str:
-    return os.path.join(folder, name)
+    return posixpath.join(folder, name) if gcs.is_gcs(folder) else os.path.join(folder, name)
 
 
 def list_names(folder: str) -> list[str]:
-    """The names in `folder`, or [] when it does not exist."""
-    if not os.path.isdir(folder):
-        return []
-    return sorted(os.listdir(folder))
+    """The names in `folder` (files and sub-folders), or [] when it does not exist."""
+    if gcs.is_gcs(folder):
+        return gcs.list_names(folder)
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def is_folder(path: str) -> bool:
+    return gcs.is_folder(path) if gcs.is_gcs(path) else os.path.isdir(path)
+
+
+def exists(path: str) -> bool:
+    return gcs.exists(path) if gcs.is_gcs(path) else os.path.exists(path)
 
 
 def remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
+    if gcs.is_gcs(path):
+        gcs.remove(path)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
 
 
 def make_folder(folder: str) -> None:
-    os.makedirs(folder, exist_ok=True)
+    if not gcs.is_gcs(folder):  # Cloud Storage has no folders to make
+        os.makedirs(folder, exist_ok=True)
+
+
+def open_read(path: str) -> BinaryIO:
+    return gcs.open_read(path) if gcs.is_gcs(path) else open(path, "rb")
 
 
 def temporary_name(name: str) -> str:
-    """The hidden name a file has while it is being written."""
+    """The hidden name a local file has while it is being written."""
     return f".{name}.partial"
 
 
 @contextlib.contextmanager
 def atomic_writer(path: str) -> Iterator[BinaryIO]:
     """Yields a file to write; it appears at `path` only if the block finishes without error."""
+    if gcs.is_gcs(path):
+        with gcs.atomic_writer(path) as file:
+            yield file
+        return
     folder, name = os.path.split(path)
     partial = os.path.join(folder, temporary_name(name))
     try:
@@ -55,15 +79,3 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
 def write_text_atomically(path: str, text: str) -> None:
     with atomic_writer(path) as file:
         file.write(text.encode("utf-8"))
-
-
-def open_read(path: str) -> BinaryIO:
-    return open(path, "rb")
-
-
-def is_folder(path: str) -> bool:
-    return os.path.isdir(path)
-
-
-def exists(path: str) -> bool:
-    return os.path.exists(path)

@@ -13,6 +13,7 @@ import os
 import posixpath
 import sys
 
+from preprocessing import storage
 from preprocessing.errors import UserError
 from trainer import config as config_module
 from trainer.config import Config
@@ -49,14 +50,15 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 def prepare_demo(config: Config) -> Config:
     """Points a config with no data at the built-in digits, preprocessing them on first use."""
+    from preprocessing.schema import METADATA_FILE
+    from preprocessing.sources import SourceOptions, read_digits
+    from preprocessing.writer import build_dataset
+
     job_dir = config.job_dir or DEMO_JOB_DIR
     data_dir = posixpath.join(job_dir, "data")
-    if os.path.exists(os.path.join(data_dir, "metadata.json")):
+    if storage.exists(posixpath.join(data_dir, METADATA_FILE)):
         log.info("No data given: using the built-in digits already preprocessed in %s", data_dir)
     else:
-        from preprocessing.sources import SourceOptions, read_digits
-        from preprocessing.writer import build_dataset
-
         log.info("No data given: preprocessing the built-in digits into %s", data_dir)
         build_dataset(read_digits(None, SourceOptions()), data_dir, source="digits", overwrite=True)
     return dataclasses.replace(config, data_dir=data_dir, job_dir=job_dir)

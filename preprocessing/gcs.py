@@ -1,0 +1,126 @@
+"""gs:// paths through google-cloud-storage: listing, reading, deleting and streaming uploads.
+
+Each shard streams into a resumable upload as it is written, so no shard is held in memory,
+and the object appears only when the upload completes: an interrupted upload leaves nothing
+under the final name. Requests are retried with exponential backoff on 429, 5xx and dropped
+connections (the library's DEFAULT_RETRY). Errors become one-line UserErrors that say what
+to do and never contain a credential.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from preprocessing.errors import UserError
+
+SCHEME = "gs://"
+UPLOAD_CHUNK_BYTES = 8 * 2**20  # resumable-upload chunk: a multiple of 256 KiB, as the API requires
+CREDENTIALS_HELP = (
+    "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file"
+)
+
+
+def is_gcs(path: str) -> bool:
+    return path.startswith(SCHEME)
+
+
+def split(path: str) -> tuple[str, str]:
+    """gs://bucket/a/b -> ("bucket", "a/b")."""
+    bucket, _, name = path[len(SCHEME) :].partition("/")
+    if not bucket:
+        raise UserError(f"{path}: no bucket name")
+    return bucket, name.rstrip("/")
+
+
+@functools.cache
+def _client():
+    """One client per process (worker processes make their own)."""
+    import google.auth.exceptions
+    from google.cloud import storage
+
+    try:
+        return storage.Client()
+    except google.auth.exceptions.DefaultCredentialsError:
+        raise UserError(f"no Google Cloud credentials found: {CREDENTIALS_HELP}") from None
+
+
+@contextlib.contextmanager
+def errors(path: str) -> Iterator[None]:
+    """Turns Cloud Storage failures on `path` into one-line UserErrors."""
+    import google.auth.exceptions
+    import requests
+    from google.api_core import exceptions
+
+    try:
+        yield
+    except exceptions.NotFound as error:
+        what = "bucket" if "bucket" in str(error).lower() else "object"
+        raise UserError(f"{path}: no such {what} ({error.code})") from None
+    except exceptions.Forbidden as error:
+        raise UserError(f"{path}: permission denied ({error.code}); check the account's roles on the bucket") from None
+    except exceptions.Unauthorized as error:
+        raise UserError(f"{path}: not authorized ({error.code}): {CREDENTIALS_HELP}") from None
+    except (requests.exceptions.RequestException, google.auth.exceptions.TransportError) as error:
+        # Raised only once the retries with backoff have run out.
+        raise UserError(f"{path}: cannot reach Cloud Storage ({type(error).__name__})") from None
+    except google.auth.exceptions.GoogleAuthError as error:
+        raise UserError(f"{path}: cannot authenticate ({type(error).__name__}): {CREDENTIALS_HELP}") from None
+    except exceptions.GoogleAPIError as error:
+        code = getattr(error, "code", "")
+        raise UserError(f"{path}: Cloud Storage failed ({type(error).__name__} {code})") from None
+
+
+def _blob(path: str):
+    bucket, name = split(path)
+    return _client().bucket(bucket).blob(name)
+
+
+def list_names(folder: str) -> list[str]:
+    """Object and sub-folder names directly under `folder`."""
+    bucket, prefix = split(folder)
+    prefix = f"{prefix}/" if prefix else ""
+    with errors(folder):
+        pages = _client().list_blobs(bucket, prefix=prefix, delimiter="/")
+        names = [blob.name[len(prefix) :] for blob in pages]
+        folders = [p[len(prefix) :].rstrip("/") for p in pages.prefixes]
+    return sorted(set(filter(None, names + folders)))
+
+
+def is_folder(path: str) -> bool:
+    bucket, prefix = split(path)
+    with errors(path):
+        return any(True for _ in _client().list_blobs(bucket, prefix=f"{prefix}/", max_results=1))
+
+
+def exists(path: str) -> bool:
+    with errors(path):
+        return _blob(path).exists()
+
+
+def remove(path: str) -> None:
+    from google.api_core.exceptions import NotFound
+
+    with errors(path), contextlib.suppress(NotFound):
+        _blob(path).delete()
+
+
+def open_read(path: str) -> BinaryIO:
+    with errors(path):
+        blob = _blob(path)
+        blob.reload()  # fails here, with a clear error, if the object is missing
+        return blob.open("rb")
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str) -> Iterator[BinaryIO]:
+    """A streaming resumable upload; the object appears only when the block completes.
+
+    On an error inside the block the upload is cancelled, so nothing appears at `path`.
+    """
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    with errors(path), _blob(path).open("wb", chunk_size=UPLOAD_CHUNK_BYTES, retry=DEFAULT_RETRY) as file:
+        yield file
