@@ -30,10 +30,21 @@ DTYPES = ("uint8", "float32")
 
 
 @dataclass(frozen=True)
+class ShardInfo:
+    file: str  # relative to the dataset folder
+    examples: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class SplitInfo:
     examples: int
-    shards: tuple[str, ...]  # file names relative to the dataset folder
-    bytes: int = 0
+    bytes: int
+    shards: tuple[ShardInfo, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(shard.file for shard in self.shards)
 
 
 @dataclass(frozen=True)
@@ -75,8 +86,10 @@ class Metadata:
                 splits={
                     name: SplitInfo(
                         examples=int(split["examples"]),
-                        shards=tuple(str(s) for s in split["shards"]),
-                        bytes=int(split.get("bytes", 0)),
+                        bytes=int(split["bytes"]),
+                        shards=tuple(
+                            ShardInfo(str(s["file"]), int(s["examples"]), int(s["bytes"])) for s in split["shards"]
+                        ),
                     )
                     for name, split in raw["splits"].items()
                 },
@@ -111,6 +124,11 @@ class Metadata:
             problems.append("std has a value that is not a positive number")
         if "train" not in self.splits:
             problems.append("no train split")
+        for name, split in self.splits.items():
+            if split.examples != sum(s.examples for s in split.shards) or split.bytes != sum(
+                s.bytes for s in split.shards
+            ):
+                problems.append(f"the {name} split's totals differ from the sums over its shards")
         if problems:
             raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")
 

@@ -12,6 +12,7 @@ import logging
 import math
 import multiprocessing
 import os
+import posixpath
 import queue
 import re
 import time
@@ -24,7 +25,7 @@ from tqdm import tqdm
 
 from preprocessing import storage
 from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE, Metadata, SplitInfo, encode_example
+from preprocessing.schema import METADATA_FILE, Metadata, ShardInfo, SplitInfo, encode_example
 from preprocessing.sources import RawData
 from preprocessing.split import shard_name, split_indices
 from preprocessing.tfrecord import frame
@@ -221,8 +222,8 @@ def build_dataset(
         splits={
             split: SplitInfo(
                 examples=sum(r.examples for r in split_results),
-                shards=tuple(os.path.basename(r.path) for r in split_results),
                 bytes=sum(r.bytes for r in split_results),
+                shards=tuple(ShardInfo(posixpath.basename(r.path), r.examples, r.bytes) for r in split_results),
             )
             for split, split_results in by_split.items()
         },

@@ -98,6 +98,16 @@ def test_metadata_that_lists_a_missing_shard_is_refused(tmp_path, digits_dir):
         locate(Config(data_dir=str(tmp_path)))
 
 
+def test_shard_whose_size_differs_from_the_metadata_is_refused(tmp_path, digits_dir):
+    shutil.copytree(digits_dir, tmp_path / "d")
+    shard = tmp_path / "d" / "eval-00000-of-00001.tfrecord"
+    shard.write_bytes(shard.read_bytes()[:-100])
+    with pytest.raises(
+        UserError, match="eval-00000-of-00001.tfrecord: 40467 bytes, but .*records 40567: the shard was"
+    ):
+        locate(Config(data_dir=str(tmp_path / "d")))
+
+
 def test_metadata_is_shared_with_the_writer(digits_dir):
     with open(os.path.join(digits_dir, "metadata.json")) as file:
         assert locate(Config(data_dir=digits_dir)).metadata == Metadata.from_json(file.read(), "m")

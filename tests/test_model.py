@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from preprocessing.schema import Metadata, SplitInfo
+from preprocessing.schema import Metadata, ShardInfo, SplitInfo
 from trainer.config import Config
 from trainer.model import model_fn
 
@@ -14,7 +14,7 @@ IMAGES = Metadata(
     shape=(8, 8, 1),
     dtype="uint8",
     class_names=tuple("abcde"),
-    splits={"train": SplitInfo(1, ("t",))},
+    splits={"train": SplitInfo(1, 10, (ShardInfo("t", 1, 10),))},
     mean=(100.0,),
     std=(50.0,),
 )
@@ -22,7 +22,7 @@ VECTORS = Metadata(
     shape=(6,),
     dtype="float32",
     class_names=("no", "yes"),
-    splits={"train": SplitInfo(1, ("t",))},
+    splits={"train": SplitInfo(1, 10, (ShardInfo("t", 1, 10),))},
     mean=(0.0,) * 6,
     std=(1.0,) * 6,
 )

@@ -19,7 +19,7 @@ from preprocessing.writer import build_dataset, shard_counts
 def read_split(folder: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     with open(os.path.join(folder, "metadata.json")) as file:
         metadata = Metadata.from_json(file.read(), "metadata.json")
-    files = [os.path.join(folder, name) for name in metadata.splits[split].shards]
+    files = [os.path.join(folder, name) for name in metadata.splits[split].files]
     serialized = tf.constant(list(tf.data.TFRecordDataset(files).as_numpy_iterator()))
     data, labels = parse_examples(serialized, metadata)
     return data.numpy(), labels.numpy()
@@ -44,9 +44,13 @@ def test_metadata_describes_the_shards(digits_dir):
     assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == 1
     assert raw["class_names"] == [str(i) for i in range(10)] and raw["num_classes"] == 10
     for split in ("train", "eval"):
-        sizes = [os.path.getsize(os.path.join(digits_dir, name)) for name in raw["splits"][split]["shards"]]
-        assert sum(sizes) == raw["splits"][split]["bytes"]
-    assert raw["splits"]["train"]["shards"] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+        shards = raw["splits"][split]["shards"]
+        for shard in shards:
+            assert os.path.getsize(os.path.join(digits_dir, shard["file"])) == shard["bytes"]
+            assert len(list(tf.data.TFRecordDataset(os.path.join(digits_dir, shard["file"])))) == shard["examples"]
+        assert sum(shard["bytes"] for shard in shards) == raw["splits"][split]["bytes"]
+    files = [shard["file"] for shard in raw["splits"]["train"]["shards"]]
+    assert files == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
     train_x, _ = read_split(digits_dir, "train")
     assert raw["mean"][0] == pytest.approx(train_x.mean(), rel=1e-6)
     assert raw["std"][0] == pytest.approx(train_x.std(), rel=1e-6)

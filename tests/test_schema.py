@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from preprocessing.errors import UserError
-from preprocessing.schema import Metadata, SplitInfo, encode_example, parse_examples
+from preprocessing.schema import Metadata, ShardInfo, SplitInfo, encode_example, parse_examples
 
 
 def make_metadata(shape=(4, 3, 2), dtype="uint8", classes=3) -> Metadata:
@@ -14,7 +14,10 @@ def make_metadata(shape=(4, 3, 2), dtype="uint8", classes=3) -> Metadata:
         shape=shape,
         dtype=dtype,
         class_names=tuple(f"c{i}" for i in range(classes)),
-        splits={"train": SplitInfo(10, ("train-00000-of-00001.tfrecord",)), "eval": SplitInfo(2, ("e",))},
+        splits={
+            "train": SplitInfo(10, 900, (ShardInfo("train-00000-of-00001.tfrecord", 10, 900),)),
+            "eval": SplitInfo(2, 180, (ShardInfo("eval-00000-of-00001.tfrecord", 2, 180),)),
+        },
         mean=(0.0,) * channels,
         std=(1.0,) * channels,
     )

@@ -6,6 +6,7 @@ Reads through TensorFlow's file layer, so the same code serves local paths and g
 from __future__ import annotations
 
 import posixpath
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -13,6 +14,8 @@ import tensorflow as tf
 from preprocessing.errors import UserError
 from preprocessing.schema import METADATA_FILE, Metadata
 from trainer.config import Config
+
+STAT_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,29 @@ def expand(patterns: str, flag: str) -> list[str]:
     return sorted(set(files))
 
 
+def _size(path: str) -> int | None:
+    try:
+        return tf.io.gfile.stat(path).length
+    except tf.errors.NotFoundError:
+        return None
+
+
 def _listed_shards(data_dir: str, metadata: Metadata, split: str, where: str) -> list[str]:
+    """The split's shard paths, each checked to exist with the size the metadata records."""
     if split not in metadata.splits or not metadata.splits[split].shards:
         raise UserError(f"{where}: has no {split} shards")
-    files = [posixpath.join(data_dir, name) for name in metadata.splits[split].shards]
-    for path in files:
-        if not tf.io.gfile.exists(path):
+    shards = metadata.splits[split].shards
+    files = [posixpath.join(data_dir, shard.file) for shard in shards]
+    with ThreadPoolExecutor(STAT_THREADS) as pool:  # one round trip each on gs://: overlap them
+        sizes = list(pool.map(_size, files))
+    for path, shard, size in zip(files, shards, sizes):
+        if size is None:
             raise UserError(f"{where}: lists {path}, which does not exist")
+        if size != shard.bytes:
+            raise UserError(
+                f"{path}: {size} bytes, but {where} records {shard.bytes}: the shard was truncated or "
+                "replaced; rerun preprocessing"
+            )
     return files
 
 
