@@ -172,3 +172,40 @@ def parse_examples(
     if metadata.dtype == "uint8":
         data = tf.reshape(tf.io.decode_raw(data, tf.uint8), [-1, *metadata.shape])
     return data, parsed.get(LABEL_KEY)
+
+
+def decode_record(record: bytes, metadata: Metadata) -> tuple[np.ndarray, int]:
+    """One serialized example to (data, label) in Python, or UserError saying what is wrong.
+
+    It accepts what the trainer's parser accepts, so it can point at the record that stopped a
+    run; TensorFlow's own errors name neither the file nor the record.
+    """
+    try:
+        example = tf.train.Example.FromString(record)
+    except Exception:  # protobuf raises its own DecodeError, or others on odd bytes
+        raise UserError("not a serialized tf.train.Example") from None
+    features = example.features.feature
+    expected = {IMAGE_KEY: "bytes_list", VECTOR_KEY: "float_list"}[metadata.feature_key]
+    for key, kind in ((metadata.feature_key, expected), (LABEL_KEY, "int64_list")):
+        if key not in features:
+            raise UserError(f"feature {key!r} is missing")
+        if features[key].WhichOneof("kind") != kind:
+            raise UserError(f"feature {key!r} is a {features[key].WhichOneof('kind')}, expected a {kind}")
+    size = int(np.prod(metadata.shape))
+    if metadata.dtype == "uint8":
+        values = features[IMAGE_KEY].bytes_list.value
+        if len(values) != 1 or len(values[0]) != size:
+            found = f"{len(values[0])} bytes" if len(values) == 1 else f"{len(values)} byte strings"
+            raise UserError(f"feature 'image' holds {found}, expected {size} bytes for shape {list(metadata.shape)}")
+        data = np.frombuffer(values[0], np.uint8).reshape(metadata.shape)
+    else:
+        values = features[VECTOR_KEY].float_list.value
+        if len(values) != size:
+            raise UserError(f"feature 'features' holds {len(values)} floats, expected {size}")
+        data = np.array(values, np.float32).reshape(metadata.shape)
+    labels = features[LABEL_KEY].int64_list.value
+    if len(labels) != 1:
+        raise UserError(f"feature 'label' holds {len(labels)} values, expected 1")
+    if not 0 <= labels[0] < metadata.num_classes:
+        raise UserError(f"label {labels[0]} is outside the {metadata.num_classes} classes")
+    return data, int(labels[0])

@@ -52,6 +52,10 @@ class Config:
     reader_threads: int = _option(2, "parallel readers, each with its own parse thread, filling the shuffle queue")
     read_batch_size: int = _option(256, "records each reader takes per read (TFRecordReader.read_up_to)")
     shuffle_buffer: int = _option(2048, "examples the shuffle queue keeps before it hands out a batch")
+    input_timeout_secs: int = _option(
+        300, "stop with an error when a step waits this long for its batch (0: wait forever)"
+    )
+    skip_corrupt: bool = _option(False, "check every shard first and leave out those with corrupt or malformed records")
     # Checkpoints and evaluation.
     save_checkpoints_steps: int = _option(500, "steps between checkpoints (and evaluations)")
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
@@ -73,7 +77,7 @@ _POSITIVE = (
     "keep_checkpoint_max",
 )
 _POSITIVE_IF_SET = ("num_epochs", "eval_steps")
-_NON_NEGATIVE = ("shuffle_buffer", "eval_throttle_secs", "eval_start_delay_secs")
+_NON_NEGATIVE = ("shuffle_buffer", "input_timeout_secs", "eval_throttle_secs", "eval_start_delay_secs")
 
 
 def check_values(config: Config) -> None:
@@ -125,6 +129,8 @@ def _convert(name: str, value: Any, where: str) -> Any:
             if not isinstance(parts, (list, tuple)) or not all(_is_int(p) for p in parts):
                 raise ValueError
             return tuple(int(p) for p in parts)
+        if kind is bool and isinstance(value, bool):
+            return value
         if kind is int and _is_int(value):
             return int(value)
         if kind is float and not isinstance(value, bool) and isinstance(value, (int, float, str)):
@@ -175,6 +181,11 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default = item.default
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
         help_text = item.metadata["help"] if default is None else f"{item.metadata['help']} (default: {shown})"
+        if isinstance(default, bool):  # a switch: present means True
+            parser.add_argument(
+                flag, dest=item.name, default=argparse.SUPPRESS, action="store_true", help=item.metadata["help"]
+            )
+            continue
         parser.add_argument(flag, dest=item.name, default=argparse.SUPPRESS, metavar=item.name.upper(), help=help_text)
 
 

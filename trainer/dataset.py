@@ -5,17 +5,21 @@ Reads through TensorFlow's file layer, so the same code serves local paths and g
 
 from __future__ import annotations
 
+import logging
 import posixpath
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import tensorflow as tf
 
 from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE, Metadata
+from preprocessing.schema import METADATA_FILE, Metadata, SplitInfo, decode_record
 from trainer.config import Config
 
 STAT_THREADS = 16
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -91,3 +95,70 @@ def locate(config: Config) -> DataFiles:
     evaluation = expand(config.eval_files, "--eval-files")
     metadata_path = config.metadata or posixpath.join(posixpath.dirname(train[0]), METADATA_FILE)
     return DataFiles(read_metadata(metadata_path), train, evaluation)
+
+
+def first_problem(path: str, metadata: Metadata) -> str | None:
+    """What is wrong with the first bad record of a shard, or None if every record reads.
+
+    Used after TensorFlow stopped on bad data (its errors name no file) and by --skip-corrupt.
+    """
+    good = 0
+    try:
+        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+            decode_record(record, metadata)
+            good += 1
+    except UserError as error:
+        return f"{path}, record {good}: {error}"
+    except tf.errors.OpError as error:  # DataLossError: a bad checksum or a truncated record
+        return f"{path}: corrupt after {good} readable record(s) ({_plain(error.message)})"
+    return None
+
+
+def _plain(message: str) -> str:
+    """A TensorFlow error message without the op and function names around it."""
+    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message.splitlines()[0])
+    return re.sub(r"\s*\[Op:.*$", "", message).strip()
+
+
+def first_bad_shard(files: list[str], metadata: Metadata) -> str | None:
+    for path in files:
+        problem = first_problem(path, metadata)
+        if problem:
+            return problem
+    return None
+
+
+def leave_out_bad_shards(data: DataFiles) -> DataFiles:
+    """--skip-corrupt: the same files less those with a bad record, each logged with what it held."""
+
+    def good(files: list[str], split: str) -> list[str]:
+        kept = []
+        for path in files:
+            problem = first_problem(path, data.metadata)
+            if problem:
+                log.warning("Leaving out %s: %s", _examples_in(path, data.metadata, split), problem)
+            else:
+                kept.append(path)
+        if not kept:
+            raise UserError(f"--skip-corrupt: every {split} shard has a bad record; nothing is left to read")
+        log.info("--skip-corrupt: %d of %d %s shard(s) left out", len(files) - len(kept), len(files), split)
+        return kept
+
+    return DataFiles(data.metadata, good(data.train, "train"), good(data.eval, "eval"))
+
+
+def _examples_in(path: str, metadata: Metadata, split: str) -> str:
+    """How many examples leaving out `path` loses, as the metadata records it."""
+    name = posixpath.basename(path)
+    for shard in metadata.splits.get(split, SplitInfo(0, 0, ())).shards:
+        if shard.file == name:
+            return f"{shard.examples} examples"
+    return "examples not recorded"
+
+
+def describe_stall(files: list[str]) -> str:
+    """Why the readers of `files` may have produced nothing."""
+    sizes = [_size(path) or 0 for path in files]
+    if not any(sizes):
+        return f"all {len(files)} file(s) are empty"
+    return f"the readers made no progress on {len(files)} file(s) of {sum(sizes)} bytes: is the storage unreachable?"

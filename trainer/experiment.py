@@ -11,9 +11,10 @@ import posixpath
 
 import tensorflow as tf
 
+from preprocessing.errors import UserError
 from trainer import dataset, model, serving
 from trainer.config import Config
-from trainer.input import make_input_fn
+from trainer.input import InputTimeoutHook, make_input_fn
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,30 @@ def make_estimator(config: Config, metadata) -> tf.estimator.Estimator:
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
     data = dataset.locate(config)
+    if config.skip_corrupt:
+        data = dataset.leave_out_bad_shards(data)
+    _log_dataset(data)
+    try:
+        metrics = _train_and_evaluate(config, data)
+    except tf.errors.DeadlineExceededError:
+        raise UserError(
+            f"no batch reached the model for {config.input_timeout_secs} s (--input-timeout-secs): the input "
+            f"queue starved because, for training, {dataset.describe_stall(data.train)}; for evaluation, "
+            f"{dataset.describe_stall(data.eval)}"
+        ) from None
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
+        problem = dataset.first_bad_shard(data.train + data.eval, data.metadata)
+        if problem is None:
+            raise  # not the data's fault
+        raise UserError(f"{problem}; rerun preprocessing, or pass --skip-corrupt to leave such shards out") from None
+    if metrics:
+        path = posixpath.join(config.job_dir, METRICS_FILE)
+        with tf.io.gfile.GFile(path, "w") as file:
+            file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    return metrics
+
+
+def _log_dataset(data: dataset.DataFiles) -> None:
     metadata = data.metadata
     log.info(
         "Dataset: %d training examples in %d file(s), %d evaluation examples in %d file(s), %d classes, shape %s %s",
@@ -56,14 +81,19 @@ def run(config: Config) -> dict | None:
         metadata.dtype,
     )
     log.info("Devices: %s", ", ".join(d.name for d in tf.config.list_physical_devices()))
+
+
+def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
+    metadata = data.metadata
     estimator = make_estimator(config, metadata)
     serving_input_fn = serving.make_serving_input_fn(metadata)
     exporters = [
         tf.estimator.LatestExporter("latest", serving_input_fn, exports_to_keep=3),
         tf.estimator.BestExporter("best", serving_input_fn, compare_fn=_higher_accuracy, exports_to_keep=1),
     ]
+    hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
     train_spec = tf.estimator.TrainSpec(
-        make_input_fn(data.train, metadata, config, training=True), max_steps=config.train_steps
+        make_input_fn(data.train, metadata, config, training=True), max_steps=config.train_steps, hooks=hooks
     )
     eval_spec = tf.estimator.EvalSpec(
         make_input_fn(data.eval, metadata, config, training=False),
@@ -71,15 +101,13 @@ def run(config: Config) -> dict | None:
         exporters=exporters,
         start_delay_secs=config.eval_start_delay_secs,
         throttle_secs=config.eval_throttle_secs,
+        hooks=hooks,
     )
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     metrics = result[0] if result else None
-    if metrics:
-        metrics = {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
-        path = posixpath.join(config.job_dir, METRICS_FILE)
-        with tf.io.gfile.GFile(path, "w") as file:
-            file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    return metrics
+    if not metrics:
+        return None
+    return {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
 
 
 def latest_export(job_dir: str, name: str) -> str | None:

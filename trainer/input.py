@@ -45,6 +45,17 @@ def shuffle_capacity(config: Config) -> int:
     return config.shuffle_buffer + (config.reader_threads + QUEUE_MARGIN) * config.batch_size
 
 
+class InputTimeoutHook(tf.estimator.SessionRunHook):
+    """Gives every step a deadline, so that a queue that can never fill raises
+    DeadlineExceededError instead of blocking the job forever."""
+
+    def __init__(self, seconds: int):
+        self._options = tf.compat.v1.RunOptions(timeout_in_ms=seconds * 1000)
+
+    def before_run(self, run_context):
+        return tf.estimator.SessionRunArgs(fetches=[], options=self._options)
+
+
 def make_input_fn(files: list[str], metadata: Metadata, config: Config, training: bool) -> Callable:
     """An Estimator input_fn over `files`.
 

@@ -1,0 +1,177 @@
+"""Bad shards and records: the trainer names the file and record, exits 2, and never hangs."""
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from preprocessing.errors import UserError
+from preprocessing.schema import (
+    METADATA_FILE,
+    Metadata,
+    ShardInfo,
+    SplitInfo,
+    decode_record,
+    encode_example,
+    parse_examples,
+)
+from preprocessing.tfrecord import frame
+from trainer.dataset import first_problem
+
+DIGITS_LIKE = Metadata(
+    shape=(8, 8, 1),
+    dtype="uint8",
+    class_names=tuple(str(i) for i in range(10)),
+    splits={},
+    mean=(5.0,),
+    std=(6.0,),
+)
+
+
+def example(**features) -> bytes:
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def image_feature(size=64):
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[bytes(size)]))
+
+
+def label_feature(value=3):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+BAD_RECORDS = {
+    "missing image": (example(label=label_feature()), "feature 'image' is missing"),
+    "missing label": (example(image=image_feature()), "feature 'label' is missing"),
+    "wrong type": (
+        example(image=tf.train.Feature(float_list=tf.train.FloatList(value=[1.0])), label=label_feature()),
+        "feature 'image' is a float_list, expected a bytes_list",
+    ),
+    "wrong shape": (example(image=image_feature(63), label=label_feature()), "holds 63 bytes, expected 64"),
+    "label too big": (example(image=image_feature(), label=label_feature(10)), "label 10 is outside the 10 classes"),
+    "negative label": (example(image=image_feature(), label=label_feature(-1)), "label -1 is outside"),
+    "not an example": (b"\x08\x96\x01garbage", "not a serialized tf.train.Example"),
+}
+
+
+def write_dataset(folder, train_records, eval_records) -> str:
+    """A dataset folder whose metadata matches its shards, whatever the records hold."""
+    os.makedirs(folder, exist_ok=True)
+    splits = {}
+    for split, records in (("train", train_records), ("eval", eval_records)):
+        name = f"{split}-00000-of-00001.tfrecord"
+        data = b"".join(frame(r) for r in records)
+        with open(os.path.join(folder, name), "wb") as file:
+            file.write(data)
+        splits[split] = SplitInfo(len(records), len(data), (ShardInfo(name, len(records), len(data)),))
+    with open(os.path.join(folder, METADATA_FILE), "w") as file:
+        file.write(dataclasses.replace(DIGITS_LIKE, splits=splits).to_json())
+    return str(folder)
+
+
+def good_records(n=300):
+    rng = np.random.default_rng(0)
+    return [encode_example(rng.integers(0, 17, (8, 8, 1), dtype=np.uint8), i % 10) for i in range(n)]
+
+
+def run_task(*args):
+    return subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_RECORDS))
+def test_decode_record_says_what_is_wrong(name):
+    record, message = BAD_RECORDS[name]
+    with pytest.raises(UserError, match=message):
+        decode_record(record, DIGITS_LIKE)
+
+
+@pytest.mark.parametrize("name", ["missing image", "wrong shape", "label too big", "negative label"])
+def test_training_on_a_bad_record_names_file_and_record(tmp_path, name):
+    record, message = BAD_RECORDS[name]
+    data_dir = write_dataset(tmp_path / "data", good_records(50) + [record] + good_records(50), good_records(20))
+    result = run_task("--data-dir", data_dir, "--job-dir", str(tmp_path / "job"), "--train-steps", "50")
+    assert result.returncode == 2, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert re.search(f"train-00000-of-00001.tfrecord, record 50: .*{message}", last)
+    assert "Traceback" not in result.stderr
+
+
+def test_corrupt_shard_is_named_and_can_be_skipped(tmp_path):
+    data_dir = write_dataset(tmp_path / "data", good_records(300), good_records(60))
+    shard = tmp_path / "data" / "train-00000-of-00001.tfrecord"
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF  # same size, so only reading it finds the damage
+    shard.write_bytes(bytes(damaged))
+    assert "corrupt after" in first_problem(str(shard), DIGITS_LIKE)
+
+    # A second, good training shard, so that something is left after skipping.
+    extra = b"".join(frame(r) for r in good_records(100))
+    (tmp_path / "data" / "train-extra.tfrecord").write_bytes(extra)
+    args = ["--train-files", f"{data_dir}/train-*", "--eval-files", f"{data_dir}/eval-*", "--train-steps", "30"]
+    failed = run_task(*args, "--job-dir", str(tmp_path / "job1"))
+    assert failed.returncode == 2
+    assert "train-00000-of-00001.tfrecord: corrupt after" in failed.stderr.strip().splitlines()[-1]
+    assert "--skip-corrupt" in failed.stderr.strip().splitlines()[-1]
+
+    skipped = run_task(*args, "--job-dir", str(tmp_path / "job2"), "--skip-corrupt")
+    assert skipped.returncode == 0, skipped.stderr[-2000:]
+    assert "Leaving out 300 examples: " in skipped.stderr
+    assert "--skip-corrupt: 1 of 2 train shard(s) left out" in skipped.stderr
+
+
+def test_a_starved_queue_stops_the_job_instead_of_hanging(tmp_path):
+    data_dir = write_dataset(tmp_path / "data", [], [])
+    result = run_task(
+        "--train-files",
+        f"{data_dir}/train-*",
+        "--eval-files",
+        f"{data_dir}/eval-*",
+        "--job-dir",
+        str(tmp_path / "job"),
+        "--input-timeout-secs",
+        "3",
+    )
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "no batch reached the model for 3 s (--input-timeout-secs)" in last
+    assert "for training, all 1 file(s) are empty" in last
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200))
+def test_decode_record_on_random_bytes_parses_or_says_why(record):
+    try:
+        image, label = decode_record(record, DIGITS_LIKE)
+    except UserError:
+        return  # a clean error; anything else fails the test
+    assert image.shape == (8, 8, 1) and 0 <= label < 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_decode_record_on_mutated_records_agrees_with_tensorflow(data):
+    record = bytearray(good_records(1)[0])
+    for _ in range(data.draw(st.integers(1, 4))):
+        action = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        at = data.draw(st.integers(0, max(len(record) - 1, 0)))
+        if action == "flip" and record:
+            record[at] ^= data.draw(st.integers(1, 255))
+        elif action == "cut":
+            del record[at : at + data.draw(st.integers(1, 8))]
+        else:
+            record[at:at] = data.draw(st.binary(min_size=1, max_size=8))
+    try:
+        image, label = decode_record(bytes(record), DIGITS_LIKE)
+    except UserError:
+        return
+    # Whatever the Python decoder accepts, TensorFlow's parser reads to the same values.
+    tf_image, tf_label = parse_examples(tf.constant([bytes(record)]), DIGITS_LIKE)
+    np.testing.assert_array_equal(tf_image.numpy()[0], image)
+    assert tf_label.numpy()[0] == label
