@@ -53,8 +53,8 @@ def open_read(path: str) -> BinaryIO:
 
 
 def temporary_name(name: str) -> str:
-    """The hidden name a local file has while it is being written."""
-    return f".{name}.partial"
+    """The hidden name a local file has while this process writes it (two writers never share one)."""
+    return f".{name}.partial-{os.getpid()}"
 
 
 @contextlib.contextmanager

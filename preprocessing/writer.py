@@ -8,6 +8,7 @@ Order of events, so that a reader never sees a half-written dataset:
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import multiprocessing
@@ -15,6 +16,8 @@ import os
 import posixpath
 import queue
 import re
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
@@ -35,7 +38,9 @@ log = logging.getLogger(__name__)
 TARGET_SHARD_BYTES = 100 * 2**20  # big enough to read efficiently, small enough to parallelize
 MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
 EXAMPLES_PER_WORKER = 10_000  # below this, starting a process (about 3 s of imports) does not pay
-OUR_FILES = re.compile(r"^(\.?)(train|eval)-\d{5}-of-\d{5}\.tfrecord(\.partial)?$|^\.?metadata\.json(\.partial)?$")
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+# Shards, metadata, and their temporary names while being written (see storage.temporary_name).
+OUR_FILES = re.compile(r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord|metadata\.json)(\.partial-\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,15 @@ _progress: multiprocessing.Queue | None = None
 def _start_worker(progress: multiprocessing.Queue) -> None:
     global _progress
     _progress = progress
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Asks Linux to kill this worker when its parent dies, so that a worker orphaned by a
+    killed run cannot finish a shard into a folder that a rerun is already writing."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _write_shard_in_worker(task: ShardTask) -> ShardResult:

@@ -94,7 +94,7 @@ def test_foreign_files_need_overwrite(tmp_path):
 
 def test_leftovers_of_an_interrupted_run_are_redone(tmp_path, digits_dir):
     (tmp_path / "train-00000-of-00002.tfrecord").write_bytes(b"half")
-    (tmp_path / ".train-00001-of-00002.tfrecord.partial").write_bytes(b"half")
+    (tmp_path / ".train-00001-of-00002.tfrecord.partial-12345").write_bytes(b"half")
     (tmp_path / "train-00000-of-00007.tfrecord").write_bytes(b"other run")
     build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits")
     assert sorted(os.listdir(tmp_path)) == sorted(os.listdir(digits_dir))

@@ -15,6 +15,7 @@ from preprocessing.errors import UserError
 from trainer import dataset, model, serving
 from trainer.config import Config
 from trainer.input import InputTimeoutHook, make_input_fn
+from trainer.preemption import SaveOnSigtermHook
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +93,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         tf.estimator.BestExporter("best", serving_input_fn, compare_fn=_higher_accuracy, exports_to_keep=1),
     ]
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
+    train_hooks = [*hooks, SaveOnSigtermHook(config.job_dir, estimator.config.is_chief)]
     train_spec = tf.estimator.TrainSpec(
-        make_input_fn(data.train, metadata, config, training=True), max_steps=config.train_steps, hooks=hooks
+        make_input_fn(data.train, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks
     )
     eval_spec = tf.estimator.EvalSpec(
         make_input_fn(data.eval, metadata, config, training=False),

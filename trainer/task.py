@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
 
     from trainer import experiment
+    from trainer.preemption import Preempted
 
     tf.get_logger().setLevel(logging.INFO)
     tf.get_logger().addFilter(_HideDeprecations())
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     except tf.errors.OpError as error:
         log.error("TensorFlow stopped: %s", error.message.splitlines()[0])
         return 1
+    except Preempted as stop:
+        log.warning("%s", stop)
+        return 143  # 128 + SIGTERM, what a scheduler expects of a task it stopped
     except KeyboardInterrupt:
         log.error("Interrupted; rerun the same command to resume from the last checkpoint")
         return 130

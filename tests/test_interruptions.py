@@ -1,0 +1,134 @@
+"""Interruptions lose nothing: killed or preempted runs resume, killed preprocessing redoes cleanly."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from trainer.experiment import latest_export
+
+
+def start(module, *args, log_path):
+    log = open(log_path, "w")  # noqa: SIM115 - closed by the caller through finish()
+    return subprocess.Popen([sys.executable, "-m", module, *args], stdout=log, stderr=subprocess.STDOUT), log
+
+
+def finish(process, log, timeout=300):
+    code = process.wait(timeout=timeout)
+    log.close()
+    return code
+
+
+def wait_for(path, text, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and text in Path(path).read_text():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never appeared in {path}")
+
+
+def test_sigterm_saves_a_checkpoint_and_a_rerun_resumes(tmp_path, digits_dir):
+    job_dir = str(tmp_path / "job")
+    args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--save-checkpoints-steps", "100000"]
+    process, log = start("trainer.task", *args, "--train-steps", "100000", log_path=tmp_path / "1.log")
+    wait_for(tmp_path / "1.log", "step = 100")
+    process.send_signal(signal.SIGTERM)
+    assert finish(process, log) == 143
+    text = (tmp_path / "1.log").read_text()
+    step = int(text.split("SIGTERM at step ")[1].split(":")[0])
+    assert step >= 100
+    assert tf.train.latest_checkpoint(job_dir).endswith(f"model.ckpt-{step}")
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "trainer.task", *args, "--train-steps", str(step + 20)], capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"model.ckpt-{step}" in resumed.stderr
+    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
+        assert json.load(file)["global_step"] == step + 20
+
+
+def test_sigkill_at_random_moments_then_rerun_reaches_the_target(tmp_path, digits_dir):
+    job_dir = str(tmp_path / "job")
+    target = 800
+    args = [
+        "--data-dir",
+        digits_dir,
+        "--job-dir",
+        job_dir,
+        "--train-steps",
+        str(target),
+        "--save-checkpoints-steps",
+        "60",
+    ]
+    moments = random.Random(7).sample([4.0, 5.0, 6.0, 7.0, 8.0, 9.0], 3)
+    steps_seen = []
+    for attempt, seconds in enumerate(moments):
+        process, log = start("trainer.task", *args, log_path=tmp_path / f"{attempt}.log")
+        time.sleep(seconds)
+        process.kill()
+        finish(process, log)
+        checkpoint = tf.train.latest_checkpoint(job_dir)
+        steps_seen.append(int(checkpoint.rsplit("-", 1)[1]) if checkpoint else 0)
+    assert steps_seen == sorted(steps_seen)  # never goes back
+    assert steps_seen[-1] < target, "the kills came too late to interrupt anything"
+
+    final = subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True)
+    assert final.returncode == 0, final.stderr[-2000:]
+    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
+        metrics = json.load(file)
+    assert metrics["global_step"] == target
+    assert metrics["accuracy"] > 0.9
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(job_dir))
+    assert reader.get_tensor("global_step") == target
+    model = tf.saved_model.load(latest_export(job_dir, "latest"))
+    outputs = model.signatures["serving_default"](image=tf.zeros([2, 8, 8, 1]))
+    assert outputs["probabilities"].shape == (2, 10)
+
+
+def test_preprocessing_killed_midway_reruns_to_the_same_bytes(tmp_path):
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "big.npz", x=rng.normal(size=(60_000, 128)).astype(np.float32), y=rng.integers(0, 5, 60_000))
+    common = ["--source", "npz", "--input", str(tmp_path / "big.npz"), "--shards", "8", "--workers", "2"]
+
+    complete = subprocess.run(
+        [sys.executable, "-m", "preprocessing", *common, "--output", str(tmp_path / "complete")], capture_output=True
+    )
+    assert complete.returncode == 0, complete.stderr[-2000:]
+
+    output = tmp_path / "interrupted"
+    process, log = start("preprocessing", *common, "--output", str(output), log_path=tmp_path / "p.log")
+    deadline = time.time() + 120
+    while not (output.exists() and any(name.endswith(".tfrecord") for name in os.listdir(output))):
+        assert time.time() < deadline and process.poll() is None, "no shard was finished before the run ended"
+        time.sleep(0.02)
+    process.kill()
+    finish(process, log)
+    assert not (output / "metadata.json").exists()
+
+    refused = subprocess.run(
+        [sys.executable, "-m", "trainer.task", "--data-dir", str(output), "--job-dir", str(tmp_path / "job")],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "not a finished dataset" in refused.stderr
+
+    rerun = subprocess.run(
+        [sys.executable, "-m", "preprocessing", *common, "--output", str(output)], capture_output=True
+    )
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert sorted(os.listdir(output)) == sorted(os.listdir(tmp_path / "complete"))
+    for name in os.listdir(output):
+        if name.endswith(".tfrecord"):
+            assert (output / name).read_bytes() == (tmp_path / "complete" / name).read_bytes(), name
+    first = json.loads((tmp_path / "complete" / "metadata.json").read_text())
+    second = json.loads((output / "metadata.json").read_text())
+    assert {**first, "extra": None} == {**second, "extra": None}  # only the timings differ
