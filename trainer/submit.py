@@ -1,0 +1,320 @@
+"""`python -m trainer.submit`: run `python -m trainer.task` on Vertex AI as a CustomJob or HyperparameterTuningJob.
+
+The job's shape (machines, GPUs, pools, tuning) comes from a YAML file in configs/jobs/; the
+code runs either as a container image built from ./Dockerfile (--image) or as this package's
+sdist, uploaded to --staging-dir, on an executor image (--executor-image). Everything after
+`--` goes to the trainer. --dry-run prints the request and the gcloud equivalent and touches
+nothing remote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, NamedTuple, NoReturn, Optional
+
+import yaml
+
+from preprocessing import gcs
+from preprocessing.errors import UserError
+from trainer import jobs
+
+log = logging.getLogger("trainer.submit")
+
+ROOT = Path(__file__).resolve().parents[1]  # the source checkout holding setup.py
+TRAINER_MODULE = "trainer.task"
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+class Kind(NamedTuple):
+    collection: str  # in the REST path
+    gcloud_group: str  # gcloud ai GROUP create
+    gcloud_config: Callable[[dict], dict]  # the part of the body that gcloud's --config file holds
+
+
+KINDS = {
+    "custom": Kind("customJobs", "custom-jobs", lambda body: body["jobSpec"]),
+    "tuning": Kind("hyperparameterTuningJobs", "hp-tuning-jobs", lambda body: body),
+}
+
+EXAMPLES = """\
+examples:
+  # the image built from ./Dockerfile, on one CPU machine
+  python -m trainer.submit --project my-project --job-config configs/jobs/cpu.yaml \\
+      --image us-central1-docker.pkg.dev/my-project/trainers/queue-trainer:v1 \\
+      --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist --train-steps 5000
+
+  # this package's sdist on an executor image, with one GPU
+  python -m trainer.submit --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
+      --staging-dir gs://my-bucket/staging --job-dir gs://my-bucket/runs/mnist-gpu -- --data-dir gs://my-bucket/data/mnist
+
+  # print the request body and the gcloud command instead, touching nothing
+  python -m trainer.submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
+      --job-dir gs://my-bucket/runs/tuning -- --data-dir gs://my-bucket/data/mnist
+"""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """Everything a job needs, checked: the flags, the job shape, the trainer's arguments."""
+
+    project: str
+    region: str
+    display_name: str
+    job_dir: str
+    staging_dir: Optional[str]
+    image: Optional[str]
+    executor_image: Optional[str]
+    shape: jobs.JobShape
+    trainer_args: tuple[str, ...]
+
+    @property
+    def kind(self) -> Kind:
+        return KINDS["custom" if self.shape.tuning is None else "tuning"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)  # one line and exit code 2, like every other mistake
+
+
+def split_trainer_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(submit's own arguments, the trainer's: everything after the first `--`)."""
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(
+        prog="python -m trainer.submit",
+        usage="python -m trainer.submit [options] -- [trainer.task flags]",
+        description="Submit python -m trainer.task to Vertex AI: a CustomJob, or a HyperparameterTuningJob "
+        "when the job config has a tuning section. Everything after -- goes to the trainer.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--project",
+        default=os.environ.get("GOOGLE_CLOUD_PROJECT"),
+        help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT)",
+    )
+    parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
+    parser.add_argument(
+        "--job-config", required=True, help="job shape: configs/jobs/{cpu,gpu,distributed,hptuning}.yaml or your own"
+    )
+    parser.add_argument(
+        "--job-dir", required=True, help="gs:// folder for checkpoints, exports and metrics (baseOutputDirectory)"
+    )
+    parser.add_argument("--staging-dir", help="gs:// folder to upload the package to (needed with --executor-image)")
+    parser.add_argument("--display-name", help="the job's name in Vertex AI (default: queue-trainer-SHAPE-TIMESTAMP)")
+    code = parser.add_mutually_exclusive_group(required=True)
+    code.add_argument("--image", help="container image whose entrypoint is python -m trainer.task (see ./Dockerfile)")
+    code.add_argument("--executor-image", help="image to run this package's sdist on (a Vertex AI prebuilt image)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the request body and the gcloud command, and write the gcloud --config file; "
+        "no upload, no network, no credentials",
+    )
+    return parser.parse_args(argv)
+
+
+def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
+    """Checks the flags and the job shape, before anything is built, uploaded or sent."""
+    if not args.project:
+        raise UserError("--project is required (or set GOOGLE_CLOUD_PROJECT)")
+    if args.executor_image and not args.staging_dir:
+        raise UserError("--staging-dir is required with --executor-image: the package is uploaded there")
+    for flag, path in (("--job-dir", args.job_dir), ("--staging-dir", args.staging_dir)):
+        if path is not None and not gcs.is_gcs(path):
+            raise UserError(f"{flag} {path}: must be a gs:// path that Vertex AI can reach")
+    if any(arg == "--job-dir" or arg.startswith("--job-dir=") for arg in trainer_args):
+        raise UserError("--job-dir goes before --: submit passes it to the trainer and to Vertex AI")
+    shape = jobs.load(args.job_config)
+    display_name = args.display_name or f"queue-trainer-{shape.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    return Submission(
+        project=args.project,
+        region=args.region,
+        display_name=display_name,
+        job_dir=args.job_dir,
+        staging_dir=args.staging_dir,
+        image=args.image,
+        executor_image=args.executor_image,
+        shape=shape,
+        trainer_args=tuple(trainer_args),
+    )
+
+
+def package_file() -> str:
+    """The sdist's file name, without building it."""
+    return _setup_py("--fullname").strip() + ".tar.gz"
+
+
+def build_sdist(dist_dir: str) -> str:
+    """Builds this package's sdist with `setup.py sdist` into an empty `dist_dir`; returns the tarball's path."""
+    _setup_py("-q", "sdist", "--dist-dir", dist_dir)
+    (tarball,) = Path(dist_dir).glob("*.tar.gz")
+    return str(tarball)
+
+
+def _setup_py(*arguments: str) -> str:
+    setup_py = ROOT / "setup.py"
+    if not setup_py.exists():
+        raise UserError(f"{setup_py}: not found; run trainer.submit from a source checkout")
+    result = subprocess.run([sys.executable, "setup.py", *arguments], cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"{setup_py} {' '.join(arguments)}: failed ({last})")
+    return result.stdout
+
+
+def staged_package_uri(job: Submission, file_name: str) -> str:
+    """Where the package goes: one folder per job under --staging-dir."""
+    folder = re.sub(r"[^A-Za-z0-9._-]+", "-", job.display_name)
+    return f"{job.staging_dir.rstrip('/')}/{folder}/{file_name}"
+
+
+def upload(local_path: str, uri: str) -> None:
+    """Copies a local file to gs://, as one resumable upload that appears only when complete."""
+    with open(local_path, "rb") as source, gcs.atomic_writer(uri) as target:
+        shutil.copyfileobj(source, target)
+
+
+def task_spec(job: Submission, trainer_args: list[str], package_uri: Optional[str]) -> dict:
+    """What each pool runs: the container image, or this package on the executor image."""
+    if job.image:
+        return {"containerSpec": {"imageUri": job.image, "args": trainer_args}}
+    return {
+        "pythonPackageSpec": {
+            "executorImageUri": job.executor_image,
+            "packageUris": [package_uri],
+            "pythonModule": TRAINER_MODULE,
+            "args": trainer_args,
+        }
+    }
+
+
+def request_body(job: Submission, package_uri: Optional[str]) -> dict:
+    """The CustomJob or HyperparameterTuningJob body; Vertex AI sets AIP_MODEL_DIR and friends under --job-dir."""
+    trainer_args = list(job.trainer_args)
+    # A tuning trial gets no --job-dir: one folder for all trials would let each resume from the
+    # one before. Vertex AI gives each trial its own folder under --job-dir, as AIP_MODEL_DIR.
+    if job.shape.tuning is None:
+        trainer_args = ["--job-dir", job.job_dir, *trainer_args]
+    job_spec = {
+        "workerPoolSpecs": jobs.worker_pool_specs(job.shape, task_spec(job, trainer_args, package_uri)),
+        "baseOutputDirectory": {"outputUriPrefix": job.job_dir},
+    }
+    return jobs.request_body(job.shape, job.display_name, job_spec)
+
+
+def endpoint(job: Submission) -> str:
+    location = f"projects/{job.project}/locations/{job.region}"
+    return f"https://{job.region}-aiplatform.googleapis.com/v1/{location}/{job.kind.collection}"
+
+
+def gcloud_command(job: Submission, config_path: str) -> str:
+    return shlex.join(
+        [
+            "gcloud",
+            "ai",
+            job.kind.gcloud_group,
+            "create",
+            f"--project={job.project}",
+            f"--region={job.region}",
+            f"--display-name={job.display_name}",
+            f"--config={config_path}",
+        ]
+    )
+
+
+def dry_run(job: Submission) -> None:
+    """Prints the request and the equivalent gcloud command; writes only gcloud's --config file, locally."""
+    package_uri = staged_package_uri(job, package_file()) if job.executor_image else None
+    body = request_body(job, package_uri)
+    with tempfile.NamedTemporaryFile("w", prefix=f"{job.shape.name}-", suffix=".yaml", delete=False) as file:
+        yaml.safe_dump(job.kind.gcloud_config(body), file, sort_keys=False)
+    print(f"POST {endpoint(job)}")
+    print(json.dumps(body, indent=2))
+    print()
+    print(gcloud_command(job, file.name))
+
+
+def submit(job: Submission) -> None:
+    """Builds and uploads the package when needed, then creates the job."""
+    package_uri = None
+    if job.executor_image:
+        with tempfile.TemporaryDirectory() as dist_dir:
+            log.info("Building the package (setup.py sdist)")
+            tarball = build_sdist(dist_dir)
+            package_uri = staged_package_uri(job, os.path.basename(tarball))
+            log.info("Uploading it to %s", package_uri)
+            upload(tarball, package_uri)
+    created = create_job(job, request_body(job, package_uri))
+    log.info("Created %s", created["name"])
+    log.info("Follow it with: gcloud ai %s stream-logs %s", job.kind.gcloud_group, created["name"])
+
+
+def create_job(job: Submission, body: dict) -> dict:
+    """POSTs the body to Vertex AI with the application-default credentials; returns the created job."""
+    import google.auth
+    import google.auth.exceptions
+    import requests
+    from google.auth.transport.requests import AuthorizedSession
+
+    url = endpoint(job)
+    try:
+        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+        # No retries: a POST that timed out may still have created the job.
+        response = AuthorizedSession(credentials).post(url, json=body, timeout=60)
+    except google.auth.exceptions.DefaultCredentialsError:
+        raise UserError(f"no Google Cloud credentials found: {gcs.CREDENTIALS_HELP}") from None
+    except (requests.exceptions.RequestException, google.auth.exceptions.TransportError) as error:
+        raise UserError(f"{url}: cannot reach Vertex AI ({type(error).__name__})") from None
+    except google.auth.exceptions.GoogleAuthError as error:
+        raise UserError(f"cannot authenticate ({type(error).__name__}): {gcs.CREDENTIALS_HELP}") from None
+    if not response.ok:
+        raise UserError(f"{url}: Vertex AI refused the job ({response.status_code}): {_error_message(response)}")
+    return response.json()
+
+
+def _error_message(response) -> str:
+    """The first line of the API's error message (the body is {"error": {"message": ...}})."""
+    try:
+        message = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = response.reason
+    return (message or "no message").splitlines()[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    own_args, trainer_args = split_trainer_args(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_args(own_args)
+        job = plan(args, trainer_args)
+        if args.dry_run:
+            dry_run(job)
+        else:
+            submit(job)
+    except UserError as error:
+        log.error("%s", error)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
