@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -38,13 +39,37 @@ def split(path: str) -> tuple[str, str]:
 @functools.cache
 def _client():
     """One client per process (worker processes make their own)."""
-    import google.auth.exceptions
     from google.cloud import storage
 
+    check_credentials()
+    return storage.Client()
+
+
+def check_credentials() -> None:
+    """UserError, saying what to do, when no Google Cloud credentials can be found.
+
+    Skipped when a local emulator or TensorFlow's test token stands in for Cloud Storage.
+    """
+    if os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_AUTH_TOKEN_FOR_TESTING"):
+        return
+    import google.auth
+    import google.auth.exceptions
+
     try:
-        return storage.Client()
+        google.auth.default()
     except google.auth.exceptions.DefaultCredentialsError:
         raise UserError(f"no Google Cloud credentials found: {CREDENTIALS_HELP}") from None
+
+
+def _http_error(path: str, status: int) -> UserError:
+    """The message for an HTTP status that retrying will not fix."""
+    if status == 404:
+        return UserError(f"{path}: not found (404); does the bucket exist?")
+    if status == 403:
+        return UserError(f"{path}: permission denied (403); check the account's roles on the bucket")
+    if status == 401:
+        return UserError(f"{path}: not authorized (401): {CREDENTIALS_HELP}")
+    return UserError(f"{path}: Cloud Storage answered HTTP {status}")
 
 
 @contextlib.contextmanager
@@ -53,21 +78,21 @@ def errors(path: str) -> Iterator[None]:
     import google.auth.exceptions
     import requests
     from google.api_core import exceptions
+    from google.resumable_media import InvalidResponse  # what resumable uploads raise
 
     try:
         yield
-    except exceptions.NotFound as error:
-        what = "bucket" if "bucket" in str(error).lower() else "object"
-        raise UserError(f"{path}: no such {what} ({error.code})") from None
-    except exceptions.Forbidden as error:
-        raise UserError(f"{path}: permission denied ({error.code}); check the account's roles on the bucket") from None
-    except exceptions.Unauthorized as error:
-        raise UserError(f"{path}: not authorized ({error.code}): {CREDENTIALS_HELP}") from None
+    except exceptions.ClientError as error:
+        raise _http_error(path, error.code) from None
+    except InvalidResponse as error:
+        raise _http_error(path, error.response.status_code) from None
     except (requests.exceptions.RequestException, google.auth.exceptions.TransportError) as error:
         # Raised only once the retries with backoff have run out.
         raise UserError(f"{path}: cannot reach Cloud Storage ({type(error).__name__})") from None
     except google.auth.exceptions.GoogleAuthError as error:
         raise UserError(f"{path}: cannot authenticate ({type(error).__name__}): {CREDENTIALS_HELP}") from None
+    except exceptions.RetryError:
+        raise UserError(f"{path}: cannot reach Cloud Storage (gave up after retrying with backoff)") from None
     except exceptions.GoogleAPIError as error:
         code = getattr(error, "code", "")
         raise UserError(f"{path}: Cloud Storage failed ({type(error).__name__} {code})") from None

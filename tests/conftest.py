@@ -14,6 +14,15 @@ from preprocessing.writer import build_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="session")
+def gcs_server():
+    """A real Cloud Storage emulator on loopback for the whole session (see gcs_emulator/)."""
+    from gcs_emulator.server import gcs_server
+
+    with gcs_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def digits_dir(tmp_path_factory) -> str:
     """The built-in digits, preprocessed once for the whole session (read-only for tests)."""
     output = str(tmp_path_factory.mktemp("digits"))

@@ -110,13 +110,13 @@ def first_problem(path: str, metadata: Metadata) -> str | None:
     except UserError as error:
         return f"{path}, record {good}: {error}"
     except tf.errors.OpError as error:  # DataLossError: a bad checksum or a truncated record
-        return f"{path}: corrupt after {good} readable record(s) ({_plain(error.message)})"
+        return f"{path}: corrupt after {good} readable record(s) ({plain_message(error)})"
     return None
 
 
-def _plain(message: str) -> str:
-    """A TensorFlow error message without the op and function names around it."""
-    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message.splitlines()[0])
+def plain_message(error: tf.errors.OpError) -> str:
+    """A TensorFlow error's first line, without the op and function names around it."""
+    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
     return re.sub(r"\s*\[Op:.*$", "", message).strip()
 
 

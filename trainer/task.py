@@ -13,7 +13,7 @@ import os
 import posixpath
 import sys
 
-from preprocessing import storage
+from preprocessing import gcs, storage
 from preprocessing.errors import UserError
 from trainer import config as config_module
 from trainer.config import Config
@@ -72,6 +72,21 @@ class _HideDeprecations(logging.Filter):
         return "is deprecated and will be removed" not in record.getMessage()
 
 
+def check_access(config: Config) -> None:
+    """Fails before any work when credentials are missing or the job dir cannot be written."""
+    import tensorflow as tf
+
+    from trainer.dataset import plain_message
+
+    paths = [config.data_dir, config.train_files, config.eval_files, config.job_dir]
+    if any(path and gcs.is_gcs(path) for path in paths):
+        gcs.check_credentials()
+    try:
+        tf.io.gfile.makedirs(config.job_dir)
+    except tf.errors.OpError as error:
+        raise UserError(f"--job-dir {config.job_dir}: cannot write there ({plain_message(error)})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     args, unknown = parse_args(argv)
@@ -83,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
 
     from trainer import experiment
+    from trainer.dataset import plain_message
     from trainer.preemption import Preempted
 
     tf.get_logger().setLevel(logging.INFO)
@@ -93,12 +109,19 @@ def main(argv: list[str] | None = None) -> int:
             config = prepare_demo(config)
         elif not config.job_dir:
             raise UserError("--job-dir is required when --data-dir or --train-files is given")
+        check_access(config)
         metrics = experiment.run(config)
     except UserError as error:
         log.error("%s", error)
         return 2
+    except tf.errors.PermissionDeniedError as error:
+        log.error("Permission denied: %s; check the account's roles on the bucket", plain_message(error))
+        return 2
+    except tf.errors.UnauthenticatedError as error:
+        log.error("Not authenticated: %s; %s", plain_message(error), gcs.CREDENTIALS_HELP)
+        return 2
     except tf.errors.OpError as error:
-        log.error("TensorFlow stopped: %s", error.message.splitlines()[0])
+        log.error("TensorFlow stopped: %s", plain_message(error))
         return 1
     except Preempted as stop:
         log.warning("%s", stop)

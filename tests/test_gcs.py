@@ -1,0 +1,213 @@
+"""gs:// end to end against a real storage server on 127.0.0.1 (fake-gcs-server, see gcs_emulator/).
+
+Preprocessing writes through google-cloud-storage; the trainer reads and writes through
+TensorFlow's own gs:// filesystem, which reaches the emulator through a TLS proxy.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import numpy as np
+import pytest
+from gcs_emulator.server import BUCKET, PROJECT, TF_FAIL_FAST, child_env
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage
+from PIL import Image
+
+from preprocessing.schema import METADATA_FILE
+
+
+def client(server) -> storage.Client:
+    return storage.Client(PROJECT, AnonymousCredentials(), client_options={"api_endpoint": server.url})
+
+
+def objects(server, prefix: str) -> dict[str, bytes]:
+    """Every object under gs://BUCKET/prefix/, by name relative to it."""
+    blobs = client(server).list_blobs(BUCKET, prefix=prefix + "/")
+    return {blob.name[len(prefix) + 1 :]: blob.download_as_bytes() for blob in blobs}
+
+
+def upload_folder(server, folder, prefix: str) -> str:
+    bucket = client(server).bucket(BUCKET)
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            bucket.blob(f"{prefix}/{os.path.relpath(path, folder)}").upload_from_filename(path)
+    return f"gs://{BUCKET}/{prefix}"
+
+
+def run(server, module, *args, env=None, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env=env or child_env(server),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def local_files(folder) -> dict[str, bytes]:
+    return {name: open(os.path.join(folder, name), "rb").read() for name in os.listdir(folder)}  # noqa: SIM115
+
+
+def assert_same_dataset(gcs_objects: dict[str, bytes], local: dict[str, bytes]) -> None:
+    assert sorted(gcs_objects) == sorted(local)
+    for name, data in local.items():
+        if name == METADATA_FILE:  # equal but for the timings
+            assert {**json.loads(data), "extra": 0} == {**json.loads(gcs_objects[name]), "extra": 0}
+        else:
+            assert gcs_objects[name] == data, name
+
+
+def unique(name: str) -> str:
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+def test_preprocessing_to_gcs_is_byte_identical_to_local(gcs_server, digits_dir):
+    prefix = unique("digits")
+    result = run(gcs_server, "preprocessing", "--output", f"gs://{BUCKET}/{prefix}", "--workers", "2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == f"gs://{BUCKET}/{prefix}/metadata.json"
+    assert_same_dataset(objects(gcs_server, prefix), local_files(digits_dir))
+
+
+def write_raw(source: str, folder) -> str:
+    """A small raw input of each kind; returns the --input path relative to `folder`."""
+    rng = np.random.default_rng(0)
+    os.makedirs(folder)
+    if source == "csv":
+        rows = [",".join([*map(str, rng.normal(size=4).round(3)), str(i % 3)]) for i in range(60)]
+        (folder / "t.csv").write_text("\n".join(rows) + "\n")
+        return "t.csv"
+    if source == "npz":
+        np.savez(folder / "a.npz", x=rng.integers(0, 255, (60, 5, 5), dtype=np.uint8), y=np.arange(60) % 2)
+        return "a.npz"
+    if source == "mnist":
+        images, labels = rng.integers(0, 255, (40, 28, 28), dtype=np.uint8), np.arange(40) % 10
+        for name, array, code in (("images-idx3", images, 3), ("labels-idx1", labels, 1)):
+            header = bytes([0, 0, 8, code]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
+            (folder / f"t10k-{name}-ubyte.gz").write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
+        return "."
+    for label in ("cats", "dogs"):
+        os.makedirs(folder / label)
+        for i in range(12):
+            Image.fromarray(rng.integers(0, 255, (6, 6, 3), dtype=np.uint8)).save(folder / label / f"{i}.png")
+    return "."
+
+
+@pytest.mark.parametrize("source", ["csv", "npz", "mnist", "images"])
+def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
+    relative = write_raw(source, tmp_path / "raw")
+    remote = upload_folder(gcs_server, tmp_path / "raw", unique(f"raw-{source}"))
+    local = run(gcs_server, "preprocessing", "--source", source, "--input", str(tmp_path / "raw" / relative),
+                "--output", str(tmp_path / "out"))  # fmt: skip
+    assert local.returncode == 0, local.stderr[-2000:]
+    prefix = unique(f"from-gcs-{source}")
+    remote_input = remote if relative == "." else f"{remote}/{relative}"
+    result = run(gcs_server, "preprocessing", "--source", source, "--input", remote_input,
+                 "--output", f"gs://{BUCKET}/{prefix}")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert_same_dataset(objects(gcs_server, prefix), local_files(tmp_path / "out"))
+
+
+def test_train_evaluate_resume_and_export_on_gcs(gcs_server, digits_dir):
+    data = upload_folder(gcs_server, digits_dir, unique("data"))
+    job_prefix = unique("job")
+    job_dir = f"gs://{BUCKET}/{job_prefix}"
+    first = run(gcs_server, "trainer.task", "--data-dir", data, "--job-dir", job_dir,
+                "--train-steps", "100", "--save-checkpoints-steps", "50")  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    stored = objects(gcs_server, job_prefix)
+    assert json.loads(stored["eval_metrics.json"])["global_step"] == 100
+    assert any(name.startswith("export/latest/") and name.endswith("saved_model.pb") for name in stored)
+    assert any(name.startswith("export/best/") and name.endswith("saved_model.pb") for name in stored)
+    assert "model.ckpt-100.index" in stored and any(name.startswith("events.out.tfevents") for name in stored)
+    assert f"metrics:        {job_dir}/eval_metrics.json" in first.stdout
+
+    # Resume, this time naming the shards by glob.
+    second = run(gcs_server, "trainer.task", "--train-files", f"{data}/train-*", "--eval-files", f"{data}/eval-*",
+                 "--job-dir", job_dir, "--train-steps", "150", "--save-checkpoints-steps", "50")  # fmt: skip
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"Restoring parameters from {job_dir}/model.ckpt-100" in second.stderr
+    assert json.loads(objects(gcs_server, job_prefix)["eval_metrics.json"])["global_step"] == 150
+
+
+def test_upload_interrupted_by_the_server_stopping_is_never_a_partial_dataset(gcs_server, tmp_path):
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "big.npz", x=rng.normal(size=(30_000, 256)).astype(np.float32), y=rng.integers(0, 4, 30_000))
+    args = ["--source", "npz", "--input", str(tmp_path / "big.npz"), "--shards", "6", "--workers", "2"]
+    expected = run(gcs_server, "preprocessing", *args, "--output", str(tmp_path / "local"))
+    assert expected.returncode == 0, expected.stderr[-2000:]
+
+    prefix = unique("interrupted")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "preprocessing", *args, "--output", f"gs://{BUCKET}/{prefix}"],
+        env=child_env(gcs_server),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while not any(name.endswith(".tfrecord") for name in objects(gcs_server, prefix)):
+        assert time.time() < deadline and process.poll() is None, "no shard appeared before the run ended"
+        time.sleep(0.05)
+    gcs_server.process.kill()  # the server goes away in the middle of the other uploads
+    time.sleep(1)
+    gcs_server.start()  # and comes back with what it had stored
+    process.wait(timeout=300)
+
+    stored = objects(gcs_server, prefix)
+    if METADATA_FILE in stored:  # the retries carried the run through: then it must be whole
+        metadata = json.loads(stored[METADATA_FILE])
+        for split in metadata["splits"].values():
+            for shard in split["shards"]:
+                assert len(stored[shard["file"]]) == shard["bytes"]
+    rerun = run(gcs_server, "preprocessing", *args, "--output", f"gs://{BUCKET}/{prefix}",
+                *(["--overwrite"] if METADATA_FILE in stored else []))  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert_same_dataset(objects(gcs_server, prefix), local_files(tmp_path / "local"))
+
+
+def last_line(result) -> str:
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_missing_bucket_is_one_line(gcs_server):
+    result = run(gcs_server, "preprocessing", "--output", "gs://no-such-bucket/x")
+    assert result.returncode == 2
+    assert "gs://no-such-bucket/x: not found (404); does the bucket exist?" in last_line(result)
+
+
+def test_permission_denied_is_one_line(gcs_server):
+    env = child_env(gcs_server, STORAGE_EMULATOR_HOST=gcs_server.denying_url)
+    result = run(gcs_server, "preprocessing", "--output", "gs://denied-bucket/x", env=env)
+    assert result.returncode == 2
+    assert "gs://denied-bucket/x: permission denied (403); check the account's roles" in last_line(result)
+
+    trainer = run(gcs_server, "trainer.task", "--data-dir", "gs://denied-bucket/d", "--job-dir",
+                  f"gs://{BUCKET}/{unique('job')}", env=child_env(gcs_server, **TF_FAIL_FAST))  # fmt: skip
+    assert trainer.returncode == 2
+    assert "Permission denied" in last_line(trainer) and "Traceback" not in trainer.stderr
+
+
+def test_missing_credentials_say_what_to_do_and_print_no_secret(gcs_server, tmp_path):
+    key = tmp_path / "key.json"
+    key.write_text(json.dumps({"type": "service_account", "private_key": "SECRET-KEY-MATERIAL", "client_email": "x"}))
+    env = {k: v for k, v in child_env(gcs_server).items() if k not in gcs_server.env or k == "NO_GCE_CHECK"}
+    for credentials in ({}, {"GOOGLE_APPLICATION_CREDENTIALS": str(key)}):
+        env_now = {**env, "HOME": str(tmp_path), **credentials}
+        for module, args in (
+            ("preprocessing", ["--output", f"gs://{BUCKET}/x"]),
+            ("trainer.task", ["--data-dir", f"gs://{BUCKET}/d", "--job-dir", f"gs://{BUCKET}/j"]),
+        ):
+            result = run(gcs_server, module, *args, env=env_now)
+            assert result.returncode == 2, result.stderr[-2000:]
+            assert "gcloud auth application-default login" in last_line(result)
+            assert "GOOGLE_APPLICATION_CREDENTIALS" in last_line(result)
+            assert "SECRET-KEY-MATERIAL" not in result.stderr + result.stdout
