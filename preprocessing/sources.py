@@ -209,7 +209,7 @@ def read_npz(path: str | None, options: SourceOptions) -> RawData:
                 found = ", ".join(arrays.files)
                 raise UserError(f"{where}: no array named {', '.join(sorted(missing))} (found {found})")
             x, y = arrays["x"], arrays["y"]
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, EOFError) as error:
         raise UserError(f"{where}: cannot read as .npz ({error})") from None
     if y.ndim != 1:
         raise UserError(f"{where}: labels y have shape {y.shape}; expected (N,)")

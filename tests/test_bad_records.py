@@ -92,7 +92,7 @@ def test_decode_record_says_what_is_wrong(name):
         decode_record(record, DIGITS_LIKE)
 
 
-@pytest.mark.parametrize("name", ["missing image", "wrong shape", "label too big", "negative label"])
+@pytest.mark.parametrize("name", ["missing image", "wrong type", "wrong shape", "label too big", "negative label"])
 def test_training_on_a_bad_record_names_file_and_record(tmp_path, name):
     record, message = BAD_RECORDS[name]
     data_dir = write_dataset(tmp_path / "data", good_records(50) + [record] + good_records(50), good_records(20))

@@ -2,6 +2,8 @@ import gzip
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from preprocessing.errors import UserError
@@ -134,3 +136,43 @@ def test_image_that_does_not_decode_is_named(tmp_path):
     data = read_images(str(tmp_path), OPTIONS)
     with pytest.raises(UserError, match="broken.png: cannot decode image"):
         [data.load(path) for path in data.items]
+
+
+@pytest.mark.parametrize(
+    "reader, name, message",
+    [
+        (read_csv, "empty.csv", "no data rows"),
+        (read_npz, "empty.npz", "cannot read as .npz"),
+    ],
+)
+def test_empty_input_file_is_named(tmp_path, reader, name, message):
+    (tmp_path / name).write_bytes(b"")
+    with pytest.raises(UserError, match=f"{name}: {message}"):
+        reader(str(tmp_path / name), OPTIONS)
+
+
+def test_empty_idx_and_image_files_are_named(tmp_path):
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(b"")
+    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(b"")
+    with pytest.raises(UserError, match="t10k-images-idx3-ubyte: not an IDX file"):
+        read_mnist(str(tmp_path), OPTIONS)
+    (tmp_path / "images").mkdir()
+    make_image_folder(tmp_path / "images")
+    (tmp_path / "images" / "cats" / "0-empty.png").write_bytes(b"")
+    with pytest.raises(UserError, match="0-empty.png: cannot decode image"):
+        read_images(str(tmp_path / "images"), OPTIONS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='0123456789.,-e \\nxy"', max_size=300))
+def test_csv_reader_on_random_text_parses_or_names_the_problem(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("csv") / "random.csv"
+    path.write_text(text)
+    try:
+        data = read_csv(str(path), OPTIONS)
+    except UserError as error:
+        assert str(error).startswith(str(path))  # every message names the file
+        return
+    assert data.items.ndim == 2 and data.items.dtype == np.float32
+    assert len(data.items) == len(data.labels) == len(data.keys)
+    assert data.labels.min() == 0 and data.labels.max() == len(data.class_names) - 1
