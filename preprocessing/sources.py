@@ -154,7 +154,7 @@ def _column_index(header: list[str] | None, label_column: str, columns: int, whe
     return index % columns
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
     try:
         float(text)
     except ValueError:
@@ -173,7 +173,7 @@ def read_csv(path: str | None, options: SourceOptions) -> RawData:
         raise UserError(f"{where}: cannot read as CSV ({error})") from None
     first_line = 1
     header = None
-    if rows and not any(_is_number(field) for field in rows[0]):
+    if rows and not any(is_number(field) for field in rows[0]):
         header, rows, first_line = rows[0], rows[1:], 2
     if not rows:
         raise UserError(f"{where}: no data rows")
@@ -190,11 +190,11 @@ def read_csv(path: str | None, options: SourceOptions) -> RawData:
         try:
             features[number - first_line] = row
         except ValueError:
-            bad = next(i for i, field in enumerate(row) if not _is_number(field))
+            bad = next(i for i, field in enumerate(row) if not is_number(field))
             column = bad + (bad >= label_at) + 1
             raise UserError(f"{where}: line {number}, column {column}: {row[bad]!r} is not a number") from None
     raw_labels = np.array(labels)
-    if all(_is_number(label) for label in labels):
+    if all(is_number(label) for label in labels):
         raw_labels = raw_labels.astype(np.float64)
     return from_arrays(features, raw_labels, where)
 

@@ -6,6 +6,9 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of test output
 
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -39,3 +42,14 @@ def vectors_dir(tmp_path_factory) -> str:
     output = str(tmp_path_factory.mktemp("vectors"))
     build_dataset(from_arrays(x, y, "vectors"), output, source="npz", workers=1, shards=3)
     return output
+
+
+@pytest.fixture(scope="session")
+def trained_job(tmp_path_factory, digits_dir):
+    """A short training run on the preprocessed digits, through the command line:
+    (job dir, its arguments, the finished process)."""
+    job_dir = str(tmp_path_factory.mktemp("job"))
+    args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "300", "--save-checkpoints-steps", "150"]
+    result = subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return job_dir, args, result

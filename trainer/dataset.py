@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class DataFiles:
     metadata: Metadata
+    metadata_path: str  # travels with every export, for the serving side
     train: list[str]
     eval: list[str]
 
@@ -88,13 +89,14 @@ def locate(config: Config) -> DataFiles:
         metadata = read_metadata(where)
         return DataFiles(
             metadata,
+            where,
             _listed_shards(config.data_dir, metadata, "train", where),
             _listed_shards(config.data_dir, metadata, "eval", where),
         )
     train = expand(config.train_files, "--train-files")
     evaluation = expand(config.eval_files, "--eval-files")
     metadata_path = config.metadata or posixpath.join(posixpath.dirname(train[0]), METADATA_FILE)
-    return DataFiles(read_metadata(metadata_path), train, evaluation)
+    return DataFiles(read_metadata(metadata_path), metadata_path, train, evaluation)
 
 
 def first_problem(path: str, metadata: Metadata) -> str | None:
@@ -144,7 +146,7 @@ def leave_out_bad_shards(data: DataFiles) -> DataFiles:
         log.info("--skip-corrupt: %d of %d %s shard(s) left out", len(files) - len(kept), len(files), split)
         return kept
 
-    return DataFiles(data.metadata, good(data.train, "train"), good(data.eval, "eval"))
+    return DataFiles(data.metadata, data.metadata_path, good(data.train, "train"), good(data.eval, "eval"))
 
 
 def _examples_in(path: str, metadata: Metadata, split: str) -> str:

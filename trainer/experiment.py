@@ -12,6 +12,7 @@ import posixpath
 import tensorflow as tf
 
 from preprocessing.errors import UserError
+from preprocessing.schema import METADATA_FILE
 from trainer import dataset, model, serving
 from trainer.config import Config
 from trainer.input import InputTimeoutHook, make_input_fn
@@ -88,9 +89,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     metadata = data.metadata
     estimator = make_estimator(config, metadata)
     serving_input_fn = serving.make_serving_input_fn(metadata)
+    assets = {METADATA_FILE: data.metadata_path}  # lands in assets.extra/ of every export
     exporters = [
-        tf.estimator.LatestExporter("latest", serving_input_fn, exports_to_keep=3),
-        tf.estimator.BestExporter("best", serving_input_fn, compare_fn=_higher_accuracy, exports_to_keep=1),
+        tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=3),
+        tf.estimator.BestExporter(
+            "best", serving_input_fn, assets_extra=assets, compare_fn=_higher_accuracy, exports_to_keep=1
+        ),
     ]
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
     train_hooks = [*hooks, SaveOnSigtermHook(config.job_dir, estimator.config.is_chief)]
@@ -113,9 +117,5 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
 
 
 def latest_export(job_dir: str, name: str) -> str | None:
-    """The newest SavedModel under JOB_DIR/export/NAME (numbered sub-folders), or None."""
-    folder = posixpath.join(job_dir, EXPORT_DIR, name)
-    if not tf.io.gfile.isdir(folder):
-        return None
-    versions = [v.rstrip("/") for v in tf.io.gfile.listdir(folder) if v.rstrip("/").isdigit()]
-    return posixpath.join(folder, max(versions, key=int)) if versions else None
+    """The newest SavedModel under JOB_DIR/export/NAME, or None."""
+    return serving.newest_version(posixpath.join(job_dir, EXPORT_DIR, name))

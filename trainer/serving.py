@@ -1,35 +1,79 @@
-"""Serving inputs for the exported SavedModel: raw feature tensors, or serialized tf.Example.
+"""The exported SavedModel: its serving inputs (raw values, encoded images, or serialized
+tf.Example) and its numbered version folders.
 
-Both signatures feed the same feature tensor: the serialized examples are parsed into a
-`placeholder_with_default`, which a raw-input request overrides. So the model sees one
-input either way, normalized by the same code as in training.
+Every signature feeds one feature tensor, the raw values in their stored scale (0-255 pixels,
+raw feature values), which the model normalizes exactly as in training:
+
+    examples (tf.Example strings) --parse--\\
+                                            concat --> placeholder_with_default --> model
+    image_bytes (PNG/JPEG) ------decode----/           (`serving_default` feeds it directly)
+
+The encoded inputs are placeholders with an empty default, so a request that feeds one of
+them leaves the other empty; a raw-values request overrides the whole chain.
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 
 import tensorflow as tf
 
 from preprocessing.schema import Metadata, parse_examples
 
-EXAMPLES_SIGNATURE = "examples"
+EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
+IMAGE_BYTES = "image_bytes"  # signature "image_bytes:serving_default"; *_bytes takes {"b64": ...} over REST
+
+
+def takes_encoded_images(metadata: Metadata) -> bool:
+    return metadata.dtype == "uint8" and len(metadata.shape) == 3 and metadata.shape[-1] in (1, 3)
+
+
+def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
+    """PNG/JPEG strings to float32 (N, H, W, C) pixels, resized when their size differs."""
+    height, width, channels = metadata.shape
+
+    def decode(data: tf.Tensor) -> tf.Tensor:
+        image = tf.io.decode_image(data, channels=channels, expand_animations=False)
+        same_size = tf.reduce_all(tf.equal(tf.shape(image)[:2], [height, width]))
+        image = tf.cond(same_size, lambda: tf.cast(image, tf.float32), lambda: tf.image.resize(image, [height, width]))
+        return tf.ensure_shape(image, metadata.shape)
+
+    return tf.map_fn(decode, encoded, fn_output_signature=tf.TensorSpec(metadata.shape, tf.float32))
+
+
+def _empty_strings(name: str) -> tf.Tensor:
+    return tf.compat.v1.placeholder_with_default(tf.constant([], tf.string), [None], name=name)
 
 
 def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
-    """`serving_default` takes float32 values of shape (N, *shape) in the stored scale (0-255
-    pixels, raw feature values); `examples` takes serialized tf.Example strings."""
-
     def serving_input_fn():
-        serialized = tf.compat.v1.placeholder(tf.string, [None], name="serialized_examples")
-        parsed, _ = parse_examples(serialized, metadata, labeled=False)
+        examples = _empty_strings(EXAMPLES)
+        parsed, _ = parse_examples(examples, metadata, labeled=False)
+        sources = [tf.cast(parsed, tf.float32)]
+        alternatives = {EXAMPLES: {EXAMPLES: examples}}
+        if takes_encoded_images(metadata):
+            image_bytes = _empty_strings(IMAGE_BYTES)
+            sources.append(decode_images(image_bytes, metadata))
+            alternatives[IMAGE_BYTES] = {IMAGE_BYTES: image_bytes}
         raw = tf.compat.v1.placeholder_with_default(
-            tf.cast(parsed, tf.float32), [None, *metadata.shape], name=metadata.feature_key
+            tf.concat(sources, axis=0), [None, *metadata.shape], name=metadata.feature_key
         )
         return tf.estimator.export.ServingInputReceiver(
             features={metadata.feature_key: raw},
             receiver_tensors={metadata.feature_key: raw},
-            receiver_tensors_alternatives={EXAMPLES_SIGNATURE: {"examples": serialized}},
+            receiver_tensors_alternatives=alternatives,
         )
 
     return serving_input_fn
+
+
+def newest_version(folder: str) -> str | None:
+    """The newest export in `folder` (TF Serving's layout: one numbered sub-folder a version),
+    `folder` itself if it is one export, or None."""
+    if tf.io.gfile.exists(posixpath.join(folder, "saved_model.pb")):
+        return folder
+    if not tf.io.gfile.isdir(folder):
+        return None
+    versions = [name.rstrip("/") for name in tf.io.gfile.listdir(folder) if name.rstrip("/").isdigit()]
+    return posixpath.join(folder, max(versions, key=int)) if versions else None

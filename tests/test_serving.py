@@ -1,0 +1,185 @@
+"""The exported SavedModel: its signatures, agreement with Estimator.predict, JSON requests, predict CLI."""
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from preprocessing.schema import parse_examples
+from trainer.config import Config
+from trainer.dataset import locate
+from trainer.experiment import latest_export, make_estimator
+from trainer.input import make_input_fn
+from trainer.predict import Model, respond
+
+SIGNATURES = ("serving_default", "image_bytes:serving_default", "examples:serving_default")
+
+
+@pytest.fixture(scope="module")
+def served(trained_job, digits_dir):
+    """The latest export, the eval examples (serialized and parsed) and what Estimator.predict says of them."""
+    job_dir, _, _ = trained_job
+    config = Config(data_dir=digits_dir, job_dir=job_dir)
+    data = locate(config)
+    estimator = make_estimator(config, data.metadata)
+    expected = list(estimator.predict(make_input_fn(data.eval, data.metadata, config, training=False)))
+    serialized = list(tf.data.TFRecordDataset(data.eval).as_numpy_iterator())
+    images, _ = parse_examples(tf.constant(serialized), data.metadata)
+    return latest_export(job_dir, "latest"), serialized, images.numpy(), expected
+
+
+def png(image: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(image[..., 0]).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def assert_same_predictions(outputs, expected):
+    np.testing.assert_array_equal([o["class_ids"] for o in outputs], [p["class_ids"] for p in expected])
+    np.testing.assert_allclose([o["probabilities"] for o in outputs], [p["probabilities"] for p in expected], atol=1e-5)
+    assert [o["classes"] for o in outputs] == [p["classes"].decode() for p in expected]
+
+
+def test_saved_model_cli_lists_every_signature_with_types_and_shapes(served):
+    export = served[0]
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--dir", export, "--all"], capture_output=True, text=True, check=True).stdout
+    blocks = {block.split("']")[0]: block for block in shown.split("signature_def['")[1:]}
+    assert set(SIGNATURES) <= set(blocks)
+    assert (
+        "inputs['image'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, 8, 8, 1)"
+        in blocks["serving_default"]
+    )
+    assert "inputs['image_bytes'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in blocks[SIGNATURES[1]]
+    assert "inputs['examples'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in blocks[SIGNATURES[2]]
+    for block in blocks.values():
+        for output, dtype in (("class_ids", "DT_INT64"), ("classes", "DT_STRING"), ("probabilities", "DT_FLOAT")):
+            assert f"outputs['{output}'] tensor_info:\n        dtype: {dtype}" in block
+        assert "outputs['logits'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, 10)" in block
+
+
+def test_every_signature_agrees_with_estimator_predict(served):
+    export, serialized, images, expected = served
+    model = Model(export)
+    assert model.metadata.class_names == tuple(str(i) for i in range(10))  # the metadata travels along
+    assert_same_predictions(model.predict("serving_default", images.astype(np.float32)), expected)
+    assert_same_predictions(model.predict(SIGNATURES[1], [png(image) for image in images]), expected)
+    assert_same_predictions(model.predict(SIGNATURES[2], serialized), expected)
+
+
+def test_json_request_bodies_round_trip(served):
+    export, serialized, images, expected = served
+    model = Model(export)
+    requests = [
+        {"instances": images[:5].tolist()},
+        {"instances": [{"image": image.tolist()} for image in images[:5]]},
+        {
+            "signature_name": SIGNATURES[1],
+            "instances": [{"image_bytes": {"b64": base64.b64encode(png(i)).decode()}} for i in images[:5]],
+        },
+        {
+            "signature_name": SIGNATURES[2],
+            "instances": [{"examples": {"b64": base64.b64encode(r).decode()}} for r in serialized[:5]],
+        },
+    ]
+    for request in requests:
+        response = json.loads(json.dumps(respond(model, json.loads(json.dumps(request)))))
+        assert_same_predictions(response["predictions"], expected[:5])
+
+
+def test_predict_cli_on_every_kind_of_file(served, tmp_path):
+    export, serialized, images, expected = served
+    (tmp_path / "one.png").write_bytes(png(images[0]))
+    np.savez(tmp_path / "some.npz", x=images[:3, ..., 0])
+    rows = [",".join(map(str, image.ravel())) for image in images[:2]]
+    (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
+    with tf.io.TFRecordWriter(str(tmp_path / "few.tfrecord")) as writer:
+        for record in serialized[:4]:
+            writer.write(record)
+    files = [str(tmp_path / name) for name in ("one.png", "some.npz", "rows.csv", "few.tfrecord")]
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model-dir", os.path.dirname(export), "--input", *files],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["input"] for line in lines] == [
+        files[0], *(f"{files[1]}#{i}" for i in range(3)), *(f"{files[2]}#{i}" for i in range(2)),
+        *(f"{files[3]}#{i}" for i in range(4)),
+    ]  # fmt: skip
+    expected_ids = [p["class_ids"] for p in [expected[0], *expected[:3], *expected[:2], *expected[:4]]]
+    assert [line["class_ids"] for line in lines] == expected_ids
+
+
+def test_predict_cli_answers_a_request_body_as_a_server_would(served, tmp_path):
+    export, _, images, expected = served
+    (tmp_path / "request.json").write_text(json.dumps({"instances": images[:3].tolist()}))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.predict",
+            "--model-dir",
+            export,
+            "--instances-json",
+            str(tmp_path / "request.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert_same_predictions(json.loads(result.stdout)["predictions"], expected[:3])
+
+
+@pytest.mark.parametrize(
+    "request_body, message",
+    [
+        ({"instances": []}, "at least one instance"),
+        ({"instances": [[1, 2, 3]]}, "inputs have shape [3]; the model takes [8, 8, 1]"),
+        ({"signature_name": "nope", "instances": [[0]]}, "no signature 'nope'"),
+        ({"signature_name": SIGNATURES[1], "instances": [{"image_bytes": {"b64": "***"}}]}, "not valid base64"),
+    ],
+)
+def test_bad_request_bodies_are_one_line_errors(served, tmp_path, request_body, message):
+    (tmp_path / "request.json").write_text(json.dumps(request_body))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.predict",
+            "--model-dir",
+            served[0],
+            "--instances-json",
+            str(tmp_path / "request.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr.strip().splitlines()[-1]
+
+
+def test_export_loads_and_predicts_without_this_package(served, tmp_path):
+    export, _, images, expected = served
+    script = f"""
+import sys
+sys.modules["trainer"] = sys.modules["preprocessing"] = None  # any import of this package fails
+import numpy as np, tensorflow as tf
+model = tf.saved_model.load({export!r})
+outputs = model.signatures["serving_default"](image=tf.constant(np.load(sys.argv[1])))
+print(",".join(str(i) for i in outputs["class_ids"].numpy()))
+"""
+    np.save(tmp_path / "images.npy", images[:6].astype(np.float32))
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "images.npy")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == ",".join(str(p["class_ids"]) for p in expected[:6])

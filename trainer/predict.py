@@ -1,0 +1,260 @@
+"""`python -m trainer.predict`: predictions from an exported SavedModel, on files or a JSON request.
+
+Files go through the signature that takes them as they are stored: PNG/JPEG bytes through
+`image_bytes:serving_default`, TFRecord files through `examples:serving_default`, .npz and
+CSV values through `serving_default`. `--instances-json` reads the body of a TF Serving /
+Vertex AI predict request and prints the body the server would return.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import logging
+import os
+import posixpath
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+
+from preprocessing import storage
+from preprocessing.errors import UserError
+
+log = logging.getLogger("trainer.predict")
+
+DEFAULT_SIGNATURE = "serving_default"
+IMAGES_SIGNATURE = "image_bytes:serving_default"
+EXAMPLES_SIGNATURE = "examples:serving_default"
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+EXAMPLES = """\
+examples:
+  python -m trainer.predict --model-dir runs/digits/export/best/1795322157 --input digit.png more.npz
+  python -m trainer.predict --model-dir EXPORT --input data/digits/eval-00000-of-00001.tfrecord --output p.jsonl
+  python -m trainer.predict --model-dir EXPORT --instances-json request.json
+"""
+
+
+class Model:
+    """An exported SavedModel and the dataset metadata that travels with it."""
+
+    def __init__(self, model_dir: str):
+        import tensorflow as tf
+
+        from preprocessing.schema import METADATA_FILE, Metadata
+        from trainer.serving import newest_version
+
+        model_dir = newest_version(model_dir) or model_dir
+        path = posixpath.join(model_dir, "assets.extra", METADATA_FILE)
+        if not tf.io.gfile.exists(path):
+            raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {path})")
+        log.info("Model: %s", model_dir)
+        with tf.io.gfile.GFile(path) as file:
+            self.metadata = Metadata.from_json(file.read(), path)
+        self.signatures = tf.saved_model.load(model_dir).signatures
+        self.input_name = self.metadata.feature_key
+
+    def predict(self, signature: str, values) -> list[dict]:
+        """One dict of outputs per input, as a predict server's row format returns them."""
+        import tensorflow as tf
+
+        if signature not in self.signatures:
+            raise UserError(f"the model has no signature {signature!r} (it has {', '.join(sorted(self.signatures))})")
+        function = self.signatures[signature]
+        (name,) = function.structured_input_signature[1]
+        outputs = {key: value.numpy() for key, value in function(**{name: tf.constant(values)}).items()}
+        return [
+            {key: _plain(value[i]) for key, value in sorted(outputs.items())} for i in range(len(outputs["class_ids"]))
+        ]
+
+    def values(self, array: np.ndarray, where: str) -> np.ndarray:
+        """Raw values as float32 of the model's input shape, or UserError naming `where`."""
+        shape = tuple(self.metadata.shape)
+        array = np.asarray(array, dtype=np.float32)
+        if array.shape[1:] == shape[:-1] and shape[-1] == 1:
+            array = array[..., np.newaxis]  # (N, H, W) for one-channel images
+        if array.shape[1:] != shape:
+            raise UserError(f"{where}: inputs have shape {list(array.shape[1:])}; the model takes {list(shape)}")
+        return array
+
+
+def _plain(value):
+    """A numpy output as JSON-ready Python."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return value.tolist() if isinstance(value, np.ndarray) else value.item()
+
+
+def _read_csv_rows(path: str, columns: int) -> np.ndarray:
+    """Numeric rows of `columns` values; a header line (no numbers) is skipped, and a trailing
+    label column is dropped if there is one more column."""
+    from preprocessing.sources import is_number
+
+    with storage.open_read(path) as file:
+        lines = [line.strip() for line in file.read().decode("utf-8").splitlines() if line.strip()]
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        fields = [field.strip() for field in line.split(",")]
+        if number == 1 and not any(is_number(field) for field in fields):
+            continue
+        if len(fields) == columns + 1:
+            fields = fields[:-1]
+        if len(fields) != columns or not all(is_number(field) for field in fields):
+            raise UserError(f"{path}: line {number} is not {columns} numbers (with an optional label last)")
+        rows.append([float(field) for field in fields])
+    return np.array(rows, dtype=np.float32).reshape(len(rows), columns)
+
+
+def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
+    """(input name, signature, values) for each example in one input file."""
+    import tensorflow as tf
+
+    suffix = path.lower()
+    if suffix.endswith(IMAGE_SUFFIXES):
+        if IMAGES_SIGNATURE not in model.signatures:
+            raise UserError(f"{path}: this model does not take images")
+        with storage.open_read(path) as file:
+            yield path, IMAGES_SIGNATURE, file.read()
+    elif suffix.endswith(".npz"):
+        with storage.open_read(path) as file, np.load(file, allow_pickle=False) as arrays:
+            x = arrays["x"] if "x" in arrays.files else arrays[arrays.files[0]]
+            for i, row in enumerate(model.values(x, path)):
+                yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+    elif suffix.endswith(".csv"):
+        shape = model.metadata.shape
+        rows = _read_csv_rows(path, int(np.prod(shape))).reshape(-1, *shape)  # a row holds one flattened example
+        for i, row in enumerate(model.values(rows, path)):
+            yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+    elif ".tfrecord" in suffix:
+        for i, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+            yield f"{path}#{i}", EXAMPLES_SIGNATURE, record
+    else:
+        raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv or .tfrecord")
+
+
+def predict_files(model: Model, paths: list[str], batch_size: int) -> Iterator[dict]:
+    """Batches consecutive inputs of the same signature; yields one JSON-ready line per input."""
+    batch: list[tuple[str, object]] = []
+    signature = None
+    for path in paths:
+        if not storage.exists(path):
+            raise UserError(f"--input {path}: no such file")
+        for name, sig, value in requests_for(path, model):
+            if batch and (sig != signature or len(batch) == batch_size):
+                yield from _run(model, signature, batch)
+                batch = []
+            signature = sig
+            batch.append((name, value))
+    if batch:
+        yield from _run(model, signature, batch)
+
+
+def _run(model: Model, signature: str, batch: list) -> Iterator[dict]:
+    names, values = zip(*batch)
+    for name, prediction in zip(names, model.predict(signature, list(values))):
+        yield {"input": name, **prediction}
+
+
+def respond(model: Model, request: dict) -> dict:
+    """The response body a TF Serving / Vertex AI server returns for a predict request body."""
+    if not isinstance(request, dict) or not isinstance(request.get("instances"), list) or not request["instances"]:
+        raise UserError('--instances-json: expected {"instances": [...]} with at least one instance')
+    signature = request.get("signature_name", DEFAULT_SIGNATURE)
+    input_name = model.input_name if signature == DEFAULT_SIGNATURE else signature.split(":")[0]
+    values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
+    if signature == DEFAULT_SIGNATURE:
+        values = model.values(values, "--instances-json")
+    return {"predictions": model.predict(signature, values)}
+
+
+def _instance_value(instance, input_name: str, index: int):
+    """One instance's value: a bare value, or {input_name: value}; {"b64": ...} is bytes."""
+    value = instance.get(input_name, instance) if isinstance(instance, dict) else instance
+    if isinstance(value, dict) and set(value) == {"b64"}:
+        try:
+            return base64.b64decode(value["b64"], validate=True)
+        except ValueError:
+            raise UserError(f"--instances-json: instance {index}: b64 is not valid base64") from None
+    if isinstance(value, dict):
+        raise UserError(f"--instances-json: instance {index}: expected a value or {{{input_name!r}: value}}")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.predict",
+        description="Predict with an exported model (one version folder under JOB_DIR/export/latest or /best). "
+        "Prints one JSON line per input: its name and the model's outputs (class_ids, classes, "
+        "probabilities, logits).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--model-dir",
+        required=True,
+        help="an export (holds saved_model.pb), or a folder of numbered exports: the newest",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", nargs="+", metavar="FILE", help="images (.png, .jpg), .npz, .csv or .tfrecord files")
+    source.add_argument(
+        "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
+    )
+    parser.add_argument("--output", help="write JSON lines here instead of standard output")
+    parser.add_argument("--batch-size", type=int, default=128, help="inputs per call to the model (default: 128)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    args = parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # after --help, which should not wait for TensorFlow
+
+    # TensorFlow's notices about loading a SavedModel are noise here.
+    for name in ("absl", tf.get_logger().name):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        if args.batch_size < 1:
+            raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
+        model = Model(args.model_dir)
+        if args.instances_json:
+            lines = [respond(model, _read_request(args.instances_json))]
+        else:
+            lines = predict_files(model, args.input, args.batch_size)
+        count = _write(lines, args.output)
+    except UserError as error:
+        log.error("%s", error)
+        return 2
+    if args.output:
+        log.info("Wrote %d prediction(s) to %s", count, args.output)
+    return 0
+
+
+def _read_request(path: str) -> dict:
+    if path == "-":
+        text = sys.stdin.read()
+    else:
+        if not storage.exists(path):
+            raise UserError(f"--instances-json {path}: no such file")
+        with storage.open_read(path) as file:
+            text = file.read().decode("utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(f"--instances-json {path}: not JSON ({error})") from None
+
+
+def _write(lines, output: str | None) -> int:
+    count = 0
+    with open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out:
+        for line in lines:
+            out.write(json.dumps(line) + "\n")
+            count += 1
+    return count
+
+
+if __name__ == "__main__":
+    sys.exit(main())
