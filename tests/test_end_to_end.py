@@ -8,6 +8,7 @@ import sys
 
 import tensorflow as tf
 
+from trainer.config import Config
 from trainer.experiment import latest_export
 
 
@@ -25,7 +26,7 @@ def test_training_writes_checkpoints_metrics_and_exports(trained_job):
     assert metrics["accuracy"] > 0.9  # 300 steps on the digits; the full default run reaches ~0.99
     assert tf.train.latest_checkpoint(job_dir).endswith("model.ckpt-300")
     for name in ("latest", "best"):
-        export = latest_export(job_dir, name)
+        export = latest_export(Config(job_dir=job_dir), name)
         assert export and os.path.exists(os.path.join(export, "saved_model.pb"))
         assert f"{name} export:" in result.stdout
     assert f"accuracy:       {metrics['accuracy']:.4f}" in result.stdout

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from trainer.config import Config
 from trainer.experiment import latest_export
 
 
@@ -89,7 +90,7 @@ def test_sigkill_at_random_moments_then_rerun_reaches_the_target(tmp_path, digit
     assert metrics["accuracy"] > 0.9
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(job_dir))
     assert reader.get_tensor("global_step") == target
-    model = tf.saved_model.load(latest_export(job_dir, "latest"))
+    model = tf.saved_model.load(latest_export(Config(job_dir=job_dir), "latest"))
     outputs = model.signatures["serving_default"](image=tf.zeros([2, 8, 8, 1]))
     assert outputs["probabilities"].shape == (2, 10)
 

@@ -32,7 +32,7 @@ def served(trained_job, digits_dir):
     expected = list(estimator.predict(make_input_fn(data.eval, data.metadata, config, training=False)))
     serialized = list(tf.data.TFRecordDataset(data.eval).as_numpy_iterator())
     images, _ = parse_examples(tf.constant(serialized), data.metadata)
-    return latest_export(job_dir, "latest"), serialized, images.numpy(), expected
+    return latest_export(config, "latest"), serialized, images.numpy(), expected
 
 
 def png(image: np.ndarray) -> bytes:

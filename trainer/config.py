@@ -33,6 +33,9 @@ class Config:
     job_dir: Optional[str] = _option(
         None, "folder for checkpoints, summaries, exports and eval_metrics.json (default: runs/digits for the demo)"
     )
+    export_dir: Optional[str] = _option(
+        None, "folder for the exported SavedModels, in latest/ and best/ (default: JOB_DIR/export)"
+    )
     # Training.
     batch_size: int = _option(128, "examples per training step")
     learning_rate: float = _option(3e-4, "Adam's learning rate")

@@ -5,7 +5,6 @@ Also runs under TF_CONFIG: the Estimator reads the cluster and this task's role 
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 
@@ -17,10 +16,10 @@ from trainer import dataset, model, serving
 from trainer.config import Config
 from trainer.input import InputTimeoutHook, make_input_fn
 from trainer.preemption import SaveOnSigtermHook
+from trainer.reporting import ExportTo, MetricsWriter, plain
 
 log = logging.getLogger(__name__)
 
-METRICS_FILE = "eval_metrics.json"
 EXPORT_DIR = "export"
 
 
@@ -63,10 +62,6 @@ def run(config: Config) -> dict | None:
         if problem is None:
             raise  # not the data's fault
         raise UserError(f"{problem}; rerun preprocessing, or pass --skip-corrupt to leave such shards out") from None
-    if metrics:
-        path = posixpath.join(config.job_dir, METRICS_FILE)
-        with tf.io.gfile.GFile(path, "w") as file:
-            file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return metrics
 
 
@@ -90,16 +85,24 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     estimator = make_estimator(config, metadata)
     serving_input_fn = serving.make_serving_input_fn(metadata)
     assets = {METADATA_FILE: data.metadata_path}  # lands in assets.extra/ of every export
+    export_dir = export_folder(config)
     exporters = [
-        tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=3),
-        tf.estimator.BestExporter(
-            "best", serving_input_fn, assets_extra=assets, compare_fn=_higher_accuracy, exports_to_keep=1
+        ExportTo(
+            tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=3), export_dir
         ),
+        ExportTo(
+            tf.estimator.BestExporter(
+                "best", serving_input_fn, assets_extra=assets, compare_fn=_higher_accuracy, exports_to_keep=1
+            ),
+            export_dir,
+        ),
+        MetricsWriter(config.job_dir),
     ]
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
-    train_hooks = [*hooks, SaveOnSigtermHook(config.job_dir, estimator.config.is_chief)]
+    train_hooks = [*hooks, SaveOnSigtermHook(config.job_dir, estimator.config.is_chief), StepsRunHook()]
+    train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(
-        make_input_fn(data.train, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks
+        make_input_fn(train_files, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks
     )
     eval_spec = tf.estimator.EvalSpec(
         make_input_fn(data.eval, metadata, config, training=False),
@@ -110,12 +113,42 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         hooks=hooks,
     )
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    metrics = result[0] if result else None
-    if not metrics:
-        return None
-    return {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
+    metrics = result[0] if result else None  # only a task that trains and evaluates alone gets them back
+    return plain(metrics) if metrics else None
 
 
-def latest_export(job_dir: str, name: str) -> str | None:
-    """The newest SavedModel under JOB_DIR/export/NAME, or None."""
-    return serving.newest_version(posixpath.join(job_dir, EXPORT_DIR, name))
+def worker_share(files: list[str], run_config: tf.estimator.RunConfig) -> list[str]:
+    """The training files this task reads: in a cluster, each of the chief and the workers
+    reads its own 1/N of them (when there are at least N files)."""
+    replicas = run_config.num_worker_replicas
+    if replicas <= 1 or run_config.task_type not in ("chief", "master", "worker"):
+        return files
+    if len(files) < replicas:
+        log.warning("%d training files for %d training tasks: every task reads all of them", len(files), replicas)
+        return files
+    share = files[run_config.global_id_in_cluster :: replicas]
+    log.info("This %s reads %d of the %d training files", run_config.task_type, len(share), len(files))
+    return share
+
+
+class StepsRunHook(tf.estimator.SessionRunHook):
+    """Logs how many training steps this task ran itself: in a cluster, every worker's share."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def after_run(self, run_context, run_values):
+        self.steps += 1
+
+    def end(self, session):
+        step = session.run(tf.compat.v1.train.get_global_step())
+        log.info("This task ran %d training steps; the global step is %d", self.steps, step)
+
+
+def export_folder(config: Config) -> str:
+    return config.export_dir or posixpath.join(config.job_dir, EXPORT_DIR)
+
+
+def latest_export(config: Config, name: str) -> str | None:
+    """The newest SavedModel the exporter NAME ("latest" or "best") wrote, or None."""
+    return serving.newest_version(posixpath.join(export_folder(config), name))

@@ -72,6 +72,23 @@ class _HideDeprecations(logging.Filter):
         return "is deprecated and will be removed" not in record.getMessage()
 
 
+def cloud_folders(config: Config) -> Config:
+    """Applies the folders Vertex AI passes in the environment, where no flag gives them.
+
+    Checkpoints and summaries go to AIP_CHECKPOINT_DIR, exports to AIP_MODEL_DIR. A tuning
+    trial (CLOUD_ML_TRIAL_ID) with an explicit --job-dir gets a sub-folder of its own, so that
+    trials never resume from each other's checkpoints.
+    """
+    environ = os.environ
+    job_dir = config.job_dir or environ.get("AIP_CHECKPOINT_DIR") or environ.get("AIP_MODEL_DIR")
+    if config.job_dir and "CLOUD_ML_TRIAL_ID" in environ:
+        job_dir = posixpath.join(config.job_dir, f"trial-{environ['CLOUD_ML_TRIAL_ID']}")
+    export_dir = config.export_dir or (None if config.job_dir else environ.get("AIP_MODEL_DIR"))
+    if (job_dir, export_dir) != (config.job_dir, config.export_dir):
+        log.info("Job dir %s, exports in %s", job_dir, export_dir or posixpath.join(job_dir, "export"))
+    return dataclasses.replace(config, job_dir=job_dir, export_dir=export_dir)
+
+
 def check_access(config: Config) -> None:
     """Fails before any work when credentials are missing or the job dir cannot be written."""
     import tensorflow as tf
@@ -104,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     tf.get_logger().setLevel(logging.INFO)
     tf.get_logger().addFilter(_HideDeprecations())
     try:
-        config = config_module.from_sources(args.config, flags)
+        config = cloud_folders(config_module.from_sources(args.config, flags))
         if not (config.data_dir or config.train_files):
             config = prepare_demo(config)
         elif not config.job_dir:
@@ -134,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(config: Config, metrics: dict | None) -> None:
-    from trainer.experiment import METRICS_FILE, latest_export
+    from trainer.experiment import latest_export
+    from trainer.reporting import METRICS_FILE
 
     if metrics is None:
         log.info("This task does not evaluate; checkpoints are in %s", config.job_dir)
@@ -148,8 +166,8 @@ def _report(config: Config, metrics: dict | None) -> None:
     lines = {
         "checkpoints": config.job_dir,
         "metrics": posixpath.join(config.job_dir, METRICS_FILE),
-        "latest export": latest_export(config.job_dir, "latest"),
-        "best export": latest_export(config.job_dir, "best"),
+        "latest export": latest_export(config, "latest"),
+        "best export": latest_export(config, "best"),
     }
     for name, path in lines.items():
         shown = os.path.abspath(path) if path and "://" not in path else path
