@@ -1,0 +1,109 @@
+"""Runs `python -m trainer.task` as a real TF_CONFIG cluster on 127.0.0.1, to try distributed
+training before paying for it: a chief, N workers, parameter servers and an evaluator, each a
+process with its own TF_CONFIG, exactly as Vertex AI starts them.
+
+    python scripts/local_cluster.py --workers 2 --ps 1 -- --data-dir data/digits --job-dir runs/cluster
+
+It waits for the chief and workers to finish and for the evaluator to evaluate and export
+the final checkpoint, stops the parameter servers, and reports steps, time and accuracy.
+Each task's log is JOB_DIR/cluster-logs/TYPE-INDEX.log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+TIMEOUT_SECS = 1800
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cluster_spec(workers: int, ps: int) -> dict[str, list[str]]:
+    def addresses(count: int) -> list[str]:
+        return [f"127.0.0.1:{free_port()}" for _ in range(count)]
+
+    spec = {"chief": addresses(1), "ps": addresses(ps)}
+    if workers:
+        spec["worker"] = addresses(workers)
+    return spec
+
+
+def start(task_type: str, index: int, spec: dict, trainer_args: list[str], log_dir: str) -> subprocess.Popen:
+    tf_config = {"cluster": spec, "task": {"type": task_type, "index": index}}
+    log = open(os.path.join(log_dir, f"{task_type}-{index}.log"), "w")  # noqa: SIM115 - the child keeps it
+    return subprocess.Popen(
+        [sys.executable, "-m", "trainer.task", *trainer_args],
+        env={**os.environ, "TF_CONFIG": json.dumps(tf_config)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def steps_run(log_path: str) -> int:
+    """The training steps a task reports having run itself (trainer's StepsRunHook)."""
+    with open(log_path) as file:
+        found = re.findall(r"This task ran (\d+) training steps", file.read())
+    return int(found[-1]) if found else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=2, help="workers besides the chief (default: 2)")
+    parser.add_argument("--ps", type=int, default=1, help="parameter servers (default: 1)")
+    parser.add_argument("trainer_args", nargs=argparse.REMAINDER, help="-- then the arguments of trainer.task")
+    args = parser.parse_args(argv)
+    trainer_args = [a for a in args.trainer_args if a != "--"]
+    if "--job-dir" not in trainer_args:
+        parser.error("give the trainer a --job-dir after --")
+    job_dir = trainer_args[trainer_args.index("--job-dir") + 1]
+    log_dir = os.path.join(job_dir, "cluster-logs")
+    os.makedirs(log_dir, exist_ok=True)
+
+    spec = cluster_spec(args.workers, args.ps)
+    start_time = time.time()
+    training = [start("chief", 0, spec, trainer_args, log_dir)]
+    training += [start("worker", i, spec, trainer_args, log_dir) for i in range(args.workers)]
+    servers = [start("ps", i, spec, trainer_args, log_dir) for i in range(args.ps)]
+    evaluator = start("evaluator", 0, spec, trainer_args, log_dir)
+    try:
+        codes = [task.wait(timeout=TIMEOUT_SECS) for task in training]
+        train_secs = time.time() - start_time
+        codes.append(evaluator.wait(timeout=TIMEOUT_SECS))
+    finally:
+        for task in [*training, evaluator, *servers]:
+            if task.poll() is None:
+                task.terminate()
+                task.wait()
+    return report(job_dir, log_dir, args.workers, codes, train_secs)
+
+
+def report(job_dir: str, log_dir: str, workers: int, codes: list[int], train_secs: float) -> int:
+    names = ["chief-0", *(f"worker-{i}" for i in range(workers)), "evaluator-0"]
+    failed = [name for name, code in zip(names, codes) if code != 0]
+    for name in names[:-1]:
+        print(f"{name}: {steps_run(os.path.join(log_dir, name + '.log'))} steps")
+    metrics_path = os.path.join(job_dir, "eval_metrics.json")
+    if os.path.exists(metrics_path):
+        with open(metrics_path) as file:
+            metrics = json.load(file)
+        steps, accuracy = metrics["global_step"], metrics["accuracy"]
+        print(f"global step {steps} in {train_secs:.1f} s ({steps / train_secs:.1f} steps/s), accuracy {accuracy:.4f}")
+    if failed:
+        print(f"failed: {', '.join(failed)}; see {log_dir}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Distributed training through TF_CONFIG: a real cluster of processes on 127.0.0.1."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from preprocessing.sources import SourceOptions, read_digits
+from preprocessing.writer import build_dataset
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_local_cluster_trains_evaluates_and_exports(tmp_path):
+    digits_dir = str(tmp_path / "digits")
+    build_dataset(read_digits(None, SourceOptions()), digits_dir, source="digits", shards=6)
+    job_dir = str(tmp_path / "job")
+    target = 600
+    result = subprocess.run(
+        [
+            sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "2", "--ps", "1", "--",
+            "--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", str(target),
+            "--save-checkpoints-steps", "200", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+        ],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    steps = {name: int(n) for name, n in re.findall(r"^(\w+-\d): (\d+) steps$", result.stdout, re.M)}
+    assert set(steps) == {"chief-0", "worker-0", "worker-1"}
+    assert all(n > 0 for n in steps.values()), steps  # every training task contributed
+    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
+        metrics = json.load(file)  # written by the evaluator
+    assert metrics["global_step"] >= target
+    assert metrics["accuracy"] > 0.8
+    for name in ("latest", "best"):  # in a cluster the evaluator runs the exporters
+        versions = os.listdir(os.path.join(job_dir, "export", name))
+        assert any(os.path.exists(os.path.join(job_dir, "export", name, v, "saved_model.pb")) for v in versions)
+    with open(os.path.join(job_dir, "cluster-logs", "worker-0.log")) as file:
+        assert "This worker reads 2 of the 6 training files" in file.read()
