@@ -1,0 +1,50 @@
+"""Runs the job exactly as the cloud will: this package's sdist, installed into a fresh virtual
+environment, running `python -m trainer.task` with the job's arguments, outside the source tree.
+
+    python scripts/local_run.py -- --data-dir data/digits --job-dir runs/packaged --train-steps 500
+
+A broken setup.py, a file missing from the package or a missing dependency fails here, on
+your machine, before any money is spent. The sdist is the one `python -m trainer.submit` uploads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+
+from trainer.submit import build_sdist  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--extras", default="cpu", help="extras to install the package with (default: cpu)")
+    parser.add_argument("trainer_args", nargs=argparse.REMAINDER, help="-- then the arguments of trainer.task")
+    args = parser.parse_args(argv)
+    trainer_args = [arg for arg in args.trainer_args if arg != "--"]
+    with tempfile.TemporaryDirectory(prefix="local-run-") as work:
+        start = time.time()
+        sdist = build_sdist(os.path.join(work, "dist"))
+        venv = os.path.join(work, "venv")
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        python = os.path.join(venv, "bin", "python")
+        pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        print(f"Installing {os.path.basename(sdist)}[{args.extras}] into a fresh virtual environment", flush=True)
+        installed = subprocess.run([*pip, f"{sdist}[{args.extras}]"])
+        if installed.returncode != 0:
+            print("error: the package does not install; see pip's message above", file=sys.stderr)
+            return installed.returncode
+        # -I: the installed package only, never the checkout in the current folder.
+        where = subprocess.run([python, "-I", "-c", "import trainer; print(trainer.__file__)"], capture_output=True)
+        print(f"Installed in {time.time() - start:.0f} s at {where.stdout.decode().strip()}")
+        print(f"Running python -m trainer.task {' '.join(trainer_args)}", flush=True)
+        return subprocess.run([python, "-I", "-m", "trainer.task", *trainer_args]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The packaged job: the sdist installed into a fresh virtual environment runs the trainer."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_sdist_in_a_fresh_environment_runs_the_job(tmp_path):
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "local_run.py"), "--",
+         "--job-dir", str(tmp_path / "job"), "--train-steps", "30"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    installed_at = result.stdout.split("Installed in ")[1].split(" at ")[1].splitlines()[0]
+    assert "site-packages" in installed_at and not installed_at.startswith(ROOT + "/trainer")
+    with open(tmp_path / "job" / "eval_metrics.json") as file:
+        assert json.load(file)["global_step"] == 30
