@@ -1,0 +1,51 @@
+"""What Vertex AI passes in the environment: output folders, tuning trials, the tuning metric."""
+
+import json
+import os
+import subprocess
+import sys
+
+from trainer.config import Config
+from trainer.task import cloud_folders
+
+
+def test_flags_win_over_the_environment(monkeypatch):
+    monkeypatch.setenv("AIP_MODEL_DIR", "gs://b/out/model")
+    monkeypatch.setenv("AIP_CHECKPOINT_DIR", "gs://b/out/checkpoints")
+    config = cloud_folders(Config(job_dir="gs://b/mine"))
+    assert (config.job_dir, config.export_dir) == ("gs://b/mine", None)
+
+
+def test_environment_folders_apply_without_flags(monkeypatch):
+    monkeypatch.setenv("AIP_MODEL_DIR", "gs://b/out/model")
+    monkeypatch.setenv("AIP_CHECKPOINT_DIR", "gs://b/out/checkpoints")
+    config = cloud_folders(Config())
+    assert (config.job_dir, config.export_dir) == ("gs://b/out/checkpoints", "gs://b/out/model")
+
+
+def test_a_tuning_trial_gets_its_own_job_dir(monkeypatch):
+    monkeypatch.setenv("CLOUD_ML_TRIAL_ID", "7")
+    assert cloud_folders(Config(job_dir="gs://b/tuning")).job_dir == "gs://b/tuning/trial-7"
+
+
+def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digits_dir):
+    env = {
+        **os.environ,
+        "AIP_MODEL_DIR": str(tmp_path / "model"),
+        "AIP_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+        "CLOUD_ML_TRIAL_ID": "3",
+        "CLOUD_ML_HP_METRIC_FILE": str(tmp_path / "hypertune" / "output.metrics"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--train-steps", "40"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert os.path.exists(tmp_path / "checkpoints" / "model.ckpt-40.index")
+    assert os.path.exists(tmp_path / "checkpoints" / "eval_metrics.json")
+    for name in ("latest", "best"):
+        (version,) = os.listdir(tmp_path / "model" / name)
+        assert os.path.exists(tmp_path / "model" / name / version / "saved_model.pb")
+    lines = (tmp_path / "hypertune" / "output.metrics").read_text().splitlines()
+    last = json.loads(lines[-1])
+    assert last["trial"] == "3" and last["global_step"] == "40" and 0 <= float(last["accuracy"]) <= 1
