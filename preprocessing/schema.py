@@ -25,7 +25,6 @@ METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
 VECTOR_KEY = "features"
 LABEL_KEY = "label"
-SPLITS = ("train", "eval")
 DTYPES = ("uint8", "float32")
 
 
