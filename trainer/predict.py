@@ -28,7 +28,6 @@ log = logging.getLogger("trainer.predict")
 DEFAULT_SIGNATURE = "serving_default"
 IMAGES_SIGNATURE = "image_bytes:serving_default"
 EXAMPLES_SIGNATURE = "examples:serving_default"
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 EXAMPLES = """\
 examples:
@@ -111,6 +110,8 @@ def _read_csv_rows(path: str, columns: int) -> np.ndarray:
 def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
     """(input name, signature, values) for each example in one input file."""
     import tensorflow as tf
+
+    from preprocessing.sources import IMAGE_SUFFIXES
 
     suffix = path.lower()
     if suffix.endswith(IMAGE_SUFFIXES):
