@@ -25,23 +25,29 @@ def _rank(keys: Sequence[str], indices: np.ndarray, seed: int, salt: str) -> np.
     return indices[np.argsort(np.array(hashes, dtype=np.uint64), kind="stable")]
 
 
+def split_class(
+    keys: Sequence[str], indices: np.ndarray, eval_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train, eval) of one class's example indices: the round(n * eval_fraction) whose keys
+    hash lowest go to eval. The Beam pipeline calls this per class too."""
+    ranked = _rank(keys, indices, seed, "split")
+    n_eval = int(round(len(ranked) * eval_fraction))
+    return ranked[n_eval:], ranked[:n_eval]
+
+
+def in_shuffled_order(keys: Sequence[str], indices: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded shuffle of `indices` that does not depend on their input order."""
+    return _rank(keys, indices, seed, "order")
+
+
 def split_indices(
     keys: Sequence[str], labels: np.ndarray, eval_fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train, eval) example indices: round(n * eval_fraction) of each class goes to eval.
-
-    Both come back in hash order, a seeded shuffle that does not depend on input order.
-    """
-    train, evaluation = [], []
-    for label in np.unique(labels):
-        ranked = _rank(keys, np.flatnonzero(labels == label), seed, "split")
-        n_eval = int(round(len(ranked) * eval_fraction))
-        evaluation.append(ranked[:n_eval])
-        train.append(ranked[n_eval:])
-    return (
-        _rank(keys, np.concatenate(train), seed, "order"),
-        _rank(keys, np.concatenate(evaluation), seed, "order"),
-    )
+    """(train, eval) example indices, stratified by class, each in shuffled order."""
+    parts = [split_class(keys, np.flatnonzero(labels == label), eval_fraction, seed) for label in np.unique(labels)]
+    train = np.concatenate([train for train, _ in parts])
+    evaluation = np.concatenate([evaluation for _, evaluation in parts])
+    return in_shuffled_order(keys, train, seed), in_shuffled_order(keys, evaluation, seed)
 
 
 def shard_name(split: str, index: int, count: int, suffix: str = ".tfrecord") -> str:

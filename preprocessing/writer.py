@@ -198,36 +198,50 @@ def build_dataset(
     start = time.time()
     clear_output(output, overwrite)
     train, evaluation = split_indices(data.keys, data.labels, eval_fraction, seed)
-    if len(train) == 0 or len(evaluation) == 0:
+    counts = plan_shards(data, len(train), len(evaluation), eval_fraction, shards)
+    tasks = [
+        ShardTask(
+            path=storage.join(output, shard_name(split, i, counts[split])),
+            items=take(data.items, part),
+            labels=data.labels[part],
+            load=data.load,
+        )
+        for split, indices in (("train", train), ("eval", evaluation))
+        for i, part in enumerate(np.array_split(indices, counts[split]))
+    ]
+    workers = workers or default_workers(len(data.labels))
+    log.info("Writing with %d worker process(es)", workers)
+    results = write_shards(tasks, workers)
+    by_split = {"train": results[: counts["train"]], "eval": results[counts["train"] :]}
+    return finish(data, output, by_split, source=source, seed=seed, eval_fraction=eval_fraction, start=start)
+
+
+def plan_shards(data: RawData, train: int, evaluation: int, eval_fraction: float, shards: int | None) -> dict[str, int]:
+    """Shard counts per split, after checking that both splits have examples."""
+    if train == 0 or evaluation == 0:
         raise UserError(
-            f"--eval-fraction {eval_fraction} leaves {len(train)} training and {len(evaluation)} "
+            f"--eval-fraction {eval_fraction} leaves {train} training and {evaluation} "
             f"evaluation examples out of {len(data.labels)}; both need at least one"
         )
     example_bytes = int(np.prod(data.shape)) * (1 if data.dtype == "uint8" else 4)
-    counts = dict(zip(("train", "eval"), shard_counts(len(train), len(evaluation), shards, example_bytes)))
-    tasks = {
-        split: [
-            ShardTask(
-                path=storage.join(output, shard_name(split, i, counts[split])),
-                items=_take(data.items, part),
-                labels=data.labels[part],
-                load=data.load,
-            )
-            for i, part in enumerate(np.array_split(indices, counts[split]))
-        ]
-        for split, indices in (("train", train), ("eval", evaluation))
-    }
-    workers = workers or default_workers(len(data.labels))
+    counts = dict(zip(("train", "eval"), shard_counts(train, evaluation, shards, example_bytes)))
     log.info(
-        "Writing %d training and %d evaluation examples into %d + %d shards with %d worker(s)",
-        len(train),
-        len(evaluation),
-        counts["train"],
-        counts["eval"],
-        workers,
+        "%d training and %d evaluation examples into %d + %d shards", train, evaluation, counts["train"], counts["eval"]
     )
-    results = write_shards(tasks["train"] + tasks["eval"], workers)
-    by_split = {"train": results[: counts["train"]], "eval": results[counts["train"] :]}
+    return counts
+
+
+def finish(
+    data: RawData,
+    output: str,
+    by_split: dict[str, list[ShardResult]],
+    *,
+    source: str,
+    seed: int,
+    eval_fraction: float,
+    start: float,
+) -> Metadata:
+    """Writes `metadata.json` for the written shards, last: from now on the dataset is whole."""
     mean, std = _normalization(by_split["train"])
     metadata = Metadata(
         shape=data.shape,
@@ -235,11 +249,11 @@ def build_dataset(
         class_names=data.class_names,
         splits={
             split: SplitInfo(
-                examples=sum(r.examples for r in split_results),
-                bytes=sum(r.bytes for r in split_results),
-                shards=tuple(ShardInfo(posixpath.basename(r.path), r.examples, r.bytes) for r in split_results),
+                examples=sum(r.examples for r in results),
+                bytes=sum(r.bytes for r in results),
+                shards=tuple(ShardInfo(posixpath.basename(r.path), r.examples, r.bytes) for r in results),
             )
-            for split, split_results in by_split.items()
+            for split, results in by_split.items()
         },
         mean=mean,
         std=std,
@@ -250,7 +264,7 @@ def build_dataset(
     return metadata
 
 
-def _take(items: Sequence, indices: np.ndarray) -> Sequence:
+def take(items: Sequence, indices: np.ndarray) -> Sequence:
     if isinstance(items, np.ndarray):
         return items[indices]
     return [items[i] for i in indices]
