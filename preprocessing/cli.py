@@ -94,7 +94,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="HEIGHTxWIDTH",
         help="images: resize every image to this size (default: keep the size of the first; all must then match)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--runner",
+        choices=("local", "beam"),
+        default="local",
+        help="local = this machine's cores; beam = an Apache Beam pipeline (pip install '.[beam]'): "
+        "any further flags, e.g. --project, --region, --temp_location, --setup_file, go to Beam (default: local)",
+    )
+    parser.add_argument(
+        "--beam-runner",
+        default="DirectRunner",
+        help="with --runner beam: DirectRunner (this machine) or DataflowRunner (default: DirectRunner)",
+    )
+    args, beam_args = parser.parse_known_args(argv)
+    if beam_args and args.runner != "beam":
+        parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
+    args.pipeline_args = ["--runner", args.beam_runner, *beam_args]
+    return args
+
+
+def _beam():
+    """The Beam runner's module; apache-beam is an optional extra, imported only when asked for."""
+    try:
+        from preprocessing import beam
+    except ImportError as error:
+        raise UserError(f"--runner beam needs apache-beam ({error}); install it with pip install '.[beam]'") from None
+    return beam
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,16 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         options = SourceOptions(label_column=args.label_column, image_size=args.image_size)
         log.info("Reading %s%s", args.source, f" from {args.input}" if args.input else "")
         data = SOURCES[args.source](args.input, options)
-        metadata = build_dataset(
-            data,
-            args.output,
+        common = dict(
             source=args.source,
             eval_fraction=args.eval_fraction,
             seed=args.seed,
             shards=args.shards,
-            workers=args.workers,
             overwrite=args.overwrite,
         )
+        if args.runner == "beam":
+            metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)
+        else:
+            metadata = build_dataset(data, args.output, workers=args.workers, **common)
     except UserError as error:
         log.error("%s", error)
         return 2

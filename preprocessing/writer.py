@@ -39,8 +39,9 @@ TARGET_SHARD_BYTES = 100 * 2**20  # big enough to read efficiently, small enough
 MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
 EXAMPLES_PER_WORKER = 10_000  # below this, starting a process (about 3 s of imports) does not pay
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-# Shards, metadata, and their temporary names while being written (see storage.temporary_name).
-OUR_FILES = re.compile(r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord|metadata\.json)(\.partial-\d+)?$")
+# Shards, metadata, their temporary names while being written (see storage.temporary_name), and
+# the Beam runner's statistics of each shard.
+OUR_FILES = re.compile(r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord|metadata\.json)(\.partial-\d+|\.stats\.json)?$")
 
 
 @dataclass(frozen=True)

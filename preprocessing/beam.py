@@ -1,0 +1,124 @@
+"""The same conversion as an Apache Beam pipeline: the DirectRunner here, Dataflow in the cloud.
+
+It shares every step that decides the bytes with the local writer: the sources, the
+per-class split (split.split_class), the seeded order and the shard writer
+(writer.write_shard), and writes metadata.json last (writer.finish). So a dataset made
+with Beam holds, per split, the same serialized examples as one made locally; only which
+shard an example lands in differs (a hash of its key, here, instead of contiguous runs).
+
+The sources are read by the launching process; what the workers share out is decoding
+(images), encoding and writing the shards. Only this module imports apache_beam.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from preprocessing import storage
+from preprocessing.schema import Metadata
+from preprocessing.sources import RawData
+from preprocessing.split import in_shuffled_order, key_hash, shard_name, split_class
+from preprocessing.writer import ShardResult, ShardTask, clear_output, finish, plan_shards, take, write_shard
+
+log = logging.getLogger(__name__)
+STATS_SUFFIX = ".stats.json"  # a worker's statistics of one shard, read back by the launcher
+
+
+def split_sizes(labels: np.ndarray, eval_fraction: float) -> tuple[int, int]:
+    """(train, eval) example counts, as split_class will make them, known before the pipeline runs."""
+    per_class = np.bincount(labels)
+    evaluation = sum(int(round(n * eval_fraction)) for n in per_class if n)
+    return len(labels) - evaluation, evaluation
+
+
+class _AssignSplit(beam.DoFn):
+    """One class's examples in, (split, example index) out."""
+
+    def __init__(self, keys, eval_fraction: float, seed: int):
+        self._keys, self._fraction, self._seed = keys, eval_fraction, seed
+
+    def process(self, element):
+        _, indices = element
+        train, evaluation = split_class(self._keys, np.array(sorted(indices)), self._fraction, self._seed)
+        yield from (("train", int(i)) for i in train)
+        yield from (("eval", int(i)) for i in evaluation)
+
+
+class _WriteShard(beam.DoFn):
+    """One shard's example indices in: the shard written with the local writer, and its
+    statistics beside it for the launcher (a retried bundle just writes both again)."""
+
+    def __init__(self, data: RawData, output: str, counts: dict[str, int], seed: int):
+        self._data, self._output, self._counts, self._seed = data, output, counts, seed
+
+    def process(self, element):
+        (split, shard), indices = element
+        ordered = in_shuffled_order(self._data.keys, np.array(sorted(indices)), self._seed)
+        path = storage.join(self._output, shard_name(split, shard, self._counts[split]))
+        task = ShardTask(path, take(self._data.items, ordered), self._data.labels[ordered], self._data.load)
+        result = write_shard(task, report=lambda n: None)
+        stats = {**result.__dict__, "sums": result.sums.tolist(), "squares": result.squares.tolist()}
+        storage.write_text_atomically(_stats_path(path), json.dumps(stats))
+
+
+def _stats_path(shard_path: str) -> str:
+    folder, name = shard_path.rsplit("/", 1)
+    return f"{folder}/.{name}{STATS_SUFFIX}"
+
+
+def _collect(path: str, data: RawData) -> ShardResult:
+    """A written shard's statistics (removing their file), or an empty shard written now:
+    every name of the -of-N set must exist, even one that no example hashed to."""
+    stats_path = _stats_path(path)
+    if not storage.exists(stats_path):
+        storage.write_text_atomically(path, "")
+        zeros = np.zeros(data.shape[-1])
+        return ShardResult(path, 0, 0, zeros, zeros, 0)
+    with storage.open_read(stats_path) as file:
+        raw = json.loads(file.read())
+    storage.remove(stats_path)
+    return ShardResult(**{**raw, "sums": np.array(raw["sums"]), "squares": np.array(raw["squares"])})
+
+
+def build_dataset_with_beam(
+    data: RawData,
+    output: str,
+    *,
+    source: str,
+    pipeline_args: list[str],
+    eval_fraction: float = 0.2,
+    seed: int = 0,
+    shards: int | None = None,
+    overwrite: bool = False,
+) -> Metadata:
+    """Like writer.build_dataset, as a Beam pipeline run with `pipeline_args` (--runner and its options)."""
+    start = time.time()
+    clear_output(output, overwrite)
+    counts = plan_shards(data, *split_sizes(data.labels, eval_fraction), eval_fraction, shards)
+    keys = list(data.keys)
+
+    def shard_of(split_and_index):
+        split, index = split_and_index
+        return (split, key_hash(keys[index], seed, "shard") % counts[split]), index
+
+    with beam.Pipeline(options=PipelineOptions(pipeline_args)) as pipeline:
+        _ = (
+            pipeline
+            | "Examples" >> beam.Create([(int(label), i) for i, label in enumerate(data.labels)])
+            | "ByClass" >> beam.GroupByKey()
+            | "Split" >> beam.ParDo(_AssignSplit(keys, eval_fraction, seed))
+            | "ToShards" >> beam.Map(shard_of)
+            | "ByShard" >> beam.GroupByKey()
+            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, seed))
+        )
+    by_split = {
+        split: [_collect(storage.join(output, shard_name(split, i, counts[split])), data) for i in range(counts[split])]
+        for split in ("train", "eval")
+    }
+    return finish(data, output, by_split, source=source, seed=seed, eval_fraction=eval_fraction, start=start)

@@ -1,0 +1,93 @@
+"""The Beam runner (DirectRunner) makes the same dataset as the local writer."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+pytest.importorskip("apache_beam", reason="the beam extra is not installed")
+
+from preprocessing.beam import build_dataset_with_beam  # noqa: E402
+from preprocessing.sources import SourceOptions, read_csv, read_digits  # noqa: E402
+from preprocessing.writer import build_dataset  # noqa: E402
+
+DIRECT = ["--runner", "DirectRunner"]
+
+
+def split_records(read_file, folder: str) -> tuple[dict, dict]:
+    """(metadata, {split: sorted serialized records}) of a dataset, through `read_file(path) -> bytes`."""
+    metadata = json.loads(read_file(f"{folder}/metadata.json"))
+    records = {}
+    for split, info in metadata["splits"].items():
+        data = b"".join(read_file(f"{folder}/{shard['file']}") for shard in info["shards"])
+        local = f"/tmp/{os.getpid()}-{split}.tfrecord"
+        with open(local, "wb") as file:
+            file.write(data)
+        records[split] = sorted(tf.data.TFRecordDataset(local).as_numpy_iterator())
+        os.remove(local)
+    return metadata, records
+
+
+def read_local(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def assert_same_dataset(beam: tuple[dict, dict], local: tuple[dict, dict], float_stats: bool = False) -> None:
+    (beam_meta, beam_records), (local_meta, local_records) = beam, local
+    assert beam_records == local_records  # per split, the same serialized examples
+    for meta in (beam_meta, local_meta):
+        meta.pop("extra")
+        for split in meta["splits"].values():
+            split.pop("shards")
+    if float_stats:  # sums of floats in another order differ in the last bits
+        for key in ("mean", "std"):
+            np.testing.assert_allclose(beam_meta.pop(key), local_meta.pop(key), rtol=1e-9)
+    assert beam_meta == local_meta
+
+
+def test_beam_on_the_digits_matches_the_local_writer(tmp_path, digits_dir):
+    build_dataset_with_beam(
+        read_digits(None, SourceOptions()), str(tmp_path / "beam"), source="digits", pipeline_args=DIRECT
+    )
+    assert_same_dataset(split_records(read_local, str(tmp_path / "beam")), split_records(read_local, digits_dir))
+
+
+def test_beam_on_a_csv_matches_the_local_writer(tmp_path):
+    rng = np.random.default_rng(3)
+    rows = [",".join([*map(str, rng.normal(size=6).round(4)), str(rng.integers(0, 3))]) for _ in range(500)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    data = read_csv(str(tmp_path / "t.csv"), SourceOptions())
+    build_dataset(data, str(tmp_path / "local"), source="csv", shards=3)
+    build_dataset_with_beam(data, str(tmp_path / "beam"), source="csv", shards=3, pipeline_args=DIRECT)
+    assert_same_dataset(
+        split_records(read_local, str(tmp_path / "beam")),
+        split_records(read_local, str(tmp_path / "local")),
+        float_stats=True,
+    )
+
+
+def test_beam_writes_to_gcs(gcs_server, digits_dir):
+    from gcs_emulator.server import BUCKET, child_env
+    from test_gcs import client
+
+    result = subprocess.run(
+        [sys.executable, "-m", "preprocessing", "--runner", "beam", "--output", f"gs://{BUCKET}/beam-digits"],
+        env=child_env(gcs_server),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    bucket = client(gcs_server).bucket(BUCKET)
+
+    def read_gcs(path: str) -> bytes:
+        return bucket.blob(path.split(f"gs://{BUCKET}/", 1)[1]).download_as_bytes()
+
+    names = [blob.name for blob in bucket.list_blobs(prefix="beam-digits/")]
+    assert not any(name.endswith(".stats.json") for name in names)  # the launcher cleaned up
+    assert_same_dataset(split_records(read_gcs, f"gs://{BUCKET}/beam-digits"), split_records(read_local, digits_dir))
