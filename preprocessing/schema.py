@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import tensorflow as tf
 
 from preprocessing.errors import UserError
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 FORMAT_VERSION = 1
 METADATA_FILE = "metadata.json"
@@ -132,23 +135,47 @@ class Metadata:
             raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")
 
 
+def _varint(value: int) -> bytes:
+    if value < 0x80:  # tags and short lengths: the common case, kept fast
+        return _SMALL_VARINTS[value]
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
 def encode_example(x: np.ndarray, label: int) -> bytes:
-    """One example as a serialized tf.train.Example (uint8 as raw bytes, anything else as floats)."""
-    if x.dtype == np.uint8:
-        data = tf.train.Feature(bytes_list=tf.train.BytesList(value=[x.tobytes()]))
-        key = IMAGE_KEY
-    else:
-        data = tf.train.Feature(float_list=tf.train.FloatList(value=x.ravel().tolist()))
-        key = VECTOR_KEY
-    features = {
-        key: data,
-        LABEL_KEY: tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
-    }
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    """One example as a serialized tf.train.Example: uint8 data as one raw byte string, anything
+    else as a packed float list, the label as int64.
+
+    The protobuf bytes are written directly, in the order TensorFlow's deterministic
+    serialization uses (a test holds them equal), because building message objects was most
+    of the writer's time, and so that shard-writing processes need no TensorFlow.
+    """
+    if x.dtype == np.uint8:  # Feature.bytes_list (1) > BytesList.value (1)
+        key, feature = IMAGE_KEY, _field(1, _field(1, x.tobytes()))
+    else:  # Feature.float_list (2) > FloatList.value (1), packed little-endian float32
+        key, feature = VECTOR_KEY, _field(2, _field(1, np.ascontiguousarray(x, "<f4").tobytes()))
+    label_feature = _field(3, _field(1, _varint(int(label))))  # Feature.int64_list (3) > Int64List.value
+    entries = sorted(((key, feature), (LABEL_KEY, label_feature)))  # map entries, by key
+    features = b"".join(_field(1, _field(1, k.encode()) + _field(2, v)) for k, v in entries)
+    return _field(1, features)  # Example.features (1)
 
 
 def feature_spec(metadata: Metadata, labeled: bool = True) -> dict:
     """The `tf.io.parse_example` spec that reads what `encode_example` wrote."""
+    import tensorflow as tf  # here, not at the top: shard-writing processes never need it
+
     if metadata.dtype == "uint8":
         spec = {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
     else:
@@ -166,6 +193,8 @@ def parse_examples(
     Images stay uint8 here: they are 4x smaller than floats on their way to the device, and
     the model converts them there.
     """
+    import tensorflow as tf
+
     parsed = tf.io.parse_example(serialized, feature_spec(metadata, labeled))
     data = parsed[metadata.feature_key]
     if metadata.dtype == "uint8":
@@ -179,6 +208,8 @@ def decode_record(record: bytes, metadata: Metadata) -> tuple[np.ndarray, int]:
     It accepts what the trainer's parser accepts, so it can point at the record that stopped a
     run; TensorFlow's own errors name neither the file nor the record.
     """
+    import tensorflow as tf
+
     try:
         example = tf.train.Example.FromString(record)
     except Exception:  # protobuf raises its own DecodeError, or others on odd bytes

@@ -85,3 +85,24 @@ def test_inconsistent_metadata_is_refused_naming_the_file(change, message):
 def test_malformed_metadata_is_refused_naming_the_file(text):
     with pytest.raises(UserError, match="m.json: malformed metadata"):
         Metadata.from_json(text, "m.json")
+
+
+@pytest.mark.parametrize(
+    "x, label",
+    [
+        (np.arange(784, dtype=np.uint8).reshape(28, 28, 1), 7),
+        (np.zeros((8, 8, 1), np.uint8), 0),
+        (np.linspace(-1, 1, 1024, dtype=np.float32), 1),
+        (np.array([1e-30, 3.5, -0.0], np.float32), 300),  # a label of two varint bytes
+    ],
+)
+def test_encoded_bytes_equal_tensorflows_own_serialization(x, label):
+    if x.dtype == np.uint8:
+        feature = tf.train.Feature(bytes_list=tf.train.BytesList(value=[x.tobytes()]))
+        key = "image"
+    else:
+        feature = tf.train.Feature(float_list=tf.train.FloatList(value=x.ravel().tolist()))
+        key = "features"
+    features = {key: feature, "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+    expected = tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(deterministic=True)
+    assert encode_example(x, label) == expected
