@@ -21,7 +21,7 @@ import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from preprocessing import storage
-from preprocessing.schema import Metadata
+from preprocessing.schema import SHARD_SUFFIXES, Metadata
 from preprocessing.sources import RawData
 from preprocessing.split import in_shuffled_order, key_hash, shard_name, split_class
 from preprocessing.writer import ShardResult, ShardTask, clear_output, finish, plan_shards, take, write_shard
@@ -54,14 +54,17 @@ class _WriteShard(beam.DoFn):
     """One shard's example indices in: the shard written with the local writer, and its
     statistics beside it for the launcher (a retried bundle just writes both again)."""
 
-    def __init__(self, data: RawData, output: str, counts: dict[str, int], seed: int):
+    def __init__(self, data: RawData, output: str, counts: dict[str, int], seed: int, compression: str):
         self._data, self._output, self._counts, self._seed = data, output, counts, seed
+        self._compression = compression
 
     def process(self, element):
         (split, shard), indices = element
         ordered = in_shuffled_order(self._data.keys, np.array(sorted(indices)), self._seed)
-        path = storage.join(self._output, shard_name(split, shard, self._counts[split]))
-        task = ShardTask(path, take(self._data.items, ordered), self._data.labels[ordered], self._data.load)
+        suffix = SHARD_SUFFIXES[self._compression]
+        path = storage.join(self._output, shard_name(split, shard, self._counts[split], suffix))
+        items = take(self._data.items, ordered)
+        task = ShardTask(path, items, self._data.labels[ordered], self._data.load, self._compression)
         result = write_shard(task, report=lambda n: None)
         stats = {**result.__dict__, "sums": result.sums.tolist(), "squares": result.squares.tolist()}
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))
@@ -96,6 +99,7 @@ def build_dataset_with_beam(
     seed: int = 0,
     shards: int | None = None,
     overwrite: bool = False,
+    compression: str = "",
 ) -> Metadata:
     """Like writer.build_dataset, as a Beam pipeline run with `pipeline_args` (--runner and its options)."""
     start = time.time()
@@ -115,10 +119,23 @@ def build_dataset_with_beam(
             | "Split" >> beam.ParDo(_AssignSplit(keys, eval_fraction, seed))
             | "ToShards" >> beam.Map(shard_of)
             | "ByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, seed))
+            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, seed, compression))
         )
+    suffix = SHARD_SUFFIXES[compression]
     by_split = {
-        split: [_collect(storage.join(output, shard_name(split, i, counts[split])), data) for i in range(counts[split])]
+        split: [
+            _collect(storage.join(output, shard_name(split, i, counts[split], suffix)), data)
+            for i in range(counts[split])
+        ]
         for split in ("train", "eval")
     }
-    return finish(data, output, by_split, source=source, seed=seed, eval_fraction=eval_fraction, start=start)
+    return finish(
+        data,
+        output,
+        by_split,
+        source=source,
+        seed=seed,
+        eval_fraction=eval_fraction,
+        start=start,
+        compression=compression,
+    )

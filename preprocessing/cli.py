@@ -95,6 +95,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="images: resize every image to this size (default: keep the size of the first; all must then match)",
     )
     parser.add_argument(
+        "--compression",
+        choices=("none", "gzip"),
+        default="none",
+        help="gzip the shards (.tfrecord.gz): smaller files, more CPU to read them (default: none)",
+    )
+    parser.add_argument(
         "--runner",
         choices=("local", "beam"),
         default="local",
@@ -141,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             shards=args.shards,
             overwrite=args.overwrite,
+            compression="GZIP" if args.compression == "gzip" else "",
         )
         if args.runner == "beam":
             metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)

@@ -29,6 +29,8 @@ IMAGE_KEY = "image"
 VECTOR_KEY = "features"
 LABEL_KEY = "label"
 DTYPES = ("uint8", "float32")
+# Shard compression (as TensorFlow's TFRecordOptions names it) -> shard file suffix.
+SHARD_SUFFIXES = {"": ".tfrecord", "GZIP": ".tfrecord.gz"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Metadata:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     source: str = ""
+    compression: str = ""  # of the shards: "" or "GZIP"
     format_version: int = FORMAT_VERSION
     extra: dict = field(default_factory=dict)  # free-form facts about the run (seed, timings)
 
@@ -98,6 +101,7 @@ class Metadata:
                 mean=tuple(float(v) for v in raw["mean"]),
                 std=tuple(float(v) for v in raw["std"]),
                 source=str(raw.get("source", "")),
+                compression=str(raw.get("compression", "")),
                 format_version=int(raw["format_version"]),
                 extra=dict(raw.get("extra", {})),
             )
@@ -113,6 +117,8 @@ class Metadata:
         problems = []
         if self.format_version != FORMAT_VERSION:
             problems.append(f"format version {self.format_version}, this code reads {FORMAT_VERSION}")
+        if self.compression not in SHARD_SUFFIXES:
+            problems.append(f"compression {self.compression!r} is not one of {', '.join(map(repr, SHARD_SUFFIXES))}")
         if self.dtype not in DTYPES:
             problems.append(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
         if not self.shape or any(n <= 0 for n in self.shape):

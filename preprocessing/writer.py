@@ -9,6 +9,7 @@ Order of events, so that a reader never sees a half-written dataset:
 from __future__ import annotations
 
 import ctypes
+import gzip
 import logging
 import math
 import multiprocessing
@@ -22,13 +23,14 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 from tqdm import tqdm
 
 from preprocessing import storage
 from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE, Metadata, ShardInfo, SplitInfo, encode_example
+from preprocessing.schema import METADATA_FILE, SHARD_SUFFIXES, Metadata, ShardInfo, SplitInfo, encode_example
 from preprocessing.sources import RawData
 from preprocessing.split import shard_name, split_indices
 from preprocessing.tfrecord import frame
@@ -41,7 +43,9 @@ EXAMPLES_PER_WORKER = 10_000  # below this, starting a process (about 3 s of imp
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Shards, metadata, their temporary names while being written (see storage.temporary_name), and
 # the Beam runner's statistics of each shard.
-OUR_FILES = re.compile(r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord|metadata\.json)(\.partial-\d+|\.stats\.json)?$")
+OUR_FILES = re.compile(
+    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json)(\.partial-\d+|\.stats\.json)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,22 @@ class ShardTask:
     items: Sequence  # arrays, or references that `load` decodes
     labels: np.ndarray
     load: Callable[[object], np.ndarray] | None
+    compression: str = ""  # "" or "GZIP"
+
+
+class _CountingFile:
+    """Counts the bytes that reach the file, after any compression."""
+
+    def __init__(self, file: BinaryIO):
+        self.file = file
+        self.bytes = 0
+
+    def write(self, data: bytes) -> int:
+        self.bytes += len(data)
+        return self.file.write(data)
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 @dataclass(frozen=True)
@@ -66,7 +86,7 @@ class ShardResult:
 def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult:
     """Writes one shard atomically; calls `report(n)` as examples are written."""
     sums = squares = 0.0
-    count = size = 0
+    count = 0
     batch: list[np.ndarray] = []
 
     def add_batch_stats() -> None:
@@ -78,17 +98,20 @@ def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult
         batch.clear()
 
     with storage.atomic_writer(task.path) as file:
+        counted = _CountingFile(file)
+        # mtime=0 keeps compressed shards byte-identical from run to run.
+        out = gzip.GzipFile(fileobj=counted, mode="wb", compresslevel=6, mtime=0) if task.compression else counted
         for item, label in zip(task.items, task.labels):
             x = task.load(item) if task.load else item
-            record = frame(encode_example(x, label))
-            file.write(record)
-            size += len(record)
+            out.write(frame(encode_example(x, label)))
             batch.append(x)
             if len(batch) == 1000:
                 add_batch_stats()
         if batch:
             add_batch_stats()
-    return ShardResult(task.path, len(task.labels), size, np.asarray(sums), np.asarray(squares), count)
+        if task.compression:
+            out.close()  # writes the gzip trailer into the file
+    return ShardResult(task.path, len(task.labels), counted.bytes, np.asarray(sums), np.asarray(squares), count)
 
 
 _progress: multiprocessing.Queue | None = None
@@ -194,6 +217,7 @@ def build_dataset(
     shards: int | None = None,
     workers: int | None = None,
     overwrite: bool = False,
+    compression: str = "",
 ) -> Metadata:
     """Splits `data`, writes its shards and then `metadata.json` into `output`."""
     start = time.time()
@@ -202,10 +226,11 @@ def build_dataset(
     counts = plan_shards(data, len(train), len(evaluation), eval_fraction, shards)
     tasks = [
         ShardTask(
-            path=storage.join(output, shard_name(split, i, counts[split])),
+            path=storage.join(output, shard_name(split, i, counts[split], SHARD_SUFFIXES[compression])),
             items=take(data.items, part),
             labels=data.labels[part],
             load=data.load,
+            compression=compression,
         )
         for split, indices in (("train", train), ("eval", evaluation))
         for i, part in enumerate(np.array_split(indices, counts[split]))
@@ -214,7 +239,16 @@ def build_dataset(
     log.info("Writing with %d worker process(es)", workers)
     results = write_shards(tasks, workers)
     by_split = {"train": results[: counts["train"]], "eval": results[counts["train"] :]}
-    return finish(data, output, by_split, source=source, seed=seed, eval_fraction=eval_fraction, start=start)
+    return finish(
+        data,
+        output,
+        by_split,
+        source=source,
+        seed=seed,
+        eval_fraction=eval_fraction,
+        start=start,
+        compression=compression,
+    )
 
 
 def plan_shards(data: RawData, train: int, evaluation: int, eval_fraction: float, shards: int | None) -> dict[str, int]:
@@ -241,6 +275,7 @@ def finish(
     seed: int,
     eval_fraction: float,
     start: float,
+    compression: str,
 ) -> Metadata:
     """Writes `metadata.json` for the written shards, last: from now on the dataset is whole."""
     mean, std = _normalization(by_split["train"])
@@ -259,6 +294,7 @@ def finish(
         mean=mean,
         std=std,
         source=source,
+        compression=compression,
         extra={"seed": seed, "eval_fraction": eval_fraction, "seconds": round(time.time() - start, 3)},
     )
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())

@@ -9,6 +9,8 @@ import tensorflow as tf
 
 from preprocessing.errors import UserError
 from preprocessing.schema import Metadata, parse_examples
+from preprocessing.sources import SourceOptions, read_digits
+from preprocessing.writer import build_dataset
 from trainer.config import Config
 from trainer.dataset import expand, locate
 from trainer.input import make_input_fn
@@ -57,6 +59,19 @@ def test_evaluation_reads_every_example_exactly_once_in_order(digits_dir):
     assert len(batches[-1][1]) == len(labels) % 100  # the smaller last batch is kept
     np.testing.assert_array_equal(labels, expected_labels.numpy())
     np.testing.assert_array_equal(images, expected_images.numpy())
+
+
+def test_gzip_shards_feed_the_same_evaluation_batches(tmp_path, digits_dir):
+    build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits", compression="GZIP")
+    batches = {}
+    for name, folder in (("plain", digits_dir), ("gzip", str(tmp_path))):
+        config = Config(data_dir=folder, eval_batch_size=100)
+        data = locate(config)
+        batches[name] = run_batches(make_input_fn(data.eval, data.metadata, config, training=False))
+    assert len(batches["plain"]) == len(batches["gzip"])
+    for (plain, plain_labels), (packed, packed_labels) in zip(batches["plain"], batches["gzip"]):
+        np.testing.assert_array_equal(plain["image"], packed["image"])
+        np.testing.assert_array_equal(plain_labels, packed_labels)
 
 
 def test_float_vectors_come_through_as_float32(vectors_dir):

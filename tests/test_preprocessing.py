@@ -20,7 +20,8 @@ def read_split(folder: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     with open(os.path.join(folder, "metadata.json")) as file:
         metadata = Metadata.from_json(file.read(), "metadata.json")
     files = [os.path.join(folder, name) for name in metadata.splits[split].files]
-    serialized = tf.constant(list(tf.data.TFRecordDataset(files).as_numpy_iterator()))
+    records = tf.data.TFRecordDataset(files, metadata.compression).as_numpy_iterator()
+    serialized = tf.constant(list(records))
     data, labels = parse_examples(serialized, metadata)
     return data.numpy(), labels.numpy()
 
@@ -152,3 +153,25 @@ def test_module_runs_as_a_command(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Wrote 1797 examples" in result.stderr
     assert os.path.exists(tmp_path / "d" / "metadata.json")
+
+
+def test_gzip_shards_hold_the_same_records_and_are_reproducible(tmp_path, digits_dir):
+    data = read_digits(None, SourceOptions())
+    for name in ("a", "b"):
+        build_dataset(data, str(tmp_path / name), source="digits", compression="GZIP")
+    with open(tmp_path / "a" / "metadata.json") as file:
+        metadata = json.load(file)
+    assert metadata["compression"] == "GZIP"
+    for split in ("train", "eval"):
+        for shard in metadata["splits"][split]["shards"]:
+            assert shard["file"].endswith(".tfrecord.gz")
+            path = tmp_path / "a" / shard["file"]
+            assert path.stat().st_size == shard["bytes"]
+            assert path.read_bytes() == (tmp_path / "b" / shard["file"]).read_bytes()
+        plain = read_split(digits_dir, split)
+        packed = read_split(str(tmp_path / "a"), split)
+        np.testing.assert_array_equal(plain[0], packed[0])
+        np.testing.assert_array_equal(plain[1], packed[1])
+    with open(os.path.join(digits_dir, "metadata.json")) as file:
+        uncompressed = json.load(file)["splits"]["train"]["bytes"]
+    assert metadata["splits"]["train"]["bytes"] < 0.5 * uncompressed

@@ -106,7 +106,7 @@ def first_problem(path: str, metadata: Metadata) -> str | None:
     """
     good = 0
     try:
-        for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
+        for record in tf.data.TFRecordDataset(path, metadata.compression).as_numpy_iterator():
             decode_record(record, metadata)
             good += 1
     except UserError as error:

@@ -30,7 +30,8 @@ QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_d
 
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
     """One reader: up to `read_batch_size` records at a time, parsed and checked."""
-    _, serialized = tf.compat.v1.TFRecordReader().read_up_to(filename_queue, read_batch_size)
+    options = tf.io.TFRecordOptions(compression_type=metadata.compression)
+    _, serialized = tf.compat.v1.TFRecordReader(options=options).read_up_to(filename_queue, read_batch_size)
     data, labels = parse_examples(serialized, metadata)
     in_range = tf.debugging.assert_less(
         labels,

@@ -130,7 +130,8 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
         for i, row in enumerate(model.values(rows, path)):
             yield f"{path}#{i}", DEFAULT_SIGNATURE, row
     elif ".tfrecord" in suffix:
-        for i, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator()):
+        compression = "GZIP" if suffix.endswith(".gz") else ""
+        for i, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
             yield f"{path}#{i}", EXAMPLES_SIGNATURE, record
     else:
         raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv or .tfrecord")
