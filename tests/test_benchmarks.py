@@ -1,0 +1,110 @@
+"""The benchmarks at their tiny size, each through `python -m benchmarks` as a user runs them.
+
+Each must write its result file, its section of README.md and, with matplotlib, its plot; its figures
+must be there, positive and finite. Speed is never asserted: it belongs to the machine, not the code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FEEDS = {"queue", "tf.data", "feed_dict"}
+
+
+def run_benchmark(name: str, out: Path) -> dict:
+    """Runs one benchmark at the tiny size (with no MNIST, as in a user's clone); returns its result."""
+    command = [sys.executable, "-m", "benchmarks", "--size", "tiny", "--out", str(out), "--only", name]
+    command += ["--mnist", str(out / "no-mnist")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    readme = (out / "README.md").read_text()
+    assert "## Targets" in readme
+    if importlib.util.find_spec("matplotlib"):
+        assert (out / f"{name}.png").stat().st_size > 0
+    return json.loads((out / f"{name}.json").read_text())
+
+
+def positive(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def assert_measurement(measurement: dict) -> None:
+    """A repeated measurement: every value, and its median, min and max, positive and finite."""
+    assert measurement["values"]
+    assert all(positive(measurement[key]) for key in ("median", "min", "max"))
+    assert all(positive(value) for value in measurement["values"])
+
+
+def assert_targets(result: dict) -> None:
+    assert result["targets"]
+    for item in result["targets"]:
+        assert math.isfinite(item["measured"]) and isinstance(item["passed"], bool)
+
+
+def assert_fill(fill: float | None, queued: bool) -> None:
+    assert (0 <= fill <= 1) if queued else fill is None
+
+
+def test_pipeline_benchmark(tmp_path):
+    result = run_benchmark("pipeline", tmp_path)
+    assert {row["feed"] for row in result["rows"]} == FEEDS
+    assert {row["shards"] for row in result["rows"]} == {"uncompressed", "GZIP"}
+    for row in result["rows"]:
+        assert_measurement(row["examples_per_second"])
+        assert_fill(row["fill"], row["feed"] == "queue")
+    assert all(positive(ratio) for ratio in result["ratios"].values())
+    assert_targets(result)
+    assert "## 1. Input pipeline alone" in (tmp_path / "README.md").read_text()
+
+
+def test_training_benchmark(tmp_path):
+    result = run_benchmark("training", tmp_path)
+    for trained in result["models"]:
+        rows = {row["feed"]: row for row in trained["rows"]}
+        assert set(rows) == FEEDS | {"constant", "keras fit, tf.data"}
+        for feed, row in rows.items():
+            assert_measurement(row["steps_per_second"])
+            assert positive(row["ratio_to_constant"])
+            assert_fill(row["fill"], feed == "queue")
+        assert rows["constant"]["ratio_to_constant"] == 1
+    assert_targets(result)
+    assert "## 2. Training" in (tmp_path / "README.md").read_text()
+
+
+def test_preprocessing_benchmark(tmp_path):
+    result = run_benchmark("preprocessing", tmp_path)
+    assert len(result["rows"]) == 4
+    for row in result["rows"].values():
+        assert_measurement(row["examples_per_second"])
+        for seconds in row["seconds"].values():
+            assert_measurement(seconds)
+        # The steady rate is a difference of two small timings: too noisy at this size to require.
+        assert row["steady_examples_per_second"] is None or positive(row["steady_examples_per_second"])
+        assert positive(row["bytes_per_example"]) and positive(row["payload_ratio"])
+        assert positive(row["speedup"])
+    assert_targets(result)
+    assert "## 3. Preprocessing" in (tmp_path / "README.md").read_text()
+
+
+def test_accuracy_benchmark_skips_a_missing_mnist(tmp_path):
+    result = run_benchmark("accuracy", tmp_path)
+    (digits,) = result["rows"]
+    assert digits["dataset"] == "digits"
+    assert_measurement(digits["ours"]["seconds"])
+    assert all(0 < accuracy <= 1 for accuracy in digits["ours"]["accuracy"]["values"] + [digits["svc"]["accuracy"]])
+    assert positive(digits["svc"]["seconds"])
+    assert result["skipped"] and "MNIST" in result["skipped"][0]
+    assert_targets(result)
+    assert "## 4. Accuracy" in (tmp_path / "README.md").read_text()
+
+
+def test_an_unknown_benchmark_stops_with_a_message(tmp_path):
+    command = [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--only", "pipeline,nonsense"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "unknown benchmark(s) nonsense" in done.stderr
