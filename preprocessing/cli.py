@@ -82,7 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workers",
         type=_positive,
-        help="processes writing shards in parallel (default: one per core, one per 10,000 examples)",
+        help="processes writing shards in parallel (default: one per core, one per 50,000 examples)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
     parser.add_argument(
