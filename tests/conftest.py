@@ -49,7 +49,7 @@ def trained_job(tmp_path_factory, digits_dir):
     """A short training run on the preprocessed digits, through the command line:
     (job dir, its arguments, the finished process)."""
     job_dir = str(tmp_path_factory.mktemp("job"))
-    args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "300", "--save-checkpoints-steps", "150"]
+    args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "800", "--save-checkpoints-steps", "400"]
     result = subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return job_dir, args, result
