@@ -89,10 +89,7 @@ def check_values(config: Config) -> None:
     def fail(name: str, why: str) -> None:
         raise UserError(f"--{name.replace('_', '-')} {getattr(config, name)}: {why}")
 
-    for name in _POSITIVE:
-        if getattr(config, name) < 1:
-            fail(name, "must be at least 1")
-    for name in _POSITIVE_IF_SET:
+    for name in _POSITIVE + _POSITIVE_IF_SET:  # an optional one may be unset (None)
         if getattr(config, name) is not None and getattr(config, name) < 1:
             fail(name, "must be at least 1")
     for name in _NON_NEGATIVE:
