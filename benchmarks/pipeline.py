@@ -119,10 +119,10 @@ def section(result: dict) -> list[str]:
         "Examples per second handed to Python as ready numpy batches, no model, all reading the same "
         "training shards (one queue row reads them written with `--compression gzip`); the feeds of one "
         "batch size take their timed windows in turns. tf.data: a parallel interleave over `reader threads` "
-        "files, `read_up_to` records at a time, then unbatch, a record shuffle as big as the queue's, batch, "
-        "a parallel parse_examples and prefetch (AUTOTUNE). Cores: the process's CPU time over wall time in "
-        "the windows (2 = the whole machine). Queue fill: the mean over the timed steps of the fraction of "
-        "the shuffle queue's room above `min_after_dequeue` that is "
+        "files, `read_up_to` examples (in whole records) at a time, a parallel parse_records, unbatch, "
+        "an example shuffle as big as the queue's, batch and prefetch (AUTOTUNE). Cores: the process's CPU "
+        "time over wall time in the windows (2 = the whole machine). Queue fill: the mean over the timed "
+        "steps of the fraction of the shuffle queue's room above `min_after_dequeue` that is "
         f"full (0: the consumer waits for the readers). Data: {result['data']}.",
         "",
         *report.table(headers, rows),

@@ -3,8 +3,9 @@
 It shares every step that decides the bytes with the local writer: the sources, the
 per-class split (split.split_class), the seeded order and the shard writer
 (writer.write_shard), and writes metadata.json last (writer.finish). So a dataset made
-with Beam holds, per split, the same serialized examples as one made locally; only which
-shard an example lands in differs (a hash of its key, here, instead of contiguous runs).
+with Beam holds, per split, the same examples, encoded the same way, as one made locally;
+only which shard an example lands in differs (a hash of its key, here, instead of
+contiguous runs), and with it which examples share a record.
 
 The sources are read by the launching process; what the workers share out is decoding
 (images), encoding and writing the shards. Only this module imports apache_beam.
@@ -21,9 +22,9 @@ import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from preprocessing import storage
-from preprocessing.schema import SHARD_SUFFIXES, Metadata
+from preprocessing.schema import EXAMPLES_PER_RECORD, SHARD_SUFFIXES, Metadata
 from preprocessing.sources import RawData
-from preprocessing.split import in_shuffled_order, key_hash, shard_name, split_class
+from preprocessing.split import ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.writer import ShardResult, ShardTask, clear_output, finish, plan_shards, take, write_shard
 
 log = logging.getLogger(__name__)
@@ -40,12 +41,12 @@ def split_sizes(labels: np.ndarray, eval_fraction: float) -> tuple[int, int]:
 class _AssignSplit(beam.DoFn):
     """One class's examples in, (split, example index) out."""
 
-    def __init__(self, keys, eval_fraction: float, seed: int):
-        self._keys, self._fraction, self._seed = keys, eval_fraction, seed
+    def __init__(self, hashes: np.ndarray, eval_fraction: float):
+        self._hashes, self._fraction = hashes, eval_fraction
 
     def process(self, element):
         _, indices = element
-        train, evaluation = split_class(self._keys, np.array(sorted(indices)), self._fraction, self._seed)
+        train, evaluation = split_class(self._hashes, np.array(sorted(indices)), self._fraction)
         yield from (("train", int(i)) for i in train)
         yield from (("eval", int(i)) for i in evaluation)
 
@@ -54,17 +55,20 @@ class _WriteShard(beam.DoFn):
     """One shard's example indices in: the shard written with the local writer, and its
     statistics beside it for the launcher (a retried bundle just writes both again)."""
 
-    def __init__(self, data: RawData, output: str, counts: dict[str, int], seed: int, compression: str):
-        self._data, self._output, self._counts, self._seed = data, output, counts, seed
-        self._compression = compression
+    def __init__(
+        self, data: RawData, output: str, counts: dict[str, int], hashes: np.ndarray, compression: str, per_record: int
+    ):
+        self._data, self._output, self._counts, self._hashes = data, output, counts, hashes
+        self._compression, self._per_record = compression, per_record
 
     def process(self, element):
         (split, shard), indices = element
-        ordered = in_shuffled_order(self._data.keys, np.array(sorted(indices)), self._seed)
+        ordered = in_shuffled_order(self._hashes, np.array(sorted(indices)))
         suffix = SHARD_SUFFIXES[self._compression]
         path = storage.join(self._output, shard_name(split, shard, self._counts[split], suffix))
         items = take(self._data.items, ordered)
-        task = ShardTask(path, items, self._data.labels[ordered], self._data.load, self._compression)
+        labels = self._data.labels[ordered]
+        task = ShardTask(path, items, labels, self._data.load, self._compression, self._per_record)
         result = write_shard(task, report=lambda n: None)
         stats = {**result.__dict__, "sums": result.sums.tolist(), "squares": result.squares.tolist()}
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))
@@ -100,26 +104,27 @@ def build_dataset_with_beam(
     shards: int | None = None,
     overwrite: bool = False,
     compression: str = "",
+    examples_per_record: int = EXAMPLES_PER_RECORD,
 ) -> Metadata:
     """Like writer.build_dataset, as a Beam pipeline run with `pipeline_args` (--runner and its options)."""
     start = time.time()
     clear_output(output, overwrite)
     counts = plan_shards(data, *split_sizes(data.labels, eval_fraction), eval_fraction, shards)
-    keys = list(data.keys)
+    hashes = example_hashes(data.keys, seed)
 
     def shard_of(split_and_index):
         split, index = split_and_index
-        return (split, key_hash(keys[index], seed, "shard") % counts[split]), index
+        return (split, int(hashes[index, ORDER] % counts[split])), index
 
     with beam.Pipeline(options=PipelineOptions(pipeline_args)) as pipeline:
         _ = (
             pipeline
             | "Examples" >> beam.Create([(int(label), i) for i, label in enumerate(data.labels)])
             | "ByClass" >> beam.GroupByKey()
-            | "Split" >> beam.ParDo(_AssignSplit(keys, eval_fraction, seed))
+            | "Split" >> beam.ParDo(_AssignSplit(hashes, eval_fraction))
             | "ToShards" >> beam.Map(shard_of)
             | "ByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, seed, compression))
+            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, hashes, compression, examples_per_record))
         )
     suffix = SHARD_SUFFIXES[compression]
     by_split = {
@@ -138,4 +143,5 @@ def build_dataset_with_beam(
         eval_fraction=eval_fraction,
         start=start,
         compression=compression,
+        examples_per_record=examples_per_record,
     )

@@ -10,6 +10,7 @@ import time
 
 from preprocessing import storage
 from preprocessing.errors import UserError
+from preprocessing.schema import EXAMPLES_PER_RECORD
 from preprocessing.sources import SOURCES, SourceOptions
 
 log = logging.getLogger("preprocessing")
@@ -101,6 +102,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="gzip the shards (.tfrecord.gz): smaller files, more CPU to read them (default: none)",
     )
     parser.add_argument(
+        "--examples-per-record",
+        type=_positive,
+        default=EXAMPLES_PER_RECORD,
+        help="examples packed into each TFRecord record: fewer bytes and faster reading than one a "
+        "record; 1 writes the plain one-tf.train.Example-an-example layout for other readers "
+        f"(default: {EXAMPLES_PER_RECORD})",
+    )
+    parser.add_argument(
         "--runner",
         choices=("local", "beam"),
         default="local",
@@ -148,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             shards=args.shards,
             overwrite=args.overwrite,
             compression="GZIP" if args.compression == "gzip" else "",
+            examples_per_record=args.examples_per_record,
         )
         if args.runner == "beam":
             metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)

@@ -3,10 +3,16 @@
 Defined once here and used by the shard writer, the trainer's input_fn, the serving input
 and the tests, so that writer and reader can never disagree.
 
-A record is a `tf.train.Example` with two features:
-  - the example itself: uint8 data as one raw byte string under IMAGE_KEY (one byte a
-    value, not one int64 a value), or float32 data as a float list under VECTOR_KEY;
-  - LABEL_KEY: the class index as int64.
+A record is a `tf.train.Example` that packs up to `examples_per_record` consecutive
+examples (64 by default) into two features:
+  - their data, one example after another: uint8 data as one raw byte string under
+    IMAGE_KEY (one byte a value, not one int64 a value), or float32 data as one float list
+    under VECTOR_KEY;
+  - LABEL_KEY: their class indices, one int64 each.
+Packing is what makes shards as small as the raw data (a tf.train.Example and its TFRecord
+frame cost about 50 bytes, most of a 64-byte digit) and reading cheap (TensorFlow's reader
+pays a few microseconds a record, not a byte). With one example a record this is the plain
+one-example-a-record layout that any TFRecord reader knows; format version 1 was exactly that.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from preprocessing.errors import UserError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added examples_per_record; version 1 datasets hold one example a record
+READABLE_VERSIONS = (1, 2)
+EXAMPLES_PER_RECORD = 64
 METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
 VECTOR_KEY = "features"
@@ -64,6 +72,7 @@ class Metadata:
     std: tuple[float, ...]
     source: str = ""
     compression: str = ""  # of the shards: "" or "GZIP"
+    examples_per_record: int = 1  # at most; a shard's last record may hold fewer
     format_version: int = FORMAT_VERSION
     extra: dict = field(default_factory=dict)  # free-form facts about the run (seed, timings)
 
@@ -102,6 +111,7 @@ class Metadata:
                 std=tuple(float(v) for v in raw["std"]),
                 source=str(raw.get("source", "")),
                 compression=str(raw.get("compression", "")),
+                examples_per_record=int(raw.get("examples_per_record", 1)),
                 format_version=int(raw["format_version"]),
                 extra=dict(raw.get("extra", {})),
             )
@@ -115,8 +125,11 @@ class Metadata:
     def check(self, where: str) -> None:
         """Raises UserError when the metadata contradicts itself."""
         problems = []
-        if self.format_version != FORMAT_VERSION:
-            problems.append(f"format version {self.format_version}, this code reads {FORMAT_VERSION}")
+        if self.format_version not in READABLE_VERSIONS:
+            readable = " and ".join(map(str, READABLE_VERSIONS))
+            problems.append(f"format version {self.format_version}, this code reads {readable}")
+        if self.examples_per_record < 1:
+            problems.append(f"examples_per_record {self.examples_per_record} is not a positive number")
         if self.compression not in SHARD_SUFFIXES:
             problems.append(f"compression {self.compression!r} is not one of {', '.join(map(repr, SHARD_SUFFIXES))}")
         if self.dtype not in DTYPES:
@@ -155,61 +168,95 @@ def _varint(value: int) -> bytes:
 _SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
 
 
+def _varints(values: np.ndarray) -> bytes:
+    """Non-negative integers as consecutive varints (a packed repeated field's payload)."""
+    values = np.asarray(values, np.int64)
+    if len(values) and values.min() >= 0 and values.max() < 0x80:  # one byte each: class indices, mostly
+        return values.astype(np.uint8).tobytes()
+    return b"".join(_varint(int(value)) for value in values)
+
+
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited protobuf field."""
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
-def encode_example(x: np.ndarray, label: int) -> bytes:
-    """One example as a serialized tf.train.Example: uint8 data as one raw byte string, anything
-    else as a packed float list, the label as int64.
+def encode_record(data: np.ndarray, labels: np.ndarray) -> bytes:
+    """Consecutive examples (`data` of shape [n, ...], n labels) as one serialized
+    tf.train.Example: uint8 data as one raw byte string, anything else as one packed float
+    list, the labels as a packed int64 list.
 
     The protobuf bytes are written directly, in the order TensorFlow's deterministic
     serialization uses (a test holds them equal), because building message objects was most
     of the writer's time, and so that shard-writing processes need no TensorFlow.
     """
-    if x.dtype == np.uint8:  # Feature.bytes_list (1) > BytesList.value (1)
-        key, feature = IMAGE_KEY, _field(1, _field(1, x.tobytes()))
+    if data.dtype == np.uint8:  # Feature.bytes_list (1) > BytesList.value (1)
+        key, feature = IMAGE_KEY, _field(1, _field(1, data.tobytes()))
     else:  # Feature.float_list (2) > FloatList.value (1), packed little-endian float32
-        key, feature = VECTOR_KEY, _field(2, _field(1, np.ascontiguousarray(x, "<f4").tobytes()))
-    label_feature = _field(3, _field(1, _varint(int(label))))  # Feature.int64_list (3) > Int64List.value
+        key, feature = VECTOR_KEY, _field(2, _field(1, np.ascontiguousarray(data, "<f4").tobytes()))
+    label_feature = _field(3, _field(1, _varints(labels)))  # Feature.int64_list (3) > Int64List.value
     entries = sorted(((key, feature), (LABEL_KEY, label_feature)))  # map entries, by key
     features = b"".join(_field(1, _field(1, k.encode()) + _field(2, v)) for k, v in entries)
     return _field(1, features)  # Example.features (1)
 
 
-def feature_spec(metadata: Metadata, labeled: bool = True) -> dict:
-    """The `tf.io.parse_example` spec that reads what `encode_example` wrote."""
-    import tensorflow as tf  # here, not at the top: shard-writing processes never need it
-
-    if metadata.dtype == "uint8":
-        spec = {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)}
-    else:
-        spec = {VECTOR_KEY: tf.io.FixedLenFeature(list(metadata.shape), tf.float32)}
-    if labeled:
-        spec[LABEL_KEY] = tf.io.FixedLenFeature([], tf.int64)
-    return spec
-
-
-def parse_examples(
-    serialized: tf.Tensor, metadata: Metadata, labeled: bool = True
-) -> tuple[tf.Tensor, tf.Tensor | None]:
-    """A batch of serialized examples to (inputs in their stored dtype, int64 labels or None).
+def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:
+    """A batch of serialized records to (the examples they pack, in their stored dtype; int64
+    labels), checking that each record holds data for exactly as many examples as labels.
 
     Images stay uint8 here: they are 4x smaller than floats on their way to the device, and
     the model converts them there.
     """
+    import tensorflow as tf  # here, not at the top: shard-writing processes never need it
+
+    size = int(np.prod(metadata.shape))
+    dtype = tf.string if metadata.dtype == "uint8" else tf.float32
+    spec = {
+        metadata.feature_key: tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64),
+        LABEL_KEY: tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64),
+    }
+    parsed = tf.io.parse_example(serialized, spec)
+    labels = parsed[LABEL_KEY]
+    if metadata.dtype == "uint8":
+        strings = parsed[IMAGE_KEY].flat_values
+        values_per_record = tf.strings.length(strings)
+        # One string per record; joined, the whole batch decodes in one op.
+        values = tf.io.decode_raw(tf.strings.reduce_join(strings), tf.uint8)
+        strings_per_record = parsed[IMAGE_KEY].row_lengths()
+        checks = [tf.debugging.assert_equal(strings_per_record, tf.ones_like(strings_per_record), message=ONE_STRING)]
+    else:
+        values_per_record = parsed[VECTOR_KEY].row_lengths()
+        values = parsed[VECTOR_KEY].flat_values
+        checks = []
+    checks.append(
+        tf.debugging.assert_equal(
+            tf.cast(values_per_record, tf.int64), labels.row_lengths() * size, message=COUNTS_DIFFER
+        )
+    )
+    with tf.control_dependencies(checks):
+        data = tf.reshape(values, [-1, *metadata.shape])
+    return data, labels.flat_values
+
+
+ONE_STRING = "a record's image feature does not hold exactly one byte string"
+COUNTS_DIFFER = "a record holds data for a different number of examples than it has labels"
+
+
+def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
+    """Serialized tf.train.Examples of one example each, labels not needed, to their data in
+    the stored dtype: what the serving signature for tf.Example strings takes."""
     import tensorflow as tf
 
-    parsed = tf.io.parse_example(serialized, feature_spec(metadata, labeled))
-    data = parsed[metadata.feature_key]
     if metadata.dtype == "uint8":
-        data = tf.reshape(tf.io.decode_raw(data, tf.uint8), [-1, *metadata.shape])
-    return data, parsed.get(LABEL_KEY)
+        strings = tf.io.parse_example(serialized, {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)})[IMAGE_KEY]
+        return tf.reshape(tf.io.decode_raw(strings, tf.uint8), [-1, *metadata.shape])
+    spec = {VECTOR_KEY: tf.io.FixedLenFeature(list(metadata.shape), tf.float32)}
+    return tf.io.parse_example(serialized, spec)[VECTOR_KEY]
 
 
-def decode_record(record: bytes, metadata: Metadata) -> tuple[np.ndarray, int]:
-    """One serialized example to (data, label) in Python, or UserError saying what is wrong.
+def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """One serialized record to (data of shape [n, ...], n labels or None), or UserError
+    saying what is wrong.
 
     It accepts what the trainer's parser accepts, so it can point at the record that stopped a
     run; TensorFlow's own errors name neither the file nor the record.
@@ -222,26 +269,33 @@ def decode_record(record: bytes, metadata: Metadata) -> tuple[np.ndarray, int]:
         raise UserError("not a serialized tf.train.Example") from None
     features = example.features.feature
     expected = {IMAGE_KEY: "bytes_list", VECTOR_KEY: "float_list"}[metadata.feature_key]
-    for key, kind in ((metadata.feature_key, expected), (LABEL_KEY, "int64_list")):
+    wanted = ((metadata.feature_key, expected), (LABEL_KEY, "int64_list"))
+    for key, kind in wanted if labeled else wanted[:1]:
         if key not in features:
             raise UserError(f"feature {key!r} is missing")
         if features[key].WhichOneof("kind") != kind:
             raise UserError(f"feature {key!r} is a {features[key].WhichOneof('kind')}, expected a {kind}")
     size = int(np.prod(metadata.shape))
     if metadata.dtype == "uint8":
-        values = features[IMAGE_KEY].bytes_list.value
-        if len(values) != 1 or len(values[0]) != size:
-            found = f"{len(values[0])} bytes" if len(values) == 1 else f"{len(values)} byte strings"
-            raise UserError(f"feature 'image' holds {found}, expected {size} bytes for shape {list(metadata.shape)}")
-        data = np.frombuffer(values[0], np.uint8).reshape(metadata.shape)
+        strings = features[IMAGE_KEY].bytes_list.value
+        if len(strings) != 1:
+            raise UserError(f"feature 'image' holds {len(strings)} byte strings, expected 1")
+        values = np.frombuffer(strings[0], np.uint8)
+        unit = "bytes"
     else:
-        values = features[VECTOR_KEY].float_list.value
-        if len(values) != size:
-            raise UserError(f"feature 'features' holds {len(values)} floats, expected {size}")
-        data = np.array(values, np.float32).reshape(metadata.shape)
-    labels = features[LABEL_KEY].int64_list.value
-    if len(labels) != 1:
-        raise UserError(f"feature 'label' holds {len(labels)} values, expected 1")
-    if not 0 <= labels[0] < metadata.num_classes:
-        raise UserError(f"label {labels[0]} is outside the {metadata.num_classes} classes")
-    return data, int(labels[0])
+        values = np.array(features[VECTOR_KEY].float_list.value, np.float32)
+        unit = "floats"
+    if not labeled:
+        if len(values) % size:
+            raise UserError(f"feature {metadata.feature_key!r} holds {len(values)} {unit}, not a multiple of {size}")
+        return values.reshape(-1, *metadata.shape), None
+    labels = np.array(features[LABEL_KEY].int64_list.value, np.int64)
+    if len(values) != len(labels) * size:
+        raise UserError(
+            f"feature {metadata.feature_key!r} holds {len(values)} {unit}, expected {len(labels) * size} for "
+            f"{len(labels)} label(s) of shape {list(metadata.shape)}"
+        )
+    outside = labels[(labels < 0) | (labels >= metadata.num_classes)]
+    if len(outside):
+        raise UserError(f"label {outside[0]} is outside the {metadata.num_classes} classes")
+    return values.reshape(-1, *metadata.shape), labels

@@ -12,42 +12,41 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def key_hash(key: str, seed: int, salt: str) -> int:
-    """A stable 64-bit hash of an example key (Python's own hash() changes between runs)."""
-    digest = hashlib.blake2b(f"{salt}:{seed}:{key}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
+SPLIT, ORDER = 0, 1  # the columns of example_hashes
 
 
-def _rank(keys: Sequence[str], indices: np.ndarray, seed: int, salt: str) -> np.ndarray:
-    """`indices` ordered by the hash of their keys."""
-    hashes = [key_hash(keys[i], seed, salt) for i in indices]
-    return indices[np.argsort(np.array(hashes, dtype=np.uint64), kind="stable")]
+def example_hashes(keys: Sequence[str], seed: int) -> np.ndarray:
+    """Two independent stable 64-bit hashes of each example key and the seed, shape [n, 2]:
+    column SPLIT places an example in train or eval, column ORDER in the shuffled order.
+
+    One 16-byte blake2b digest a key (Python's own hash() changes between runs) serves both.
+    """
+    digests = b"".join(hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=16).digest() for key in keys)
+    return np.frombuffer(digests, "<u8").reshape(-1, 2)
 
 
-def split_class(
-    keys: Sequence[str], indices: np.ndarray, eval_fraction: float, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(train, eval) of one class's example indices: the round(n * eval_fraction) whose keys
-    hash lowest go to eval. The Beam pipeline calls this per class too."""
-    ranked = _rank(keys, indices, seed, "split")
+def split_class(hashes: np.ndarray, indices: np.ndarray, eval_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(train, eval) of one class's example indices: the round(n * eval_fraction) that hash
+    lowest go to eval. The Beam pipeline calls this per class too."""
+    ranked = indices[np.argsort(hashes[indices, SPLIT], kind="stable")]
     n_eval = int(round(len(ranked) * eval_fraction))
     return ranked[n_eval:], ranked[:n_eval]
 
 
-def in_shuffled_order(keys: Sequence[str], indices: np.ndarray, seed: int) -> np.ndarray:
+def in_shuffled_order(hashes: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """A seeded shuffle of `indices` that does not depend on their input order."""
-    return _rank(keys, indices, seed, "order")
+    return indices[np.argsort(hashes[indices, ORDER], kind="stable")]
 
 
 def split_indices(
     keys: Sequence[str], labels: np.ndarray, eval_fraction: float, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, eval) example indices, stratified by class, each in shuffled order."""
-    parts = [split_class(keys, np.flatnonzero(labels == label), eval_fraction, seed) for label in np.unique(labels)]
+    hashes = example_hashes(keys, seed)
+    parts = [split_class(hashes, np.flatnonzero(labels == label), eval_fraction) for label in np.unique(labels)]
     train = np.concatenate([train for train, _ in parts])
     evaluation = np.concatenate([evaluation for _, evaluation in parts])
-    return in_shuffled_order(keys, train, seed), in_shuffled_order(keys, evaluation, seed)
+    return in_shuffled_order(hashes, train), in_shuffled_order(hashes, evaluation)
 
 
 def shard_name(split: str, index: int, count: int, suffix: str = ".tfrecord") -> str:

@@ -30,7 +30,15 @@ from tqdm import tqdm
 
 from preprocessing import storage
 from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE, SHARD_SUFFIXES, Metadata, ShardInfo, SplitInfo, encode_example
+from preprocessing.schema import (
+    EXAMPLES_PER_RECORD,
+    METADATA_FILE,
+    SHARD_SUFFIXES,
+    Metadata,
+    ShardInfo,
+    SplitInfo,
+    encode_record,
+)
 from preprocessing.sources import RawData
 from preprocessing.split import shard_name, split_indices
 from preprocessing.tfrecord import frame
@@ -42,6 +50,7 @@ MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
 # A second worker process starts in about 0.3 s but only pays off on large datasets: the
 # benchmarks measured 75-90k examples/s for one worker and 107-121k for two, steady.
 EXAMPLES_PER_WORKER = 50_000
+STATS_BLOCK = 1024  # examples a shard writer loads and sums at a time
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Shards, metadata, their temporary names while being written (see storage.temporary_name), and
 # the Beam runner's statistics of each shard.
@@ -57,6 +66,7 @@ class ShardTask:
     labels: np.ndarray
     load: Callable[[object], np.ndarray] | None
     compression: str = ""  # "" or "GZIP"
+    examples_per_record: int = EXAMPLES_PER_RECORD
 
 
 class _CountingFile:
@@ -86,34 +96,33 @@ class ShardResult:
 
 
 def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult:
-    """Writes one shard atomically; calls `report(n)` as examples are written."""
-    sums = squares = 0.0
+    """Writes one shard atomically, `task.examples_per_record` examples a record; calls
+    `report(n)` as examples are written."""
+    sums = squares = 0
     count = 0
-    batch: list[np.ndarray] = []
-
-    def add_batch_stats() -> None:
-        nonlocal sums, squares, count
-        values = np.stack(batch).astype(np.float64)
-        values = values.reshape(-1, values.shape[-1])
-        sums, squares, count = sums + values.sum(0), squares + (values**2).sum(0), count + len(values)
-        report(len(batch))
-        batch.clear()
-
+    per_record = task.examples_per_record
+    block = per_record * max(1, STATS_BLOCK // per_record)  # examples loaded and counted together
     with storage.atomic_writer(task.path) as file:
         counted = _CountingFile(file)
         # mtime=0 keeps compressed shards byte-identical from run to run.
         out = gzip.GzipFile(fileobj=counted, mode="wb", compresslevel=6, mtime=0) if task.compression else counted
-        for item, label in zip(task.items, task.labels):
-            x = task.load(item) if task.load else item
-            out.write(frame(encode_example(x, label)))
-            batch.append(x)
-            if len(batch) == 1000:
-                add_batch_stats()
-        if batch:
-            add_batch_stats()
+        for start in range(0, len(task.labels), block):
+            data, labels = _load(task, start, start + block), task.labels[start : start + block]
+            for at in range(0, len(labels), per_record):
+                out.write(frame(encode_record(data[at : at + per_record], labels[at : at + per_record])))
+            # Integers sum exactly, so every runner and worker count gets the same statistics.
+            values = data.reshape(-1, data.shape[-1]).astype(np.int64 if data.dtype == np.uint8 else np.float64)
+            sums, squares = sums + values.sum(0), squares + np.einsum("ij,ij->j", values, values)
+            count += len(values)
+            report(len(labels))
         if task.compression:
             out.close()  # writes the gzip trailer into the file
     return ShardResult(task.path, len(task.labels), counted.bytes, np.asarray(sums), np.asarray(squares), count)
+
+
+def _load(task: ShardTask, start: int, stop: int) -> np.ndarray:
+    items = task.items[start:stop]
+    return np.stack([task.load(item) for item in items]) if task.load else np.asarray(items)
 
 
 _progress: multiprocessing.Queue | None = None
@@ -220,6 +229,7 @@ def build_dataset(
     workers: int | None = None,
     overwrite: bool = False,
     compression: str = "",
+    examples_per_record: int = EXAMPLES_PER_RECORD,
 ) -> Metadata:
     """Splits `data`, writes its shards and then `metadata.json` into `output`."""
     start = time.time()
@@ -233,6 +243,7 @@ def build_dataset(
             labels=data.labels[part],
             load=data.load,
             compression=compression,
+            examples_per_record=examples_per_record,
         )
         for split, indices in (("train", train), ("eval", evaluation))
         for i, part in enumerate(np.array_split(indices, counts[split]))
@@ -250,6 +261,7 @@ def build_dataset(
         eval_fraction=eval_fraction,
         start=start,
         compression=compression,
+        examples_per_record=examples_per_record,
     )
 
 
@@ -278,6 +290,7 @@ def finish(
     eval_fraction: float,
     start: float,
     compression: str,
+    examples_per_record: int,
 ) -> Metadata:
     """Writes `metadata.json` for the written shards, last: from now on the dataset is whole."""
     mean, std = _normalization(by_split["train"])
@@ -297,6 +310,7 @@ def finish(
         std=std,
         source=source,
         compression=compression,
+        examples_per_record=examples_per_record,
         extra={"seed": seed, "eval_fraction": eval_fraction, "seconds": round(time.time() - start, 3)},
     )
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())

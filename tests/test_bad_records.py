@@ -19,8 +19,8 @@ from preprocessing.schema import (
     ShardInfo,
     SplitInfo,
     decode_record,
-    encode_example,
-    parse_examples,
+    encode_record,
+    parse_records,
 )
 from preprocessing.tfrecord import frame
 from trainer.dataset import first_problem
@@ -55,6 +55,10 @@ BAD_RECORDS = {
         "feature 'image' is a float_list, expected a bytes_list",
     ),
     "wrong shape": (example(image=image_feature(63), label=label_feature()), "holds 63 bytes, expected 64"),
+    "two byte strings": (
+        example(image=tf.train.Feature(bytes_list=tf.train.BytesList(value=[bytes(64)] * 2)), label=label_feature()),
+        "holds 2 byte strings, expected 1",
+    ),
     "label too big": (example(image=image_feature(), label=label_feature(10)), "label 10 is outside the 10 classes"),
     "negative label": (example(image=image_feature(), label=label_feature(-1)), "label -1 is outside"),
     "not an example": (b"\x08\x96\x01garbage", "not a serialized tf.train.Example"),
@@ -76,9 +80,13 @@ def write_dataset(folder, train_records, eval_records) -> str:
     return str(folder)
 
 
-def good_records(n=300):
+def good_records(n=300, per_record=1):
+    """`n` records of `per_record` random digits-like examples each."""
     rng = np.random.default_rng(0)
-    return [encode_example(rng.integers(0, 17, (8, 8, 1), dtype=np.uint8), i % 10) for i in range(n)]
+    return [
+        encode_record(rng.integers(0, 17, (per_record, 8, 8, 1), dtype=np.uint8), np.arange(per_record) % 10)
+        for _ in range(n)
+    ]
 
 
 def run_task(*args):
@@ -92,7 +100,9 @@ def test_decode_record_says_what_is_wrong(name):
         decode_record(record, DIGITS_LIKE)
 
 
-@pytest.mark.parametrize("name", ["missing image", "wrong type", "wrong shape", "label too big", "negative label"])
+@pytest.mark.parametrize(
+    "name", ["missing image", "wrong type", "wrong shape", "two byte strings", "label too big", "negative label"]
+)
 def test_training_on_a_bad_record_names_file_and_record(tmp_path, name):
     record, message = BAD_RECORDS[name]
     data_dir = write_dataset(tmp_path / "data", good_records(50) + [record] + good_records(50), good_records(20))
@@ -148,16 +158,16 @@ def test_a_starved_queue_stops_the_job_instead_of_hanging(tmp_path):
 @given(st.binary(max_size=200))
 def test_decode_record_on_random_bytes_parses_or_says_why(record):
     try:
-        image, label = decode_record(record, DIGITS_LIKE)
+        images, labels = decode_record(record, DIGITS_LIKE)
     except UserError:
         return  # a clean error; anything else fails the test
-    assert image.shape == (8, 8, 1) and 0 <= label < 10
+    assert images.shape == (len(labels), 8, 8, 1) and all(0 <= label < 10 for label in labels)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_decode_record_on_mutated_records_agrees_with_tensorflow(data):
-    record = bytearray(good_records(1)[0])
+    record = bytearray(good_records(1, per_record=3)[0])
     for _ in range(data.draw(st.integers(1, 4))):
         action = data.draw(st.sampled_from(["flip", "cut", "insert"]))
         at = data.draw(st.integers(0, max(len(record) - 1, 0)))
@@ -168,10 +178,10 @@ def test_decode_record_on_mutated_records_agrees_with_tensorflow(data):
         else:
             record[at:at] = data.draw(st.binary(min_size=1, max_size=8))
     try:
-        image, label = decode_record(bytes(record), DIGITS_LIKE)
+        images, labels = decode_record(bytes(record), DIGITS_LIKE)
     except UserError:
         return
     # Whatever the Python decoder accepts, TensorFlow's parser reads to the same values.
-    tf_image, tf_label = parse_examples(tf.constant([bytes(record)]), DIGITS_LIKE)
-    np.testing.assert_array_equal(tf_image.numpy()[0], image)
-    assert tf_label.numpy()[0] == label
+    tf_images, tf_labels = parse_records(tf.constant([bytes(record)]), DIGITS_LIKE)
+    np.testing.assert_array_equal(tf_images.numpy(), images)
+    np.testing.assert_array_equal(tf_labels.numpy(), labels)

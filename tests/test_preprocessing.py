@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from preprocessing.cli import main
 from preprocessing.errors import UserError
-from preprocessing.schema import Metadata, parse_examples
+from preprocessing.schema import EXAMPLES_PER_RECORD, Metadata, parse_examples, parse_records
 from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset, shard_counts
 
@@ -22,7 +22,7 @@ def read_split(folder: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     files = [os.path.join(folder, name) for name in metadata.splits[split].files]
     records = tf.data.TFRecordDataset(files, metadata.compression).as_numpy_iterator()
     serialized = tf.constant(list(records))
-    data, labels = parse_examples(serialized, metadata)
+    data, labels = parse_records(serialized, metadata)
     return data.numpy(), labels.numpy()
 
 
@@ -42,13 +42,14 @@ def test_digits_dataset_holds_every_example_once(digits_dir):
 def test_metadata_describes_the_shards(digits_dir):
     with open(os.path.join(digits_dir, "metadata.json")) as file:
         raw = json.load(file)
-    assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == 1
+    assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == 2
     assert raw["class_names"] == [str(i) for i in range(10)] and raw["num_classes"] == 10
     for split in ("train", "eval"):
         shards = raw["splits"][split]["shards"]
         for shard in shards:
             assert os.path.getsize(os.path.join(digits_dir, shard["file"])) == shard["bytes"]
-            assert len(list(tf.data.TFRecordDataset(os.path.join(digits_dir, shard["file"])))) == shard["examples"]
+            records = len(list(tf.data.TFRecordDataset(os.path.join(digits_dir, shard["file"]))))
+            assert records == -(-shard["examples"] // EXAMPLES_PER_RECORD)  # full records, the last may hold fewer
         assert sum(shard["bytes"] for shard in shards) == raw["splits"][split]["bytes"]
     files = [shard["file"] for shard in raw["splits"]["train"]["shards"]]
     assert files == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
@@ -175,3 +176,16 @@ def test_gzip_shards_hold_the_same_records_and_are_reproducible(tmp_path, digits
     with open(os.path.join(digits_dir, "metadata.json")) as file:
         uncompressed = json.load(file)["splits"]["train"]["bytes"]
     assert metadata["splits"]["train"]["bytes"] < 0.5 * uncompressed
+
+
+def test_one_example_a_record_is_the_plain_layout_and_reads_the_same(tmp_path, digits_dir):
+    build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits", examples_per_record=1)
+    metadata = Metadata.from_json((tmp_path / "metadata.json").read_text(), "metadata.json")
+    assert metadata.examples_per_record == 1
+    files = [str(tmp_path / name) for name in metadata.splits["eval"].files]
+    records = list(tf.data.TFRecordDataset(files).as_numpy_iterator())
+    assert len(records) == metadata.splits["eval"].examples
+    # Any reader of one tf.train.Example an example reads it, and it holds the packed dataset's examples.
+    plain = parse_examples(tf.constant(records), metadata).numpy()
+    np.testing.assert_array_equal(plain, read_split(digits_dir, "eval")[0])
+    np.testing.assert_array_equal(read_split(str(tmp_path), "eval")[0], plain)

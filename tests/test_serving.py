@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from preprocessing.schema import parse_examples
+from preprocessing.schema import encode_record, parse_records
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.experiment import latest_export, make_estimator
@@ -30,9 +30,10 @@ def served(trained_job, digits_dir):
     data = locate(config)
     estimator = make_estimator(config, data.metadata)
     expected = list(estimator.predict(make_input_fn(data.eval, data.metadata, config, training=False)))
-    serialized = list(tf.data.TFRecordDataset(data.eval).as_numpy_iterator())
-    images, _ = parse_examples(tf.constant(serialized), data.metadata)
-    return latest_export(config, "latest"), serialized, images.numpy(), expected
+    records = list(tf.data.TFRecordDataset(data.eval).as_numpy_iterator())
+    images, labels = (t.numpy() for t in parse_records(tf.constant(records), data.metadata))
+    serialized = [encode_record(images[i : i + 1], labels[i : i + 1]) for i in range(len(labels))]  # one each
+    return latest_export(config, "latest"), serialized, images, expected
 
 
 def png(image: np.ndarray) -> bytes:

@@ -53,7 +53,7 @@ class Config:
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
     # Input pipeline.
     reader_threads: int = _option(2, "parallel readers, each with its own parse thread, filling the shuffle queue")
-    read_batch_size: int = _option(256, "records each reader takes per read (TFRecordReader.read_up_to)")
+    read_batch_size: int = _option(256, "examples each reader takes per read (in whole records)")
     shuffle_buffer: int = _option(2048, "examples the shuffle queue keeps before it hands out a batch")
     input_timeout_secs: int = _option(
         300, "stop with an error when a step waits this long for its batch (0: wait forever)"

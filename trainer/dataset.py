@@ -104,7 +104,7 @@ def first_problem(path: str, metadata: Metadata) -> str | None:
 
     Used after TensorFlow stopped on bad data (its errors name no file) and by --skip-corrupt.
     """
-    good = 0
+    good = 0  # records, not examples: a record may pack many
     try:
         for record in tf.data.TFRecordDataset(path, metadata.compression).as_numpy_iterator():
             decode_record(record, metadata)

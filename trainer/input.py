@@ -2,8 +2,8 @@
 
     filenames --> string_input_producer (shuffled file order, num_epochs)
                       |            |
-                  reader 1 ... reader N      TFRecordReader.read_up_to, parse_example,
-                      |            |         one thread each
+                  reader 1 ... reader N      TFRecordReader.read_up_to, parse_example and
+                      |            |         unpack, one thread each
                       v            v
                  shuffle_batch_join queue  (min_after_dequeue = --shuffle-buffer)
                       |
@@ -22,17 +22,18 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from preprocessing.schema import Metadata, parse_examples
+from preprocessing.schema import Metadata, parse_records
 from trainer.config import Config
 
 QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_dequeue
 
 
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """One reader: up to `read_batch_size` records at a time, parsed and checked."""
+    """One reader: about `read_batch_size` examples at a time (whole records), parsed and checked."""
     options = tf.io.TFRecordOptions(compression_type=metadata.compression)
-    _, serialized = tf.compat.v1.TFRecordReader(options=options).read_up_to(filename_queue, read_batch_size)
-    data, labels = parse_examples(serialized, metadata)
+    records = -(-read_batch_size // metadata.examples_per_record)  # rounded up
+    _, serialized = tf.compat.v1.TFRecordReader(options=options).read_up_to(filename_queue, records)
+    data, labels = parse_records(serialized, metadata)
     in_range = tf.debugging.assert_less(
         labels,
         tf.constant(metadata.num_classes, tf.int64),

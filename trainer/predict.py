@@ -1,9 +1,10 @@
 """`python -m trainer.predict`: predictions from an exported SavedModel, on files or a JSON request.
 
-Files go through the signature that takes them as they are stored: PNG/JPEG bytes through
-`image_bytes:serving_default`, TFRecord files through `examples:serving_default`, .npz and
-CSV values through `serving_default`. `--instances-json` reads the body of a TF Serving /
-Vertex AI predict request and prints the body the server would return.
+PNG/JPEG files go through `image_bytes:serving_default` as they are stored; .npz, CSV and
+TFRecord files (a dataset's shards: records that may pack many examples) are read here and
+their values go through `serving_default`, one prediction per example. `--instances-json`
+reads the body of a TF Serving / Vertex AI predict request and prints the body the server
+would return.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ log = logging.getLogger("trainer.predict")
 
 DEFAULT_SIGNATURE = "serving_default"
 IMAGES_SIGNATURE = "image_bytes:serving_default"
-EXAMPLES_SIGNATURE = "examples:serving_default"
 
 EXAMPLES = """\
 examples:
@@ -130,9 +130,18 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
         for i, row in enumerate(model.values(rows, path)):
             yield f"{path}#{i}", DEFAULT_SIGNATURE, row
     elif ".tfrecord" in suffix:
+        from preprocessing.schema import decode_record
+
         compression = "GZIP" if suffix.endswith(".gz") else ""
-        for i, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
-            yield f"{path}#{i}", EXAMPLES_SIGNATURE, record
+        i = 0
+        for number, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
+            try:
+                data, _ = decode_record(record, model.metadata, labeled=False)
+            except UserError as error:
+                raise UserError(f"{path}, record {number}: {error}") from None
+            for row in model.values(data, path):
+                yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+                i += 1
     else:
         raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv or .tfrecord")
 

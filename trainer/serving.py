@@ -49,8 +49,7 @@ def _empty_strings(name: str) -> tf.Tensor:
 def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
     def serving_input_fn():
         examples = _empty_strings(EXAMPLES)
-        parsed, _ = parse_examples(examples, metadata, labeled=False)
-        sources = [tf.cast(parsed, tf.float32)]
+        sources = [tf.cast(parse_examples(examples, metadata), tf.float32)]
         alternatives = {EXAMPLES: {EXAMPLES: examples}}
         if takes_encoded_images(metadata):
             image_bytes = _empty_strings(IMAGE_BYTES)
