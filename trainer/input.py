@@ -26,6 +26,7 @@ from preprocessing.schema import Metadata, parse_records
 from trainer.config import Config
 
 QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_dequeue
+PREFETCH_BATCHES = 3  # ready batches waiting for the training step
 
 
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -41,6 +42,23 @@ def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tup
     )
     with tf.control_dependencies([in_range, tf.debugging.assert_non_negative(labels, message="a label is negative")]):
         return data, tf.identity(labels)
+
+
+def _prefetched(data: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The same batches through a small FIFO of whole batches that its own thread fills.
+
+    Taking a batch out of the shuffle queue gathers it example by example (and runs the readers'
+    waiting enqueues): about 3 µs an example, which the training step would otherwise wait for.
+    From this queue the step takes one ready batch.
+    """
+    prefetch = tf.queue.FIFOQueue(PREFETCH_BATCHES, [data.dtype, labels.dtype], name="prefetch_queue")
+    runner = tf.compat.v1.train.QueueRunner(prefetch, [prefetch.enqueue([data, labels])])
+    tf.compat.v1.train.add_queue_runner(runner)
+    tf.compat.v1.summary.scalar("queue/prefetch_queue/fraction_of_capacity", prefetch.size() / PREFETCH_BATCHES)
+    ready_data, ready_labels = prefetch.dequeue()
+    ready_data.set_shape(data.shape)
+    ready_labels.set_shape(labels.shape)
+    return ready_data, ready_labels
 
 
 def shuffle_capacity(config: Config) -> int:
@@ -83,6 +101,7 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 enqueue_many=True,
                 allow_smaller_final_batch=config.num_epochs is not None,
             )
+            data, labels = _prefetched(data, labels)
         return {metadata.feature_key: data}, labels
 
     def evaluation_input_fn():
