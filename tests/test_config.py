@@ -46,6 +46,8 @@ def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):
         ({"learning_rate": "0"}, "--learning-rate 0.0: must be positive"),
         ({"dropout": "1"}, "--dropout 1.0"),
         ({"data_format": "nchw"}, "--data-format nchw"),
+        ({"stage_on_device": "yes"}, "--stage-on-device yes: must be auto, on or off"),
+        ({"intra_op_threads": "-1"}, "--intra-op-threads -1: must not be negative"),
         ({"batch_size": "x"}, "--batch-size: 'x' is not a valid int"),
         ({"data_dir": "a", "train_files": "b", "eval_files": "c"}, "either --data-dir or --train-files"),
         ({"train_files": "b"}, "go together"),

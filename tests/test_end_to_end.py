@@ -9,7 +9,7 @@ import sys
 import tensorflow as tf
 
 from trainer.config import Config
-from trainer.experiment import latest_export
+from trainer.experiment import latest_export, session_config
 
 
 def run_task(*args, timeout=600):
@@ -55,3 +55,22 @@ def test_task_ignores_flags_added_by_a_cloud_service(tmp_path):
     result = run_task("--config", str(tmp_path / "missing.yaml"), "--some-cloud-flag", "x")
     assert "Ignoring arguments this trainer does not know: --some-cloud-flag x" in result.stderr
     assert result.returncode == 2 and "missing.yaml" in result.stderr
+
+
+def test_the_gpu_knobs_also_train_on_a_cpu(tmp_path, digits_dir):
+    job_dir = str(tmp_path / "job")
+    knobs = ["--stage-on-device", "on", "--xla", "--mixed-precision", "--inter-op-threads", "2"]
+    result = run_task("--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "60", *knobs)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert tf.train.latest_checkpoint(job_dir).endswith("model.ckpt-60")
+    variables = [name for name, _ in tf.train.list_variables(job_dir)]
+    assert any("loss_scale" in name for name in variables)  # the optimizer scales the loss
+
+
+def test_session_config_carries_the_device_knobs():
+    session = session_config(Config(xla=True, mixed_precision=True, inter_op_threads=3, intra_op_threads=4))
+    assert session.inter_op_parallelism_threads == 3 and session.intra_op_parallelism_threads == 4
+    assert session.graph_options.optimizer_options.global_jit_level == tf.compat.v1.OptimizerOptions.ON_1
+    assert session.graph_options.rewrite_options.auto_mixed_precision == 1  # RewriterConfig.ON
+    plain = session_config(Config())
+    assert plain.graph_options.optimizer_options.global_jit_level == 0 and plain.allow_soft_placement

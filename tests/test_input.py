@@ -13,7 +13,7 @@ from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset
 from trainer.config import Config
 from trainer.dataset import expand, locate
-from trainer.input import make_input_fn
+from trainer.input import STAGING_AREA, StagingHook, make_input_fn, staging_device
 
 
 def run_batches(input_fn, limit=None):
@@ -127,3 +127,22 @@ def test_shard_whose_size_differs_from_the_metadata_is_refused(tmp_path, digits_
 def test_metadata_is_shared_with_the_writer(digits_dir):
     with open(os.path.join(digits_dir, "metadata.json")) as file:
         assert locate(Config(data_dir=digits_dir)).metadata == Metadata.from_json(file.read(), "m")
+
+
+def test_staged_batches_are_the_previous_steps_batches(digits_dir):
+    config = Config(data_dir=digits_dir, batch_size=16, shuffle_buffer=50, stage_on_device="on")
+    data = locate(config)
+    with tf.Graph().as_default():
+        _, labels = make_input_fn(data.train, data.metadata, config, training=True)()
+        (put,) = tf.compat.v1.get_collection(STAGING_AREA)
+        staging = put.inputs[1]  # the labels that the step's put copies into the area
+        with tf.compat.v1.train.MonitoredSession(hooks=[StagingHook(30)]) as session:
+            steps = [session.run((labels, staging)) for _ in range(5)]
+    for (_, staged_before), (trained_on, _) in zip(steps, steps[1:]):
+        np.testing.assert_array_equal(trained_on, staged_before)
+    assert len({staged.tobytes() for _, staged in steps}) == 5  # a new batch each step
+
+
+def test_no_staging_with_num_epochs_so_that_no_batch_is_left_behind(digits_dir):
+    config = Config(data_dir=digits_dir, batch_size=100, num_epochs=1, stage_on_device="on")
+    assert staging_device(config) is None

@@ -59,6 +59,16 @@ class Config:
         300, "stop with an error when a step waits this long for its batch (0: wait forever)"
     )
     skip_corrupt: bool = _option(False, "check every shard first and leave out those with corrupt or malformed records")
+    # Device tuning: these matter on GPUs, and are left as they are on a CPU.
+    stage_on_device: str = _option(
+        "auto", "copy the next batch onto the device while a step runs: on, off, or auto (on with a GPU)"
+    )
+    xla: bool = _option(False, "compile clusters of ops with XLA (fuses batch norm and activations on a GPU)")
+    mixed_precision: bool = _option(
+        False, "compute in float16 on the GPU, with float32 variables and dynamic loss scaling (tensor-core GPUs)"
+    )
+    inter_op_threads: int = _option(0, "threads running independent ops at once (0: TensorFlow's choice, the cores)")
+    intra_op_threads: int = _option(0, "threads inside one op, e.g. a matrix multiply (0: TensorFlow's choice)")
     # Checkpoints and evaluation.
     save_checkpoints_steps: int = _option(500, "steps between checkpoints (and evaluations)")
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
@@ -80,7 +90,14 @@ _POSITIVE = (
     "keep_checkpoint_max",
 )
 _POSITIVE_IF_SET = ("num_epochs", "eval_steps")
-_NON_NEGATIVE = ("shuffle_buffer", "input_timeout_secs", "eval_throttle_secs", "eval_start_delay_secs")
+_NON_NEGATIVE = (
+    "shuffle_buffer",
+    "input_timeout_secs",
+    "inter_op_threads",
+    "intra_op_threads",
+    "eval_throttle_secs",
+    "eval_start_delay_secs",
+)
 
 
 def check_values(config: Config) -> None:
@@ -103,6 +120,8 @@ def check_values(config: Config) -> None:
         fail("dropout", "must be in [0, 1)")
     if config.data_format not in ("auto", "channels_first", "channels_last"):
         fail("data_format", "must be auto, channels_first or channels_last")
+    if config.stage_on_device not in ("auto", "on", "off"):
+        fail("stage_on_device", "must be auto, on or off")
     if any(n < 1 for n in config.conv_filters + config.hidden_units):
         fail("conv_filters" if any(n < 1 for n in config.conv_filters) else "hidden_units", "sizes must be positive")
     if config.data_dir and config.train_files:

@@ -9,12 +9,13 @@ import logging
 import posixpath
 
 import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from preprocessing.errors import UserError
 from preprocessing.schema import METADATA_FILE
 from trainer import dataset, model, serving
 from trainer.config import Config
-from trainer.input import InputTimeoutHook, make_input_fn
+from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
 from trainer.preemption import SaveOnSigtermHook
 from trainer.reporting import ExportTo, MetricsWriter, plain
 
@@ -27,16 +28,30 @@ def _higher_accuracy(best_eval_result: dict, current_eval_result: dict) -> bool:
     return current_eval_result["accuracy"] > best_eval_result["accuracy"]
 
 
+def session_config(config: Config) -> tf.compat.v1.ConfigProto:
+    """Soft placement (ops without a GPU kernel fall back to the CPU), GPU memory taken as
+    needed, and the device knobs of the config."""
+    session = tf.compat.v1.ConfigProto(
+        allow_soft_placement=True,
+        inter_op_parallelism_threads=config.inter_op_threads,
+        intra_op_parallelism_threads=config.intra_op_threads,
+    )
+    session.gpu_options.allow_growth = True
+    if config.xla:
+        session.graph_options.optimizer_options.global_jit_level = tf.compat.v1.OptimizerOptions.ON_1
+    if config.mixed_precision:  # Grappler casts GPU ops that are safe in float16; model_fn scales the loss
+        session.graph_options.rewrite_options.auto_mixed_precision = rewriter_config_pb2.RewriterConfig.ON
+    return session
+
+
 def make_estimator(config: Config, metadata) -> tf.estimator.Estimator:
-    session_config = tf.compat.v1.ConfigProto(allow_soft_placement=True)
-    session_config.gpu_options.allow_growth = True
     run_config = tf.estimator.RunConfig(
         model_dir=config.job_dir,
         tf_random_seed=config.seed,
         save_checkpoints_steps=config.save_checkpoints_steps,
         keep_checkpoint_max=config.keep_checkpoint_max,
         log_step_count_steps=100,
-        session_config=session_config,
+        session_config=session_config(config),
     )
     return tf.estimator.Estimator(
         model_fn=model.model_fn, config=run_config, params={"config": config, "metadata": metadata}
@@ -99,7 +114,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         MetricsWriter(config.job_dir),
     ]
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
-    train_hooks = [*hooks, SaveOnSigtermHook(config.job_dir, estimator.config.is_chief), StepsRunHook()]
+    train_hooks = [
+        *hooks,
+        StagingHook(config.input_timeout_secs),
+        SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
+        StepsRunHook(),
+    ]
     train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(
         make_input_fn(train_files, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks

@@ -8,12 +8,18 @@
                  shuffle_batch_join queue  (min_after_dequeue = --shuffle-buffer)
                       |
                       v
-                 batch of --batch-size  --> model_fn
+                 prefetch FIFO             3 whole batches of --batch-size, its own thread
+                      |
+                      v
+                 staging area on the GPU   (--stage-on-device: the next batch is copied
+                      |                     while the step runs)
+                      v
+                 model_fn
 
 While the model computes step N, the reader threads are already filling the queue for the
 steps after it. The Estimator's MonitoredSession starts the queue runners and initializes
-the local variable that `num_epochs` creates. Everything here is pinned to the CPU: these
-ops have no GPU kernels, and the device should only ever see ready batches.
+the local variable that `num_epochs` creates. Everything before the staging area is pinned
+to the CPU: these ops have no GPU kernels, and the device should only ever see ready batches.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ import tensorflow as tf
 
 from preprocessing.schema import Metadata, parse_records
 from trainer.config import Config
+from trainer.devices import has_gpu
 
 QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_dequeue
 PREFETCH_BATCHES = 3  # ready batches waiting for the training step
+STAGING_AREA = "input_staging_area"  # its shared name, and the collection of the op that fills it
 
 
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -59,6 +67,46 @@ def _prefetched(data: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tenso
     ready_data.set_shape(data.shape)
     ready_labels.set_shape(labels.shape)
     return ready_data, ready_labels
+
+
+def staging_device(config: Config) -> str | None:
+    """Where to stage batches, or None. Not with --num-epochs: the batch staged last would never
+    be trained on."""
+    wanted = config.stage_on_device == "on" or (config.stage_on_device == "auto" and has_gpu())
+    if not wanted or config.num_epochs is not None:
+        return None
+    return "/gpu:0" if has_gpu() else "/cpu:0"
+
+
+def _staged(data: tf.Tensor, labels: tf.Tensor, device: str) -> tuple[tf.Tensor, tf.Tensor]:
+    """The batches through a staging area on `device`: each step trains on the batch copied there
+    during the step before, while StagingHook copies the next one (the host-to-device copy
+    leaves the step's critical path)."""
+    with tf.device(device):
+        put = tf.raw_ops.Stage(values=[data, labels], shared_name=STAGING_AREA)
+        ready_data, ready_labels = tf.raw_ops.Unstage(dtypes=[data.dtype, labels.dtype], shared_name=STAGING_AREA)
+    tf.compat.v1.add_to_collection(STAGING_AREA, put)
+    ready_data.set_shape(data.shape)
+    ready_labels.set_shape(labels.shape)
+    return ready_data, ready_labels
+
+
+class StagingHook(tf.estimator.SessionRunHook):
+    """Stages one batch when the session starts, then the next one with every step (no-op when
+    the input_fn staged nothing)."""
+
+    def __init__(self, timeout_secs: int):
+        self._options = tf.compat.v1.RunOptions(timeout_in_ms=timeout_secs * 1000)
+
+    def begin(self):
+        self._puts = tf.compat.v1.get_collection(STAGING_AREA)
+
+    def after_create_session(self, session, coord):
+        if self._puts:  # the queue runners have started; a starved queue times out like a step
+            session.run(self._puts, options=self._options)
+
+    def before_run(self, run_context):
+        return tf.estimator.SessionRunArgs(self._puts) if self._puts else None
 
 
 def shuffle_capacity(config: Config) -> int:
@@ -102,6 +150,9 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 allow_smaller_final_batch=config.num_epochs is not None,
             )
             data, labels = _prefetched(data, labels)
+        device = staging_device(config)
+        if device:
+            data, labels = _staged(data, labels, device)
         return {metadata.feature_key: data}, labels
 
     def evaluation_input_fn():

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from preprocessing.schema import Metadata
 from trainer.config import Config
+from trainer.devices import has_gpu
 
 IMAGE_SUMMARIES = 3
 
@@ -19,7 +20,7 @@ def resolve_data_format(setting: str) -> str:
     """channels_first on a GPU (what cuDNN is fastest with), channels_last on a CPU."""
     if setting != "auto":
         return setting
-    return "channels_first" if tf.config.list_physical_devices("GPU") else "channels_last"
+    return "channels_first" if has_gpu() else "channels_last"
 
 
 def normalize(data: tf.Tensor, metadata: Metadata) -> tf.Tensor:
@@ -114,6 +115,8 @@ def model_fn(features, labels, mode, params):
 
     learning_rate = _learning_rate(config)
     optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)
+    if config.mixed_precision:  # float16 gradients underflow without it
+        optimizer = tf.compat.v1.mixed_precision.MixedPrecisionLossScaleOptimizer(optimizer, "dynamic")
     # Keras layers keep batch norm's moving-average updates to themselves; run them each step.
     with tf.control_dependencies(network.updates):
         train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())
