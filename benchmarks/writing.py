@@ -9,6 +9,7 @@ beyond it.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from collections.abc import Callable
 
@@ -22,12 +23,25 @@ from preprocessing.writer import build_dataset
 
 SEEDS = "seeds' int64-list writer"
 GZIP = "build_dataset, workers=1, gzip"
+BEAM = "Beam pipeline, DirectRunner"
+LOCAL = ("build_dataset, workers=1", "build_dataset, workers=2")  # the writers held to the targets
 
 
 def project_writer(x: np.ndarray, y: np.ndarray, folder: str, workers: int, compression: str = "") -> int:
     """build_dataset with `workers` processes; returns the bytes of every shard."""
     raw = from_arrays(x, y, folder)
     metadata = build_dataset(raw, folder, source="npz", workers=workers, overwrite=True, compression=compression)
+    return sum(split.bytes for split in metadata.splits.values())
+
+
+def beam_writer(x: np.ndarray, y: np.ndarray, folder: str) -> int:
+    """The same conversion as a Beam pipeline on the DirectRunner (this machine)."""
+    from preprocessing.beam import build_dataset_with_beam
+
+    raw = from_arrays(x, y, folder)
+    metadata = build_dataset_with_beam(
+        raw, folder, source="npz", pipeline_args=["--runner", "DirectRunner"], overwrite=True
+    )
     return sum(split.bytes for split in metadata.splits.values())
 
 
@@ -49,6 +63,7 @@ WRITERS: dict[str, Callable[[np.ndarray, np.ndarray, str], int]] = {
     "build_dataset, workers=1": functools.partial(project_writer, workers=1),
     "build_dataset, workers=2": functools.partial(project_writer, workers=2),
     GZIP: functools.partial(project_writer, workers=1, compression="GZIP"),
+    BEAM: beam_writer,
     SEEDS: seeds_writer,
 }
 
@@ -77,15 +92,16 @@ def run(bench: Bench) -> dict:
     payload = images.x[0].size + 1  # the pixels and one label byte
     rows = {}
     for name, write in WRITERS.items():
+        if name == BEAM and importlib.util.find_spec("apache_beam") is None:
+            continue  # the beam extra is not installed
         rows[name] = measure_writer(write, images.x, images.y, os.path.join(bench.folder, "writing"), size)
         rows[name]["payload_ratio"] = rows[name]["bytes_per_example"] / payload
     seeds_rate = rows[SEEDS]["examples_per_second"]["median"]
     for row in rows.values():
         row["speedup"] = row["examples_per_second"]["median"] / seeds_rate
-    ours = [name for name in rows if name != SEEDS]
     payload_targets = [
         target(f"preprocessing: bytes/example ≤ 1.05× raw payload ({name})", rows[name]["payload_ratio"], 1.05, False)
-        for name in (ours[0], GZIP)
+        for name in (LOCAL[0], GZIP)
     ]
     return {
         "data": images.origin,
@@ -93,7 +109,7 @@ def run(bench: Bench) -> dict:
         "write_sizes": list(size.write_sizes),
         "rows": rows,
         "targets": [
-            target(f"preprocessing: {name} ≥ 10× seeds, examples/s", rows[name]["speedup"], 10.0) for name in ours
+            target(f"preprocessing: {name} ≥ 10× seeds, examples/s", rows[name]["speedup"], 10.0) for name in LOCAL
         ]
         + payload_targets,
     }
@@ -134,7 +150,9 @@ def section(result: dict) -> list[str]:
         "build_dataset's workers are spawned processes that start Python and import the writer. The steady rate "
         f"is ({large:,} − {small:,}) / (difference of the median times); start-up is the rest of the larger "
         f"run. Raw payload: {result['payload_bytes']} bytes/example (the pixels and one label byte). "
-        "build_dataset also splits, shuffles and computes the normalization statistics.",
+        "build_dataset also splits, shuffles and computes the normalization statistics. gzip and the Beam "
+        "pipeline (the DirectRunner, on this machine; the same shards as build_dataset) are reported, "
+        "not held to the 10× target.",
         "",
         *report.table(headers, rows),
     ]

@@ -19,7 +19,7 @@ import time
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, StandardOptions
 
 from preprocessing import storage
 from preprocessing.schema import EXAMPLES_PER_RECORD, SHARD_SUFFIXES, Metadata
@@ -74,6 +74,15 @@ class _WriteShard(beam.DoFn):
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))
 
 
+def template_only(options: PipelineOptions) -> str | None:
+    """The --template_location the DataflowRunner writes the job to instead of running it, if any.
+
+    The job is built and staged, not run; a dataset needs metadata.json, which only a run that
+    this process waits for writes. Useful to check Dataflow options and staging."""
+    runner = options.view_as(StandardOptions).runner or ""
+    return options.view_as(GoogleCloudOptions).template_location if "Dataflow" in runner else None
+
+
 def _stats_path(shard_path: str) -> str:
     folder, name = shard_path.rsplit("/", 1)
     return f"{folder}/.{name}{STATS_SUFFIX}"
@@ -105,10 +114,14 @@ def build_dataset_with_beam(
     overwrite: bool = False,
     compression: str = "",
     examples_per_record: int = EXAMPLES_PER_RECORD,
-) -> Metadata:
-    """Like writer.build_dataset, as a Beam pipeline run with `pipeline_args` (--runner and its options)."""
+) -> Metadata | None:
+    """Like writer.build_dataset, as a Beam pipeline run with `pipeline_args` (--runner and its
+    options). None when the DataflowRunner only wrote the job to --template_location."""
     start = time.time()
-    clear_output(output, overwrite)
+    options = PipelineOptions(pipeline_args)
+    template = template_only(options)
+    if not template:
+        clear_output(output, overwrite)
     counts = plan_shards(data, *split_sizes(data.labels, eval_fraction), eval_fraction, shards)
     hashes = example_hashes(data.keys, seed)
 
@@ -116,7 +129,7 @@ def build_dataset_with_beam(
         split, index = split_and_index
         return (split, int(hashes[index, ORDER] % counts[split])), index
 
-    with beam.Pipeline(options=PipelineOptions(pipeline_args)) as pipeline:
+    with beam.Pipeline(options=options) as pipeline:
         _ = (
             pipeline
             | "Examples" >> beam.Create([(int(label), i) for i, label in enumerate(data.labels)])
@@ -126,6 +139,9 @@ def build_dataset_with_beam(
             | "ByShard" >> beam.GroupByKey()
             | "Write" >> beam.ParDo(_WriteShard(data, output, counts, hashes, compression, examples_per_record))
         )
+    if template:
+        log.info("Wrote the Dataflow job to %s without running it: no shards or metadata.json were written", template)
+        return None
     suffix = SHARD_SUFFIXES[compression]
     by_split = {
         split: [

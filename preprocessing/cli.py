@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.runner == "beam":
             metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)
+            if metadata is None:  # only the Dataflow job was written (--template_location)
+                return 0
         else:
             metadata = build_dataset(data, args.output, workers=args.workers, **common)
     except UserError as error:

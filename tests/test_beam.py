@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from preprocessing.sources import SourceOptions, read_csv, read_digits  # noqa: 
 from preprocessing.writer import build_dataset  # noqa: E402
 
 DIRECT = ["--runner", "DirectRunner"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def split_records(read_file, folder: str) -> tuple[dict, dict]:
@@ -100,3 +103,33 @@ def test_beam_writes_to_gcs(gcs_server, digits_dir):
     names = [blob.name for blob in bucket.list_blobs(prefix="beam-digits/")]
     assert not any(name.endswith(".stats.json") for name in names)  # the launcher cleaned up
     assert_same_dataset(split_records(read_gcs, f"gs://{BUCKET}/beam-digits"), split_records(read_local, digits_dir))
+
+
+def test_a_dataflow_job_is_built_and_staged_without_running(gcs_server, tmp_path):
+    from gcs_emulator.server import BUCKET, child_env
+    from test_gcs import client
+
+    template = tmp_path / "job.json"
+    dataflow = ["--beam-runner", "DataflowRunner", "--project", "test-project", "--region", "us-central1"]
+    dataflow += ["--temp_location", f"gs://{BUCKET}/dataflow-tmp", "--setup_file", "./setup.py", "--no_auth"]
+    started = time.time()
+    result = subprocess.run(
+        [sys.executable, "-m", "preprocessing", "--runner", "beam", "--output", f"gs://{BUCKET}/df-digits"]
+        + [*dataflow, "--template_location", str(template)],
+        env=child_env(gcs_server, NO_GCE_CHECK="True"),  # no metadata server to ask for credentials
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Wrote the Dataflow job to {template} without running it" in result.stderr
+    job = json.loads(template.read_text())
+    assert f"{BUCKET}/dataflow-tmp/beamapp-" in job["environment"]["tempStoragePrefix"]
+    bucket = client(gcs_server).bucket(BUCKET)
+    staged = {blob.name.rsplit("/", 1)[-1]: blob for blob in bucket.list_blobs(prefix="dataflow-tmp/")}
+    assert "workflow.tar.gz" in staged  # this package, for the workers (--setup_file)
+    pipeline = staged["pipeline.pb"].download_as_bytes()
+    assert all(step in pipeline for step in (b"ByClass", b"Split", b"ByShard", b"Write"))
+    assert not list(bucket.list_blobs(prefix="df-digits/"))  # built, not run: no shards, no metadata
+    print(f"built and staged in {time.time() - started:.1f} s")
