@@ -191,6 +191,12 @@ def measure(runs: list[Callable[[int], float]], work_per_step: int, size: Size) 
     ]
 
 
+def paired_ratio(a: dict, b: dict) -> float:
+    """The median over rounds of a's rate over b's, for two measurements taken in turns: each
+    round's pair ran back to back, so load that drifts over the run cancels out of their ratio."""
+    return statistics.median(x / y for x, y in zip(a["values"], b["values"]))
+
+
 def timed(function: Callable[[], T]) -> tuple[float, T]:
     """(seconds, result) of one call."""
     start = time.perf_counter()

@@ -16,7 +16,7 @@ from functools import partial
 import tensorflow as tf
 
 from benchmarks import report
-from benchmarks.common import Bench, measure, target
+from benchmarks.common import Bench, measure, paired_ratio, target
 from benchmarks.feeds import FEEDS, mean_fill, session_loop, tf_data_batches
 from trainer import model
 from trainer.config import Config
@@ -71,9 +71,9 @@ def train_model(name: str, fields: dict, bench: Bench) -> dict:
         loops = [stack.enter_context(session_loop(partial(train_graph, feed, bench.data, config))) for feed in FEEDS]
         rates = measure([*loops, keras_loop(bench.data, config)], 1, bench.size)
         fills = [mean_fill(loop, bench.size.repeats * rate["steps_per_window"]) for loop, rate in zip(loops, rates)]
-    constant = rates[list(FEEDS).index("constant")]["median"]
+    constant = rates[list(FEEDS).index("constant")]
     rows = [
-        {"feed": feed, "steps_per_second": rate, "ratio_to_constant": rate["median"] / constant, "fill": fill}
+        {"feed": feed, "steps_per_second": rate, "ratio_to_constant": paired_ratio(rate, constant), "fill": fill}
         for feed, rate, fill in zip([*FEEDS, KERAS], rates, [*fills, None])
     ]
     described = {
@@ -88,11 +88,19 @@ def run(bench: Bench) -> dict:
     models = [train_model(name, fields, bench) for name, fields in bench.size.models.items()]
     targets = []
     for trained in models:
-        rate = {row["feed"]: row["steps_per_second"]["median"] for row in trained["rows"]}
+        rate = {row["feed"]: row["steps_per_second"] for row in trained["rows"]}
         name = trained["model"]
         targets += [
-            target(f"training ({name} model): queue ≥ 2× feed_dict, steps/s", rate["queue"] / rate["feed_dict"], 2.0),
-            target(f"training ({name} model): queue ≥ 0.95× constant batch", rate["queue"] / rate["constant"], 0.95),
+            target(
+                f"training ({name} model): queue ≥ 2× feed_dict, steps/s",
+                paired_ratio(rate["queue"], rate["feed_dict"]),
+                2.0,
+            ),
+            target(
+                f"training ({name} model): queue ≥ 0.95× constant batch",
+                paired_ratio(rate["queue"], rate["constant"]),
+                0.95,
+            ),
         ]
     return {"data": bench.describe(), "models": models, "targets": targets}
 
@@ -105,7 +113,8 @@ def section(result: dict) -> list[str]:
         "(steady state: start-up, checkpoints and summaries excluded), fed four ways from the same shards, "
         "and the same layers (`build_network`) in Keras `Model.fit` on the tf.data pipeline. `constant` "
         "is one real batch held in the graph: the limit, with no input cost. The feeds take their timed "
-        "windows in turns. Cores: the process's CPU time over wall time in the windows (2 = the whole "
+        "windows in turns; a ratio is the median of the per-round ratios. Cores: the process's CPU "
+        "time over wall time in the windows (2 = the whole "
         f"machine). Data: {result['data']}.",
     ]
     headers = ["feed", "steps/s (median)", "min – max", "examples/s", "ratio to constant", "cores", "queue fill"]
