@@ -83,7 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workers",
         type=_positive,
-        help="processes writing shards in parallel (default: one per core, one per 50,000 examples)",
+        help="processes writing shards in parallel (default: 1 for arrays in memory; for images, one per "
+        "core and 50,000 images)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
     parser.add_argument(
