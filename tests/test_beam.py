@@ -133,3 +133,15 @@ def test_a_dataflow_job_is_built_and_staged_without_running(gcs_server, tmp_path
     assert all(step in pipeline for step in (b"ByClass", b"Split", b"ByShard", b"Write"))
     assert not list(bucket.list_blobs(prefix="df-digits/"))  # built, not run: no shards, no metadata
     print(f"built and staged in {time.time() - started:.1f} s")
+
+
+def test_leftovers_of_an_interrupted_beam_run_are_redone(tmp_path, digits_dir):
+    output = tmp_path / "beam"
+    output.mkdir()
+    # What a killed run leaves: a finished shard, its statistics, a shard half written.
+    (output / "train-00001-of-00002.tfrecord").write_bytes(b"half")
+    (output / ".train-00001-of-00002.tfrecord.stats.json").write_text('{"examples": 1}')
+    (output / ".eval-00000-of-00001.tfrecord.partial-4242").write_bytes(b"half")
+    build_dataset_with_beam(read_digits(None, SourceOptions()), str(output), source="digits", pipeline_args=DIRECT)
+    assert not [name for name in os.listdir(output) if name.startswith(".")]
+    assert_same_dataset(split_records(read_local, str(output)), split_records(read_local, digits_dir))
