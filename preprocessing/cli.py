@@ -134,7 +134,9 @@ def _beam():
     try:
         from preprocessing import beam
     except ImportError as error:
-        raise UserError(f"--runner beam needs apache-beam ({error}); install it with pip install '.[beam]'") from None
+        raise UserError(
+            f"--runner beam needs apache-beam ({error}); install it with pip install '.[beam]' (Python 3.10 or later)"
+        ) from None
     return beam
 
 
