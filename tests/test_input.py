@@ -13,7 +13,7 @@ from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset
 from trainer.config import Config
 from trainer.dataset import expand, locate
-from trainer.input import STAGING_AREA, StagingHook, make_input_fn, staging_device
+from trainer.input import STAGING_AREA, StagingHook, _in_blocks, make_input_fn, staging_device
 
 
 def run_batches(input_fn, limit=None):
@@ -39,13 +39,43 @@ def test_training_batches_have_the_metadata_shapes(digits_dir):
     assert len({labels.tobytes() for _, labels in batches}) == 5
 
 
+def test_batch_size_that_the_block_does_not_divide_still_comes_whole(digits_dir):
+    config = Config(data_dir=digits_dir, batch_size=36, shuffle_block=8, shuffle_buffer=100)
+    data = locate(config)
+    with tf.Graph().as_default():
+        features, labels = make_input_fn(data.train, data.metadata, config, training=True)()
+        assert features["image"].shape == (36, 8, 8, 1) and labels.shape == (36,)  # static, for XLA
+    for features, labels in run_batches(make_input_fn(data.train, data.metadata, config, training=True), limit=40):
+        assert features["image"].shape == (36, 8, 8, 1) and labels.shape == (36,)
+
+
 def test_training_repeats_for_num_epochs_then_stops(digits_dir):
     config = Config(data_dir=digits_dir, batch_size=100, num_epochs=2, shuffle_buffer=10)
     data = locate(config)
     batches = run_batches(make_input_fn(data.train, data.metadata, config, training=True))
-    counts = np.bincount(np.concatenate([labels for _, labels in batches]))
-    train_examples = data.metadata.splits["train"].examples
-    assert counts.sum() == 2 * train_examples
+    images = np.concatenate([features["image"] for features, _ in batches])
+    serialized = tf.constant(list(tf.data.TFRecordDataset(data.train).as_numpy_iterator()))
+    once = parse_records(serialized, data.metadata)[0].numpy()
+    assert sorted(image.tobytes() for image in images) == sorted(2 * [image.tobytes() for image in once])
+
+
+def test_blocks_hold_back_the_examples_that_do_not_fill_one():
+    with tf.Graph().as_default():
+        read = tf.compat.v1.placeholder(tf.int64, [None])
+        blocks = _in_blocks(tf.reshape(read * 10, [-1, 1]), read, block=4)
+        held = tf.compat.v1.local_variables()[1].value()  # the held-back labels
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.local_variables_initializer())
+            out = []
+            for first, size in ((0, 5), (5, 7), (12, 3), (15, 64)):
+                data, labels = session.run(blocks, {read: np.arange(first, first + size)})
+                assert labels.shape[1] == 4 and data.shape[1:] == (4, 1)
+                np.testing.assert_array_equal(data[..., 0], labels * 10)  # still paired
+                out.append((labels.ravel(), session.run(held)))
+    assert [(len(labels), len(held)) for labels, held in out] == [(4, 1), (8, 0), (0, 3), (64, 3)]
+    emitted = np.concatenate([labels for labels, _ in out] + [out[-1][1]])
+    assert sorted(emitted) == list(range(79))  # none dropped, none repeated
+    assert list(out[-1][0]) != sorted(out[-1][0])  # each read is shuffled
 
 
 def test_evaluation_reads_every_example_exactly_once_in_order(digits_dir):

@@ -55,6 +55,11 @@ class Config:
     reader_threads: int = _option(2, "parallel readers, each with its own parse thread, filling the shuffle queue")
     read_batch_size: int = _option(256, "examples each reader takes per read (in whole records)")
     shuffle_buffer: int = _option(2048, "examples the shuffle queue keeps before it hands out a batch")
+    shuffle_block: int = _option(
+        8,
+        "examples that move through the shuffle queue together, each read shuffled first "
+        "(1: one by one; made a divisor of --batch-size; 1 with --num-epochs)",
+    )
     input_timeout_secs: int = _option(
         300, "stop with an error when a step waits this long for its batch (0: wait forever)"
     )
@@ -86,6 +91,7 @@ _POSITIVE = (
     "eval_batch_size",
     "reader_threads",
     "read_batch_size",
+    "shuffle_block",
     "save_checkpoints_steps",
     "keep_checkpoint_max",
 )
