@@ -83,8 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--workers",
         type=_positive,
-        help="processes writing shards in parallel (default: 1 for arrays in memory; for images, one per "
-        "core and 50,000 images)",
+        help="shards written in parallel: by threads for csv, npz, mnist and digits (default: one per core), "
+        "by processes for images (default: one per core and 50,000 images)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
     parser.add_argument(

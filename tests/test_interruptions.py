@@ -133,3 +133,20 @@ def test_preprocessing_killed_midway_reruns_to_the_same_bytes(tmp_path):
     first = json.loads((tmp_path / "complete" / "metadata.json").read_text())
     second = json.loads((output / "metadata.json").read_text())
     assert {**first, "extra": None} == {**second, "extra": None}  # only the timings differ
+
+
+def test_ctrl_c_stops_the_shard_writing_threads_without_finishing_the_dataset(tmp_path):
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "big.npz", x=rng.normal(size=(100_000, 128)).astype(np.float32), y=rng.integers(0, 5, 100_000))
+    output = tmp_path / "out"
+    args = ["--source", "npz", "--input", str(tmp_path / "big.npz"), "--shards", "40", "--workers", "2"]
+    process, log = start("preprocessing", *args, "--output", str(output), log_path=tmp_path / "p.log")
+    deadline = time.time() + 120
+    while not (output.exists() and any(name.endswith(".tfrecord") for name in os.listdir(output))):
+        assert time.time() < deadline and process.poll() is None, "no shard was finished before the run ended"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    assert finish(process, log, timeout=60) == 130
+    assert "Interrupted: no metadata.json was written" in (tmp_path / "p.log").read_text()
+    assert not (output / "metadata.json").exists()
+    assert sum(name.endswith(".tfrecord") for name in os.listdir(output)) < 50  # the queued shards never started

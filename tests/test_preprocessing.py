@@ -8,11 +8,12 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from PIL import Image
 
 from preprocessing.cli import main
 from preprocessing.errors import UserError
 from preprocessing.schema import EXAMPLES_PER_RECORD, Metadata, parse_examples, parse_records
-from preprocessing.sources import SourceOptions, read_digits
+from preprocessing.sources import SourceOptions, read_digits, read_images
 from preprocessing.writer import build_dataset, shard_counts
 
 
@@ -65,6 +66,34 @@ def test_parallel_workers_write_byte_identical_shards(tmp_path, digits_dir):
         if name.endswith(".tfrecord"):
             with open(os.path.join(digits_dir, name), "rb") as a, open(os.path.join(output, name), "rb") as b:
                 assert a.read() == b.read(), name
+
+
+def test_image_folders_written_by_worker_processes_match_one_writer(tmp_path):
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        folder = tmp_path / "images" / ("cats" if i % 2 else "dogs")
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)).save(folder / f"{i}.png")
+    data = read_images(str(tmp_path / "images"), SourceOptions())
+    for workers in (1, 2):
+        build_dataset(data, str(tmp_path / f"w{workers}"), source="images", shards=4, workers=workers)
+    names = sorted(os.listdir(tmp_path / "w1"))
+    assert names == sorted(os.listdir(tmp_path / "w2")) and len(names) == 6  # 4 train, 1 eval, metadata
+    for name in names:
+        if name.endswith(".tfrecord"):
+            assert (tmp_path / "w1" / name).read_bytes() == (tmp_path / "w2" / name).read_bytes(), name
+
+
+def test_an_image_that_does_not_decode_stops_the_worker_processes_naming_it(tmp_path):
+    for i in range(8):
+        folder = tmp_path / "images" / ("cats" if i % 2 else "dogs")
+        folder.mkdir(parents=True, exist_ok=True)
+        Image.new("L", (5, 6), color=i * 20).save(folder / f"{i}.png")
+    (tmp_path / "images" / "dogs" / "broken.png").write_bytes(b"not a png")
+    data = read_images(str(tmp_path / "images"), SourceOptions())
+    with pytest.raises(UserError, match="broken.png: cannot decode image"):
+        build_dataset(data, str(tmp_path / "out"), source="images", shards=3, workers=2)
+    assert not (tmp_path / "out" / "metadata.json").exists()
 
 
 def test_shard_counts():
