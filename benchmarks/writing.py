@@ -1,8 +1,7 @@
 """Benchmark 3: preprocessing, the project's shard writer against the seeds' per-example int64-list writer.
 
 Each writer runs at two sizes. Its examples per second at the larger size include any start-up
-(build_dataset's workers are spawned processes, which start Python and import the writer); the
-difference between the two sizes gives the steady rate, and start-up is what the larger run took
+(the Beam pipeline's, for instance); the difference between the two sizes gives the steady rate, and start-up is what the larger run took
 beyond it.
 """
 
@@ -146,8 +145,8 @@ def section(result: dict) -> list[str]:
     return [
         "## 3. Preprocessing",
         "",
-        f"Data: {result['data']}. Examples/s is whole runs at {large:,} examples, start-up included: "
-        "build_dataset's workers are spawned processes that start Python and import the writer. The steady rate "
+        f"Data: {result['data']}. Examples/s is whole runs at {large:,} examples, start-up included "
+        "(build_dataset writes these arrays in memory with threads, which start at once). The steady rate "
         f"is ({large:,} − {small:,}) / (difference of the median times); start-up is the rest of the larger "
         f"run. Raw payload: {result['payload_bytes']} bytes/example (the pixels and one label byte). "
         "build_dataset also splits, shuffles and computes the normalization statistics. gzip and the Beam "
