@@ -1,8 +1,8 @@
 """Benchmark 3: preprocessing, the project's shard writer against the seeds' per-example int64-list writer.
 
 Each writer runs at two sizes. Its examples per second at the larger size include any start-up
-(the Beam pipeline's, for instance); the difference between the two sizes gives the steady rate, and start-up is what the larger run took
-beyond it.
+(the Beam pipeline's, for instance); the difference between the two sizes gives the steady
+rate, and start-up is what the larger run took beyond it.
 """
 
 from __future__ import annotations

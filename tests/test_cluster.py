@@ -38,3 +38,27 @@ def test_local_cluster_trains_evaluates_and_exports(tmp_path):
         assert any(os.path.exists(os.path.join(job_dir, "export", name, v, "saved_model.pb")) for v in versions)
     with open(os.path.join(job_dir, "cluster-logs", "worker-0.log")) as file:
         assert "This worker reads 2 of the 6 training files" in file.read()
+
+
+def test_num_epochs_is_refused_in_a_cluster_instead_of_leaving_the_evaluator_waiting(tmp_path, digits_dir):
+    cluster = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
+    tf_config = json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.task",
+            "--data-dir",
+            digits_dir,
+            "--job-dir",
+            str(tmp_path),
+            "--num-epochs",
+            "1",
+        ],
+        env={**os.environ, "TF_CONFIG": tf_config},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert "--num-epochs: not for a TF_CONFIG cluster" in result.stderr.strip().splitlines()[-1]

@@ -60,22 +60,34 @@ def test_training_repeats_for_num_epochs_then_stops(digits_dir):
 
 
 def test_blocks_hold_back_the_examples_that_do_not_fill_one():
-    with tf.Graph().as_default():
+    with tf.Graph().as_default() as graph:
         read = tf.compat.v1.placeholder(tf.int64, [None])
         blocks = _in_blocks(tf.reshape(read * 10, [-1, 1]), read, block=4)
-        held = tf.compat.v1.local_variables()[1].value()  # the held-back labels
+        held = graph.get_operation_by_name("held_back").outputs[0]
+        held_count = tf.raw_ops.QueueSizeV2(handle=held)
         with tf.compat.v1.Session() as session:
-            session.run(tf.compat.v1.local_variables_initializer())
             out = []
             for first, size in ((0, 5), (5, 7), (12, 3), (15, 64)):
                 data, labels = session.run(blocks, {read: np.arange(first, first + size)})
                 assert labels.shape[1] == 4 and data.shape[1:] == (4, 1)
                 np.testing.assert_array_equal(data[..., 0], labels * 10)  # still paired
-                out.append((labels.ravel(), session.run(held)))
-    assert [(len(labels), len(held)) for labels, held in out] == [(4, 1), (8, 0), (0, 3), (64, 3)]
-    emitted = np.concatenate([labels for labels, _ in out] + [out[-1][1]])
-    assert sorted(emitted) == list(range(79))  # none dropped, none repeated
+                out.append((labels.ravel(), session.run(held_count)))
+            _, left = session.run(tf.raw_ops.QueueDequeueManyV2(handle=held, n=3, component_types=[tf.int64] * 2))
+    assert [(len(labels), count) for labels, count in out] == [(4, 1), (8, 0), (0, 3), (64, 3)]
+    assert sorted(np.concatenate([labels for labels, _ in out] + [left])) == list(range(79))  # none lost or repeated
     assert list(out[-1][0]) != sorted(out[-1][0])  # each read is shuffled
+
+
+def test_input_state_stays_on_the_worker_in_a_parameter_server_cluster(digits_dir):
+    config = Config(data_dir=digits_dir)
+    data = locate(config)
+    with tf.Graph().as_default() as graph:
+        setter = tf.compat.v1.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:1")
+        with graph.device(setter):  # as the Estimator builds a worker's graph
+            make_input_fn(data.train, data.metadata, config, training=True)()
+    placed = {op.name: op.device for op in graph.get_operations()}
+    assert placed["held_back"] == placed["input_producer"] == "/job:worker/task:1/device:CPU:0"
+    assert not [name for name, device in placed.items() if "/job:ps" in device]
 
 
 def test_evaluation_reads_every_example_exactly_once_in_order(digits_dir):

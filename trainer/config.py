@@ -42,7 +42,9 @@ class Config:
     learning_rate_decay: float = _option(1.0, "multiply the learning rate by this every --decay-steps (1 = constant)")
     decay_steps: int = _option(1000, "steps between learning-rate decays")
     train_steps: int = _option(2000, "total training steps (a rerun resumes from the last checkpoint)")
-    num_epochs: Optional[int] = _option(None, "stop training after this many passes over the data (default: no limit)")
+    num_epochs: Optional[int] = _option(
+        None, "stop training after this many passes over the data (one machine only; default: no limit)"
+    )
     eval_steps: Optional[int] = _option(None, "evaluation batches (default: every evaluation example, once)")
     eval_batch_size: int = _option(256, "examples per evaluation batch")
     seed: int = _option(0, "seed for weights, dropout and shuffling")

@@ -98,6 +98,9 @@ def _log_dataset(data: dataset.DataFiles) -> None:
 def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     metadata = data.metadata
     estimator = make_estimator(config, metadata)
+    if config.num_epochs is not None and is_cluster(estimator.config):
+        # The evaluator waits for --train-steps, which a run ended by its input never reaches.
+        raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
     serving_input_fn = serving.make_serving_input_fn(metadata)
     assets = {METADATA_FILE: data.metadata_path}  # lands in assets.extra/ of every export
     export_dir = export_folder(config)
@@ -135,6 +138,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     metrics = result[0] if result else None  # only a task that trains and evaluates alone gets them back
     return plain(metrics) if metrics else None
+
+
+def is_cluster(run_config: tf.estimator.RunConfig) -> bool:
+    """Whether this task is one of several that TF_CONFIG describes."""
+    tasks = sum(len(addresses) for addresses in run_config.cluster_spec.as_dict().values())
+    return tasks > 1 or run_config.task_type == "evaluator"
 
 
 def worker_share(files: list[str], run_config: tf.estimator.RunConfig) -> list[str]:

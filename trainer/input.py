@@ -61,35 +61,25 @@ def shuffle_block(config: Config) -> int:
     return 1 if config.num_epochs is not None else math.gcd(config.shuffle_block, config.batch_size)
 
 
-def _held_back(like: tf.Tensor, name: str) -> tf.Variable:
-    """An empty local variable that can hold any number of examples shaped like `like`'s."""
-    return tf.compat.v1.Variable(
-        tf.zeros([0, *like.shape[1:]], like.dtype),
-        shape=tf.TensorShape([None, *like.shape[1:]]),
-        trainable=False,
-        collections=[tf.compat.v1.GraphKeys.LOCAL_VARIABLES],
-        use_resource=True,
-        name=name,
-    )
-
-
 def _in_blocks(data: tf.Tensor, labels: tf.Tensor, block: int) -> tuple[tf.Tensor, tf.Tensor]:
     """A read's examples in random order, cut into blocks of `block` ([n, block, ...]).
 
     The shuffle queue splits what is enqueued into elements and gathers a batch element by
     element, about 3 µs each: moving blocks divides that work by `block`. Blocks still mix
     well because the writer already stored every shard in a random order. The examples left
-    over after the last whole block wait for this reader's next read, so none is dropped or
-    repeated and every batch has exactly --batch-size examples. (Each reader runs in its
-    own thread, so nothing else touches its held-back examples.)
+    over after the last whole block wait in a small queue for this reader's next read, so
+    none is dropped or repeated and every batch has exactly --batch-size examples. Only this
+    reader's thread touches that queue. (A queue, not a variable: in a parameter-server
+    cluster the Estimator would place a variable on a parameter server, shared by every
+    worker.)
     """
-    held_data, held_labels = _held_back(data, "held_data"), _held_back(labels, "held_labels")
-    data, labels = tf.concat([held_data.value(), data], 0), tf.concat([held_labels.value(), labels], 0)
+    held = tf.queue.FIFOQueue(block, [data.dtype, labels.dtype], [data.shape[1:], labels.shape[1:]], name="held_back")
+    held_data, held_labels = held.dequeue_many(held.size())
+    data, labels = tf.concat([held_data, data], 0), tf.concat([held_labels, labels], 0)
     order = tf.random.shuffle(tf.range(tf.shape(labels)[0]))
     data, labels = tf.gather(data, order), tf.gather(labels, order)
     whole = tf.shape(labels)[0] // block * block
-    hold = [held_data.assign(data[whole:], read_value=False), held_labels.assign(labels[whole:], read_value=False)]
-    with tf.control_dependencies(hold):
+    with tf.control_dependencies([held.enqueue_many([data[whole:], labels[whole:]])]):
         return tf.reshape(data[:whole], [-1, block, *data.shape[1:]]), tf.reshape(labels[:whole], [-1, block])
 
 
