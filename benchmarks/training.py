@@ -92,7 +92,8 @@ def run(bench: Bench) -> dict:
         name = trained["model"]
         targets += [
             target(
-                f"training ({name} model): queue ≥ 2× feed_dict, steps/s",
+                f"training ({name} model): queue ≥ 2× feed_dict, steps/s (the ceiling, a constant batch: "
+                f"{paired_ratio(rate['constant'], rate['feed_dict']):.2f}×)",
                 paired_ratio(rate["queue"], rate["feed_dict"]),
                 2.0,
             ),
