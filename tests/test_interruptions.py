@@ -4,6 +4,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -150,3 +151,25 @@ def test_ctrl_c_stops_the_shard_writing_threads_without_finishing_the_dataset(tm
     assert "Interrupted: no metadata.json was written" in (tmp_path / "p.log").read_text()
     assert not (output / "metadata.json").exists()
     assert sum(name.endswith(".tfrecord") for name in os.listdir(output)) < 50  # the queued shards never started
+
+
+def free_address() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_sigterm_stops_a_worker_still_waiting_for_its_cluster(tmp_path, digits_dir):
+    cluster = {"chief": [free_address()], "worker": [free_address()], "ps": [free_address()]}  # nobody else runs
+    env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}})}
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "w") as log:
+        args = ["--data-dir", digits_dir, "--job-dir", str(tmp_path / "job")]
+        worker = subprocess.Popen([sys.executable, "-m", "trainer.task", *args], stdout=log, stderr=log, env=env)
+        try:
+            wait_for(log_path, "Graph was finalized")  # next: a session, which waits for the parameter server
+            time.sleep(2)
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == -signal.SIGTERM
+        finally:
+            worker.kill()

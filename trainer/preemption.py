@@ -3,6 +3,11 @@
 The signal only sets a flag; the hook acts on it between two training steps, where the
 session is in a consistent state, saves a checkpoint with the Estimator's own saver and
 raises Preempted. A rerun of the same command resumes from that checkpoint.
+
+The handler is installed only once the session exists. Python runs signal handlers between
+bytecodes, so a handler installed earlier would leave a task that waits in session creation
+(for a parameter server or the chief) deaf to SIGTERM; until then the default action ends the
+task at once, and there is nothing to save yet.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ class SaveOnSigtermHook(tf.estimator.SessionRunHook):
         self._is_chief = is_chief  # only the chief writes checkpoints in a cluster
         self._signalled = threading.Event()
 
-    def begin(self):
+    def after_create_session(self, session, coord):
         if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             signal.signal(signal.SIGTERM, lambda signum, frame: self._signalled.set())
 
