@@ -74,7 +74,7 @@ def header(results: dict[str, dict]) -> list[str]:
     rows = [
         [
             name,
-            *(result["environment"][key] for key in ("size", "date", "load_average")),
+            *(result["environment"][key] for key in ("size", "code", "date", "load_average")),
             report.number(result["seconds"]),
         ]
         for name, result in results.items()
@@ -88,9 +88,9 @@ def header(results: dict[str, dict]) -> list[str]:
         "the ratios between them hold better than the absolute figures.",
         "",
         f"Machine: {machine['cpu']}, {machine['cores']} cores, no GPU in use; Python {machine['python']}, "
-        f"TensorFlow {machine['tensorflow']}. Code: {machine['code']}.",
+        f"TensorFlow {machine['tensorflow']}.",
         "",
-        *report.table(["benchmark", "size", "date (UTC)", "load average after", "seconds"], rows),
+        *report.table(["benchmark", "size", "code", "date (UTC)", "load average after", "seconds"], rows),
     ]
 
 
