@@ -162,6 +162,11 @@ def is_number(text: str) -> bool:
     return True
 
 
+def _file_column(feature: int, label_at: int) -> int:
+    """The 1-based column in the file of feature column `feature` (the label column taken out)."""
+    return feature + (feature >= label_at) + 1
+
+
 def read_csv(path: str | None, options: SourceOptions) -> RawData:
     """One example a line: numeric features and a label column. A first line with no number
     in it is a header."""
@@ -188,11 +193,16 @@ def read_csv(path: str | None, options: SourceOptions) -> RawData:
             raise UserError(f"{where}: line {number} has {len(row)} columns; expected {columns}")
         labels.append(row.pop(label_at).strip())
         try:
-            features[number - first_line] = row
+            with np.errstate(over="ignore"):  # beyond float32's range: inf, refused below
+                features[number - first_line] = row
         except ValueError:
             bad = next(i for i, field in enumerate(row) if not is_number(field))
-            column = bad + (bad >= label_at) + 1
+            column = _file_column(bad, label_at)
             raise UserError(f"{where}: line {number}, column {column}: {row[bad]!r} is not a number") from None
+    if not np.all(np.isfinite(features)):  # nan, inf, or beyond float32's range
+        index, bad = np.argwhere(~np.isfinite(features))[0]
+        line, column = index + first_line, _file_column(bad, label_at)
+        raise UserError(f"{where}: line {line}, column {column}: {rows[index][bad]!r} is not a finite float32")
     raw_labels = np.array(labels)
     if all(is_number(label) for label in labels):
         raw_labels = raw_labels.astype(np.float64)

@@ -78,6 +78,8 @@ def test_csv_without_header_takes_the_last_column_as_label(tmp_path):
         ("1,2,0\n3,0\n", "line 2 has 2 columns; expected 3"),
         ("1,2,0\n3,x,1\n", "line 2, column 2: 'x' is not a number"),
         ("f,g,y\n1,2,0\n1,2,1\n1,,1\n", "line 4, column 2: '' is not a number"),
+        ("1,2,0\n1e39,3,1\n", "line 2, column 1: '1e39' is not a finite float32"),
+        ("1,2,0\n3,nan,1\n", "line 2, column 2: 'nan' is not a finite float32"),
         ("1,2,0\n3,4,0\n", "1 distinct label"),
         ("", "no data rows"),
     ],
