@@ -37,7 +37,7 @@ def queue_feed(files: list[str], metadata: Metadata, config: Config) -> Feed:
 def tf_data_batches(files: list[str], metadata: Metadata, config: Config) -> tf.data.Dataset:
     """Files read in parallel, records parsed a read at a time, examples shuffled and batched."""
     autotune = tf.data.AUTOTUNE
-    records = -(-config.read_batch_size // metadata.examples_per_record)  # as the queue's readers read
+    records = metadata.records_holding(config.read_batch_size)  # as the queue's readers read
     return (
         tf.data.Dataset.from_tensor_slices(files)
         .shuffle(len(files), seed=config.seed)

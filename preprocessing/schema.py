@@ -84,6 +84,10 @@ class Metadata:
     def feature_key(self) -> str:
         return IMAGE_KEY if self.dtype == "uint8" else VECTOR_KEY
 
+    def records_holding(self, examples: int) -> int:
+        """How many full records hold at least `examples` examples (rounded up)."""
+        return -(-examples // self.examples_per_record)
+
     def to_json(self) -> str:
         # num_classes is derived, but written out for readers of the file.
         return json.dumps({**asdict(self), "num_classes": self.num_classes}, indent=2) + "\n"

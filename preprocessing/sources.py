@@ -199,8 +199,9 @@ def read_csv(path: str | None, options: SourceOptions) -> RawData:
             bad = next(i for i, field in enumerate(row) if not is_number(field))
             column = _file_column(bad, label_at)
             raise UserError(f"{where}: line {number}, column {column}: {row[bad]!r} is not a number") from None
-    if not np.all(np.isfinite(features)):  # nan, inf, or beyond float32's range
-        index, bad = np.argwhere(~np.isfinite(features))[0]
+    not_finite = np.argwhere(~np.isfinite(features))  # nan, inf, or beyond float32's range
+    if len(not_finite):
+        index, bad = not_finite[0]
         line, column = index + first_line, _file_column(bad, label_at)
         raise UserError(f"{where}: line {line}, column {column}: {rows[index][bad]!r} is not a finite float32")
     raw_labels = np.array(labels)

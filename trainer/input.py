@@ -42,7 +42,7 @@ STAGING_AREA = "input_staging_area"  # its shared name, and the collection of th
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
     """One reader: about `read_batch_size` examples at a time (whole records), parsed and checked."""
     options = tf.io.TFRecordOptions(compression_type=metadata.compression)
-    records = -(-read_batch_size // metadata.examples_per_record)  # rounded up
+    records = metadata.records_holding(read_batch_size)
     _, serialized = tf.compat.v1.TFRecordReader(options=options).read_up_to(filename_queue, records)
     data, labels = parse_records(serialized, metadata)
     in_range = tf.debugging.assert_less(
@@ -56,8 +56,8 @@ def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tup
 
 def shuffle_block(config: Config) -> int:
     """Examples per element of the shuffle queue: the largest number that divides both
-    --shuffle-block and the batch size. Always 1 with --num-epochs, where the examples a reader holds back for its
-    next block would be lost at the end of the last pass."""
+    --shuffle-block and the batch size. Always 1 with --num-epochs, where the examples a
+    reader holds back for its next block would be lost at the end of the last pass."""
     return 1 if config.num_epochs is not None else math.gcd(config.shuffle_block, config.batch_size)
 
 
@@ -86,9 +86,9 @@ def _in_blocks(data: tf.Tensor, labels: tf.Tensor, block: int) -> tuple[tf.Tenso
 def _prefetched(data: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """The same batches through a small FIFO of whole batches that its own thread fills.
 
-    Taking a batch out of the shuffle queue gathers it example by example (and runs the readers'
-    waiting enqueues): about 3 µs an example, which the training step would otherwise wait for.
-    From this queue the step takes one ready batch.
+    Taking a batch out of the shuffle queue gathers it element by element (and runs the readers'
+    waiting enqueues), which the training step would otherwise wait for. From this queue the
+    step takes one ready batch.
     """
     prefetch = tf.queue.FIFOQueue(PREFETCH_BATCHES, [data.dtype, labels.dtype], name="prefetch_queue")
     runner = tf.compat.v1.train.QueueRunner(prefetch, [prefetch.enqueue([data, labels])])
