@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from preprocessing.sources import from_arrays, read_idx
-from preprocessing.writer import build_dataset
+from preprocessing.writer import build_dataset, usable_cores
 from trainer.config import Config
 from trainer.dataset import DataFiles, locate
 
@@ -220,7 +220,7 @@ def environment(size: Size) -> dict:
         "size": size.name,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "cpu": cpu,
-        "cores": os.cpu_count(),
+        "cores": usable_cores(),
         "python": platform.python_version(),
         "tensorflow": tf.__version__,
         "code": code_version(),

@@ -232,9 +232,16 @@ def shard_counts(train: int, evaluation: int, shards: int | None, example_bytes:
     return train_shards, eval_shards
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: a container's or `taskset`'s limit, not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):  # Linux
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def default_workers(data: RawData) -> int:
     """A thread per core for arrays in memory; for files to decode, processes (see _worker_pool)."""
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     if data.load is None:
         return cores
     return max(1, min(cores, len(data.labels) // EXAMPLES_PER_WORKER))
