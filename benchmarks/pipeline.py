@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from benchmarks import report
 from benchmarks.common import Bench, Size, measure, paired_ratio, target
-from benchmarks.feeds import FEEDS, mean_fill, session_loop
+from benchmarks.feeds import FEEDS, FILL_EVERY, mean_fill, session_loop
 from trainer.config import Config
 from trainer.dataset import DataFiles
 
@@ -122,8 +122,9 @@ def section(result: dict) -> list[str]:
         "batch size take their timed windows in turns. tf.data: a parallel interleave over `reader threads` "
         "files, `read_up_to` examples (in whole records) at a time, a parallel parse_records, unbatch, "
         "an example shuffle as big as the queue's, batch and prefetch (AUTOTUNE). Cores: the process's CPU "
-        "time over wall time in the windows (2 = the whole machine). Queue fill: the mean over the timed "
-        "steps of the fraction of the shuffle queue's room above `min_after_dequeue` that is "
+        f"time over wall time in the windows ({result['environment']['cores']} = the whole machine). "
+        f"Queue fill: the mean, over every {FILL_EVERY}th step in the timed windows, of the fraction of "
+        "the shuffle queue's room above `min_after_dequeue` that is "
         f"full (0: the consumer waits for the readers). Data: {result['data']}.",
         "",
         *report.table(headers, rows),

@@ -115,8 +115,8 @@ def section(result: dict) -> list[str]:
         "and the same layers (`build_network`) in Keras `Model.fit` on the tf.data pipeline. `constant` "
         "is one real batch held in the graph: the limit, with no input cost. The feeds take their timed "
         "windows in turns; a ratio is the median of the per-round ratios. Cores: the process's CPU "
-        "time over wall time in the windows (2 = the whole "
-        f"machine). Data: {result['data']}.",
+        f"time over wall time in the windows ({result['environment']['cores']} = the whole "
+        f"machine). Queue fill: as in table 1. Data: {result['data']}.",
     ]
     headers = ["feed", "steps/s (median)", "min – max", "examples/s", "ratio to constant", "cores", "queue fill"]
     for trained in result["models"]:
