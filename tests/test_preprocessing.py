@@ -96,6 +96,18 @@ def test_an_image_that_does_not_decode_stops_the_worker_processes_naming_it(tmp_
     assert not (tmp_path / "out" / "metadata.json").exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
+def test_default_workers_count_the_cores_this_process_may_use():
+    """Under taskset or a container's cpuset the machine has more cores than the job may use."""
+    code = (
+        "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+        "from preprocessing.sources import from_arrays; from preprocessing.writer import default_workers; "
+        "import numpy as np; print(default_workers(from_arrays(np.zeros((4, 2), np.uint8), np.arange(4), 'x')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["1"]
+
+
 def test_shard_counts():
     assert shard_counts(1000, 250, None, 64) == (2, 1)  # small: the minimum
     assert shard_counts(1000, 250, 8, 64) == (8, 2)
