@@ -117,19 +117,19 @@ class Loop:
 
     def __init__(self, session: tf.compat.v1.train.MonitoredSession, step: object, next_feed: Callable | None):
         self._session = session
-        self._step = {"step": step}
+        self._fetches = {"step": step}
         fill = queue_fill()
-        self._sampled = {**self._step, "fill": fill} if fill is not None else self._step
+        self._fetches_with_fill = {**self._fetches, "fill": fill} if fill is not None else self._fetches
         self._next_feed = next_feed
-        self._steps = 0
+        self._runs = 0
         self.fills: list[float] = []
 
     def __call__(self, steps: int) -> float:
         """Runs `steps` steps; returns their seconds."""
         start = time.perf_counter()
         for _ in range(steps):
-            fetches = self._sampled if self._steps % FILL_EVERY == 0 else self._step  # the first step too
-            self._steps += 1
+            fetches = self._fetches_with_fill if self._runs % FILL_EVERY == 0 else self._fetches  # the first too
+            self._runs += 1
             values = self._session.run(fetches, feed_dict=self._next_feed() if self._next_feed else None)
             if "fill" in values:
                 self.fills.append(float(values["fill"]))
