@@ -19,6 +19,12 @@ def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path):
     assert config.conv_filters == (8, 8)
 
 
+def test_an_empty_flag_means_no_layers():
+    """`--conv-filters '' --hidden-units ''` is softmax regression on the pixels."""
+    config = from_sources(None, {"conv_filters": "", "hidden_units": ""})
+    assert (config.conv_filters, config.hidden_units) == ((), ())
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

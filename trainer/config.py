@@ -49,8 +49,8 @@ class Config:
     eval_batch_size: int = _option(256, "examples per evaluation batch")
     seed: int = _option(0, "seed for weights, dropout and shuffling")
     # Model.
-    conv_filters: tuple[int, ...] = _option((32, 64), "filters of each convolution block (image inputs)")
-    hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions")
+    conv_filters: tuple[int, ...] = _option((32, 64), "filters of each convolution block (image inputs; '' for none)")
+    hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions ('' for none)")
     dropout: float = _option(0.3, "dropout rate of the dense layers")
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
     # Input pipeline.
@@ -152,7 +152,7 @@ def _convert(name: str, value: Any, where: str) -> Any:
         kind = typing.get_args(kind)[0]
     try:
         if kind is tuple or typing.get_origin(kind) is tuple:
-            parts = value.split(",") if isinstance(value, str) else value
+            parts = (value.split(",") if value else []) if isinstance(value, str) else value  # "": none
             if not isinstance(parts, (list, tuple)) or not all(_is_int(p) for p in parts):
                 raise ValueError
             return tuple(int(p) for p in parts)
