@@ -152,7 +152,9 @@ def _convert(name: str, value: Any, where: str) -> Any:
         kind = typing.get_args(kind)[0]
     try:
         if kind is tuple or typing.get_origin(kind) is tuple:
-            parts = (value.split(",") if value else []) if isinstance(value, str) else value  # "": none
+            parts = value
+            if isinstance(value, str):  # a flag: "32,64", or "" for none
+                parts = value.split(",") if value else []
             if not isinstance(parts, (list, tuple)) or not all(_is_int(p) for p in parts):
                 raise ValueError
             return tuple(int(p) for p in parts)
