@@ -1,9 +1,11 @@
-"""The four ways a batch reaches the model, all from the same shards, and the loop that runs them.
+"""The ways a batch reaches the model, all from the same shards, and the loop that runs them.
 
 - queue: this project's input_fn (filename queue, TFRecordReader.read_up_to, shuffle_batch_join);
 - tf.data: a tuned tf.data pipeline with the same outputs;
 - feed_dict: the seeds' way, Python reads and decodes every record and feeds placeholders;
-- constant: one real batch held in the graph, the limit with no input cost at all.
+- constant: one real batch held in the graph, the limit with no input cost at all;
+- constant via FIFO: that batch handed to the step through the queue feed's last stage, the cost of
+  one queue handoff per step with no reading, parsing or shuffling.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tensorflow as tf
 
 from preprocessing.schema import Metadata, decode_record, parse_records
 from trainer.config import Config
-from trainer.input import make_input_fn
+from trainer.input import make_input_fn, prefetched
 
 # The queue fill is fetched with every FILL_EVERY-th step only: the Estimator records summaries
 # every 100 steps, and one more fetch with every step cost the queue feeds 5-9% of the small
@@ -95,11 +97,21 @@ def constant_feed(files: list[str], metadata: Metadata, config: Config) -> Feed:
     return Feed({metadata.feature_key: tf.constant(x)}, tf.constant(y))
 
 
+def fifo_constant_feed(files: list[str], metadata: Metadata, config: Config) -> Feed:
+    """The constant batch through the prefetch FIFO and its runner thread, as the queue feed's
+    batches reach the step."""
+    constant = constant_feed(files, metadata, config)
+    with tf.device("/cpu:0"):
+        data, labels = prefetched(constant.features[metadata.feature_key], constant.labels)
+    return Feed({metadata.feature_key: data}, labels)
+
+
 FEEDS: dict[str, Callable[[list[str], Metadata, Config], Feed]] = {
     "queue": queue_feed,
     "tf.data": tf_data_feed,
     "feed_dict": feed_dict_feed,
     "constant": constant_feed,
+    "constant via FIFO": fifo_constant_feed,
 }
 
 

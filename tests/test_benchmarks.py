@@ -69,7 +69,7 @@ def test_training_benchmark(tmp_path):
     result = run_benchmark("training", tmp_path)
     for trained in result["models"]:
         rows = {row["feed"]: row for row in trained["rows"]}
-        assert set(rows) == FEEDS | {"constant", "keras fit, tf.data"}
+        assert set(rows) == FEEDS | {"constant", "constant via FIFO", "keras fit, tf.data"}
         for feed, row in rows.items():
             assert_measurement(row["steps_per_second"])
             assert positive(row["ratio_to_constant"])

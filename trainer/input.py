@@ -83,7 +83,7 @@ def _in_blocks(data: tf.Tensor, labels: tf.Tensor, block: int) -> tuple[tf.Tenso
         return tf.reshape(data[:whole], [-1, block, *data.shape[1:]]), tf.reshape(labels[:whole], [-1, block])
 
 
-def _prefetched(data: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+def prefetched(data: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """The same batches through a small FIFO of whole batches that its own thread fills.
 
     Taking a batch out of the shuffle queue gathers it element by element (and runs the readers'
@@ -187,7 +187,7 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 enqueue_many=True,
                 allow_smaller_final_batch=config.num_epochs is not None,
             )
-            data, labels = _prefetched(_unblocked(data), _unblocked(labels))
+            data, labels = prefetched(_unblocked(data), _unblocked(labels))
         device = staging_device(config)
         if device:
             data, labels = _staged(data, labels, device)
