@@ -6,12 +6,13 @@ at fault. Examples stay in their natural dtype: uint8 pixels, float32 features.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import gzip
 import io
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -227,6 +228,21 @@ def read_npz(path: str | None, options: SourceOptions) -> RawData:
     return from_arrays(x, y, where)
 
 
+@contextlib.contextmanager
+def _opened_image(path: str) -> Iterator:
+    """The image at `path` (local or gs://), opened with Pillow; a file that does not decode, now
+    or while it is used, is a UserError naming it."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
+            yield image
+    except UnidentifiedImageError:
+        raise UserError(f"{path}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
+    except (OSError, ValueError) as error:  # truncated or damaged image data
+        raise UserError(f"{path}: cannot decode image ({error})") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class ImageLoader:
     """Decodes one image file to a (H, W, C) uint8 array of the expected shape."""
@@ -235,16 +251,13 @@ class ImageLoader:
     resize: bool
 
     def __call__(self, path: str) -> np.ndarray:
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
 
-        try:
-            with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
-                image = image.convert("L" if self.shape[2] == 1 else "RGB")
-                if self.resize:
-                    image = image.resize((self.shape[1], self.shape[0]), Image.BILINEAR)
-                pixels = np.asarray(image, dtype=np.uint8)
-        except (OSError, UnidentifiedImageError, ValueError) as error:
-            raise UserError(f"{path}: cannot decode image ({error})") from None
+        with _opened_image(path) as image:
+            image = image.convert("L" if self.shape[2] == 1 else "RGB")
+            if self.resize:
+                image = image.resize((self.shape[1], self.shape[0]), Image.BILINEAR)
+            pixels = np.asarray(image, dtype=np.uint8)
         pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)
         if pixels.shape != self.shape:
             raise UserError(
@@ -257,14 +270,9 @@ class ImageLoader:
 def _first_image_shape(path: str, size: tuple[int, int] | None) -> tuple[int, int, int]:
     """The shape every image will have: the first image's size (or --image-size), and one
     channel if it is grayscale, else three."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
-            channels = 1 if image.mode in ("1", "L", "I", "I;16", "F") else 3
-            width, height = image.size
-    except (OSError, UnidentifiedImageError) as error:
-        raise UserError(f"{path}: cannot decode image ({error})") from None
+    with _opened_image(path) as image:
+        channels = 1 if image.mode in ("1", "L", "I", "I;16", "F") else 3
+        width, height = image.size
     height, width = size or (height, width)
     return (height, width, channels)
 
