@@ -140,6 +140,16 @@ def test_image_that_does_not_decode_is_named(tmp_path):
         [data.load(path) for path in data.items]
 
 
+def test_truncated_image_is_named(tmp_path):
+    make_image_folder(tmp_path)
+    noise = np.random.default_rng(0).integers(0, 256, (60, 50), dtype=np.uint8)
+    Image.fromarray(noise).save(tmp_path / "dogs" / "whole.png")  # noise, so that the PNG is large
+    (tmp_path / "dogs" / "truncated.png").write_bytes((tmp_path / "dogs" / "whole.png").read_bytes()[:300])
+    data = read_images(str(tmp_path), SourceOptions(image_size=(6, 5)))
+    with pytest.raises(UserError, match="truncated.png: cannot decode image"):
+        [data.load(path) for path in data.items]
+
+
 @pytest.mark.parametrize(
     "reader, name, message",
     [
