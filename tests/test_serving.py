@@ -120,6 +120,23 @@ def test_predict_cli_on_every_kind_of_file(served, tmp_path):
     assert [line["class_ids"] for line in lines] == expected_ids
 
 
+def test_predict_cli_names_the_image_the_model_rejects(served, tmp_path):
+    export, _, images, _ = served
+    for i in range(3):
+        (tmp_path / f"{i}.png").write_bytes(png(images[i]))
+    (tmp_path / "1.png").write_bytes(png(images[1])[:40])  # truncated, between two good ones in one batch
+    files = [str(tmp_path / f"{i}.png") for i in range(3)]
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--input", *files],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert f"{files[1]}: the model rejects it (" in last
+    assert "node" not in last and "Traceback" not in result.stderr
+
+
 def test_predict_cli_answers_a_request_body_as_a_server_would(served, tmp_path):
     export, _, images, expected = served
     (tmp_path / "request.json").write_text(json.dumps({"instances": images[:3].tolist()}))
@@ -147,6 +164,10 @@ def test_predict_cli_answers_a_request_body_as_a_server_would(served, tmp_path):
         ({"instances": [[1, 2, 3]]}, "inputs have shape [3]; the model takes [8, 8, 1]"),
         ({"signature_name": "nope", "instances": [[0]]}, "no signature 'nope'"),
         ({"signature_name": SIGNATURES[1], "instances": [{"image_bytes": {"b64": "***"}}]}, "not valid base64"),
+        (
+            {"signature_name": SIGNATURES[1], "instances": [{"image_bytes": {"b64": "anVuaw=="}}]},  # b"junk"
+            "--instances-json: instance 0: the model rejects it (Unknown image file format",
+        ),
     ],
 )
 def test_bad_request_bodies_are_one_line_errors(served, tmp_path, request_body, message):

@@ -56,15 +56,20 @@ class Model:
         self.signatures = tf.saved_model.load(model_dir).signatures
         self.input_name = self.metadata.feature_key
 
-    def predict(self, signature: str, values) -> list[dict]:
-        """One dict of outputs per input, as a predict server's row format returns them."""
+    def predict(self, signature: str, values, names: list[str] | None = None) -> list[dict]:
+        """One dict of outputs per input, as a predict server's row format returns them. An input
+        the model rejects (an image that does not decode) is a UserError naming it (by `names`,
+        or as "input N")."""
         import tensorflow as tf
 
         if signature not in self.signatures:
             raise UserError(f"the model has no signature {signature!r} (it has {', '.join(sorted(self.signatures))})")
         function = self.signatures[signature]
-        (name,) = function.structured_input_signature[1]
-        outputs = {key: value.numpy() for key, value in function(**{name: tf.constant(values)}).items()}
+        try:
+            outputs = _call(function, values)
+        except tf.errors.InvalidArgumentError as error:
+            names = names or [f"input {i}" for i in range(len(values))]
+            raise UserError(_rejected(function, values, names, error)) from None
         return [
             {key: _plain(value[i]) for key, value in sorted(outputs.items())} for i in range(len(outputs["class_ids"]))
         ]
@@ -78,6 +83,32 @@ class Model:
         if array.shape[1:] != shape:
             raise UserError(f"{where}: inputs have shape {list(array.shape[1:])}; the model takes {list(shape)}")
         return array
+
+
+def _call(function, values) -> dict[str, np.ndarray]:
+    import tensorflow as tf
+
+    (name,) = function.structured_input_signature[1]
+    return {key: value.numpy() for key, value in function(**{name: tf.constant(values)}).items()}
+
+
+def _rejected(function, values, names: list[str], error) -> str:
+    """Which input of a failed batch the model rejects, found by trying each alone, and why."""
+    import tensorflow as tf
+
+    for value, name in zip(values, names):
+        try:
+            _call(function, [value])
+        except tf.errors.InvalidArgumentError as alone:
+            return f"{name}: the model rejects it ({_reason(alone)})"
+    return f"{names[0]} to {names[-1]}: the model rejects this batch ({_reason(error)})"
+
+
+def _reason(error) -> str:
+    """The line of a TensorFlow error that says what was wrong, without the graph's node names."""
+    lines = [line.strip() for line in error.message.splitlines()]
+    noise = ("Graph execution error", "Detected at node", "<stack traces", "[[")
+    return next((line for line in lines if line and not line.startswith(noise)), lines[0])
 
 
 def _plain(value):
@@ -165,7 +196,7 @@ def predict_files(model: Model, paths: list[str], batch_size: int) -> Iterator[d
 
 def _run(model: Model, signature: str, batch: list) -> Iterator[dict]:
     names, values = zip(*batch)
-    for name, prediction in zip(names, model.predict(signature, list(values))):
+    for name, prediction in zip(names, model.predict(signature, list(values), list(names))):
         yield {"input": name, **prediction}
 
 
@@ -178,7 +209,8 @@ def respond(model: Model, request: dict) -> dict:
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
     if signature == DEFAULT_SIGNATURE:
         values = model.values(values, "--instances-json")
-    return {"predictions": model.predict(signature, values)}
+    names = [f"--instances-json: instance {i}" for i in range(len(values))]
+    return {"predictions": model.predict(signature, values, names)}
 
 
 def _instance_value(instance, input_name: str, index: int):
