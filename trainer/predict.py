@@ -86,6 +86,7 @@ class Model:
 
 
 def _call(function, values) -> dict[str, np.ndarray]:
+    """One call of a signature on a batch of values; its outputs as numpy arrays."""
     import tensorflow as tf
 
     (name,) = function.structured_input_signature[1]
