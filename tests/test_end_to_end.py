@@ -44,6 +44,19 @@ def test_rerun_resumes_from_the_last_checkpoint(trained_job, tmp_path):
         assert json.load(file)["global_step"] == 850
 
 
+def test_rerun_with_another_model_is_refused_before_touching_the_checkpoint(trained_job, tmp_path):
+    original, args, _ = trained_job
+    job_dir = shutil.copytree(original, tmp_path / "job")
+    data_dir = args[args.index("--data-dir") + 1]
+    result = run_task("--data-dir", data_dir, "--job-dir", str(job_dir), "--train-steps", "850", "--hidden-units", "64")
+    assert result.returncode == 2
+    assert (
+        f"--job-dir {job_dir}: its checkpoint model.ckpt-800 is of another model "
+        "(classifier/dense/kernel is [256, 256] there, [256, 64] with these flags and data)"
+    ) in result.stderr.strip().splitlines()[-1]
+    assert sorted(os.listdir(job_dir)) == sorted(os.listdir(original))  # nothing saved over the old run
+
+
 def test_task_with_missing_data_says_so_in_one_line(tmp_path):
     result = run_task("--data-dir", str(tmp_path), "--job-dir", str(tmp_path / "job"))
     assert result.returncode == 2

@@ -95,8 +95,38 @@ def _log_dataset(data: dataset.DataFiles) -> None:
     log.info("Devices: %s", ", ".join(d.name for d in tf.config.list_physical_devices()))
 
 
+def model_variables(config: Config, metadata) -> dict[str, list[int]]:
+    """Name -> shape of every variable a training run of `config` creates (optimizer slots included)."""
+    with tf.Graph().as_default():
+        tf.compat.v1.train.create_global_step()
+        data = tf.compat.v1.placeholder(tf.as_dtype(metadata.dtype), [None, *metadata.shape])
+        labels = tf.compat.v1.placeholder(tf.int64, [None])
+        params = {"config": config, "metadata": metadata}
+        model.model_fn({metadata.feature_key: data}, labels, tf.estimator.ModeKeys.TRAIN, params)
+        return {variable.op.name: variable.shape.as_list() for variable in tf.compat.v1.global_variables()}
+
+
+def check_checkpoint_fits(config: Config, metadata) -> None:
+    """A rerun resumes from --job-dir's checkpoint, which must hold this model. TensorFlow restores
+    a variable of another shape without a word (a resource variable's assign does not check it) and
+    fails steps later on some op's shapes, or trains on."""
+    checkpoint = tf.train.latest_checkpoint(config.job_dir)
+    if not checkpoint:
+        return
+    stored = dict(tf.train.list_variables(checkpoint))
+    for name, shape in model_variables(config, metadata).items():
+        if stored.get(name) != shape:
+            there = f"is {stored[name]} there" if name in stored else "is not there"
+            raise UserError(
+                f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} is of another model "
+                f"({name} {there}, {shape} with these flags and data); use a new --job-dir, or the model flags "
+                f"and dataset it was trained with"
+            )
+
+
 def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     metadata = data.metadata
+    check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata)
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
