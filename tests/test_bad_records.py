@@ -23,7 +23,7 @@ from preprocessing.schema import (
     parse_records,
 )
 from preprocessing.tfrecord import frame
-from trainer.dataset import first_problem
+from trainer.dataset import first_problem, plain_message
 
 DIGITS_LIKE = Metadata(
     shape=(8, 8, 1),
@@ -87,6 +87,20 @@ def good_records(n=300, per_record=1):
         encode_record(rng.integers(0, 17, (per_record, 8, 8, 1), dtype=np.uint8), np.arange(per_record) % 10)
         for _ in range(n)
     ]
+
+
+def test_plain_message_is_the_line_that_says_what_went_wrong():
+    gather = tf.function(lambda x: tf.gather(x, [5]), input_signature=[tf.TensorSpec([None])], autograph=False)
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        gather(tf.zeros([4]))
+    assert plain_message(raised.value) == "indices[0] = 5 is not in [0, 4)"
+    # As a training step's session.run reports it: a header, then where the failing op was defined.
+    traced = (
+        "Graph execution error:\n\nDetected at node 'GatherV2' defined at (most recent call last):\n"
+        '    File "/job/trainer/model.py", line 100, in model_fn\n'
+        "Node: 'GatherV2'\nindices[0] = 5 is not in [0, 4)\n\t [[{{node GatherV2}}]]"
+    )
+    assert plain_message(tf.errors.InvalidArgumentError(None, None, traced)) == "indices[0] = 5 is not in [0, 4)"
 
 
 def run_task(*args):

@@ -117,8 +117,12 @@ def first_problem(path: str, metadata: Metadata) -> str | None:
 
 
 def plain_message(error: tf.errors.OpError) -> str:
-    """A TensorFlow error's first line, without the op and function names around it."""
-    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message.splitlines()[0])
+    """The line of a TensorFlow error that says what went wrong, without the header, the trace of
+    where the failing op was defined, and the op and function names around it."""
+    noise = ("Graph execution error", "Detected at node", "<stack traces", "File ", "Node:", "[[")
+    lines = [line.strip() for line in error.message.splitlines()]
+    wrong = next((text for text in lines if text and not text.startswith(noise)), lines[0] if lines else "")
+    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", wrong)
     return re.sub(r"\s*\[Op:.*$", "", message).strip()
 
 

@@ -97,19 +97,14 @@ def _rejected(function, values, names: list[str], error) -> str:
     """Which input of a failed batch the model rejects, found by trying each alone, and why."""
     import tensorflow as tf
 
+    from trainer.dataset import plain_message
+
     for value, name in zip(values, names):
         try:
             _call(function, [value])
         except tf.errors.InvalidArgumentError as alone:
-            return f"{name}: the model rejects it ({_reason(alone)})"
-    return f"{names[0]} to {names[-1]}: the model rejects this batch ({_reason(error)})"
-
-
-def _reason(error) -> str:
-    """The line of a TensorFlow error that says what was wrong, without the graph's node names."""
-    lines = [line.strip() for line in error.message.splitlines()]
-    noise = ("Graph execution error", "Detected at node", "<stack traces", "[[")
-    return next((line for line in lines if line and not line.startswith(noise)), lines[0])
+            return f"{name}: the model rejects it ({plain_message(alone)})"
+    return f"{names[0]} to {names[-1]}: the model rejects this batch ({plain_message(error)})"
 
 
 def _plain(value):
