@@ -64,6 +64,16 @@ def test_task_with_missing_data_says_so_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_folders_that_cannot_be_written_stop_the_task_before_training(tmp_path, digits_dir):
+    (tmp_path / "a-file").write_text("")
+    for flag in ("--job-dir", "--export-dir"):
+        folders = {"--job-dir": str(tmp_path / "job"), flag: str(tmp_path / "a-file")}
+        result = run_task("--data-dir", digits_dir, *[part for item in folders.items() for part in item])
+        assert result.returncode == 2
+        assert f"{flag} {tmp_path / 'a-file'}: cannot write there (" in result.stderr.strip().splitlines()[-1]
+        assert "Calling model_fn" not in result.stderr
+
+
 def test_task_ignores_flags_added_by_a_cloud_service(tmp_path):
     result = run_task("--config", str(tmp_path / "missing.yaml"), "--some-cloud-flag", "x")
     assert "Ignoring arguments this trainer does not know: --some-cloud-flag x" in result.stderr

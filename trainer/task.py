@@ -90,18 +90,22 @@ def cloud_folders(config: Config) -> Config:
 
 
 def check_access(config: Config) -> None:
-    """Fails before any work when credentials are missing or the job dir cannot be written."""
+    """Fails before any work when credentials are missing or the job dir or export dir cannot be
+    written (not only after training, when the first export is due)."""
     import tensorflow as tf
 
     from trainer.dataset import plain_message
 
-    paths = [config.data_dir, config.train_files, config.eval_files, config.job_dir]
+    paths = [config.data_dir, config.train_files, config.eval_files, config.job_dir, config.export_dir]
     if any(path and gcs.is_gcs(path) for path in paths):
         gcs.check_credentials()
-    try:
-        tf.io.gfile.makedirs(config.job_dir)
-    except tf.errors.OpError as error:
-        raise UserError(f"--job-dir {config.job_dir}: cannot write there ({plain_message(error)})") from None
+    for flag, folder in (("--job-dir", config.job_dir), ("--export-dir", config.export_dir)):
+        if not folder:
+            continue
+        try:
+            tf.io.gfile.makedirs(folder)
+        except tf.errors.OpError as error:
+            raise UserError(f"{flag} {folder}: cannot write there ({plain_message(error)})") from None
 
 
 def main(argv: list[str] | None = None) -> int:
