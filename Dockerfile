@@ -10,6 +10,7 @@ WORKDIR /app
 # The base image brings TensorFlow 2.15, so plain `pip install .` (no [cpu] or [gpu] extra)
 # adds only the package and its other dependencies.
 COPY setup.py README.md ./
+COPY dataformat dataformat/
 COPY preprocessing preprocessing/
 COPY trainer trainer/
 COPY configs configs/

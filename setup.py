@@ -17,7 +17,10 @@ setup(
     long_description=Path("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.9,<3.12",
-    packages=find_packages(include=["trainer", "trainer.*", "preprocessing", "preprocessing.*"]),
+    package_data={"trainer.vertex": ["catalog.yaml"]},
+    packages=find_packages(
+        include=["dataformat", "dataformat.*", "trainer", "trainer.*", "preprocessing", "preprocessing.*"]
+    ),
     install_requires=[
         # tf.estimator ends with the 2.15 line; TensorFlow 2.15 itself pins numpy < 2.
         f"tensorflow-estimator=={TENSORFLOW}",
@@ -52,6 +55,8 @@ setup(
         "console_scripts": [
             "trainer-task=trainer.task:main",
             "trainer-preprocess=preprocessing.cli:main",
+            "trainer-predict=trainer.predict:main",
+            "trainer-submit=trainer.vertex.submit:main",
         ]
     },
 )

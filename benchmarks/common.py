@@ -54,7 +54,7 @@ class Size:
 
 # Besides the project's default network (compute-bound on a CPU): smaller ones, where input costs show.
 DENSE = {"conv_filters": (), "hidden_units": (256,)}
-LINEAR = {"conv_filters": (), "hidden_units": ()}  # softmax regression, as small as the seeds' model
+LINEAR = {"conv_filters": (), "hidden_units": ()}  # softmax regression, the smallest model
 
 SIZES = {
     "full": Size(

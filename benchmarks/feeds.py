@@ -2,7 +2,7 @@
 
 - queue: this project's input_fn (filename queue, TFRecordReader.read_up_to, shuffle_batch_join);
 - tf.data: a tuned tf.data pipeline with the same outputs;
-- feed_dict: the seeds' way, Python reads and decodes every record and feeds placeholders;
+- feed_dict: the queue-era tutorials' way, Python reads and decodes every record and feeds placeholders;
 - constant: one real batch held in the graph, the limit with no input cost at all;
 - constant via FIFO: that batch handed to the step through the queue feed's last stage, the cost of
   one queue handoff per step with no reading, parsing or shuffling.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from preprocessing.schema import Metadata, decode_record, parse_records
+from dataformat.schema import Metadata, decode_record, parse_records
 from trainer.config import Config
 from trainer.input import make_input_fn, prefetched
 
@@ -71,7 +71,7 @@ def tf_data_feed(files: list[str], metadata: Metadata, config: Config) -> Feed:
 
 
 def python_batches(files: list[str], metadata: Metadata, batch_size: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The seeds' reader: records read in Python, each decoded with tf.train.Example.FromString and
+    """The tutorials' reader: records read in Python, each decoded with tf.train.Example.FromString and
     numpy, examples gathered into batches."""
     records = itertools.chain.from_iterable(tf.compat.v1.io.tf_record_iterator(path) for path in itertools.cycle(files))
     examples = itertools.chain.from_iterable(zip(*decode_record(record, metadata)) for record in records)

@@ -62,13 +62,21 @@ def bar_chart(folder: str, name: str, title: str, labels: list[str], values: lis
     return [name]
 
 
+NOTES_FILE = "notes.md"  # hand-written lab notes, kept across runs
+
+
 def write(folder: str, header: list[str], results: dict[str, dict], sections: list[list[str]], plots: list[str]) -> str:
-    """README.md in `folder`: the header, the targets, each benchmark's section, then the plots."""
+    """README.md in `folder`: the header, the targets, each benchmark's section, the plots, then
+    the hand-written notes of NOTES_FILE, if the folder has one."""
     lines = [*header, "", *targets(results)]
     for section in sections:
         lines += ["", *section]
     if plots:
         lines += ["", "## Plots", ""] + [f"![{name}]({name})" for name in plots]
+    notes = os.path.join(folder, NOTES_FILE)
+    if os.path.exists(notes):
+        with open(notes) as file:
+            lines += ["", "## Notes", "", file.read().rstrip()]
     path = os.path.join(folder, "README.md")
     with open(path, "w") as file:
         file.write("\n".join(lines) + "\n")

@@ -21,6 +21,7 @@ from benchmarks.feeds import FEEDS, mean_fill, session_loop, tf_data_batches
 from trainer import model
 from trainer.config import Config
 from trainer.dataset import DataFiles
+from trainer.experiment import model_params
 
 KERAS = "keras fit, tf.data"
 
@@ -29,7 +30,7 @@ def train_graph(feed: str, data: DataFiles, config: Config) -> tuple[object, Cal
     """model_fn's train_op fed by `feed`, with the feed's next_feed."""
     tf.compat.v1.train.create_global_step()
     made = FEEDS[feed](data.train, data.metadata, config)
-    params = {"config": config, "metadata": data.metadata}
+    params = model_params(config, data.metadata)
     return model.model_fn(made.features, made.labels, tf.estimator.ModeKeys.TRAIN, params).train_op, made.next_feed
 
 
@@ -48,7 +49,7 @@ def keras_loop(data: DataFiles, config: Config) -> Callable[[int], float]:
     metadata = data.metadata
     tf.keras.backend.clear_session()
     inputs = tf.keras.Input(metadata.shape, dtype=tf.as_dtype(metadata.dtype))
-    network = model.build_network(metadata, config, "channels_last")
+    network = model.build_network(model.ModelSettings.of(config, metadata), metadata)
     keras_model = tf.keras.Model(inputs, network(model.normalize(inputs, metadata)))
     keras_model.compile(
         optimizer=tf.keras.optimizers.Adam(config.learning_rate),

@@ -2,7 +2,7 @@
 
 It shares every step that decides the bytes with the local writer: the sources, the
 per-class split (split.split_class), the seeded order and the shard writer
-(writer.write_shard), and writes metadata.json last (writer.finish). So a dataset made
+(writer.write_shard), and writes metadata.json last (writer.write_metadata). So a dataset made
 with Beam holds, per split, the same examples, encoded the same way, as one made locally;
 only which shard an example lands in differs (a hash of its key, here, instead of
 contiguous runs), and with it which examples share a record.
@@ -21,11 +21,11 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, StandardOptions
 
-from preprocessing import storage
-from preprocessing.schema import EXAMPLES_PER_RECORD, SHARD_SUFFIXES, Metadata
+from dataformat import storage
+from dataformat.schema import EXAMPLES_PER_RECORD, SHARD_SUFFIXES, Metadata
 from preprocessing.sources import RawData
 from preprocessing.split import ORDER, example_hashes, in_shuffled_order, shard_name, split_class
-from preprocessing.writer import ShardResult, ShardTask, clear_output, finish, plan_shards, take, write_shard
+from preprocessing.writer import ShardResult, ShardTask, clear_output, plan_shards, take, write_metadata, write_shard
 
 log = logging.getLogger(__name__)
 STATS_SUFFIX = ".stats.json"  # a worker's statistics of one shard, read back by the launcher
@@ -150,7 +150,7 @@ def build_dataset_with_beam(
         ]
         for split in ("train", "eval")
     }
-    return finish(
+    return write_metadata(
         data,
         output,
         by_split,

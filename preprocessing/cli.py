@@ -8,9 +8,9 @@ import os
 import sys
 import time
 
-from preprocessing import storage
-from preprocessing.errors import UserError
-from preprocessing.schema import EXAMPLES_PER_RECORD
+from dataformat import commandline, storage
+from dataformat.errors import UserError
+from dataformat.schema import EXAMPLES_PER_RECORD
 from preprocessing.sources import SOURCES, SourceOptions
 
 log = logging.getLogger("preprocessing")
@@ -25,20 +25,6 @@ examples:
 """
 
 
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (exclusive)")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-    return value
-
-
 def _image_size(text: str) -> tuple[int, int]:
     try:
         height, width = (int(n) for n in text.lower().split("x"))
@@ -50,13 +36,12 @@ def _image_size(text: str) -> tuple[int, int]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = commandline.ArgumentParser(
         prog="python -m preprocessing",
         description="Convert raw data into sharded TFRecord files of tf.train.Example plus a metadata.json, "
         "with a deterministic, stratified train/eval split. Shards appear only when complete and "
         "metadata.json is written last, so a dataset with a metadata.json is always whole.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=EXAMPLES,
     )
     parser.add_argument(
         "--source",
@@ -70,19 +55,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")
     parser.add_argument(
         "--shards",
-        type=_positive,
+        type=commandline.positive_int,
         help="number of training shards (default: one per ~100 MB, at least 2); evaluation gets a proportional number",
     )
     parser.add_argument(
         "--eval-fraction",
-        type=_fraction,
+        type=commandline.fraction,
         default=0.2,
         help="fraction of each class held out for evaluation (default: 0.2)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and shard order (default: 0)")
     parser.add_argument(
         "--workers",
-        type=_positive,
+        type=commandline.positive_int,
         help="shards written in parallel: by threads for csv, npz, mnist and digits (default: one per core), "
         "by processes for images (default: one per core and 50,000 images)",
     )
@@ -104,7 +89,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--examples-per-record",
-        type=_positive,
+        type=commandline.positive_int,
         default=EXAMPLES_PER_RECORD,
         help="examples packed into each TFRecord record: fewer bytes and faster reading than one a "
         "record; 1 writes the plain one-tf.train.Example-an-example layout for other readers "
@@ -141,39 +126,36 @@ def _beam():
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    interrupted = "no metadata.json was written, so the output is not a dataset; rerun to redo it"
+    return commandline.run(lambda: _convert(argv), interrupted)
+
+
+def _convert(argv: list[str] | None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ start-up notices are noise here
     # These import TensorFlow: after --help, which should not wait for it.
-    from preprocessing.schema import METADATA_FILE
+    from dataformat.schema import METADATA_FILE
     from preprocessing.writer import build_dataset
 
     start = time.time()
-    try:
-        options = SourceOptions(label_column=args.label_column, image_size=args.image_size)
-        log.info("Reading %s%s", args.source, f" from {args.input}" if args.input else "")
-        data = SOURCES[args.source](args.input, options)
-        common = dict(
-            source=args.source,
-            eval_fraction=args.eval_fraction,
-            seed=args.seed,
-            shards=args.shards,
-            overwrite=args.overwrite,
-            compression="GZIP" if args.compression == "gzip" else "",
-            examples_per_record=args.examples_per_record,
-        )
-        if args.runner == "beam":
-            metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)
-            if metadata is None:  # only the Dataflow job was written (--template_location)
-                return 0
-        else:
-            metadata = build_dataset(data, args.output, workers=args.workers, **common)
-    except UserError as error:
-        log.error("%s", error)
-        return 2
-    except KeyboardInterrupt:
-        log.error("Interrupted: no metadata.json was written, so the output is not a dataset; rerun to redo it")
-        return 130
+    options = SourceOptions(label_column=args.label_column, image_size=args.image_size)
+    log.info("Reading %s%s", args.source, f" from {args.input}" if args.input else "")
+    data = SOURCES[args.source](args.input, options)
+    common = dict(
+        source=args.source,
+        eval_fraction=args.eval_fraction,
+        seed=args.seed,
+        shards=args.shards,
+        overwrite=args.overwrite,
+        compression="GZIP" if args.compression == "gzip" else "",
+        examples_per_record=args.examples_per_record,
+    )
+    if args.runner == "beam":
+        metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)
+        if metadata is None:  # only the Dataflow job was written (--template_location)
+            return 0
+    else:
+        metadata = build_dataset(data, args.output, workers=args.workers, **common)
     seconds = time.time() - start
     examples = sum(split.examples for split in metadata.splits.values())
     size = sum(split.bytes for split in metadata.splits.values())

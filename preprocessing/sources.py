@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from preprocessing import storage
-from preprocessing.errors import UserError
+from dataformat import storage
+from dataformat.errors import UserError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 

@@ -29,9 +29,9 @@ from typing import BinaryIO
 import numpy as np
 from tqdm import tqdm
 
-from preprocessing import storage
-from preprocessing.errors import UserError
-from preprocessing.schema import (
+from dataformat import storage
+from dataformat.errors import UserError
+from dataformat.schema import (
     EXAMPLES_PER_RECORD,
     METADATA_FILE,
     SHARD_SUFFIXES,
@@ -40,9 +40,9 @@ from preprocessing.schema import (
     SplitInfo,
     encode_record,
 )
+from dataformat.tfrecord import frame
 from preprocessing.sources import RawData
 from preprocessing.split import shard_name, split_indices
-from preprocessing.tfrecord import frame
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +291,7 @@ def build_dataset(
     log.info("Writing with %d %s", workers, "thread(s)" if data.load is None else "process(es)")
     results = write_shards(tasks, workers)
     by_split = {"train": results[: counts["train"]], "eval": results[counts["train"] :]}
-    return finish(
+    return write_metadata(
         data,
         output,
         by_split,
@@ -319,7 +319,7 @@ def plan_shards(data: RawData, train: int, evaluation: int, eval_fraction: float
     return counts
 
 
-def finish(
+def write_metadata(
     data: RawData,
     output: str,
     by_split: dict[str, list[ShardResult]],

@@ -4,4 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh cpu
-exec .venv/bin/python -m trainer.task "$@"
+if [ ! -f runs/digits/data/metadata.json ]; then
+  .venv/bin/python -m preprocessing --source digits --output runs/digits/data
+fi
+exec .venv/bin/python -m trainer.task --data-dir runs/digits/data --job-dir runs/digits "$@"

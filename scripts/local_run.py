@@ -4,7 +4,7 @@ environment, running `python -m trainer.task` with the job's arguments, outside 
     python scripts/local_run.py -- --data-dir data/digits --job-dir runs/packaged --train-steps 500
 
 A broken setup.py, a file missing from the package or a missing dependency fails here, on
-your machine, before any money is spent. The sdist is the one `python -m trainer.submit` uploads.
+your machine, before any money is spent. The sdist is the one `python -m trainer.vertex.submit` uploads.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
-from trainer.submit import build_sdist  # noqa: E402
+from trainer.vertex.submit import build_sdist  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,8 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from preprocessing.errors import UserError
-from preprocessing.schema import (
+from dataformat.errors import UserError, tensorflow_error_line
+from dataformat.schema import (
     METADATA_FILE,
     Metadata,
     ShardInfo,
@@ -22,8 +22,8 @@ from preprocessing.schema import (
     encode_record,
     parse_records,
 )
-from preprocessing.tfrecord import frame
-from trainer.dataset import first_problem, plain_message
+from dataformat.tfrecord import frame
+from trainer.dataset import first_problem
 
 DIGITS_LIKE = Metadata(
     shape=(8, 8, 1),
@@ -89,18 +89,20 @@ def good_records(n=300, per_record=1):
     ]
 
 
-def test_plain_message_is_the_line_that_says_what_went_wrong():
+def test_tensorflow_error_line_is_the_line_that_says_what_went_wrong():
     gather = tf.function(lambda x: tf.gather(x, [5]), input_signature=[tf.TensorSpec([None])], autograph=False)
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
         gather(tf.zeros([4]))
-    assert plain_message(raised.value) == "indices[0] = 5 is not in [0, 4)"
+    assert tensorflow_error_line(raised.value) == "indices[0] = 5 is not in [0, 4)"
     # As a training step's session.run reports it: a header, then where the failing op was defined.
     traced = (
         "Graph execution error:\n\nDetected at node 'GatherV2' defined at (most recent call last):\n"
         '    File "/job/trainer/model.py", line 100, in model_fn\n'
         "Node: 'GatherV2'\nindices[0] = 5 is not in [0, 4)\n\t [[{{node GatherV2}}]]"
     )
-    assert plain_message(tf.errors.InvalidArgumentError(None, None, traced)) == "indices[0] = 5 is not in [0, 4)"
+    assert (
+        tensorflow_error_line(tf.errors.InvalidArgumentError(None, None, traced)) == "indices[0] = 5 is not in [0, 4)"
+    )
 
 
 def run_task(*args):
@@ -114,6 +116,7 @@ def test_decode_record_says_what_is_wrong(name):
         decode_record(record, DIGITS_LIKE)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["missing image", "wrong type", "wrong shape", "two byte strings", "label too big", "negative label"]
 )
@@ -127,6 +130,7 @@ def test_training_on_a_bad_record_names_file_and_record(tmp_path, name):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_corrupt_shard_is_named_and_can_be_skipped(tmp_path):
     data_dir = write_dataset(tmp_path / "data", good_records(300), good_records(60))
     shard = tmp_path / "data" / "train-00000-of-00001.tfrecord"
@@ -150,6 +154,7 @@ def test_corrupt_shard_is_named_and_can_be_skipped(tmp_path):
     assert "--skip-corrupt: 1 of 2 train shard(s) left out" in skipped.stderr
 
 
+@pytest.mark.slow
 def test_a_starved_queue_stops_the_job_instead_of_hanging(tmp_path):
     data_dir = write_dataset(tmp_path / "data", [], [])
     result = run_task(

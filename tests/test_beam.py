@@ -13,25 +13,27 @@ import tensorflow as tf
 
 pytest.importorskip("apache_beam", reason="the beam extra is not installed")
 
+from dataformat.schema import Metadata, decode_record, encode_record  # noqa: E402
 from preprocessing.beam import build_dataset_with_beam  # noqa: E402
-from preprocessing.schema import Metadata, decode_record, encode_record  # noqa: E402
 from preprocessing.sources import SourceOptions, read_csv, read_digits  # noqa: E402
 from preprocessing.writer import build_dataset  # noqa: E402
+
+pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
 DIRECT = ["--runner", "DirectRunner"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def split_records(read_file, folder: str) -> tuple[dict, dict]:
+def split_records(read_file, folder: str, scratch) -> tuple[dict, dict]:
     """(metadata, {split: sorted examples, each re-encoded alone}) of a dataset, through
-    `read_file(path) -> bytes`: records pack examples, and which ones share a record depends
-    on the shard an example landed in."""
+    `read_file(path) -> bytes` (each split copied into the `scratch` folder to be read): records
+    pack examples, and which ones share a record depends on the shard an example landed in."""
     text = read_file(f"{folder}/metadata.json")
     metadata, parsed = json.loads(text), Metadata.from_json(text, folder)
     records = {}
     for split, info in metadata["splits"].items():
         data = b"".join(read_file(f"{folder}/{shard['file']}") for shard in info["shards"])
-        local = f"/tmp/{os.getpid()}-{split}.tfrecord"
+        local = str(scratch / f"{split}.tfrecord")
         with open(local, "wb") as file:
             file.write(data)
         examples = []
@@ -39,7 +41,6 @@ def split_records(read_file, folder: str) -> tuple[dict, dict]:
             data, labels = decode_record(record, parsed)
             examples.extend(encode_record(data[i : i + 1], labels[i : i + 1]) for i in range(len(labels)))
         records[split] = sorted(examples)
-        os.remove(local)
     return metadata, records
 
 
@@ -66,7 +67,9 @@ def test_beam_on_the_digits_matches_the_local_writer(tmp_path, digits_dir):
     build_dataset_with_beam(
         read_digits(None, SourceOptions()), str(tmp_path / "beam"), source="digits", pipeline_args=DIRECT
     )
-    assert_same_dataset(split_records(read_local, str(tmp_path / "beam")), split_records(read_local, digits_dir))
+    assert_same_dataset(
+        split_records(read_local, str(tmp_path / "beam"), tmp_path), split_records(read_local, digits_dir, tmp_path)
+    )
 
 
 def test_beam_on_a_csv_matches_the_local_writer(tmp_path):
@@ -77,15 +80,14 @@ def test_beam_on_a_csv_matches_the_local_writer(tmp_path):
     build_dataset(data, str(tmp_path / "local"), source="csv", shards=3)
     build_dataset_with_beam(data, str(tmp_path / "beam"), source="csv", shards=3, pipeline_args=DIRECT)
     assert_same_dataset(
-        split_records(read_local, str(tmp_path / "beam")),
-        split_records(read_local, str(tmp_path / "local")),
+        split_records(read_local, str(tmp_path / "beam"), tmp_path),
+        split_records(read_local, str(tmp_path / "local"), tmp_path),
         float_stats=True,
     )
 
 
-def test_beam_writes_to_gcs(gcs_server, digits_dir):
-    from gcs_emulator.server import BUCKET, child_env
-    from test_gcs import client
+def test_beam_writes_to_gcs(gcs_server, digits_dir, tmp_path):
+    from gcs_emulator.server import BUCKET, child_env, client
 
     result = subprocess.run(
         [sys.executable, "-m", "preprocessing", "--runner", "beam", "--output", f"gs://{BUCKET}/beam-digits"],
@@ -102,12 +104,13 @@ def test_beam_writes_to_gcs(gcs_server, digits_dir):
 
     names = [blob.name for blob in bucket.list_blobs(prefix="beam-digits/")]
     assert not any(name.endswith(".stats.json") for name in names)  # the launcher cleaned up
-    assert_same_dataset(split_records(read_gcs, f"gs://{BUCKET}/beam-digits"), split_records(read_local, digits_dir))
+    assert_same_dataset(
+        split_records(read_gcs, f"gs://{BUCKET}/beam-digits", tmp_path), split_records(read_local, digits_dir, tmp_path)
+    )
 
 
 def test_a_dataflow_job_is_built_and_staged_without_running(gcs_server, tmp_path):
-    from gcs_emulator.server import BUCKET, child_env
-    from test_gcs import client
+    from gcs_emulator.server import BUCKET, child_env, client
 
     template = tmp_path / "job.json"
     dataflow = ["--beam-runner", "DataflowRunner", "--project", "test-project", "--region", "us-central1"]
@@ -144,4 +147,6 @@ def test_leftovers_of_an_interrupted_beam_run_are_redone(tmp_path, digits_dir):
     (output / ".eval-00000-of-00001.tfrecord.partial-4242").write_bytes(b"half")
     build_dataset_with_beam(read_digits(None, SourceOptions()), str(output), source="digits", pipeline_args=DIRECT)
     assert not [name for name in os.listdir(output) if name.startswith(".")]
-    assert_same_dataset(split_records(read_local, str(output)), split_records(read_local, digits_dir))
+    assert_same_dataset(
+        split_records(read_local, str(output), tmp_path), split_records(read_local, digits_dir, tmp_path)
+    )

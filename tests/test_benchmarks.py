@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import writing
+
+pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
 ROOT = Path(__file__).resolve().parents[1]
 FEEDS = {"queue", "tf.data", "feed_dict"}

@@ -5,8 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from trainer.config import Config
-from trainer.task import cloud_folders
+from trainer.vertex.environment import cloud_folders
 
 
 def test_flags_win_over_the_environment(monkeypatch):
@@ -28,6 +30,7 @@ def test_a_tuning_trial_gets_its_own_job_dir(monkeypatch):
     assert cloud_folders(Config(job_dir="gs://b/tuning")).job_dir == "gs://b/tuning/trial-7"
 
 
+@pytest.mark.slow
 def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digits_dir):
     env = {
         **os.environ,

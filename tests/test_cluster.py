@@ -6,8 +6,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset
+
+pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,10 +1,10 @@
 import pytest
 
-from preprocessing.errors import UserError
+from dataformat.errors import UserError
 from trainer.config import Config, from_sources
 
 
-def test_defaults_are_the_seeds():
+def test_defaults_are_the_documented_ones():
     config = Config()
     assert (config.batch_size, config.learning_rate) == (128, 3e-4)
 

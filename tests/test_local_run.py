@@ -5,6 +5,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

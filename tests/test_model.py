@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from preprocessing.schema import Metadata, ShardInfo, SplitInfo
+from dataformat.errors import UserError
+from dataformat.schema import Metadata, ShardInfo, SplitInfo
 from trainer.config import Config
-from trainer.model import model_fn
+from trainer.model import ModelSettings, model_fn
 
 MODES = tf.estimator.ModeKeys
 
@@ -28,14 +29,18 @@ VECTORS = Metadata(
 )
 
 
-def call(metadata, mode, data_format="channels_last", batch=4):
-    config = Config(conv_filters=(4,), hidden_units=(8,), data_format=data_format)
+def params(metadata, **fields):
+    config = Config(**{"conv_filters": (4,), "hidden_units": (8,), "data_format": "channels_last", **fields})
+    return {"settings": ModelSettings.of(config, metadata), "metadata": metadata}
+
+
+def call(metadata, mode, batch=4):
     with tf.Graph().as_default():
         tf.compat.v1.train.create_global_step()
         dtype = tf.uint8 if metadata.dtype == "uint8" else tf.float32
         features = {metadata.feature_key: tf.zeros([batch, *metadata.shape], dtype)}
         labels = tf.zeros([batch], tf.int64) if mode != MODES.PREDICT else None
-        spec = model_fn(features, labels, mode, {"config": config, "metadata": metadata})
+        spec = model_fn(features, labels, mode, params(metadata))
         values = None
         if mode != "build-only":
             with tf.compat.v1.Session() as session:
@@ -43,7 +48,10 @@ def call(metadata, mode, data_format="channels_last", batch=4):
                 if mode == MODES.PREDICT:
                     values = session.run(spec.predictions)
                 elif mode == MODES.TRAIN:
-                    values = session.run([spec.loss, spec.train_op])
+                    weights = tf.compat.v1.trainable_variables()
+                    before = session.run(weights)
+                    loss, _ = session.run([spec.loss, spec.train_op])
+                    values = loss, before, session.run(weights), session.run(tf.compat.v1.train.get_global_step())
                 else:
                     session.run([update for _, update in spec.eval_metric_ops.values()])
                     values = session.run({k: v for k, (v, _) in spec.eval_metric_ops.items()})
@@ -62,18 +70,18 @@ def test_predict_mode(metadata):
 
 
 @pytest.mark.parametrize("metadata", [IMAGES, VECTORS], ids=["images", "vectors"])
-def test_train_mode_returns_a_finite_loss_and_a_train_op(metadata):
-    spec, (loss, _) = call(metadata, MODES.TRAIN)
+def test_train_mode_returns_a_finite_loss_and_a_train_op_that_updates_the_weights(metadata):
+    _, (loss, before, after, step) = call(metadata, MODES.TRAIN)
     assert np.isfinite(loss)
-    assert spec.train_op is not None
+    assert step == 1
+    assert any(not np.array_equal(b, a) for b, a in zip(before, after))
 
 
 def test_train_mode_updates_batch_norm_statistics():
     with tf.Graph().as_default():
         tf.compat.v1.train.create_global_step()
-        config = Config(conv_filters=(), hidden_units=(8,))
         features = {"features": tf.random.normal([16, 6], mean=5.0)}
-        spec = model_fn(features, tf.zeros([16], tf.int64), MODES.TRAIN, {"config": config, "metadata": VECTORS})
+        spec = model_fn(features, tf.zeros([16], tf.int64), MODES.TRAIN, params(VECTORS, conv_filters=()))
         moving = [v for v in tf.compat.v1.global_variables() if "moving_mean" in v.name]
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
@@ -94,9 +102,32 @@ def test_channels_first_graph_builds_with_the_same_variables():
     # CPUs lack NCHW kernels for some ops, so only the graph is built here; a GPU runs it.
     def variable_shapes(data_format):
         with tf.Graph().as_default():
-            config = Config(conv_filters=(4,), hidden_units=(8,), data_format=data_format)
             features = {"image": tf.zeros([2, 8, 8, 1], tf.uint8)}
-            model_fn(features, None, MODES.PREDICT, {"config": config, "metadata": IMAGES})
+            model_fn(features, None, MODES.PREDICT, params(IMAGES, data_format=data_format))
             return [(v.name, v.shape.as_list()) for v in tf.compat.v1.global_variables()]
 
     assert variable_shapes("channels_first") == variable_shapes("channels_last")
+
+
+def test_auto_picks_the_cnn_for_images_and_the_mlp_for_vectors():
+    assert params(IMAGES)["settings"].network == "cnn"
+    assert params(VECTORS)["settings"].network == "mlp"
+    assert params(IMAGES, model="mlp")["settings"].network == "mlp"
+
+
+def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():
+    with pytest.raises(
+        UserError, match=r"--model cnn: convolutions for images \(H, W, C\), and this dataset's examples are 6"
+    ):
+        params(VECTORS, model="cnn")
+    with pytest.raises(UserError, match="--model resnet: not a network; choose auto or one of cnn, mlp"):
+        params(IMAGES, model="resnet")
+
+
+def test_the_mlp_on_images_flattens_them():
+    with tf.Graph().as_default():
+        tf.compat.v1.train.create_global_step()
+        features = {"image": tf.zeros([3, 8, 8, 1], tf.uint8)}
+        spec = model_fn(features, None, MODES.PREDICT, params(IMAGES, model="mlp"))
+        assert spec.predictions["logits"].shape.as_list() == [3, 5]
+        assert not any("conv2d" in v.name for v in tf.compat.v1.global_variables())

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from preprocessing.errors import UserError
-from preprocessing.schema import (
+from dataformat.errors import UserError
+from dataformat.schema import (
     Metadata,
     ShardInfo,
     SplitInfo,

@@ -12,10 +12,11 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from preprocessing.schema import encode_record, parse_records
+from dataformat.schema import encode_record, parse_records
 from trainer.config import Config
 from trainer.dataset import locate
-from trainer.experiment import latest_export, make_estimator
+from trainer.experiment import make_estimator
+from trainer.export import latest_export
 from trainer.input import make_input_fn
 from trainer.predict import Model, respond
 
@@ -48,6 +49,7 @@ def assert_same_predictions(outputs, expected):
     assert [o["classes"] for o in outputs] == [p["classes"].decode() for p in expected]
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_every_signature_with_types_and_shapes(served):
     export = served[0]
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -95,6 +97,7 @@ def test_json_request_bodies_round_trip(served):
         assert_same_predictions(response["predictions"], expected[:5])
 
 
+@pytest.mark.slow
 def test_predict_cli_on_every_kind_of_file(served, tmp_path):
     export, serialized, images, expected = served
     (tmp_path / "one.png").write_bytes(png(images[0]))
@@ -120,6 +123,7 @@ def test_predict_cli_on_every_kind_of_file(served, tmp_path):
     assert [line["class_ids"] for line in lines] == expected_ids
 
 
+@pytest.mark.slow
 def test_predict_cli_names_the_image_the_model_rejects(served, tmp_path):
     export, _, images, _ = served
     for i in range(3):
@@ -137,6 +141,7 @@ def test_predict_cli_names_the_image_the_model_rejects(served, tmp_path):
     assert "node" not in last and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_predict_cli_answers_a_request_body_as_a_server_would(served, tmp_path):
     export, _, images, expected = served
     (tmp_path / "request.json").write_text(json.dumps({"instances": images[:3].tolist()}))
@@ -157,6 +162,7 @@ def test_predict_cli_answers_a_request_body_as_a_server_would(served, tmp_path):
     assert_same_predictions(json.loads(result.stdout)["predictions"], expected[:3])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "request_body, message",
     [
@@ -189,6 +195,7 @@ def test_bad_request_bodies_are_one_line_errors(served, tmp_path, request_body, 
     assert message in result.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_export_loads_and_predicts_without_this_package(served, tmp_path):
     export, _, images, expected = served
     script = f"""

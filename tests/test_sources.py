@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from preprocessing.errors import UserError
+from dataformat.errors import UserError
 from preprocessing.sources import SourceOptions, read_csv, read_digits, read_images, read_mnist, read_npz
 
 OPTIONS = SourceOptions()

@@ -1,4 +1,4 @@
-"""python -m trainer.submit: job shapes, request bodies checked against the Vertex AI REST reference,
+"""python -m trainer.vertex.submit: job shapes, request bodies checked against the Vertex AI REST reference,
 dry runs, one-line errors, and a real sdist build. Nothing here touches the network."""
 
 import contextlib
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainer import jobs, submit
+from trainer.vertex import jobs, submit
 
 CONFIGS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "configs", "jobs", "*.yaml")))
 CONFIGS_BY_NAME = {os.path.splitext(os.path.basename(path))[0]: path for path in CONFIGS}
@@ -120,7 +120,7 @@ def check_message(value, message, where):
 
 
 def dry_run(capsys, *flags, trainer_args=("--data-dir", "gs://b/data", "--train-steps", "500")):
-    """Runs `python -m trainer.submit --dry-run`; returns (POST line, body, gcloud command)."""
+    """Runs `python -m trainer.vertex.submit --dry-run`; returns (POST line, body, gcloud command)."""
     argv = ["--dry-run", "--project", "p", "--job-dir", "gs://b/runs/x", *flags, "--", *trainer_args]
     assert submit.main(argv) == 0
     request, gcloud = capsys.readouterr().out.strip().split("\n\n")
@@ -354,13 +354,21 @@ def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
     assert message in error and "\n" not in error
 
 
+@pytest.mark.slow
 def test_sdist_holds_the_trainer_and_its_setup(tmp_path):
     tarball = submit.build_sdist(str(tmp_path))
     assert os.path.basename(tarball) == submit.package_file()
     top = os.path.basename(tarball)[: -len(".tar.gz")]
     with tarfile.open(tarball) as archive:
         names = set(archive.getnames())
-    for member in ("setup.py", "README.md", "trainer/task.py", "trainer/jobs.py", "preprocessing/schema.py"):
+    for member in (
+        "setup.py",
+        "README.md",
+        "trainer/task.py",
+        "trainer/vertex/jobs.py",
+        "trainer/vertex/catalog.yaml",
+        "dataformat/schema.py",
+    ):
         assert f"{top}/{member}" in names
 
 
@@ -398,6 +406,7 @@ def fake_cloud(monkeypatch, tmp_path):
     return sent
 
 
+@pytest.mark.slow
 def test_submit_uploads_the_package_then_creates_the_job(fake_cloud):
     flags = ["--executor-image", "EXE", "--staging-dir", "gs://b/st", "--display-name", "run"]
     argv = [

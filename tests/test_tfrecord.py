@@ -1,6 +1,6 @@
 import tensorflow as tf
 
-from preprocessing.tfrecord import frame
+from dataformat.tfrecord import frame
 
 
 def test_framing_is_byte_identical_to_tensorflows_writer(tmp_path):

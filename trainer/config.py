@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import yaml
 
-from preprocessing.errors import UserError
+from dataformat.errors import UserError
 
 
 def _option(default: Any, help: str) -> Any:
@@ -30,9 +30,7 @@ class Config:
     metadata: Optional[str] = _option(
         None, "metadata.json for --train-files (default: the one beside the first training shard)"
     )
-    job_dir: Optional[str] = _option(
-        None, "folder for checkpoints, summaries, exports and eval_metrics.json (default: runs/digits for the demo)"
-    )
+    job_dir: Optional[str] = _option(None, "folder for checkpoints, summaries, exports and eval_metrics.json")
     export_dir: Optional[str] = _option(
         None, "folder for the exported SavedModels, in latest/ and best/ (default: JOB_DIR/export)"
     )
@@ -49,6 +47,7 @@ class Config:
     eval_batch_size: int = _option(256, "examples per evaluation batch")
     seed: int = _option(0, "seed for weights, dropout and shuffling")
     # Model.
+    model: str = _option("auto", "the network: cnn (images), mlp (any shape), or auto (the first that reads the data)")
     conv_filters: tuple[int, ...] = _option((32, 64), "filters of each convolution block (image inputs; '' for none)")
     hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions ('' for none)")
     dropout: float = _option(0.3, "dropout rate of the dense layers")

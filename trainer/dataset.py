@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import tensorflow as tf
 
-from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE, Metadata, SplitInfo, decode_record
+from dataformat.errors import UserError, tensorflow_error_line
+from dataformat.schema import METADATA_FILE, Metadata, SplitInfo, decode_record
 from trainer.config import Config
 
 STAT_THREADS = 16
@@ -112,18 +111,8 @@ def first_problem(path: str, metadata: Metadata) -> str | None:
     except UserError as error:
         return f"{path}, record {good}: {error}"
     except tf.errors.OpError as error:  # DataLossError: a bad checksum or a truncated record
-        return f"{path}: corrupt after {good} readable record(s) ({plain_message(error)})"
+        return f"{path}: corrupt after {good} readable record(s) ({tensorflow_error_line(error)})"
     return None
-
-
-def plain_message(error: tf.errors.OpError) -> str:
-    """The line of a TensorFlow error that says what went wrong, without the header, the trace of
-    where the failing op was defined, and the op and function names around it."""
-    noise = ("Graph execution error", "Detected at node", "<stack traces", "File ", "Node:", "[[")
-    lines = [line.strip() for line in error.message.splitlines()]
-    wrong = next((text for text in lines if text and not text.startswith(noise)), lines[0] if lines else "")
-    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", wrong)
-    return re.sub(r"\s*\[Op:.*$", "", message).strip()
 
 
 def first_bad_shard(files: list[str], metadata: Metadata) -> str | None:

@@ -11,21 +11,15 @@ import posixpath
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
-from preprocessing.errors import UserError
-from preprocessing.schema import METADATA_FILE
-from trainer import dataset, model, serving
+from dataformat.errors import UserError
+from dataformat.schema import Metadata
+from trainer import dataset, export, serving
 from trainer.config import Config
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
+from trainer.model import ModelSettings, model_fn
 from trainer.preemption import SaveOnSigtermHook
-from trainer.reporting import ExportTo, MetricsWriter, plain
 
 log = logging.getLogger(__name__)
-
-EXPORT_DIR = "export"
-
-
-def _higher_accuracy(best_eval_result: dict, current_eval_result: dict) -> bool:
-    return current_eval_result["accuracy"] > best_eval_result["accuracy"]
 
 
 def session_config(config: Config) -> tf.compat.v1.ConfigProto:
@@ -44,7 +38,12 @@ def session_config(config: Config) -> tf.compat.v1.ConfigProto:
     return session
 
 
-def make_estimator(config: Config, metadata) -> tf.estimator.Estimator:
+def model_params(config: Config, metadata: Metadata) -> dict:
+    """What the model_fn receives: the model's own settings and the dataset's description."""
+    return {"settings": ModelSettings.of(config, metadata), "metadata": metadata}
+
+
+def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator:
     run_config = tf.estimator.RunConfig(
         model_dir=config.job_dir,
         tf_random_seed=config.seed,
@@ -53,9 +52,7 @@ def make_estimator(config: Config, metadata) -> tf.estimator.Estimator:
         log_step_count_steps=100,
         session_config=session_config(config),
     )
-    return tf.estimator.Estimator(
-        model_fn=model.model_fn, config=run_config, params={"config": config, "metadata": metadata}
-    )
+    return tf.estimator.Estimator(model_fn=model_fn, config=run_config, params=model_params(config, metadata))
 
 
 def run(config: Config) -> dict | None:
@@ -95,18 +92,17 @@ def _log_dataset(data: dataset.DataFiles) -> None:
     log.info("Devices: %s", ", ".join(d.name for d in tf.config.list_physical_devices()))
 
 
-def model_variables(config: Config, metadata) -> dict[str, list[int]]:
+def model_variables(config: Config, metadata: Metadata) -> dict[str, list[int]]:
     """Name -> shape of every variable a training run of `config` creates (optimizer slots included)."""
     with tf.Graph().as_default():
         tf.compat.v1.train.create_global_step()
         data = tf.compat.v1.placeholder(tf.as_dtype(metadata.dtype), [None, *metadata.shape])
         labels = tf.compat.v1.placeholder(tf.int64, [None])
-        params = {"config": config, "metadata": metadata}
-        model.model_fn({metadata.feature_key: data}, labels, tf.estimator.ModeKeys.TRAIN, params)
+        model_fn({metadata.feature_key: data}, labels, tf.estimator.ModeKeys.TRAIN, model_params(config, metadata))
         return {variable.op.name: variable.shape.as_list() for variable in tf.compat.v1.global_variables()}
 
 
-def check_checkpoint_fits(config: Config, metadata) -> None:
+def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
     """A rerun resumes from --job-dir's checkpoint, which must hold this model. TensorFlow restores
     a variable of another shape without a word (a resource variable's assign does not check it) and
     fails steps later on some op's shapes, or trains on."""
@@ -131,21 +127,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
-    serving_input_fn = serving.make_serving_input_fn(metadata)
-    assets = {METADATA_FILE: data.metadata_path}  # lands in assets.extra/ of every export
-    export_dir = export_folder(config)
-    exporters = [
-        ExportTo(
-            tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=3), export_dir
-        ),
-        ExportTo(
-            tf.estimator.BestExporter(
-                "best", serving_input_fn, assets_extra=assets, compare_fn=_higher_accuracy, exports_to_keep=1
-            ),
-            export_dir,
-        ),
-        MetricsWriter(config.job_dir),
-    ]
+    exporters = export.exporters(config, data.metadata_path, serving.make_serving_input_fn(metadata))
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
     train_hooks = [
         *hooks,
@@ -167,7 +149,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     )
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     metrics = result[0] if result else None  # only a task that trains and evaluates alone gets them back
-    return plain(metrics) if metrics else None
+    return export.json_numbers(metrics) if metrics else None
 
 
 def is_cluster(run_config: tf.estimator.RunConfig) -> bool:
@@ -202,12 +184,3 @@ class StepsRunHook(tf.estimator.SessionRunHook):
     def end(self, session):
         step = session.run(tf.compat.v1.train.get_global_step())
         log.info("This task ran %d training steps; the global step is %d", self.steps, step)
-
-
-def export_folder(config: Config) -> str:
-    return config.export_dir or posixpath.join(config.job_dir, EXPORT_DIR)
-
-
-def latest_export(config: Config, name: str) -> str | None:
-    """The newest SavedModel the exporter NAME ("latest" or "best") wrote, or None."""
-    return serving.newest_version(posixpath.join(export_folder(config), name))

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from preprocessing.schema import Metadata, parse_records
+from dataformat.schema import Metadata, parse_records
 from trainer.config import Config
 from trainer.devices import has_gpu
 

@@ -9,7 +9,6 @@ would return.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import json
@@ -21,8 +20,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from preprocessing import storage
-from preprocessing.errors import UserError
+from dataformat import commandline, storage
+from dataformat.errors import UserError
 
 log = logging.getLogger("trainer.predict")
 
@@ -43,8 +42,8 @@ class Model:
     def __init__(self, model_dir: str):
         import tensorflow as tf
 
-        from preprocessing.schema import METADATA_FILE, Metadata
-        from trainer.serving import newest_version
+        from dataformat.schema import METADATA_FILE, Metadata
+        from trainer.export import newest_version
 
         model_dir = newest_version(model_dir) or model_dir
         path = posixpath.join(model_dir, "assets.extra", METADATA_FILE)
@@ -71,7 +70,8 @@ class Model:
             names = names or [f"input {i}" for i in range(len(values))]
             raise UserError(_rejected(function, values, names, error)) from None
         return [
-            {key: _plain(value[i]) for key, value in sorted(outputs.items())} for i in range(len(outputs["class_ids"]))
+            {key: _json_value(value[i]) for key, value in sorted(outputs.items())}
+            for i in range(len(outputs["class_ids"]))
         ]
 
     def values(self, array: np.ndarray, where: str) -> np.ndarray:
@@ -97,17 +97,17 @@ def _rejected(function, values, names: list[str], error) -> str:
     """Which input of a failed batch the model rejects, found by trying each alone, and why."""
     import tensorflow as tf
 
-    from trainer.dataset import plain_message
+    from dataformat.errors import tensorflow_error_line
 
     for value, name in zip(values, names):
         try:
             _call(function, [value])
         except tf.errors.InvalidArgumentError as alone:
-            return f"{name}: the model rejects it ({plain_message(alone)})"
-    return f"{names[0]} to {names[-1]}: the model rejects this batch ({plain_message(error)})"
+            return f"{name}: the model rejects it ({tensorflow_error_line(alone)})"
+    return f"{names[0]} to {names[-1]}: the model rejects this batch ({tensorflow_error_line(error)})"
 
 
-def _plain(value):
+def _json_value(value):
     """A numpy output as JSON-ready Python."""
     if isinstance(value, bytes):
         return value.decode("utf-8")
@@ -157,7 +157,7 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
         for i, row in enumerate(model.values(rows, path)):
             yield f"{path}#{i}", DEFAULT_SIGNATURE, row
     elif ".tfrecord" in suffix:
-        from preprocessing.schema import decode_record
+        from dataformat.schema import decode_record
 
         compression = "GZIP" if suffix.endswith(".gz") else ""
         i = 0
@@ -222,14 +222,13 @@ def _instance_value(instance, input_name: str, index: int):
     return value
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+def parse_args(argv: list[str] | None):
+    parser = commandline.ArgumentParser(
         prog="python -m trainer.predict",
         description="Predict with an exported model (one version folder under JOB_DIR/export/latest or /best). "
         "Prints one JSON line per input: its name and the model's outputs (class_ids, classes, "
         "probabilities, logits).",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=EXAMPLES,
     )
     parser.add_argument(
         "--model-dir",
@@ -242,12 +241,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
     )
     parser.add_argument("--output", help="write JSON lines here instead of standard output")
-    parser.add_argument("--batch-size", type=int, default=128, help="inputs per call to the model (default: 128)")
+    parser.add_argument(
+        "--batch-size", type=commandline.positive_int, default=128, help="inputs per call to the model (default: 128)"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    return commandline.run(lambda: _predict(argv), "the predictions written so far are complete lines")
+
+
+def _predict(argv: list[str] | None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
@@ -255,18 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     # TensorFlow's notices about loading a SavedModel are noise here.
     for name in ("absl", tf.get_logger().name):
         logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        if args.batch_size < 1:
-            raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
-        model = Model(args.model_dir)
-        if args.instances_json:
-            lines = [respond(model, _read_request(args.instances_json))]
-        else:
-            lines = predict_files(model, args.input, args.batch_size)
-        count = _write(lines, args.output)
-    except UserError as error:
-        log.error("%s", error)
-        return 2
+    model = Model(args.model_dir)
+    if args.instances_json:
+        lines = [respond(model, _read_request(args.instances_json))]
+    else:
+        lines = predict_files(model, args.input, args.batch_size)
+    count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
     return 0

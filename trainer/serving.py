@@ -1,5 +1,4 @@
-"""The exported SavedModel: its serving inputs (raw values, encoded images, or serialized
-tf.Example) and its numbered version folders.
+"""The exported SavedModel's serving inputs: raw values, encoded images, or serialized tf.Example.
 
 Every signature feeds one feature tensor, the raw values in their stored scale (0-255 pixels,
 raw feature values), which the model normalizes exactly as in training:
@@ -14,19 +13,18 @@ them leaves the other empty; a raw-values request overrides the whole chain.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 
 import tensorflow as tf
 
-from preprocessing.schema import Metadata, parse_examples
+from dataformat.schema import Metadata, parse_examples
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
 IMAGE_BYTES = "image_bytes"  # signature "image_bytes:serving_default"; *_bytes takes {"b64": ...} over REST
 
 
 def takes_encoded_images(metadata: Metadata) -> bool:
-    return metadata.dtype == "uint8" and len(metadata.shape) == 3 and metadata.shape[-1] in (1, 3)
+    return metadata.dtype == "uint8" and metadata.is_image and metadata.shape[-1] in (1, 3)
 
 
 def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
@@ -65,14 +63,3 @@ def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.expor
         )
 
     return serving_input_fn
-
-
-def newest_version(folder: str) -> str | None:
-    """The newest export in `folder` (TF Serving's layout: one numbered sub-folder a version),
-    `folder` itself if it is one export, or None."""
-    if tf.io.gfile.exists(posixpath.join(folder, "saved_model.pb")):
-        return folder
-    if not tf.io.gfile.isdir(folder):
-        return None
-    versions = [name.rstrip("/") for name in tf.io.gfile.listdir(folder) if name.rstrip("/").isdigit()]
-    return posixpath.join(folder, max(versions, key=int)) if versions else None

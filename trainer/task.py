@@ -1,67 +1,48 @@
-"""`python -m trainer.task`: flags (and an optional YAML config) in, a trained and exported model out.
-
-With no data flags it runs the built-in digits dataset end to end: preprocess, train,
-evaluate, export.
-"""
+"""`python -m trainer.task`: flags (and an optional YAML config) in, a trained and exported model out."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import posixpath
 import sys
 
-from preprocessing import gcs, storage
-from preprocessing.errors import UserError
+from dataformat import commandline, gcs
+from dataformat.errors import UserError, tensorflow_error_line
 from trainer import config as config_module
 from trainer.config import Config
 
 log = logging.getLogger("trainer")
 
-DEMO_JOB_DIR = os.path.join("runs", "digits")
-
 EXAMPLES = """\
 examples:
-  python -m trainer.task                                  # the built-in digits, end to end
+  python -m preprocessing --source digits --output data/digits      # first, a dataset
+  python -m trainer.task --data-dir data/digits --job-dir runs/digits
   python -m trainer.task --data-dir data/mnist --job-dir runs/mnist --train-steps 5000
   python -m trainer.task --train-files 'data/x/train-*' --eval-files 'data/x/eval-*' --job-dir runs/x
   python -m trainer.task --config configs/mnist.yaml --learning-rate 1e-3
 """
+NO_DATA = (
+    "--data-dir or --train-files is required: a dataset written by `python -m preprocessing` "
+    "(to try the built-in digits end to end: bash scripts/demo.sh)"
+)
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(
+    parser = commandline.ArgumentParser(
         prog="python -m trainer.task",
         description="Train a classifier on a dataset written by `python -m preprocessing`, with a "
         "queue-backed input pipeline and tf.estimator.train_and_evaluate; export SavedModels to "
         "JOB_DIR/export/{latest,best}/ and write the final metrics to JOB_DIR/eval_metrics.json. "
         "Settings come from the defaults, then --config, then flags. A rerun with the same "
         "--job-dir resumes from its last checkpoint.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=EXAMPLES,
     )
     parser.add_argument("--config", help="YAML file of settings (keys as the flags, with - or _)")
     config_module.add_flags(parser)
     # Cloud services add flags of their own; they must not crash the job.
     return parser.parse_known_args(argv)
-
-
-def prepare_demo(config: Config) -> Config:
-    """Points a config with no data at the built-in digits, preprocessing them on first use."""
-    from preprocessing.schema import METADATA_FILE
-    from preprocessing.sources import SourceOptions, read_digits
-    from preprocessing.writer import build_dataset
-
-    job_dir = config.job_dir or DEMO_JOB_DIR
-    data_dir = posixpath.join(job_dir, "data")
-    if storage.exists(posixpath.join(data_dir, METADATA_FILE)):
-        log.info("No data given: using the built-in digits already preprocessed in %s", data_dir)
-    else:
-        log.info("No data given: preprocessing the built-in digits into %s", data_dir)
-        build_dataset(read_digits(None, SourceOptions()), data_dir, source="digits", overwrite=True)
-    return dataclasses.replace(config, data_dir=data_dir, job_dir=job_dir)
 
 
 class _HideDeprecations(logging.Filter):
@@ -72,29 +53,10 @@ class _HideDeprecations(logging.Filter):
         return "is deprecated and will be removed" not in record.getMessage()
 
 
-def cloud_folders(config: Config) -> Config:
-    """Applies the folders Vertex AI passes in the environment, where no flag gives them.
-
-    Checkpoints and summaries go to AIP_CHECKPOINT_DIR, exports to AIP_MODEL_DIR. A tuning
-    trial (CLOUD_ML_TRIAL_ID) with an explicit --job-dir gets a sub-folder of its own, so that
-    trials never resume from each other's checkpoints.
-    """
-    environ = os.environ
-    job_dir = config.job_dir or environ.get("AIP_CHECKPOINT_DIR") or environ.get("AIP_MODEL_DIR")
-    if config.job_dir and "CLOUD_ML_TRIAL_ID" in environ:
-        job_dir = posixpath.join(config.job_dir, f"trial-{environ['CLOUD_ML_TRIAL_ID']}")
-    export_dir = config.export_dir or (None if config.job_dir else environ.get("AIP_MODEL_DIR"))
-    if (job_dir, export_dir) != (config.job_dir, config.export_dir):
-        log.info("Job dir %s, exports in %s", job_dir, export_dir or posixpath.join(job_dir, "export"))
-    return dataclasses.replace(config, job_dir=job_dir, export_dir=export_dir)
-
-
 def check_access(config: Config) -> None:
     """Fails before any work when credentials are missing or the job dir or export dir cannot be
     written (not only after training, when the first export is due)."""
     import tensorflow as tf
-
-    from trainer.dataset import plain_message
 
     paths = [config.data_dir, config.train_files, config.eval_files, config.job_dir, config.export_dir]
     if any(path and gcs.is_gcs(path) for path in paths):
@@ -105,11 +67,14 @@ def check_access(config: Config) -> None:
         try:
             tf.io.gfile.makedirs(folder)
         except tf.errors.OpError as error:
-            raise UserError(f"{flag} {folder}: cannot write there ({plain_message(error)})") from None
+            raise UserError(f"{flag} {folder}: cannot write there ({tensorflow_error_line(error)})") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    return commandline.run(lambda: _train(argv), "rerun the same command to resume from the last checkpoint")
+
+
+def _train(argv: list[str] | None) -> int:
     args, unknown = parse_args(argv)
     if unknown:
         log.warning("Ignoring arguments this trainer does not know: %s", " ".join(unknown))
@@ -119,53 +84,49 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
 
     from trainer import experiment
-    from trainer.dataset import plain_message
     from trainer.preemption import Preempted
+    from trainer.vertex.environment import cloud_folders
 
     tf.get_logger().setLevel(logging.INFO)
     tf.get_logger().addFilter(_HideDeprecations())
+    config = cloud_folders(config_module.from_sources(args.config, flags))
+    if not (config.data_dir or config.train_files):
+        raise UserError(NO_DATA)
+    if not config.job_dir:
+        raise UserError("--job-dir is required when --data-dir or --train-files is given")
+    check_access(config)
     try:
-        config = cloud_folders(config_module.from_sources(args.config, flags))
-        if not (config.data_dir or config.train_files):
-            config = prepare_demo(config)
-        elif not config.job_dir:
-            raise UserError("--job-dir is required when --data-dir or --train-files is given")
-        check_access(config)
         metrics = experiment.run(config)
-    except UserError as error:
-        log.error("%s", error)
-        return 2
     except tf.errors.PermissionDeniedError as error:
-        log.error("Permission denied: %s; check the account's roles on the bucket", plain_message(error))
-        return 2
+        raise UserError(
+            f"Permission denied: {tensorflow_error_line(error)}; check the account's roles on the bucket"
+        ) from None
     except tf.errors.UnauthenticatedError as error:
-        log.error("Not authenticated: %s; %s", plain_message(error), gcs.CREDENTIALS_HELP)
-        return 2
+        raise UserError(f"Not authenticated: {tensorflow_error_line(error)}; {gcs.CREDENTIALS_HELP}") from None
     except tf.errors.OpError as error:
-        log.error("TensorFlow stopped: %s", plain_message(error))
+        log.error("TensorFlow stopped: %s", tensorflow_error_line(error))
         return 1
     except Preempted as stop:
         log.warning("%s", stop)
         return 143  # 128 + SIGTERM, what a scheduler expects of a task it stopped
-    except KeyboardInterrupt:
-        log.error("Interrupted; rerun the same command to resume from the last checkpoint")
-        return 130
     _report(config, metrics)
     return 0
 
 
 def _report(config: Config, metrics: dict | None) -> None:
-    from trainer.experiment import latest_export
-    from trainer.reporting import METRICS_FILE
+    from trainer.export import METRICS_FILE, latest_export
+    from trainer.head import LOSS, METRIC
 
     if metrics is None:
         log.info("This task does not evaluate; checkpoints are in %s", config.job_dir)
         return
     log.info(
-        "Final evaluation at step %d: accuracy %.4f, loss %.4f",
+        "Final evaluation at step %d: %s %.4f, %s %.4f",
         metrics["global_step"],
-        metrics["accuracy"],
-        metrics["loss"],
+        METRIC,
+        metrics[METRIC],
+        LOSS,
+        metrics[LOSS],
     )
     lines = {
         "checkpoints": config.job_dir,
@@ -176,7 +137,7 @@ def _report(config: Config, metrics: dict | None) -> None:
     for name, path in lines.items():
         shown = os.path.abspath(path) if path and "://" not in path else path
         print(f"{name + ':':15} {shown}")
-    print(f"{'accuracy:':15} {metrics['accuracy']:.4f}")
+    print(f"{METRIC + ':':15} {metrics[METRIC]:.4f}")
     sys.stdout.flush()
 
 

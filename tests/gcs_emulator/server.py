@@ -194,3 +194,11 @@ def child_env(server: GcsServer, **extra: str) -> dict:
     env = {**os.environ, **server.env, **extra}
     env.pop("TF_USE_MODULAR_FILESYSTEM", None)  # the tensorflow-io plugin is not the production path
     return env
+
+
+def client(server: GcsServer):
+    """A google-cloud-storage client of the emulator, for tests to look at what was written."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    return storage.Client(PROJECT, AnonymousCredentials(), client_options={"api_endpoint": server.url})

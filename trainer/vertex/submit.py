@@ -1,4 +1,5 @@
-"""`python -m trainer.submit`: run `python -m trainer.task` on Vertex AI as a CustomJob or HyperparameterTuningJob.
+"""`python -m trainer.vertex.submit`: run `python -m trainer.task` on Vertex AI as a CustomJob or a
+HyperparameterTuningJob.
 
 The job's shape (machines, GPUs, pools, tuning) comes from a YAML file in configs/jobs/; the
 code runs either as a container image built from ./Dockerfile (--image) or as this package's
@@ -22,17 +23,17 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple, NoReturn, Optional
+from typing import Callable, NamedTuple, Optional
 
 import yaml
 
-from preprocessing import gcs
-from preprocessing.errors import UserError
-from trainer import jobs
+from dataformat import commandline, gcs
+from dataformat.errors import UserError
+from trainer.vertex import jobs
 
-log = logging.getLogger("trainer.submit")
+log = logging.getLogger("trainer.vertex.submit")
 
-ROOT = Path(__file__).resolve().parents[1]  # the source checkout holding setup.py
+ROOT = Path(__file__).resolve().parents[2]  # the source checkout holding setup.py
 TRAINER_MODULE = "trainer.task"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -51,16 +52,16 @@ KINDS = {
 EXAMPLES = """\
 examples:
   # the image built from ./Dockerfile, on one CPU machine
-  python -m trainer.submit --project my-project --job-config configs/jobs/cpu.yaml \\
+  python -m trainer.vertex.submit --project my-project --job-config configs/jobs/cpu.yaml \\
       --image us-central1-docker.pkg.dev/my-project/trainers/queue-trainer:v1 \\
       --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist --train-steps 5000
 
   # this package's sdist on an executor image, with one GPU
-  python -m trainer.submit --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
+  python -m trainer.vertex.submit --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
       --staging-dir gs://my-bucket/staging --job-dir gs://my-bucket/runs/mnist-gpu -- --data-dir gs://my-bucket/data/mnist
 
   # print the request body and the gcloud command instead, touching nothing
-  python -m trainer.submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
+  python -m trainer.vertex.submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
       --job-dir gs://my-bucket/runs/tuning -- --data-dir gs://my-bucket/data/mnist
 """
 
@@ -84,11 +85,6 @@ class Submission:
         return KINDS["custom" if self.shape.tuning is None else "tuning"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UserError(message)  # one line and exit code 2, like every other mistake
-
-
 def split_trainer_args(argv: list[str]) -> tuple[list[str], list[str]]:
     """(submit's own arguments, the trainer's: everything after the first `--`)."""
     if "--" not in argv:
@@ -98,13 +94,12 @@ def split_trainer_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(
-        prog="python -m trainer.submit",
-        usage="python -m trainer.submit [options] -- [trainer.task flags]",
+    parser = commandline.ArgumentParser(
+        prog="python -m trainer.vertex.submit",
+        usage="python -m trainer.vertex.submit [options] -- [trainer.task flags]",
         description="Submit python -m trainer.task to Vertex AI: a CustomJob, or a HyperparameterTuningJob "
         "when the job config has a tuning section. Everything after -- goes to the trainer.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=EXAMPLES,
     )
     parser.add_argument(
         "--project",
@@ -173,7 +168,7 @@ def build_sdist(dist_dir: str) -> str:
 def _setup_py(*arguments: str) -> str:
     setup_py = ROOT / "setup.py"
     if not setup_py.exists():
-        raise UserError(f"{setup_py}: not found; run trainer.submit from a source checkout")
+        raise UserError(f"{setup_py}: not found; run trainer.vertex.submit from a source checkout")
     result = subprocess.run([sys.executable, "setup.py", *arguments], cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -301,18 +296,17 @@ def _error_message(response) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
-    own_args, trainer_args = split_trainer_args(sys.argv[1:] if argv is None else argv)
-    try:
-        args = parse_args(own_args)
-        job = plan(args, trainer_args)
-        if args.dry_run:
-            dry_run(job)
-        else:
-            submit(job)
-    except UserError as error:
-        log.error("%s", error)
-        return 2
+    return commandline.run(lambda: _submit(sys.argv[1:] if argv is None else argv), "no job was created")
+
+
+def _submit(argv: list[str]) -> int:
+    own_args, trainer_args = split_trainer_args(argv)
+    args = parse_args(own_args)
+    job = plan(args, trainer_args)
+    if args.dry_run:
+        dry_run(job)
+    else:
+        submit(job)
     return 0
 
 

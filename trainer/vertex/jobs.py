@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import yaml
 
-from preprocessing.errors import UserError
+from dataformat.errors import UserError
 from trainer.config import Config
 
 # Vertex AI's worker pools by position: 0 chief, 1 workers, 2 parameter servers, 3 evaluator.
@@ -73,73 +73,21 @@ CHOICES = {
 
 TYPE_NAMES = {int: "whole number", float: "number", str: "string", dict: "mapping", list: "list"}
 
-# Machine types for Vertex AI custom training (vertex-ai/docs/training/configure-compute), as
-# series -> sizes. TPU machines are left out: this trainer's Estimator does not run on TPUs.
-MACHINE_TYPES = {
-    "e2-standard": ("4", "8", "16", "32"),
-    "e2-highmem": ("2", "4", "8", "16"),
-    "e2-highcpu": ("16", "32"),
-    "n2-standard": ("4", "8", "16", "32", "48", "64", "80"),
-    "n2-highmem": ("2", "4", "8", "16", "32", "48", "64", "80"),
-    "n2-highcpu": ("16", "32", "48", "64", "80", "96"),
-    "n1-standard": ("4", "8", "16", "32", "64", "96"),
-    "n1-highmem": ("2", "4", "8", "16", "32", "64", "96"),
-    "n1-highcpu": ("16", "32", "64", "96"),
-    "c2-standard": ("4", "8", "16", "30", "60"),
-    "m1-ultramem": ("40", "80", "160"),
-    "m1-megamem": ("96",),
-    "g2-standard": ("4", "8", "12", "16", "24", "32", "48", "96"),
-    "a2-highgpu": ("1g", "2g", "4g", "8g"),
-    "a2-megagpu": ("16g",),
-    "a2-ultragpu": ("1g", "2g", "4g", "8g"),
-    "a3-highgpu": ("1g", "2g", "4g", "8g"),
-    "a3-megagpu": ("8g",),
-    "a3-ultragpu": ("8g",),
-    "a4-highgpu": ("8g",),
-}
+CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
 
-# MachineSpec.acceleratorType in the v1 REST reference.
-ACCELERATOR_TYPES = (
-    "NVIDIA_TESLA_K80",
-    "NVIDIA_TESLA_P100",
-    "NVIDIA_TESLA_V100",
-    "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",
-    "NVIDIA_TESLA_A100",
-    "NVIDIA_A100_80GB",
-    "NVIDIA_L4",
-    "NVIDIA_H100_80GB",
-    "NVIDIA_H100_MEGA_80GB",
-    "NVIDIA_H200_141GB",
-    "NVIDIA_B200",
-    "NVIDIA_GB200",
-    "NVIDIA_RTX_PRO_6000",
-    "TPU_V2",
-    "TPU_V3",
-    "TPU_V4_POD",
-    "TPU_V5_LITEPOD",
-)
 
-# The rule: GPUs attach to N1 machines in these counts; the accelerator-optimized A and G series
-# come with one GPU type, as many as the machine has.
-N1_GPUS = {
-    "NVIDIA_TESLA_T4": (1, 2, 4),
-    "NVIDIA_TESLA_P4": (1, 2, 4),
-    "NVIDIA_TESLA_P100": (1, 2, 4),
-    "NVIDIA_TESLA_V100": (1, 2, 4, 8),
-}
-BUILT_IN_GPUS = {
-    "a2-highgpu": "NVIDIA_TESLA_A100",
-    "a2-megagpu": "NVIDIA_TESLA_A100",
-    "a2-ultragpu": "NVIDIA_A100_80GB",
-    "a3-highgpu": "NVIDIA_H100_80GB",
-    "a3-megagpu": "NVIDIA_H100_MEGA_80GB",
-    "a3-ultragpu": "NVIDIA_H200_141GB",
-    "a4-highgpu": "NVIDIA_B200",
-    "g2-standard": "NVIDIA_L4",
-}
-# A and G names count differently: a2-highgpu-4g has 4 GPUs, g2-standard-24 has 24 vCPUs and 2 GPUs.
-G2_GPU_COUNTS = {"4": 1, "8": 1, "12": 1, "16": 1, "24": 2, "32": 1, "48": 4, "96": 8}
+def _catalog() -> dict:
+    """The machine and accelerator catalog: data, kept in catalog.yaml beside this file."""
+    with open(CATALOG_FILE, encoding="utf-8") as file:
+        return yaml.safe_load(file)
+
+
+CATALOG = _catalog()
+MACHINE_TYPES: dict[str, list[str]] = CATALOG["machine_types"]
+ACCELERATOR_TYPES: list[str] = CATALOG["accelerator_types"]
+N1_GPUS: dict[str, list[int]] = CATALOG["n1_gpus"]
+BUILT_IN_GPUS: dict[str, str] = CATALOG["built_in_gpus"]
+G2_GPU_COUNTS: dict[str, int] = CATALOG["g2_gpu_counts"]
 
 TRAINER_FLAGS = tuple(item.name.replace("_", "-") for item in dataclasses.fields(Config))
 
@@ -235,7 +183,7 @@ def _check_accelerator(name: str, pool: dict) -> None:
         raise _Invalid(f"{name}.accelerator_count", f"{count} x {kind} is not allowed on {machine} (allowed: {counts})")
 
 
-def gpus_for(machine_type: str) -> dict[str, tuple[int, ...]]:
+def gpus_for(machine_type: str) -> dict[str, list[int]]:
     """The GPU types a (known) machine type takes, each with the counts allowed."""
     series, _, size = machine_type.rpartition("-")
     if series.startswith("n1-"):
@@ -243,7 +191,7 @@ def gpus_for(machine_type: str) -> dict[str, tuple[int, ...]]:
     if series not in BUILT_IN_GPUS:
         return {}
     count = G2_GPU_COUNTS[size] if series == "g2-standard" else int(size.rstrip("g"))
-    return {BUILT_IN_GPUS[series]: (count,)}
+    return {BUILT_IN_GPUS[series]: [count]}
 
 
 def _tuning(tuning: Any) -> dict:

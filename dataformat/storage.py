@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from preprocessing import gcs
+from dataformat import gcs
 
 
 def join(folder: str, name: str) -> str:

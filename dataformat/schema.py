@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from preprocessing.errors import UserError
+from dataformat.errors import UserError
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -79,6 +79,11 @@ class Metadata:
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
+
+    @property
+    def is_image(self) -> bool:
+        """Whether an example is an image (H, W, C) rather than a vector."""
+        return len(self.shape) == 3
 
     @property
     def feature_key(self) -> str:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from preprocessing.errors import UserError
+from dataformat.errors import UserError
 
 SCHEME = "gs://"
 UPLOAD_CHUNK_BYTES = 8 * 2**20  # resumable-upload chunk: a multiple of 256 KiB, as the API requires

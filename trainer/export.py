@@ -1,0 +1,92 @@
+"""What a run leaves for serving and for people: SavedModels in EXPORT_DIR/{latest,best}/ (TF
+Serving's numbered version folders), and the last evaluation's metrics in eval_metrics.json."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from dataformat.schema import METADATA_FILE
+from trainer.config import Config
+from trainer.head import METRIC, higher_metric
+from trainer.vertex import environment
+
+EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
+METRICS_FILE = "eval_metrics.json"
+LATEST_KEPT = 3
+
+
+class ExportTo(tf.estimator.Exporter):
+    """Runs an exporter into FOLDER/NAME instead of the Estimator's fixed MODEL_DIR/export/NAME."""
+
+    def __init__(self, exporter: tf.estimator.Exporter, folder: str):
+        self._exporter = exporter
+        self._folder = folder
+
+    @property
+    def name(self) -> str:
+        return self._exporter.name
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        folder = posixpath.join(self._folder, self.name)
+        return self._exporter.export(estimator, folder, checkpoint_path, eval_result, is_the_final_export)
+
+
+class MetricsWriter(tf.estimator.Exporter):
+    """After every evaluation (on whichever task evaluates, alone or in a cluster): writes the
+    metrics to JOB_DIR/eval_metrics.json and, in a tuning trial, reports the head's metric."""
+
+    def __init__(self, job_dir: str):
+        self._path = posixpath.join(job_dir, METRICS_FILE)
+
+    @property
+    def name(self) -> str:
+        return "metrics"
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        metrics = json_numbers(eval_result)
+        with tf.io.gfile.GFile(self._path, "w") as file:
+            file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        if environment.reports_tuning_metric():
+            environment.report_tuning_metric(METRIC, metrics[METRIC], metrics["global_step"])
+        return None
+
+
+def exporters(config: Config, metadata_path: str, serving_input_fn: Callable) -> list[tf.estimator.Exporter]:
+    """The latest exports, the best one by the head's metric, and the metrics file. The dataset's
+    metadata.json travels in every export's assets.extra/, for the serving side."""
+    assets = {METADATA_FILE: metadata_path}
+    folder = export_folder(config)
+    latest = tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=LATEST_KEPT)
+    best = tf.estimator.BestExporter(
+        "best", serving_input_fn, assets_extra=assets, compare_fn=higher_metric, exports_to_keep=1
+    )
+    return [ExportTo(latest, folder), ExportTo(best, folder), MetricsWriter(config.job_dir)]
+
+
+def json_numbers(metrics: dict) -> dict:
+    """Evaluation results (numpy scalars) as plain JSON numbers."""
+    return {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
+
+
+def export_folder(config: Config) -> str:
+    return config.export_dir or posixpath.join(config.job_dir, EXPORT_DIR)
+
+
+def latest_export(config: Config, name: str) -> str | None:
+    """The newest SavedModel the exporter NAME ("latest" or "best") wrote, or None."""
+    return newest_version(posixpath.join(export_folder(config), name))
+
+
+def newest_version(folder: str) -> str | None:
+    """The newest export in `folder` (TF Serving's layout: one numbered sub-folder a version),
+    `folder` itself if it is one export, or None."""
+    if tf.io.gfile.exists(posixpath.join(folder, "saved_model.pb")):
+        return folder
+    if not tf.io.gfile.isdir(folder):
+        return None
+    versions = [name.rstrip("/") for name in tf.io.gfile.listdir(folder) if name.rstrip("/").isdigit()]
+    return posixpath.join(folder, max(versions, key=int)) if versions else None

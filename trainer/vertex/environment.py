@@ -1,0 +1,60 @@
+"""What Vertex AI tells a running job through its environment: where to write, which tuning trial
+this is, and where the tuning service reads the metric. The environment is read when it is
+used, never at import time, so a test or a launcher can set it first."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import posixpath
+import time
+
+from trainer.config import Config
+
+log = logging.getLogger(__name__)
+
+# Where the tuning service reads metrics, in cloudml-hypertune's JSON-lines format, by default.
+DEFAULT_TUNING_FILE = "/tmp/hypertune/output.metrics"
+
+
+def trial_id() -> str | None:
+    """This hyperparameter-tuning trial's id, or None outside a tuning job."""
+    return os.environ.get("CLOUD_ML_TRIAL_ID")
+
+
+def reports_tuning_metric() -> bool:
+    return trial_id() is not None or "CLOUD_ML_HP_METRIC_FILE" in os.environ
+
+
+def cloud_folders(config: Config) -> Config:
+    """Applies the folders Vertex AI passes in the environment, where no flag gives them.
+
+    Checkpoints and summaries go to AIP_CHECKPOINT_DIR, exports to AIP_MODEL_DIR. A tuning
+    trial with an explicit --job-dir gets a sub-folder of its own, so that trials never resume
+    from each other's checkpoints.
+    """
+    environ = os.environ
+    job_dir = config.job_dir or environ.get("AIP_CHECKPOINT_DIR") or environ.get("AIP_MODEL_DIR")
+    if config.job_dir and trial_id() is not None:
+        job_dir = posixpath.join(config.job_dir, f"trial-{trial_id()}")
+    export_dir = config.export_dir or (None if config.job_dir else environ.get("AIP_MODEL_DIR"))
+    if (job_dir, export_dir) != (config.job_dir, config.export_dir):
+        log.info("Job dir %s, exports in %s", job_dir, export_dir or posixpath.join(job_dir, "export"))
+    return dataclasses.replace(config, job_dir=job_dir, export_dir=export_dir)
+
+
+def report_tuning_metric(name: str, value: float, global_step: int) -> None:
+    """One JSON line in the format the cloudml-hypertune package writes, without depending on it."""
+    path = os.environ.get("CLOUD_ML_HP_METRIC_FILE", DEFAULT_TUNING_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    line = {
+        "timestamp": time.time(),
+        "trial": trial_id() or "0",
+        name: str(float(value)),
+        "global_step": str(int(global_step)),
+    }
+    with open(path, "a", encoding="utf-8") as file:
+        file.write(json.dumps(line, sort_keys=True) + "\n")
+    log.info("Reported %s = %.4f at step %d for hyperparameter tuning", name, value, global_step)
