@@ -12,10 +12,10 @@ pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipeline
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_sdist_in_a_fresh_environment_runs_the_job(tmp_path):
+def test_sdist_in_a_fresh_environment_runs_the_job(tmp_path, digits_dir):
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "local_run.py"), "--",
-         "--job-dir", str(tmp_path / "job"), "--train-steps", "30"],
+         "--data-dir", digits_dir, "--job-dir", str(tmp_path / "job"), "--train-steps", "30"],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
