@@ -31,6 +31,8 @@ setup(
         "scikit-learn>=1.2",  # ships the built-in digits dataset
         "Pillow>=9",  # decodes PNG/JPEG for the images source
         "tqdm>=4.60",
+        # Streams CSV tables: a multi-threaded C++ parser, block by block (below 24 for the beam extra).
+        "pyarrow>=14,<24",
     ],
     extras_require={
         "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],

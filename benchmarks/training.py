@@ -50,7 +50,7 @@ def keras_loop(data: DataFiles, config: Config) -> Callable[[int], float]:
     tf.keras.backend.clear_session()
     inputs = tf.keras.Input(metadata.shape, dtype=tf.as_dtype(metadata.dtype))
     network = model.build_network(model.ModelSettings.of(config, metadata), metadata)
-    keras_model = tf.keras.Model(inputs, network(model.normalize(inputs, metadata)))
+    keras_model = tf.keras.Model(inputs, network(inputs))
     keras_model.compile(
         optimizer=tf.keras.optimizers.Adam(config.learning_rate),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),

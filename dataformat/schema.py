@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dataformat import tables, wire
 from dataformat.errors import UserError
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-FORMAT_VERSION = 2  # 2 added examples_per_record; version 1 datasets hold one example a record
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3  # 3 added tables (columns); 2 examples_per_record; version 1 held one example a record
+READABLE_VERSIONS = (1, 2, 3)
 EXAMPLES_PER_RECORD = 64
 METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
@@ -63,7 +64,7 @@ class SplitInfo:
 class Metadata:
     """What a reader needs to know about a finished dataset."""
 
-    shape: tuple[int, ...]  # of one example: (H, W, C) for images, (D,) for vectors
+    shape: tuple[int, ...]  # of one example: (H, W, C) for images, (D,) for vectors and table rows
     dtype: str  # "uint8" (stored as raw bytes) or "float32" (stored as a float list)
     class_names: tuple[str, ...]
     splits: dict[str, SplitInfo]
@@ -75,10 +76,18 @@ class Metadata:
     examples_per_record: int = 1  # at most; a shard's last record may hold fewer
     format_version: int = FORMAT_VERSION
     extra: dict = field(default_factory=dict)  # free-form facts about the run (seed, timings)
+    # Tables: the feature columns (see tables.py) and the label column's name; empty otherwise.
+    columns: tuple[tables.Column, ...] = ()
+    label_column: str = ""
 
     @property
     def num_classes(self) -> int:
         return len(self.class_names)
+
+    @property
+    def is_table(self) -> bool:
+        """Whether examples are rows of named columns (tables.py) rather than arrays."""
+        return bool(self.columns)
 
     @property
     def is_image(self) -> bool:
@@ -95,7 +104,12 @@ class Metadata:
 
     def to_json(self) -> str:
         # num_classes is derived, but written out for readers of the file.
-        return json.dumps({**asdict(self), "num_classes": self.num_classes}, indent=2) + "\n"
+        raw = {
+            **asdict(self),
+            "columns": [column.to_json() for column in self.columns],
+            "num_classes": self.num_classes,
+        }
+        return json.dumps(raw, indent=2) + "\n"
 
     @classmethod
     def from_json(cls, text: str, where: str) -> Metadata:
@@ -123,6 +137,8 @@ class Metadata:
                 examples_per_record=int(raw.get("examples_per_record", 1)),
                 format_version=int(raw["format_version"]),
                 extra=dict(raw.get("extra", {})),
+                columns=tuple(tables.Column.from_json(column) for column in raw.get("columns", ())),
+                label_column=str(raw.get("label_column", "")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise UserError(f"{where}: malformed metadata ({type(error).__name__}: {error})") from None
@@ -159,35 +175,12 @@ class Metadata:
                 s.bytes for s in split.shards
             ):
                 problems.append(f"the {name} split's totals differ from the sums over its shards")
+        if self.is_table:
+            if self.shape != (len(self.columns),) or self.dtype != "float32":
+                problems.append(f"a table of {len(self.columns)} columns needs shape [{len(self.columns)}], float32")
+            problems += tables.problems(self.columns, reserved=(LABEL_KEY,))
         if problems:
             raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")
-
-
-def _varint(value: int) -> bytes:
-    if value < 0x80:  # tags and short lengths: the common case, kept fast
-        return _SMALL_VARINTS[value]
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL_VARINTS = [bytes((n,)) for n in range(0x80)]
-
-
-def _varints(values: np.ndarray) -> bytes:
-    """Non-negative integers as consecutive varints (a packed repeated field's payload)."""
-    values = np.asarray(values, np.int64)
-    if len(values) and values.min() >= 0 and values.max() < 0x80:  # one byte each: class indices, mostly
-        return values.astype(np.uint8).tobytes()
-    return b"".join(_varint(int(value)) for value in values)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
 def encode_record(data: np.ndarray, labels: np.ndarray) -> bytes:
@@ -200,13 +193,11 @@ def encode_record(data: np.ndarray, labels: np.ndarray) -> bytes:
     of the writer's time, and so that shard-writing processes need no TensorFlow.
     """
     if data.dtype == np.uint8:  # Feature.bytes_list (1) > BytesList.value (1)
-        key, feature = IMAGE_KEY, _field(1, _field(1, data.tobytes()))
+        key, feature = IMAGE_KEY, wire.field(1, wire.field(1, data.tobytes()))
     else:  # Feature.float_list (2) > FloatList.value (1), packed little-endian float32
-        key, feature = VECTOR_KEY, _field(2, _field(1, np.ascontiguousarray(data, "<f4").tobytes()))
-    label_feature = _field(3, _field(1, _varints(labels)))  # Feature.int64_list (3) > Int64List.value
-    entries = sorted(((key, feature), (LABEL_KEY, label_feature)))  # map entries, by key
-    features = b"".join(_field(1, _field(1, k.encode()) + _field(2, v)) for k, v in entries)
-    return _field(1, features)  # Example.features (1)
+        key, feature = VECTOR_KEY, wire.field(2, wire.field(1, np.ascontiguousarray(data, "<f4").tobytes()))
+    label_feature = wire.field(3, wire.field(1, wire.varints(labels)))  # Feature.int64_list (3) > Int64List.value
+    return wire.example({key: feature, LABEL_KEY: label_feature})
 
 
 def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:
@@ -218,6 +209,8 @@ def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor,
     """
     import tensorflow as tf  # here, not at the top: shard-writing processes never need it
 
+    if metadata.is_table:
+        return _parse_table_records(serialized, metadata)
     size = int(np.prod(metadata.shape))
     dtype = tf.string if metadata.dtype == "uint8" else tf.float32
     spec = {
@@ -247,6 +240,23 @@ def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor,
     return data, labels.flat_values
 
 
+def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:
+    """parse_records for tables: every column holds one value for each label."""
+    import tensorflow as tf
+
+    spec = tables.parse_spec(metadata.columns, ragged=True)
+    spec[LABEL_KEY] = tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64)
+    parsed = tf.io.parse_example(serialized, spec)
+    labels = parsed.pop(LABEL_KEY)
+    checks = [
+        tf.debugging.assert_equal(values.row_lengths(), labels.row_lengths(), message=COUNTS_DIFFER)
+        for values in parsed.values()
+    ]
+    with tf.control_dependencies(checks):
+        vector = tables.to_vector({name: values.flat_values for name, values in parsed.items()}, metadata.columns)
+    return vector, labels.flat_values
+
+
 ONE_STRING = "a record's image feature does not hold exactly one byte string"
 COUNTS_DIFFER = "a record holds data for a different number of examples than it has labels"
 
@@ -256,6 +266,9 @@ def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
     the stored dtype: what the serving signature for tf.Example strings takes."""
     import tensorflow as tf
 
+    if metadata.is_table:
+        parsed = tf.io.parse_example(serialized, tables.parse_spec(metadata.columns, ragged=False))
+        return tables.to_vector(parsed, metadata.columns)
     if metadata.dtype == "uint8":
         strings = tf.io.parse_example(serialized, {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)})[IMAGE_KEY]
         return tf.reshape(tf.io.decode_raw(strings, tf.uint8), [-1, *metadata.shape])
@@ -277,6 +290,8 @@ def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tu
     except Exception:  # protobuf raises its own DecodeError, or others on odd bytes
         raise UserError("not a serialized tf.train.Example") from None
     features = example.features.feature
+    if metadata.is_table:
+        return _decode_table_record(example, metadata, labeled)
     expected = {IMAGE_KEY: "bytes_list", VECTOR_KEY: "float_list"}[metadata.feature_key]
     wanted = ((metadata.feature_key, expected), (LABEL_KEY, "int64_list"))
     for key, kind in wanted if labeled else wanted[:1]:
@@ -308,3 +323,30 @@ def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tu
     if len(outside):
         raise UserError(f"label {outside[0]} is outside the {metadata.num_classes} classes")
     return values.reshape(-1, *metadata.shape), labels
+
+
+def _decode_table_record(example, metadata: Metadata, labeled: bool) -> tuple[list[dict], np.ndarray | None]:
+    """decode_record for tables: (one {column: value} a row, the labels or None)."""
+    try:
+        values = tables.example_values(example, metadata.columns)
+    except KeyError as error:
+        raise UserError(f"feature {error.args[0]!r} is missing") from None
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    counts = {name: len(column) for name, column in values.items()}
+    if len(set(counts.values())) > 1:
+        raise UserError(f"columns hold different numbers of values ({counts})")
+    rows = next(iter(counts.values()), 0)
+    instances = [{name: column[i] for name, column in values.items()} for i in range(rows)]
+    if not labeled:
+        return instances, None
+    features = example.features.feature
+    if LABEL_KEY not in features or features[LABEL_KEY].WhichOneof("kind") != "int64_list":
+        raise UserError(f"feature {LABEL_KEY!r} is missing or not an int64_list")
+    labels = np.array(features[LABEL_KEY].int64_list.value, np.int64)
+    if len(labels) != rows:
+        raise UserError(f"the columns hold {rows} row(s) but there are {len(labels)} label(s)")
+    outside = labels[(labels < 0) | (labels >= metadata.num_classes)]
+    if len(outside):
+        raise UserError(f"label {outside[0]} is outside the {metadata.num_classes} classes")
+    return instances, labels

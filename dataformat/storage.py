@@ -8,6 +8,8 @@ Storage it streams into a resumable upload that creates the object when it compl
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import glob
 import os
 import posixpath
 from collections.abc import Iterator
@@ -25,6 +27,14 @@ def list_names(folder: str) -> list[str]:
     if gcs.is_gcs(folder):
         return gcs.list_names(folder)
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def matching(pattern: str) -> list[str]:
+    """The files a glob matches, sorted (on gs://, the wildcards may only be in the last part)."""
+    if not gcs.is_gcs(pattern):
+        return sorted(path for path in glob.glob(pattern) if os.path.isfile(path))
+    folder, name = posixpath.split(pattern)
+    return [join(folder, match) for match in fnmatch.filter(gcs.list_names(folder), name)]
 
 
 def is_folder(path: str) -> bool:

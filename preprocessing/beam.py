@@ -13,22 +13,29 @@ The sources are read by the launching process; what the workers share out is dec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import posixpath
 import time
+from collections import Counter
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, StandardOptions
 
 from dataformat import storage
-from dataformat.schema import EXAMPLES_PER_RECORD, SHARD_SUFFIXES, Metadata
+from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES, Metadata, ShardInfo
+from dataformat.tables import Column
+from preprocessing import tables
 from preprocessing.sources import RawData
 from preprocessing.split import ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.writer import ShardResult, ShardTask, clear_output, plan_shards, take, write_metadata, write_shard
 
 log = logging.getLogger(__name__)
 STATS_SUFFIX = ".stats.json"  # a worker's statistics of one shard, read back by the launcher
+TABLE_SUMMARY = ".table.json"  # a table's columns and classes, as the pipeline decided them
 
 
 def split_sizes(labels: np.ndarray, eval_fraction: float) -> tuple[int, int]:
@@ -161,3 +168,141 @@ def build_dataset_with_beam(
         compression=compression,
         examples_per_record=examples_per_record,
     )
+
+
+# Tables: the same two passes as preprocessing/tables.py, as one pipeline.
+
+
+class _ReadTable(beam.DoFn):
+    """One CSV file in: its blocks' counts (tagged "counts") and rows keyed by (split, shard)."""
+
+    def __init__(self, plan: tables.TablePlan):
+        self._plan = plan
+
+    def process(self, path: str):
+        for block in tables.read_blocks(path, self._plan):
+            yield beam.pvalue.TaggedOutput("counts", (block.counts, block.labels, block.rows))
+            yield from block.parts
+
+
+class _CombineCounts(beam.CombineFn):
+    """Every block's counts added up: (counts by column, rows by label, rows)."""
+
+    def __init__(self, plan: tables.TablePlan):
+        self._plan = plan
+
+    def create_accumulator(self):
+        return {name: tables.ColumnCount() for name in self._plan.features}, Counter(), 0
+
+    def add_input(self, accumulator, block):
+        counts, labels, rows = accumulator
+        more_counts, more_labels, more_rows = block
+        for name, more in more_counts.items():
+            tables.add_counts(counts[name], more, self._plan.options.max_categories)
+        labels.update(more_labels)
+        tables.check_labels(labels, self._plan)
+        return counts, labels, rows + more_rows
+
+    def merge_accumulators(self, accumulators):
+        merged = self.create_accumulator()
+        for counts, labels, rows in accumulators:
+            merged = self.add_input(merged, (counts, labels, rows))
+        return merged
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _WriteTableShard(beam.DoFn):
+    """One shard's rows in: the shard written with the local writer, its statistics beside it."""
+
+    def __init__(self, paths: dict):
+        self._paths = paths
+
+    def process(self, element, writer: tables.ShardWriter):
+        shard, batches = element
+        path = self._paths[shard]
+        info = writer(pa.Table.from_batches(list(batches)), path)
+        storage.write_text_atomically(_stats_path(path), json.dumps({"examples": info.examples, "bytes": info.bytes}))
+
+
+def build_table_dataset_with_beam(
+    path: str,
+    output: str,
+    options: tables.TableOptions,
+    pipeline_args: list[str],
+    *,
+    eval_fraction: float = 0.2,
+    seed: int = 0,
+    shards: int | None = None,
+    overwrite: bool = False,
+    compression: str = "",
+    examples_per_record: int = EXAMPLES_PER_RECORD,
+) -> Metadata | None:
+    """Like tables.build_table_dataset, as a Beam pipeline: the files are read in parallel, the
+    counts combined into the columns' descriptions, and the shards written from the grouped rows.
+    The same hashes place every row, so the shards are those of a local run, byte for byte."""
+    start = time.time()
+    files, plan = tables.plan_table(path, options, eval_fraction, seed, shards)
+    beam_options = PipelineOptions(pipeline_args)
+    template = template_only(beam_options)
+    if not template:
+        clear_output(output, overwrite)
+    paths = tables.shard_paths(plan, output, compression)
+    summary_path = storage.join(output, TABLE_SUMMARY)
+
+    def decide(summary) -> tables.ShardWriter:
+        counts, labels, rows = summary
+        columns = tables.decide_columns(plan, counts, files)
+        return tables.ShardWriter(plan.label, columns, tables.class_names(labels), compression, examples_per_record)
+
+    def keep(writer: tables.ShardWriter, summary) -> None:
+        storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "rows": summary[2]}))
+
+    with beam.Pipeline(options=beam_options) as pipeline:
+        read = (
+            pipeline
+            | "Files" >> beam.Create(files)
+            | "Read" >> beam.ParDo(_ReadTable(plan)).with_outputs("counts", main="rows")
+        )
+        summary = read.counts | "Count" >> beam.CombineGlobally(_CombineCounts(plan))
+        writer = summary | "Decide" >> beam.Map(decide)
+        _ = writer | "Keep" >> beam.Map(keep, beam.pvalue.AsSingleton(summary))
+        _ = (
+            read.rows
+            | "ByShard" >> beam.GroupByKey()
+            | "Write" >> beam.ParDo(_WriteTableShard(paths), beam.pvalue.AsSingleton(writer))
+        )
+    if template:
+        log.info("Wrote the Dataflow job to %s without running it: no shards or metadata.json were written", template)
+        return None
+    with storage.open_read(summary_path) as file:
+        summary = json.loads(file.read())
+    storage.remove(summary_path)
+    writer = _writer_from_json(summary["writer"])
+    written = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
+    extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
+    metadata = tables.table_metadata(plan, writer, written, summary["rows"], extra)
+    storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
+    return metadata
+
+
+def _writer_json(writer: tables.ShardWriter) -> dict:
+    return {**dataclasses.asdict(writer), "columns": [column.to_json() for column in writer.columns]}
+
+
+def _writer_from_json(raw: dict) -> tables.ShardWriter:
+    columns = tuple(Column.from_json(column) for column in raw["columns"])
+    return tables.ShardWriter(raw["label"], columns, tuple(raw["classes"]), raw["compression"], raw["per_record"])
+
+
+def _collect_table_shard(path: str, writer: tables.ShardWriter, plan: tables.TablePlan) -> ShardInfo:
+    """A written shard's size (removing its statistics file), or an empty shard written now:
+    every name of the -of-N set must exist, even one that no row hashed to."""
+    stats_path = _stats_path(path)
+    if not storage.exists(stats_path):
+        return writer(plan.bucket_schema.empty_table(), path)
+    with storage.open_read(stats_path) as file:
+        stats = json.loads(file.read())
+    storage.remove(stats_path)
+    return ShardInfo(posixpath.basename(path), stats["examples"], stats["bytes"])

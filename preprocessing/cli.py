@@ -12,6 +12,7 @@ from dataformat import commandline, storage
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD
 from preprocessing.sources import SOURCES, SourceOptions
+from preprocessing.tables import TableOptions
 
 log = logging.getLogger("preprocessing")
 
@@ -35,6 +36,10 @@ def _image_size(text: str) -> tuple[int, int]:
     return height, width
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = commandline.ArgumentParser(
         prog="python -m preprocessing",
@@ -45,13 +50,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--source",
-        choices=sorted(SOURCES),
+        choices=sorted([*SOURCES, "csv"]),
         default="digits",
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
-        "download); mnist = a folder of IDX files; csv = numeric features and a label column; "
+        "download); mnist = a folder of IDX files; csv = a table with a header of column names, numeric "
+        "and categorical columns, missing values, in one or many files, of any size (streamed); "
         "npz = arrays x and y; images = one sub-folder of PNG/JPEG files per class (default: digits)",
     )
-    parser.add_argument("--input", help="the raw data: a file (csv, npz) or a folder (mnist, images)")
+    parser.add_argument(
+        "--input",
+        help="the raw data: a file (npz); a file, a glob or a folder of .csv and .csv.gz files (csv); "
+        "a folder (mnist, images)",
+    )
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")
     parser.add_argument(
         "--shards",
@@ -72,8 +82,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "by processes for images (default: one per core and 50,000 images)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
-    parser.add_argument(
-        "--label-column", default="-1", help="csv: name or 0-based index of the label column (default: -1, the last)"
+    table = parser.add_argument_group("tables (--source csv)")
+    table.add_argument(
+        "--label-column", default="-1", help="name or 0-based index of the label column (default: -1, the last)"
+    )
+    table.add_argument(
+        "--categorical-columns",
+        type=_names,
+        default=(),
+        metavar="A,B",
+        help="columns whose values are categories even if they are numbers, e.g. codes "
+        "(default: the columns whose values are not all numbers)",
+    )
+    table.add_argument(
+        "--numeric-columns", type=_names, default=(), metavar="A,B", help="columns that must hold numbers"
+    )
+    table.add_argument("--ignore-columns", type=_names, default=(), metavar="A,B", help="columns to leave out")
+    table.add_argument(
+        "--min-frequency",
+        type=commandline.positive_int,
+        default=TableOptions.min_frequency,
+        help="a categorical value seen fewer times in the training rows shares the out-of-vocabulary index "
+        f"with values never seen (default: {TableOptions.min_frequency})",
+    )
+    table.add_argument(
+        "--max-categories",
+        type=commandline.positive_int,
+        default=TableOptions.max_categories,
+        help="a categorical column with more distinct values is refused, as an ID column would be "
+        f"(default: {TableOptions.max_categories})",
     )
     parser.add_argument(
         "--image-size",
@@ -134,15 +171,11 @@ def _convert(argv: list[str] | None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ start-up notices are noise here
     # These import TensorFlow: after --help, which should not wait for it.
-    from dataformat.schema import METADATA_FILE
     from preprocessing.writer import build_dataset
 
     start = time.time()
-    options = SourceOptions(label_column=args.label_column, image_size=args.image_size)
     log.info("Reading %s%s", args.source, f" from {args.input}" if args.input else "")
-    data = SOURCES[args.source](args.input, options)
     common = dict(
-        source=args.source,
         eval_fraction=args.eval_fraction,
         seed=args.seed,
         shards=args.shards,
@@ -150,12 +183,46 @@ def _convert(argv: list[str] | None) -> int:
         compression="GZIP" if args.compression == "gzip" else "",
         examples_per_record=args.examples_per_record,
     )
+    if args.source == "csv":
+        metadata = _convert_table(args, common)
+        if metadata is None:
+            return 0
+        _summarize(metadata, args.output, start)
+        return 0
+    data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
+    common["source"] = args.source
     if args.runner == "beam":
         metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)
         if metadata is None:  # only the Dataflow job was written (--template_location)
             return 0
     else:
         metadata = build_dataset(data, args.output, workers=args.workers, **common)
+    _summarize(metadata, args.output, start)
+    return 0
+
+
+def _convert_table(args: argparse.Namespace, common: dict):
+    """--source csv, locally or with Beam; None when Beam only wrote a Dataflow job."""
+    from preprocessing.tables import build_table_dataset
+
+    if not args.input:
+        raise UserError("--source csv needs --input")
+    options = TableOptions(
+        label_column=args.label_column,
+        categorical=args.categorical_columns,
+        numeric=args.numeric_columns,
+        ignore=args.ignore_columns,
+        min_frequency=args.min_frequency,
+        max_categories=args.max_categories,
+    )
+    if args.runner == "beam":
+        return _beam().build_table_dataset_with_beam(args.input, args.output, options, args.pipeline_args, **common)
+    return build_table_dataset(args.input, args.output, options, workers=args.workers, **common)
+
+
+def _summarize(metadata, output: str, start: float) -> None:
+    from dataformat.schema import METADATA_FILE
+
     seconds = time.time() - start
     examples = sum(split.examples for split in metadata.splits.values())
     size = sum(split.bytes for split in metadata.splits.values())
@@ -174,8 +241,7 @@ def _convert(argv: list[str] | None) -> int:
         seconds,
         examples / seconds,
     )
-    print(storage.join(args.output, METADATA_FILE))
-    return 0
+    print(storage.join(output, METADATA_FILE))
 
 
 if __name__ == "__main__":

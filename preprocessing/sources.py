@@ -1,4 +1,5 @@
-"""Readers that turn each kind of raw data into one in-memory description, `RawData`.
+"""Readers that turn each kind of raw data held in arrays into one in-memory description, `RawData`
+(tables stream instead: see tables.py).
 
 Every source checks its input as it reads it and raises UserError naming the file (and line)
 at fault. Examples stay in their natural dtype: uint8 pixels, float32 features.
@@ -7,7 +8,6 @@ at fault. Examples stay in their natural dtype: uint8 pixels, float32 features.
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
 import gzip
 import io
@@ -44,7 +44,6 @@ class RawData:
 class SourceOptions:
     """Flags that only some sources read."""
 
-    label_column: str = "-1"  # csv: a column name, or an index (negative counts from the end)
     image_size: tuple[int, int] | None = None  # images: resize every image to (height, width)
 
 
@@ -141,74 +140,6 @@ def read_mnist(path: str | None, options: SourceOptions) -> RawData:
         raise UserError(f"{folder}: no MNIST files (*-images-idx3-ubyte[.gz])")
     data = from_arrays(np.concatenate(images), np.concatenate(labels), folder)
     return dataclasses.replace(data, keys=keys)
-
-
-def _column_index(header: list[str] | None, label_column: str, columns: int, where: str) -> int:
-    if header is not None and label_column in header:
-        return header.index(label_column)
-    try:
-        index = int(label_column)
-    except ValueError:
-        raise UserError(f"{where}: --label-column {label_column!r} is not a column name in the header") from None
-    if not -columns <= index < columns:
-        raise UserError(f"{where}: --label-column {index} is out of range for {columns} columns")
-    return index % columns
-
-
-def is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _file_column(feature: int, label_at: int) -> int:
-    """The 1-based column in the file of feature column `feature` (the label column taken out)."""
-    return feature + (feature >= label_at) + 1
-
-
-def read_csv(path: str | None, options: SourceOptions) -> RawData:
-    """One example a line: numeric features and a label column. A first line with no number
-    in it is a header."""
-    where = _require_input(path, "csv")
-    try:
-        with storage.open_read(where) as file:
-            rows = list(csv.reader(io.TextIOWrapper(file, encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise UserError(f"{where}: cannot read as CSV ({error})") from None
-    first_line = 1
-    header = None
-    if rows and not any(is_number(field) for field in rows[0]):
-        header, rows, first_line = rows[0], rows[1:], 2
-    if not rows:
-        raise UserError(f"{where}: no data rows")
-    columns = len(header) if header is not None else len(rows[0])
-    if columns < 2:
-        raise UserError(f"{where}: need at least one feature column and a label column")
-    label_at = _column_index(header, options.label_column, columns, where)
-    features = np.empty((len(rows), columns - 1), dtype=np.float32)
-    labels = []
-    for number, row in enumerate(rows, start=first_line):
-        if len(row) != columns:
-            raise UserError(f"{where}: line {number} has {len(row)} columns; expected {columns}")
-        labels.append(row.pop(label_at).strip())
-        try:
-            with np.errstate(over="ignore"):  # beyond float32's range: inf, refused below
-                features[number - first_line] = row
-        except ValueError:
-            bad = next(i for i, field in enumerate(row) if not is_number(field))
-            column = _file_column(bad, label_at)
-            raise UserError(f"{where}: line {number}, column {column}: {row[bad]!r} is not a number") from None
-    not_finite = np.argwhere(~np.isfinite(features))  # nan, inf, or beyond float32's range
-    if len(not_finite):
-        index, bad = not_finite[0]
-        line, column = index + first_line, _file_column(bad, label_at)
-        raise UserError(f"{where}: line {line}, column {column}: {rows[index][bad]!r} is not a finite float32")
-    raw_labels = np.array(labels)
-    if all(is_number(label) for label in labels):
-        raw_labels = raw_labels.astype(np.float64)
-    return from_arrays(features, raw_labels, where)
 
 
 def read_npz(path: str | None, options: SourceOptions) -> RawData:
@@ -317,7 +248,6 @@ def _require_input(path: str | None, source: str) -> str:
 SOURCES: dict[str, Callable[[str | None, SourceOptions], RawData]] = {
     "digits": read_digits,
     "mnist": read_mnist,
-    "csv": read_csv,
     "npz": read_npz,
     "images": read_images,
 }

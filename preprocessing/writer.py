@@ -56,7 +56,7 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Shards, metadata, their temporary names while being written (see storage.temporary_name), and
 # the Beam runner's statistics of each shard.
 OUR_FILES = re.compile(
-    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json)(\.partial-\d+|\.stats\.json)?$"
+    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json|\.table\.json)(\.partial-\d+|\.stats\.json)?$"
 )
 
 
@@ -96,6 +96,20 @@ class ShardResult:
     count: int
 
 
+@contextlib.contextmanager
+def shard_output(path: str, compression: str) -> Iterator[tuple[BinaryIO, _CountingFile]]:
+    """(where to write the shard's framed records, the count of bytes that reach the file) for a
+    shard that appears at `path`, atomically, when the block ends without error."""
+    with storage.atomic_writer(path) as file:
+        counted = _CountingFile(file)
+        if not compression:
+            yield counted, counted
+            return
+        # mtime=0 keeps compressed shards byte-identical from run to run.
+        with gzip.GzipFile(fileobj=counted, mode="wb", compresslevel=6, mtime=0) as out:
+            yield out, counted
+
+
 def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult:
     """Writes one shard atomically, `task.examples_per_record` examples a record; calls
     `report(n)` as examples are written."""
@@ -103,10 +117,7 @@ def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult
     count = 0
     per_record = task.examples_per_record
     block = per_record * max(1, STATS_BLOCK // per_record)  # examples loaded and counted together
-    with storage.atomic_writer(task.path) as file:
-        counted = _CountingFile(file)
-        # mtime=0 keeps compressed shards byte-identical from run to run.
-        out = gzip.GzipFile(fileobj=counted, mode="wb", compresslevel=6, mtime=0) if task.compression else counted
+    with shard_output(task.path, task.compression) as (out, counted):
         for start in range(0, len(task.labels), block):
             data, labels = _load(task, start, start + block), task.labels[start : start + block]
             for at in range(0, len(labels), per_record):
@@ -116,8 +127,6 @@ def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult
             sums, squares = sums + values.sum(0), squares + np.einsum("ij,ij->j", values, values)
             count += len(values)
             report(len(labels))
-        if task.compression:
-            out.close()  # writes the gzip trailer into the file
     return ShardResult(task.path, len(task.labels), counted.bytes, np.asarray(sums), np.asarray(squares), count)
 
 

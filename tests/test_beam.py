@@ -13,10 +13,11 @@ import tensorflow as tf
 
 pytest.importorskip("apache_beam", reason="the beam extra is not installed")
 
+from dataformat.errors import UserError  # noqa: E402
 from dataformat.schema import Metadata, decode_record, encode_record  # noqa: E402
-from preprocessing.beam import build_dataset_with_beam  # noqa: E402
-from preprocessing.sources import SourceOptions, read_csv, read_digits  # noqa: E402
-from preprocessing.writer import build_dataset  # noqa: E402
+from preprocessing.beam import build_dataset_with_beam, build_table_dataset_with_beam  # noqa: E402
+from preprocessing.sources import SourceOptions, read_digits  # noqa: E402
+from preprocessing.tables import TableOptions, build_table_dataset  # noqa: E402
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
@@ -72,18 +73,35 @@ def test_beam_on_the_digits_matches_the_local_writer(tmp_path, digits_dir):
     )
 
 
-def test_beam_on_a_csv_matches_the_local_writer(tmp_path):
+def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     rng = np.random.default_rng(3)
-    rows = [",".join([*map(str, rng.normal(size=6).round(4)), str(rng.integers(0, 3))]) for _ in range(500)]
-    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
-    data = read_csv(str(tmp_path / "t.csv"), SourceOptions())
-    build_dataset(data, str(tmp_path / "local"), source="csv", shards=3)
-    build_dataset_with_beam(data, str(tmp_path / "beam"), source="csv", shards=3, pipeline_args=DIRECT)
-    assert_same_dataset(
-        split_records(read_local, str(tmp_path / "beam"), tmp_path),
-        split_records(read_local, str(tmp_path / "local"), tmp_path),
-        float_stats=True,
-    )
+    colors = np.array(["red", "green", "blue", "NA"])
+    (tmp_path / "parts").mkdir()
+    for part in range(3):
+        rows = [
+            f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
+            f"{'yn'[rng.integers(0, 2)]}"
+            for _ in range(300)
+        ]
+        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,label", *rows]) + "\n")
+    options = TableOptions(label_column="label")
+    local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
+    beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
+    for split in ("train", "eval"):
+        for shard in local.splits[split].shards:
+            assert (tmp_path / "beam" / shard.file).read_bytes() == (tmp_path / "local" / shard.file).read_bytes()
+    assert not [name for name in os.listdir(tmp_path / "beam") if name.startswith(".")]
+    assert [c.vocabulary for c in beam.columns] == [c.vocabulary for c in local.columns]
+    for ours, theirs in zip(beam.columns, local.columns):  # sums of floats in another order: the last bits
+        assert ours.kind == theirs.kind and ours.missing == theirs.missing
+        np.testing.assert_allclose([ours.mean, ours.std], [theirs.mean, theirs.std], rtol=1e-9)
+    assert beam.splits == local.splits and beam.class_names == local.class_names
+
+
+def test_beam_names_a_bad_table_in_one_line(tmp_path):
+    (tmp_path / "t.csv").write_text("a,b,label\n1,x,y\n2,,\n")
+    with pytest.raises(UserError, match=r"t.csv: line 3, column 3 \('label'\): the label is missing"):
+        build_table_dataset_with_beam(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions(), DIRECT)
 
 
 def test_beam_writes_to_gcs(gcs_server, digits_dir, tmp_path):

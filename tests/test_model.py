@@ -120,7 +120,9 @@ def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():
         UserError, match=r"--model cnn: convolutions for images \(H, W, C\), and this dataset's examples are 6"
     ):
         params(VECTORS, model="cnn")
-    with pytest.raises(UserError, match="--model resnet: not a network; choose auto or one of cnn, mlp"):
+    with pytest.raises(
+        UserError, match="--model resnet: not a network; choose auto or one of cnn, wide_deep, table, mlp"
+    ):
         params(IMAGES, model="resnet")
 
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 from PIL import Image
 
 from dataformat.errors import UserError
-from dataformat.schema import EXAMPLES_PER_RECORD, Metadata, parse_examples, parse_records
+from dataformat.schema import EXAMPLES_PER_RECORD, FORMAT_VERSION, Metadata, parse_examples, parse_records
 from preprocessing.cli import main
 from preprocessing.sources import SourceOptions, read_digits, read_images
 from preprocessing.writer import build_dataset, shard_counts
@@ -43,7 +43,7 @@ def test_digits_dataset_holds_every_example_once(digits_dir):
 def test_metadata_describes_the_shards(digits_dir):
     with open(os.path.join(digits_dir, "metadata.json")) as file:
         raw = json.load(file)
-    assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == 2
+    assert raw["shape"] == [8, 8, 1] and raw["dtype"] == "uint8" and raw["format_version"] == FORMAT_VERSION
     assert raw["class_names"] == [str(i) for i in range(10)] and raw["num_classes"] == 10
     for split in ("train", "eval"):
         shards = raw["splits"][split]["shards"]

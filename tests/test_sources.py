@@ -2,12 +2,10 @@ import gzip
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from PIL import Image
 
 from dataformat.errors import UserError
-from preprocessing.sources import SourceOptions, read_csv, read_digits, read_images, read_mnist, read_npz
+from preprocessing.sources import SourceOptions, read_digits, read_images, read_mnist, read_npz
 
 OPTIONS = SourceOptions()
 
@@ -52,43 +50,6 @@ def test_mnist_truncated_file_names_the_file(tmp_path):
 def test_mnist_without_files_is_an_error(tmp_path):
     with pytest.raises(UserError, match="no MNIST files"):
         read_mnist(str(tmp_path), OPTIONS)
-
-
-def test_csv_with_header_and_named_label_column(tmp_path):
-    path = tmp_path / "table.csv"
-    path.write_text("a,label,b\n1.5,cat,2\n3,dog,4e1\n-1,cat,0\n")
-    data = read_csv(str(path), SourceOptions(label_column="label"))
-    np.testing.assert_array_equal(data.items, [[1.5, 2], [3, 40], [-1, 0]])
-    assert data.class_names == ("cat", "dog")
-    np.testing.assert_array_equal(data.labels, [0, 1, 0])
-    assert data.dtype == "float32" and data.shape == (2,)
-
-
-def test_csv_without_header_takes_the_last_column_as_label(tmp_path):
-    path = tmp_path / "table.csv"
-    path.write_text("0.1,0.2,1\n0.3,0.4,0\n")
-    data = read_csv(str(path), OPTIONS)
-    np.testing.assert_array_equal(data.labels, [1, 0])
-    assert data.class_names == ("0", "1")
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ("1,2,0\n3,0\n", "line 2 has 2 columns; expected 3"),
-        ("1,2,0\n3,x,1\n", "line 2, column 2: 'x' is not a number"),
-        ("f,g,y\n1,2,0\n1,2,1\n1,,1\n", "line 4, column 2: '' is not a number"),
-        ("1,2,0\n1e39,3,1\n", "line 2, column 1: '1e39' is not a finite float32"),
-        ("1,2,0\n3,nan,1\n", "line 2, column 2: 'nan' is not a finite float32"),
-        ("1,2,0\n3,4,0\n", "1 distinct label"),
-        ("", "no data rows"),
-    ],
-)
-def test_bad_csv_names_the_line(tmp_path, text, message):
-    path = tmp_path / "bad.csv"
-    path.write_text(text)
-    with pytest.raises(UserError, match=f"bad.csv: .*{message}"):
-        read_csv(str(path), OPTIONS)
 
 
 def test_npz_images_and_vectors(tmp_path):
@@ -153,7 +114,6 @@ def test_truncated_image_is_named(tmp_path):
 @pytest.mark.parametrize(
     "reader, name, message",
     [
-        (read_csv, "empty.csv", "no data rows"),
         (read_npz, "empty.npz", "cannot read as .npz"),
     ],
 )
@@ -173,18 +133,3 @@ def test_empty_idx_and_image_files_are_named(tmp_path):
     (tmp_path / "images" / "cats" / "0-empty.png").write_bytes(b"")
     with pytest.raises(UserError, match="0-empty.png: cannot decode image"):
         read_images(str(tmp_path / "images"), OPTIONS)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet='0123456789.,-e \\nxy"', max_size=300))
-def test_csv_reader_on_random_text_parses_or_names_the_problem(tmp_path_factory, text):
-    path = tmp_path_factory.mktemp("csv") / "random.csv"
-    path.write_text(text)
-    try:
-        data = read_csv(str(path), OPTIONS)
-    except UserError as error:
-        assert str(error).startswith(str(path))  # every message names the file
-        return
-    assert data.items.ndim == 2 and data.items.dtype == np.float32
-    assert len(data.items) == len(data.labels) == len(data.keys)
-    assert data.labels.min() == 0 and data.labels.max() == len(data.class_names) - 1

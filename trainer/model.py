@@ -1,10 +1,11 @@
-"""The model_fn: normalize the stored values, run the chosen network, and let the head turn its
-logits into a loss, metrics, predictions and export outputs.
+"""The model_fn: run the chosen network, and let the head turn its logits into a loss, metrics,
+predictions and export outputs.
 
-Inputs arrive in their stored dtype (uint8 pixels or float32 features) and are normalized
-here, on the device, with the training split's statistics from metadata.json: training,
-evaluation and serving all go through this one function. The model_fn receives only what
-the model needs: its settings (ModelSettings) and the dataset's description (Metadata).
+Inputs arrive in their stored dtype (uint8 pixels, float32 features, a table's encoded rows)
+and the network prepares them on the device with the training split's statistics from
+metadata.json: training, evaluation and serving all go through this one function. The
+model_fn receives only what the model needs: its settings (ModelSettings) and the dataset's
+description (Metadata).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def choose_network(name: str, metadata: Metadata) -> str:
         raise UserError(f"--model {name}: not a network; choose auto or one of {', '.join(NETWORKS)}")
     if not NETWORKS[name].takes(metadata):
         shape = "x".join(map(str, metadata.shape))
-        raise UserError(f"--model {name}: {NETWORKS[name].what}, and this dataset's examples are {shape}")
+        what = "table rows" if metadata.is_table else shape
+        raise UserError(f"--model {name}: {NETWORKS[name].what}, and this dataset's examples are {what}")
     return name
 
 
@@ -73,15 +75,8 @@ def resolve_data_format(setting: str) -> str:
     return "channels_first" if has_gpu() else "channels_last"
 
 
-def normalize(data: tf.Tensor, metadata: Metadata) -> tf.Tensor:
-    """Stored values to float32 with zero mean and unit variance per channel."""
-    mean = tf.constant(metadata.mean, tf.float32)
-    std = tf.constant(metadata.std, tf.float32)
-    return (tf.cast(data, tf.float32) - mean) / std
-
-
 def build_network(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
-    return NETWORKS[settings.network].build(settings, metadata.shape, metadata.num_classes)
+    return NETWORKS[settings.network].build(settings, metadata)
 
 
 def _learning_rate(settings: ModelSettings) -> tf.Tensor:
@@ -110,7 +105,7 @@ def model_fn(features, labels, mode, params):
     metadata: Metadata = params["metadata"]
     data = features[metadata.feature_key]
     network = build_network(settings, metadata)
-    logits = network(normalize(data, metadata), training=mode == tf.estimator.ModeKeys.TRAIN)
+    logits = network(data, training=mode == tf.estimator.ModeKeys.TRAIN)
 
     def train_op_fn(loss: tf.Tensor) -> tf.Operation:
         if metadata.is_image and metadata.shape[-1] in (1, 3, 4):

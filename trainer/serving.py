@@ -17,9 +17,11 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from dataformat import tables
 from dataformat.schema import Metadata, parse_examples
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
+CSV_LINES = "csv_lines"  # tables: signature "csv_lines:serving_default", a row's values without the label
 IMAGE_BYTES = "image_bytes"  # signature "image_bytes:serving_default"; *_bytes takes {"b64": ...} over REST
 
 
@@ -40,11 +42,18 @@ def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
     return tf.map_fn(decode, encoded, fn_output_signature=tf.TensorSpec(metadata.shape, tf.float32))
 
 
-def _empty_strings(name: str) -> tf.Tensor:
-    return tf.compat.v1.placeholder_with_default(tf.constant([], tf.string), [None], name=name)
+def _empty_strings(name: str | None = None) -> tf.Tensor:
+    return _empty(tf.string, name)
+
+
+def _empty(dtype: tf.DType, name: str | None = None) -> tf.Tensor:
+    return tf.compat.v1.placeholder_with_default(tf.constant([], dtype), [None], name=name)
 
 
 def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
+    if metadata.is_table:
+        return _table_serving_input_fn(metadata)
+
     def serving_input_fn():
         examples = _empty_strings(EXAMPLES)
         sources = [tf.cast(parse_examples(examples, metadata), tf.float32)]
@@ -60,6 +69,34 @@ def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.expor
             features={metadata.feature_key: raw},
             receiver_tensors={metadata.feature_key: raw},
             receiver_tensors_alternatives=alternatives,
+        )
+
+    return serving_input_fn
+
+
+def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
+    """Tables: `serving_default` takes one input a column, named as in the header (float32 for a
+    numeric column, NaN for missing; a string for a categorical one); `examples:serving_default`
+    takes tf.Examples of one feature a column (a feature left out is a missing value), and
+    `csv_lines:serving_default` CSV lines of the columns in metadata.json's order. All three go
+    through tables.to_vector, as training does."""
+
+    def serving_input_fn():
+        columns = metadata.columns
+        named = {c.name: _empty(tf.float32 if c.kind == tables.NUMERIC else tf.string) for c in columns}
+        examples, lines = _empty_strings(EXAMPLES), _empty_strings(CSV_LINES)
+        rows = tf.concat(
+            [
+                tables.to_vector(named, columns),
+                parse_examples(examples, metadata),
+                tables.to_vector(tables.parse_csv_lines(lines, columns), columns),
+            ],
+            axis=0,
+        )
+        return tf.estimator.export.ServingInputReceiver(
+            features={metadata.feature_key: rows},
+            receiver_tensors=named,
+            receiver_tensors_alternatives={EXAMPLES: {EXAMPLES: examples}, CSV_LINES: {CSV_LINES: lines}},
         )
 
     return serving_input_fn

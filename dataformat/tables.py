@@ -1,0 +1,240 @@
+"""The record format of tables: named columns, each numeric or categorical, with missing values.
+
+A table's record packs up to `examples_per_record` consecutive rows column by column: each
+column is one feature named after it, holding one value a row (a float list for a numeric
+column, NaN where the value is missing; a bytes list for a categorical column, the empty
+string where it is missing), and LABEL_KEY holds the rows' class indices. With one row a
+record this is the plain one-feature-per-column tf.train.Example that TFX and TFDV read, and
+what the export's `examples` signature takes.
+
+The model sees a row as one float32 vector, a value a column, in the order of the metadata's
+columns: numeric values as they are (NaN for missing), categorical values as their index in
+the column's vocabulary (MISSING_INDEX, OOV_INDEX, then the vocabulary in order). `to_vector`
+makes that vector from named column tensors, for training, evaluation and serving alike, so
+they can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dataformat import wire
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+NUMERIC, CATEGORICAL = "numeric", "categorical"
+MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
+# Values that mean "missing" in any column, compared after trimming spaces and lower-casing.
+MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One feature column of a table, as the training split described it."""
+
+    name: str
+    kind: str  # NUMERIC or CATEGORICAL
+    missing: int = 0  # training rows where it is missing
+    mean: float = 0.0  # numeric: of the training split's present values
+    std: float = 1.0
+    vocabulary: tuple[str, ...] = ()  # categorical: values seen at least --min-frequency times
+
+    @property
+    def size(self) -> int:
+        """Categorical: how many indices the column's values take (missing, out of vocabulary, vocabulary)."""
+        return len(self.vocabulary) + 2
+
+    def to_json(self) -> dict:
+        if self.kind == NUMERIC:
+            return {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
+        return {"name": self.name, "kind": self.kind, "missing": self.missing, "vocabulary": list(self.vocabulary)}
+
+    @classmethod
+    def from_json(cls, raw: dict) -> Column:
+        return cls(
+            name=str(raw["name"]),
+            kind=str(raw["kind"]),
+            missing=int(raw.get("missing", 0)),
+            mean=float(raw.get("mean", 0.0)),
+            std=float(raw.get("std", 1.0)),
+            vocabulary=tuple(str(value) for value in raw.get("vocabulary", ())),
+        )
+
+
+def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str]:
+    """What is wrong with a table's column descriptions, for Metadata.check."""
+    found = []
+    names = [column.name for column in columns]
+    if len(set(names)) != len(names):
+        found.append("two columns share a name")
+    for column in columns:
+        if column.kind not in (NUMERIC, CATEGORICAL):
+            found.append(f"column {column.name!r} has kind {column.kind!r}")
+        if column.name in reserved:
+            found.append(f"column {column.name!r} has a reserved name")
+        if column.kind == NUMERIC and not (np.isfinite(column.std) and column.std > 0):
+            found.append(f"column {column.name!r} has a std that is not a positive number")
+    return found
+
+
+# Writing (numpy only: shard writers need no TensorFlow).
+
+
+def _varint_bytes(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each length as a varint: (bytes of every varint, up to 5, in a [n, 5] array; how many each uses)."""
+    lengths = lengths.astype(np.uint64)
+    sizes = np.ones(len(lengths), np.int64)
+    for bits in (7, 14, 21, 28):
+        sizes += lengths >= (1 << bits)
+    groups = np.stack([(lengths >> np.uint64(7 * i)) & np.uint64(0x7F) for i in range(5)], axis=1).astype(np.uint8)
+    more = np.arange(5)[None, :] < (sizes[:, None] - 1)
+    return groups | (more.astype(np.uint8) << 7), sizes
+
+
+def string_fields(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Strings (Arrow layout: `data[offsets[i]:offsets[i + 1]]`) as consecutive BytesList.value
+    fields: (the bytes, and where each string's field starts, n + 1 positions).
+
+    Vectorized, because a Python loop over every string of a large table was most of the time.
+    """
+    offsets = offsets.astype(np.int64)
+    lengths = np.diff(offsets)
+    varints, varint_sizes = _varint_bytes(lengths)
+    field_sizes = 1 + varint_sizes + lengths
+    starts = np.concatenate([[0], np.cumsum(field_sizes)])
+    out = np.empty(starts[-1], np.uint8)
+    out[starts[:-1]] = 0x0A  # field 1, length-delimited
+    for i in range(varints.shape[1]):
+        uses = varint_sizes > i
+        out[starts[:-1][uses] + 1 + i] = varints[uses, i]
+    content = np.ones(len(out), bool)
+    content[starts[:-1]] = False
+    for i in range(varints.shape[1]):
+        content[(starts[:-1] + 1 + i)[varint_sizes > i]] = False
+    out[content] = data[offsets[0] : offsets[-1]]
+    return out, starts
+
+
+def encode_table_records(
+    numeric: dict[str, np.ndarray],
+    strings: dict[str, tuple[np.ndarray, np.ndarray]],
+    labels: np.ndarray,
+    per_record: int,
+    label_key: str,
+) -> list[bytes]:
+    """Rows, column by column, as serialized tf.train.Examples of up to `per_record` rows each.
+
+    `numeric` maps a column to float32 values (NaN: missing); `strings` maps a column to its
+    values in Arrow's layout (offsets, bytes; empty: missing). The bytes are those of
+    TensorFlow's deterministic serialization (see wire.py).
+    """
+    rows = len(labels)
+    fields = {name: string_fields(*layout) for name, layout in strings.items()}
+    records = []
+    for start in range(0, rows, per_record):
+        stop = min(start + per_record, rows)
+        features = {}
+        for name, values in numeric.items():  # Feature.float_list (2) > FloatList.value (1), packed
+            features[name] = wire.field(2, wire.field(1, np.ascontiguousarray(values[start:stop], "<f4").tobytes()))
+        for name, (out, starts) in fields.items():  # Feature.bytes_list (1) > BytesList.value (1) each
+            features[name] = wire.field(1, out[starts[start] : starts[stop]].tobytes())
+        features[label_key] = wire.field(3, wire.field(1, wire.varints(labels[start:stop])))
+        records.append(wire.example(features))
+    return records
+
+
+# Reading (TensorFlow, in the input pipeline and the serving graph).
+
+
+def _vocabulary_lookup(column: Column) -> tf.lookup.StaticHashTable:
+    import tensorflow as tf
+
+    keys = list(column.vocabulary) or [""]
+    first = OOV_INDEX + 1
+    values = list(range(first, first + len(column.vocabulary))) or [OOV_INDEX]
+    # Free of the caller's control dependencies: the table is initialized with the local variables,
+    # before any queue runs, and must not wait for a record to be read.
+    with tf.control_dependencies(None):
+        initializer = tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.constant(values, tf.int64))
+        return tf.lookup.StaticHashTable(initializer, default_value=OOV_INDEX, name="vocabulary")
+
+
+def is_missing(strings: tf.Tensor) -> tf.Tensor:
+    import tensorflow as tf
+
+    cleaned = tf.strings.lower(tf.strings.strip(strings))
+    return tf.reduce_any(tf.equal(cleaned[..., None], tf.constant(MISSING_TOKENS)), axis=-1)
+
+
+def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
+    """Named column values (a [n] tensor each: float for numeric columns, NaN for missing;
+    strings for categorical ones) as the model's [n, columns] float32 vectors."""
+    import tensorflow as tf
+
+    parts = []
+    for column in columns:
+        value = values[column.name]
+        if column.kind == NUMERIC:
+            parts.append(tf.cast(value, tf.float32))
+            continue
+        strings = tf.strings.strip(value)
+        index = _vocabulary_lookup(column).lookup(strings)
+        index = tf.where(is_missing(strings), tf.constant(MISSING_INDEX, tf.int64), index)
+        parts.append(tf.cast(index, tf.float32))
+    return tf.stack(parts, axis=1)
+
+
+def numbers(strings: tf.Tensor) -> tf.Tensor:
+    """Numbers written as text to float32, a missing value (MISSING_TOKENS) to NaN."""
+    import tensorflow as tf
+
+    missing = is_missing(strings)
+    safe = tf.where(missing, "0", tf.strings.strip(strings))
+    return tf.where(missing, float("nan"), tf.strings.to_number(safe, tf.float32))
+
+
+def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...]) -> dict[str, tf.Tensor]:
+    """CSV lines holding the columns' values in order to named column values, as to_vector takes them."""
+    import tensorflow as tf
+
+    fields = tf.io.decode_csv(lines, record_defaults=[[""]] * len(columns))
+    return {
+        column.name: numbers(field) if column.kind == NUMERIC else field for column, field in zip(columns, fields)
+    }
+
+
+def parse_spec(columns: tuple[Column, ...], ragged: bool) -> dict:
+    """parse_example's spec of the columns: ragged lists (packed records) or one value each, a
+    missing feature being a missing value (serving)."""
+    import tensorflow as tf
+
+    spec = {}
+    for column in columns:
+        dtype = tf.float32 if column.kind == NUMERIC else tf.string
+        if ragged:
+            spec[column.name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+        else:
+            default = float("nan") if column.kind == NUMERIC else ""
+            spec[column.name] = tf.io.FixedLenFeature([], dtype, default_value=default)
+    return spec
+
+
+def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
+    """The columns' values in a parsed tf.train.Example (numpy side, for error messages and
+    predictions from shards); raises KeyError or ValueError on a malformed one."""
+    features = example.features.feature
+    values = {}
+    for column in columns:
+        feature = features[column.name]
+        kind = "float_list" if column.kind == NUMERIC else "bytes_list"
+        if feature.WhichOneof("kind") != kind:
+            raise ValueError(f"feature {column.name!r} is a {feature.WhichOneof('kind')}, expected a {kind}")
+        if column.kind == NUMERIC:
+            values[column.name] = list(feature.float_list.value)
+        else:
+            values[column.name] = [value.decode("utf-8", "replace") for value in feature.bytes_list.value]
+    return values

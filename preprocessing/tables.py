@@ -1,0 +1,614 @@
+"""CSV tables to sharded TFRecord files plus metadata.json, streaming: memory stays flat however
+many rows there are.
+
+  pass 1  every file is read in blocks by pyarrow's multi-threaded CSV reader, each value as
+          text. Each row's split and shard come from a hash of its file and line, so they do not
+          depend on the read order. Per column, the training rows' missing values, numbers and
+          distinct values are counted; the block's rows go to their shard's temporary Arrow file.
+  decide  each column is numeric or categorical (the data, then the flags); vocabularies
+          (--min-frequency), means and standard deviations, from the training rows only.
+  pass 2  each shard's rows, from its temporary file, are put in a seeded random order,
+          converted and written as packed records (dataformat.tables); metadata.json last.
+
+Every row is checked in pass 1, and a mistake is a UserError naming the file, line and column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import math
+import os
+import posixpath
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.ipc as ipc
+from tqdm import tqdm
+
+from dataformat import storage, tables
+from dataformat.errors import UserError
+from dataformat.schema import (
+    EXAMPLES_PER_RECORD,
+    LABEL_KEY,
+    METADATA_FILE,
+    SHARD_SUFFIXES,
+    Metadata,
+    ShardInfo,
+    SplitInfo,
+)
+from dataformat.tfrecord import frame
+from preprocessing.split import shard_name
+from preprocessing.writer import clear_output, shard_output, usable_cores
+
+log = logging.getLogger(__name__)
+
+BLOCK_BYTES = 4 * 2**20  # CSV text parsed at a time: with the open shard files, the memory budget
+SHARD_BYTES = 32 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
+GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
+MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
+ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
+CSV_SUFFIXES = (".csv", ".csv.gz")
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """The flags that say how to read a table."""
+
+    label_column: str = "-1"  # a name, or an index (negative counts from the end)
+    categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
+    numeric: tuple[str, ...] = ()  # columns that must be numbers
+    ignore: tuple[str, ...] = ()  # columns to leave out
+    min_frequency: int = 3  # a value seen fewer times in training goes to the out-of-vocabulary index
+    max_categories: int = 1000  # more distinct values than this: not a categorical column
+
+
+@dataclass
+class ColumnCount:
+    """What pass 1 learns about one column."""
+
+    missing: int = 0  # training rows
+    present: int = 0  # all rows
+    numbers: bool = True  # every present value so far is a finite number
+    not_a_number: tuple[str, int, str] | None = None  # (file, line, value) of the first that is not
+    total: float = 0.0  # training rows' numbers
+    squares: float = 0.0
+    counted: int = 0
+    distinct: Counter = field(default_factory=Counter)  # training rows' values, until too many
+    too_many: bool = False
+
+
+# Files.
+
+
+def input_files(path: str) -> list[str]:
+    """The CSV files of --input: a file, a glob, or a folder's *.csv and *.csv.gz."""
+    if any(char in path for char in "*?["):
+        files = storage.matching(path)
+        if not files:
+            raise UserError(f"--input {path}: no file matches")
+        return files
+    if storage.is_folder(path):
+        names = [name for name in storage.list_names(path) if name.lower().endswith(CSV_SUFFIXES)]
+        if not names:
+            raise UserError(f"--input {path}: the folder holds no .csv or .csv.gz file")
+        return [storage.join(path, name) for name in names]
+    if not storage.exists(path):
+        raise UserError(f"--input {path}: no such file")
+    return [path]
+
+
+@contextlib.contextmanager
+def _opened(path: str) -> Iterator[pa.NativeFile]:
+    with storage.open_read(path) as file:
+        stream = pa.PythonFile(file, mode="r")
+        yield pa.CompressedInputStream(stream, "gzip") if path.lower().endswith(".gz") else stream
+
+
+def _first_line(path: str) -> list[str]:
+    import csv
+    import io
+
+    with _opened(path) as stream:
+        head = stream.read(1 << 16)
+    text = head.decode("utf-8", "replace").splitlines()
+    return next(csv.reader(io.StringIO(text[0] if text else "")), [])
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def header_of(path: str) -> tuple[list[str], bool]:
+    """(column names, whether the file has a header line): a first line with no number in it
+    is a header; otherwise the columns are named column_1, column_2, ..."""
+    first = [name.strip() for name in _first_line(path)]
+    if not first:
+        raise UserError(f"{path}: empty file")
+    if any(_is_number(name) for name in first):
+        return [f"column_{i + 1}" for i in range(len(first))], False
+    return first, True
+
+
+def _csv_options(names: list[str], has_header: bool, threads: bool, on_invalid_row) -> dict:
+    return {
+        "read_options": pacsv.ReadOptions(
+            column_names=names, skip_rows=1 if has_header else 0, block_size=BLOCK_BYTES, use_threads=threads
+        ),
+        "parse_options": pacsv.ParseOptions(invalid_row_handler=on_invalid_row),
+        "convert_options": pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in names}, strings_can_be_null=False
+        ),
+    }
+
+
+def _blocks(path: str, names: list[str], has_header: bool) -> Iterator[pa.RecordBatch]:
+    """The file's rows in blocks, every value as text; a row with another number of values than
+    the header is a UserError naming its line."""
+    ragged = []
+
+    def on_invalid_row(row) -> str:
+        ragged.append(row)
+        return "error"
+
+    try:
+        with _opened(path) as stream:
+            yield from pacsv.open_csv(stream, **_csv_options(names, has_header, True, on_invalid_row))
+    except pa.ArrowInvalid as error:
+        if not ragged:
+            raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
+        row = _first_ragged_row(path, names, has_header) if ragged[0].number is None else ragged[0]
+        raise UserError(
+            f"{path}: line {row.number} has {row.actual_columns} columns; expected {row.expected_columns}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot read ({error})") from None
+
+
+def _first_ragged_row(path: str, names: list[str], has_header: bool):
+    """The file's first row of another width, read again with one thread: only then does pyarrow
+    number the rows (its numbers are lines of the file)."""
+    ragged = []
+
+    def on_invalid_row(row) -> str:
+        ragged.append(row)
+        return "skip"
+
+    with _opened(path) as stream:
+        for _ in pacsv.open_csv(stream, **_csv_options(names, has_header, False, on_invalid_row)):
+            if ragged:
+                break
+    return ragged[0]
+
+
+# The split: hashes of (file, line), vectorized.
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: a stable, well-spread 64-bit hash of each uint64."""
+    with np.errstate(over="ignore"):
+        z = values + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def file_key(path: str, root: str, seed: int) -> np.uint64:
+    """A stable number for a file: its path below --input's folder and the seed, hashed."""
+    relative = posixpath.relpath(path, root) if root else posixpath.basename(path)
+    digest = hashlib.blake2b(f"{seed}:{relative}".encode(), digest_size=8).digest()
+    return np.frombuffer(digest, "<u8")[0]
+
+
+def row_hashes(key: np.uint64, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(split hash, order hash) of each line of a file."""
+    with np.errstate(over="ignore"):
+        split = _mix(lines.astype(np.uint64) + key)
+    return split, _mix(split)
+
+
+# Pass 1.
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """What reading needs to know besides the data: the columns, the flags, the split and shards."""
+
+    names: tuple[str, ...]  # every column of the files
+    has_header: bool
+    label: str
+    features: tuple[str, ...]  # the columns kept as features
+    options: TableOptions
+    eval_fraction: float
+    seed: int
+    shards: dict[str, int]
+    root: str  # --input's folder, that file keys are relative to ("" for a file or a glob)
+
+    @property
+    def bucket_schema(self) -> pa.Schema:
+        """The rows a shard receives: the trimmed text of the label and features, and their order."""
+        return pa.schema([(name, pa.string()) for name in [self.label, *self.features]] + [(ORDER, pa.uint64())])
+
+    def position(self, name: str) -> str:
+        return f"{self.names.index(name) + 1} ({name!r})"
+
+
+@dataclass
+class Block:
+    """What one block of a file adds: counts by column, labels, and its rows by (split, shard)."""
+
+    counts: dict[str, ColumnCount]
+    labels: Counter
+    rows: int
+    parts: list[tuple[tuple[str, int], pa.RecordBatch]]
+
+
+def add_counts(total: ColumnCount, more: ColumnCount, cap: int) -> None:
+    """Adds a block's counts of a column to the column's total (in any order: Beam combines so)."""
+    total.missing += more.missing
+    total.present += more.present
+    if not more.numbers:
+        total.numbers = False
+        wrong = [found for found in (total.not_a_number, more.not_a_number) if found]
+        total.not_a_number = min(wrong)  # the first in file order, whatever the order of blocks
+    total.total += more.total
+    total.squares += more.squares
+    total.counted += more.counted
+    total.too_many = total.too_many or more.too_many
+    if not total.too_many:
+        total.distinct.update(more.distinct)
+        total.too_many = len(total.distinct) > cap
+    if total.too_many:
+        total.distinct = Counter()
+
+
+def _missing(column: pa.Array) -> np.ndarray:
+    return pc.is_in(pc.utf8_lower(column), value_set=pa.array(tables.MISSING_TOKENS)).to_numpy(zero_copy_only=False)
+
+
+def _count(values: pa.Array, train: np.ndarray, where: tuple, cap: int) -> ColumnCount:
+    """One block of a column counted; `where` is (the file, the block's line numbers)."""
+    missing = _missing(values)
+    present = ~missing
+    counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
+    try:
+        numbers = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
+        finite = bool(np.isfinite(numbers).all())
+    except pa.ArrowInvalid:
+        numbers, finite = None, False
+    if finite:
+        kept = numbers[train[present]]
+        counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.dot(kept, kept)), len(kept)
+    else:
+        counts.numbers, counts.not_a_number = False, _first_not_a_number(values, present, where)
+    values, found = _value_counts(values.filter(pa.array(present & train)))
+    counts.distinct = Counter(dict(zip(values, found)))
+    if len(counts.distinct) > cap:
+        counts.too_many, counts.distinct = True, Counter()
+    return counts
+
+
+def _first_not_a_number(values: pa.Array, present: np.ndarray, where: tuple) -> tuple[str, int, str]:
+    path, lines = where
+    for i in np.flatnonzero(present):
+        text = values[int(i)].as_py()
+        if not _is_number(text) or not math.isfinite(float(text)):
+            return path, int(lines[i]), text
+    raise AssertionError("a block that failed to convert has a value that does not")
+
+
+def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
+    """Pass 1 over one file, block by block, checking every row."""
+    names, has_header = header_of(path)
+    if has_header != plan.has_header or tuple(names) != plan.names:
+        raise UserError(f"{path}: {_header_difference(plan.names, names)}; every file must have the first's header")
+    key = file_key(path, plan.root, plan.seed)
+    threshold = np.uint64(min(int(plan.eval_fraction * 2.0**64), 2**64 - 1))
+    cap = plan.options.max_categories
+    done = 0
+    for batch in _blocks(path, names, has_header):
+        lines = np.arange(done, done + batch.num_rows) + (2 if has_header else 1)
+        split_hash, order = row_hashes(key, lines)
+        train = split_hash >= threshold
+        trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in [plan.label, *plan.features]}
+        missing_label = _missing(trimmed[plan.label])
+        if missing_label.any():
+            line = int(lines[np.argmax(missing_label)])
+            raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
+        counts = {name: _count(trimmed[name], train, (path, lines), cap) for name in plan.features}
+        labels = Counter(dict(zip(*_value_counts(trimmed[plan.label]))))
+        rows = pa.RecordBatch.from_arrays([*trimmed.values(), pa.array(order)], schema=plan.bucket_schema)
+        parts = []
+        for split, in_split in (("train", train), ("eval", ~train)):
+            shard = order % np.uint64(plan.shards[split])
+            for index in np.unique(shard[in_split]):
+                parts.append(((split, int(index)), rows.filter(pa.array(in_split & (shard == index)))))
+        done += batch.num_rows
+        yield Block(counts, labels, batch.num_rows, parts)
+
+
+def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:
+    """Pass 1 over every file, each shard's rows into its temporary file in `folder`:
+    (counts by column, rows by label, rows read)."""
+    counts = {name: ColumnCount() for name in plan.features}
+    labels: Counter = Counter()
+    rows = 0
+    writers = {
+        (split, i): ipc.new_file(_bucket(folder, split, i), plan.bucket_schema)
+        for split, count in plan.shards.items()
+        for i in range(count)
+    }
+    try:
+        with tqdm(total=len(files), unit="file", desc="reading", disable=None) as bar:
+            for path in files:
+                for block in read_blocks(path, plan):
+                    for name, more in block.counts.items():
+                        add_counts(counts[name], more, plan.options.max_categories)
+                    labels.update(block.labels)
+                    check_labels(labels, plan)
+                    rows += block.rows
+                    for shard, part in block.parts:
+                        writers[shard].write_batch(part)
+                bar.update(1)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return counts, labels, rows
+
+
+def _bucket(folder: str, split: str, index: int) -> str:
+    return os.path.join(folder, f"{split}-{index}.arrow")
+
+
+def check_labels(labels: Counter, plan: TablePlan) -> None:
+    if len(labels) > MAX_LABELS:
+        raise UserError(f"--label-column {plan.label}: more than {MAX_LABELS} distinct labels; is it the label?")
+
+
+def _value_counts(column: pa.Array) -> tuple[list, list]:
+    found = pc.value_counts(column)
+    return found.field("values").to_pylist(), found.field("counts").to_pylist()
+
+
+def _header_difference(expected: tuple[str, ...], found: list[str]) -> str:
+    if len(expected) != len(found):
+        return f"its header has {len(found)} columns, the first file's {len(expected)}"
+    index = next(i for i, (a, b) in enumerate(zip(expected, found)) if a != b)
+    return f"column {index + 1} is {found[index]!r}, in the first file {expected[index]!r}"
+
+
+# Decide.
+
+
+def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:
+    """Each feature column described: its kind, vocabulary or statistics."""
+    options = plan.options
+    columns = []
+    for name in plan.features:
+        count = counts[name]
+        if count.present == 0:
+            where = files[0] if len(files) == 1 else f"{len(files)} files"
+            raise UserError(
+                f"{where}: column {plan.position(name)} is missing in every row; "
+                f"pass --ignore-columns {name} to leave it out"
+            )
+        if name in options.numeric and not count.numbers:
+            path, line, value = count.not_a_number
+            raise UserError(
+                f"{path}: line {line}, column {plan.position(name)}: {value!r} is not a finite number "
+                f"(--numeric-columns {name})"
+            )
+        if count.numbers and name not in options.categorical:
+            mean = count.total / count.counted if count.counted else 0.0
+            variance = max(count.squares / count.counted - mean**2, 0.0) if count.counted else 0.0
+            std = math.sqrt(variance) if variance > 1e-12 else 1.0
+            columns.append(tables.Column(name, tables.NUMERIC, count.missing, mean, std))
+            continue
+        if count.too_many:
+            hint = f"--numeric-columns {name} if its values are numbers, " if name in options.categorical else ""
+            raise UserError(
+                f"column {plan.position(name)} has more than {options.max_categories} distinct values, too many "
+                f"for a categorical column (an ID?): pass --ignore-columns {name} to leave it out, "
+                f"{hint}or raise --max-categories"
+            )
+        frequent = [(value, n) for value, n in count.distinct.items() if n >= options.min_frequency]
+        vocabulary = tuple(value for value, _ in sorted(frequent, key=lambda item: (-item[1], item[0])))
+        columns.append(tables.Column(name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary))
+    return tuple(columns)
+
+
+def describe(column: tables.Column) -> str:
+    missing = f", {column.missing} missing" if column.missing else ""
+    size = f" of {len(column.vocabulary)} values" if column.kind == tables.CATEGORICAL else ""
+    return f"{column.name} ({column.kind}{size}{missing})"
+
+
+def class_names(labels: Counter) -> tuple[str, ...]:
+    """The label's classes, sorted: numerically when every label is a number (3 before 10)."""
+    names = list(labels)
+    if len(names) < 2:
+        raise UserError(f"found {len(names)} distinct label(s); a classifier needs at least 2")
+    if all(_is_number(name) for name in names):
+        return tuple(sorted(names, key=float))
+    return tuple(sorted(names))
+
+
+# Pass 2.
+
+
+@dataclass(frozen=True)
+class ShardWriter:
+    """Writes one shard of rows (a bucket's table): in their random order, converted, packed, framed."""
+
+    label: str
+    columns: tuple[tables.Column, ...]
+    classes: tuple[str, ...]
+    compression: str
+    per_record: int
+
+    def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
+        rows = rows.take(pc.sort_indices(rows, [(ORDER, "ascending")]))
+        numeric, strings = {}, {}
+        for column in self.columns:
+            values = rows.column(column.name).combine_chunks()
+            missing = pa.array(_missing(values))
+            if column.kind == tables.NUMERIC:
+                nulled = pc.if_else(missing, pa.scalar(None, pa.string()), values)
+                numeric[column.name] = pc.cast(nulled, pa.float32()).to_numpy(zero_copy_only=False)
+            else:
+                strings[column.name] = _arrow_layout(pc.cast(pc.if_else(missing, "", values), pa.large_string()))
+        labels = pc.index_in(rows.column(self.label), value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
+        records = tables.encode_table_records(numeric, strings, labels.astype(np.int64), self.per_record, LABEL_KEY)
+        with shard_output(path, self.compression) as (out, counted):
+            for record in records:
+                out.write(frame(record))
+        return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
+
+
+def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, bytes) of a large_string array without nulls."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, np.int64)[array.offset : array.offset + len(array) + 1]
+    return offsets, np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+
+
+# The whole conversion.
+
+
+def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[str, list[str]]:
+    """(the label column, the feature columns) of a header, checking the flags' column names."""
+    if options.label_column in names:
+        label = options.label_column
+    else:
+        try:
+            label = names[int(options.label_column)]
+        except ValueError:
+            raise UserError(f"{where}: --label-column {options.label_column!r} is not a column name") from None
+        except IndexError:
+            raise UserError(
+                f"{where}: --label-column {options.label_column} is out of range for {len(names)} columns"
+            ) from None
+    for flag, chosen in (
+        ("--categorical-columns", options.categorical),
+        ("--numeric-columns", options.numeric),
+        ("--ignore-columns", options.ignore),
+    ):
+        unknown = [name for name in chosen if name not in names]
+        if unknown:
+            raise UserError(f"{flag}: no column {unknown[0]!r} in {where} (its columns: {', '.join(names)})")
+    both = set(options.categorical) & set(options.numeric)
+    if both:
+        raise UserError(f"--categorical-columns and --numeric-columns both name {sorted(both)[0]!r}")
+    features = [name for name in names if name != label and name not in options.ignore]
+    if not features:
+        raise UserError(f"{where}: no feature column is left besides the label")
+    if LABEL_KEY in features:
+        raise UserError(f"{where}: a feature column is named {LABEL_KEY!r}, a name the records reserve; rename it")
+    return label, features
+
+
+def _size(path: str) -> int:
+    with storage.open_read(path) as file:
+        return file.seek(0, os.SEEK_END)
+
+
+def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None) -> tuple:
+    """(the files of --input, the plan of the conversion), checked before anything is written."""
+    files = input_files(path)
+    names, has_header = header_of(files[0])
+    label, features = _plan_columns(names, options, files[0])
+    size = sum(_size(file) * (GZIP_RATIO if file.lower().endswith(".gz") else 1) for file in files)
+    train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
+    counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
+    root = path if storage.is_folder(path) else ""
+    plan = TablePlan(tuple(names), has_header, label, tuple(features), options, eval_fraction, seed, counts, root)
+    return files, plan
+
+
+def shard_paths(plan: TablePlan, output: str, compression: str) -> dict[tuple[str, int], str]:
+    suffix = SHARD_SUFFIXES[compression]
+    return {
+        (split, i): storage.join(output, shard_name(split, i, count, suffix))
+        for split, count in plan.shards.items()
+        for i in range(count)
+    }
+
+
+def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, rows: int, extra: dict) -> Metadata:
+    """The dataset's metadata, from the plan, the columns and every shard written (by (split, index))."""
+    splits = {}
+    for split, count in plan.shards.items():
+        infos = tuple(written[split, i] for i in range(count))
+        splits[split] = SplitInfo(sum(i.examples for i in infos), sum(i.bytes for i in infos), infos)
+    if not splits["train"].examples or not splits["eval"].examples:
+        raise UserError(
+            f"--eval-fraction {plan.eval_fraction} leaves {splits['train'].examples} training and "
+            f"{splits['eval'].examples} evaluation rows out of {rows}; both need at least one"
+        )
+    columns = writer.columns
+    return Metadata(
+        shape=(len(columns),),
+        dtype="float32",
+        class_names=writer.classes,
+        splits=splits,
+        mean=tuple(c.mean if c.kind == tables.NUMERIC else 0.0 for c in columns),
+        std=tuple(c.std if c.kind == tables.NUMERIC else 1.0 for c in columns),
+        source="csv",
+        compression=writer.compression,
+        examples_per_record=writer.per_record,
+        extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, **extra},
+        columns=columns,
+        label_column=plan.label,
+    )
+
+
+def build_table_dataset(
+    path: str,
+    output: str,
+    options: TableOptions,
+    *,
+    eval_fraction: float = 0.2,
+    seed: int = 0,
+    shards: int | None = None,
+    workers: int | None = None,
+    overwrite: bool = False,
+    compression: str = "",
+    examples_per_record: int = EXAMPLES_PER_RECORD,
+) -> Metadata:
+    """Converts the CSV table(s) at `path` into a dataset in `output`."""
+    start = time.time()
+    files, plan = plan_table(path, options, eval_fraction, seed, shards)
+    clear_output(output, overwrite)
+    with tempfile.TemporaryDirectory(prefix="tables-") as folder:
+        counts, labels, rows = _read_pass(files, plan, folder)
+        columns = decide_columns(plan, counts, files)
+        writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record)
+        log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
+        paths = shard_paths(plan, output, compression)
+
+        def write(shard: tuple[str, int]) -> ShardInfo:
+            with ipc.open_file(_bucket(folder, *shard)) as reader:
+                return writer(reader.read_all(), paths[shard])
+
+        with ThreadPoolExecutor(workers or usable_cores()) as pool:
+            infos = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)
+            written = dict(zip(paths, infos))
+    extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
+    metadata = table_metadata(plan, writer, written, rows, extra)
+    storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
+    return metadata

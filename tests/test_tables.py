@@ -1,0 +1,260 @@
+"""Tables: CSV files with named, numeric and categorical columns and missing values, streamed
+into shards, read back by the input pipeline and served with named inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dataformat import tables
+from dataformat.errors import UserError
+from dataformat.schema import LABEL_KEY, Metadata, decode_record, parse_records
+from preprocessing.tables import TableOptions, build_table_dataset
+
+HEADER = "age,workclass,education_num,hours,income"
+ROWS = [
+    "39, State-gov,13,40,<=50K",
+    "50, Self-emp-not-inc,13,13,<=50K",
+    "38, Private,9,40,<=50K",
+    "53, Private,7,40,<=50K",
+    "28, Private,13,40,>50K",
+    "37, Private,14,40,>50K",
+    "49, ?,5,16,<=50K",
+    "52, Self-emp-not-inc,9,45,>50K",
+    "31, Private,14,50,>50K",
+    "42, Private,13,NA,>50K",
+]
+
+
+def write_table(path, rows=ROWS, header=HEADER, copies=20, compress=False):
+    text = "\n".join([header, *(rows * copies)]) + "\n"
+    if compress:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def build(tmp_path, source, name="out", **flags):
+    options = TableOptions(**{"label_column": "income", **flags.pop("options", {})})
+    return build_table_dataset(str(source), str(tmp_path / name), options, **flags)
+
+
+def read_rows(folder, metadata: Metadata, split="train"):
+    """Every row of a split, decoded, as (instances, labels)."""
+    instances, labels = [], []
+    for shard in metadata.splits[split].shards:
+        for record in tf.data.TFRecordDataset(str(folder / shard.file)).as_numpy_iterator():
+            rows, row_labels = decode_record(record, metadata)
+            instances += rows
+            labels += list(row_labels)
+    return instances, np.array(labels)
+
+
+def test_types_missing_values_and_vocabularies_come_from_the_data(tmp_path):
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"))
+    columns = {column.name: column for column in metadata.columns}
+    assert [column.name for column in metadata.columns] == ["age", "workclass", "education_num", "hours"]
+    assert [column.kind for column in metadata.columns] == ["numeric", "categorical", "numeric", "numeric"]
+    assert columns["workclass"].vocabulary == ("Private", "Self-emp-not-inc", "State-gov")  # by frequency
+    assert columns["workclass"].missing > 0 and columns["hours"].missing > 0 and columns["age"].missing == 0
+    train_ages = [39, 50, 38, 53, 28, 37, 49, 52, 31, 42]
+    assert abs(columns["age"].mean - np.mean(train_ages)) < 2  # the training rows' mean, near the table's
+    assert metadata.class_names == ("<=50K", ">50K") and metadata.label_column == "income"
+    assert metadata.shape == (4,) and metadata.is_table
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 200
+    assert Metadata.from_json(metadata.to_json(), "m") == metadata
+
+
+def test_rows_keep_their_values_and_missing_ones_are_marked(tmp_path):
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"))
+    instances, labels = read_rows(tmp_path / "out", metadata, "train")
+    instances_eval, _ = read_rows(tmp_path / "out", metadata, "eval")
+    assert len(instances) + len(instances_eval) == 200
+    by_age = {row["age"]: row for row in instances + instances_eval}
+    assert by_age[39.0]["workclass"] == "State-gov"  # trimmed
+    assert by_age[49.0]["workclass"] == ""  # '?' is missing
+    assert np.isnan(by_age[42.0]["hours"])  # 'NA' is missing
+    classes = dict(zip(metadata.class_names, range(2)))
+    expected = {float(row.split(",")[0]): classes[row.split(",")[-1]] for row in ROWS}
+    assert all(expected[row["age"]] == label for row, label in zip(instances, labels))
+
+
+def test_records_are_tensorflows_own_serialization(tmp_path):
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"), examples_per_record=3)
+    shard = tmp_path / "out" / metadata.splits["train"].shards[0].file
+    for record in tf.data.TFRecordDataset(str(shard)).as_numpy_iterator():
+        example = tf.train.Example.FromString(record)
+        assert example.SerializeToString(deterministic=True) == record
+        assert len(example.features.feature[LABEL_KEY].int64_list.value) <= 3
+
+
+def test_the_input_pipeline_and_serving_encode_a_row_alike(tmp_path):
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"), examples_per_record=1)
+    shard = tmp_path / "out" / metadata.splits["train"].shards[0].file
+    records = list(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator())
+    instances = [decode_record(record, metadata)[0][0] for record in records]
+    with tf.Graph().as_default():
+        from_records, _ = parse_records(tf.constant(records), metadata)
+        named = {column.name: tf.constant([row[column.name] for row in instances]) for column in metadata.columns}
+        from_names = tables.to_vector(named, metadata.columns)
+        lines = [",".join(str(row[c.name]) for c in metadata.columns) for row in instances]
+        from_lines = tables.to_vector(tables.parse_csv_lines(tf.constant(lines), metadata.columns), metadata.columns)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.tables_initializer())
+            a, b, c = session.run([from_records, from_names, from_lines])
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+    workclass = a[:, 1]
+    assert set(np.unique(workclass)) <= {0, 2, 3, 4}  # missing, then the three values of the vocabulary
+
+
+def test_unseen_and_rare_values_share_the_out_of_vocabulary_index(tmp_path):
+    rows = [*ROWS, "45, Never-worked,10,40,<=50K"]
+    metadata = build(tmp_path, write_table(tmp_path / "t.csv", rows=rows, copies=1), options={"min_frequency": 2})
+    workclass = next(column for column in metadata.columns if column.name == "workclass")
+    assert "Never-worked" not in workclass.vocabulary  # seen once, under --min-frequency
+    with tf.Graph().as_default():
+        values = {"age": [1.0, 1.0], "workclass": ["Never-worked", "Astronaut"], "education_num": [1.0] * 2}
+        vector = tables.to_vector({**values, "hours": [np.nan, 1.0]}, metadata.columns)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.tables_initializer())
+            encoded = session.run(vector)
+    assert list(encoded[:, 1]) == [tables.OOV_INDEX, tables.OOV_INDEX]
+    assert np.isnan(encoded[0, 3])
+
+
+def test_flags_choose_column_kinds_and_leave_columns_out(tmp_path):
+    options = {"categorical": ("education_num",), "ignore": ("hours",)}
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"), options=options)
+    kinds = {column.name: column.kind for column in metadata.columns}
+    assert kinds == {"age": "numeric", "workclass": "categorical", "education_num": "categorical"}
+    education = next(column for column in metadata.columns if column.name == "education_num")
+    assert set(education.vocabulary) == {"13", "9", "7", "14", "5"}
+
+
+def test_a_glob_a_folder_and_gzip_parts_make_one_dataset(tmp_path):
+    (tmp_path / "parts").mkdir()
+    write_table(tmp_path / "parts" / "a.csv", copies=10)
+    write_table(tmp_path / "parts" / "b.csv.gz", copies=10, compress=True)
+    (tmp_path / "parts" / "notes.txt").write_text("not a table")
+    whole = build(tmp_path, tmp_path / "parts", name="folder")
+    globbed = build(tmp_path, tmp_path / "parts" / "*.csv*", name="glob")
+    assert whole.splits["train"].examples + whole.splits["eval"].examples == 200
+    assert whole.extra["files"] == 2 and globbed.extra["files"] == 2
+    assert whole.columns == globbed.columns
+
+
+def test_the_split_does_not_depend_on_other_files_or_the_order_of_rows(tmp_path):
+    write_table(tmp_path / "one.csv")
+    first = build(tmp_path, tmp_path / "one.csv", name="a")
+    again = build(tmp_path, tmp_path / "one.csv", name="b")
+    for split in ("train", "eval"):
+        assert [s.bytes for s in first.splits[split].shards] == [s.bytes for s in again.splits[split].shards]
+    for shard in first.splits["train"].shards:
+        assert (tmp_path / "a" / shard.file).read_bytes() == (tmp_path / "b" / shard.file).read_bytes()
+
+
+BAD_TABLES = {
+    "ragged row": (
+        f"{HEADER}\n39,Private,13,40,<=50K\n40,Private,13\n",
+        {},
+        r"t.csv: line 3 has 3 columns; expected 5",
+    ),
+    "empty label": (
+        f"{HEADER}\n39,Private,13,40,<=50K\n40,Private,13,40,\n",
+        {},
+        r"t.csv: line 3, column 5 \('income'\): the label is missing",
+    ),
+    "always missing": (
+        f"{HEADER}\n39,,13,40,a\n40,NA,13,40,b\n",
+        {},
+        r"t.csv: column 2 \('workclass'\) is missing in every row; pass --ignore-columns workclass",
+    ),
+    "not a number": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
+        {"numeric": ("workclass",)},
+        r"t.csv: line 2, column 2 \('workclass'\): 'Private' is not a finite number \(--numeric-columns workclass\)",
+    ),
+    "unknown column": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
+        {"ignore": ("wage",)},
+        r"--ignore-columns: no column 'wage' in .*t.csv",
+    ),
+    "one label": (f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,a\n", {}, r"found 1 distinct label"),
+    "empty file": ("", {}, r"t.csv: empty file"),
+}
+
+
+@pytest.mark.parametrize("text, options, message", BAD_TABLES.values(), ids=BAD_TABLES)
+def test_bad_tables_name_the_file_line_and_column(tmp_path, text, options, message):
+    (tmp_path / "t.csv").write_text(text)
+    with pytest.raises(UserError, match=message):
+        build(tmp_path, tmp_path / "t.csv", options=options)
+
+
+def test_an_id_column_is_refused_with_the_flag_to_use(tmp_path):
+    rows = [f"id-{i},{i % 7},{'ab'[i % 2]}" for i in range(60)]
+    (tmp_path / "t.csv").write_text("\n".join(["user,score,income", *rows]) + "\n")
+    with pytest.raises(UserError, match=r"column 1 \('user'\) has more than 20 distinct values.*--ignore-columns user"):
+        build(tmp_path, tmp_path / "t.csv", options={"max_categories": 20})
+    metadata = build(tmp_path, tmp_path / "t.csv", name="ok", options={"ignore": ("user",), "max_categories": 20})
+    assert [column.name for column in metadata.columns] == ["score"]
+
+
+def test_files_with_another_header_are_named(tmp_path):
+    (tmp_path / "parts").mkdir()
+    write_table(tmp_path / "parts" / "a.csv")
+    write_table(tmp_path / "parts" / "b.csv", header=HEADER.replace("hours", "hours_per_week"))
+    with pytest.raises(UserError, match=r"b.csv: column 4 is 'hours_per_week', in the first file 'hours'"):
+        build(tmp_path, tmp_path / "parts")
+
+
+def test_a_headerless_file_names_its_columns_by_position(tmp_path):
+    write_table(tmp_path / "t.csv", header=ROWS[0])
+    metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())
+    assert metadata.label_column == "column_5" and metadata.columns[0].name == "column_1"
+
+
+def test_splits_hash_rows_so_that_rows_in_order_still_spread(tmp_path):
+    rows = [f"{i},{'ab'[i >= 500]}" for i in range(1000)]  # sorted by label
+    (tmp_path / "t.csv").write_text("\n".join(["x,y", *rows]) + "\n")
+    metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions(), shards=4)
+    assert 150 < metadata.splits["eval"].examples < 250
+    for shard in metadata.splits["train"].shards:
+        records = tf.data.TFRecordDataset(str(tmp_path / "out" / shard.file)).as_numpy_iterator()
+        decoded = [decode_record(record, metadata) for record in records]
+        labels = np.concatenate([labels for _, labels in decoded])
+        xs = [row["x"] for rows, _ in decoded for row in rows]
+        assert 0.3 < labels.mean() < 0.7
+        assert xs != sorted(xs)  # each shard in a random order
+
+
+def test_the_vectorized_string_encoder_writes_protobuf_fields():
+    values = ["", "a", "é" * 100, "x" * 20000]
+    data = "".join(values).encode()
+    offsets = np.cumsum([0] + [len(v.encode()) for v in values])
+    out, starts = tables.string_fields(offsets, np.frombuffer(data, np.uint8))
+    expected = tf.train.BytesList(value=[v.encode() for v in values]).SerializeToString()
+    assert out.tobytes() == expected
+    assert list(starts) == [0, 2, 5, 5 + 3 + 200, len(expected)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet='0123456789.,-e \nxyNA?"', max_size=300))
+def test_random_text_converts_or_says_why(tmp_path, text):
+    (tmp_path / "random.csv").write_text(text)
+    try:
+        metadata = build_table_dataset(
+            str(tmp_path / "random.csv"), str(tmp_path / "out"), TableOptions(), overwrite=True
+        )
+    except UserError:
+        return
+    assert metadata.splits["train"].examples and metadata.splits["eval"].examples
+    assert json.loads((tmp_path / "out" / "metadata.json").read_text())["columns"]
