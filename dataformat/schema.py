@@ -38,6 +38,7 @@ IMAGE_KEY = "image"
 VECTOR_KEY = "features"
 LABEL_KEY = "label"
 DTYPES = ("uint8", "float32")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")  # image files, for the images source and for predictions
 # Shard compression (as TensorFlow's TFRecordOptions names it) -> shard file suffix.
 SHARD_SUFFIXES = {"": ".tfrecord", "GZIP": ".tfrecord.gz"}
 

@@ -147,6 +147,41 @@ def encode_table_records(
     return records
 
 
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def instance_columns(instances: list[dict], columns: tuple[Column, ...], names: list[str]) -> dict[str, np.ndarray]:
+    """Rows as a predict request sends them ({column: value}, a key left out or null for a missing
+    value) to one array a column, as the `serving_default` signature takes them. A value that
+    cannot be a number in a numeric column is a UserError naming the row (by `names`)."""
+    from dataformat.errors import UserError
+
+    arrays = {}
+    for column in columns:
+        values = []
+        for instance, name in zip(instances, names):
+            if not isinstance(instance, dict):
+                raise UserError(f"{name}: expected an object of column values, e.g. {{{column.name!r}: ...}}")
+            value = instance.get(column.name)
+            missing = value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
+            if column.kind == CATEGORICAL:
+                values.append("" if missing else str(value).strip())
+            elif missing:
+                values.append(float("nan"))
+            elif isinstance(value, bool) or not is_number(str(value)):
+                raise UserError(f"{name}: column {column.name!r}: {value!r} is not a number")
+            else:
+                values.append(float(value))
+        dtype = object if column.kind == CATEGORICAL else np.float32
+        arrays[column.name] = np.array(values, dtype=dtype)
+    return arrays
+
+
 # Reading (TensorFlow, in the input pipeline and the serving graph).
 
 
@@ -202,9 +237,7 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...]) -> dict[str, 
     import tensorflow as tf
 
     fields = tf.io.decode_csv(lines, record_defaults=[[""]] * len(columns))
-    return {
-        column.name: numbers(field) if column.kind == NUMERIC else field for column, field in zip(columns, fields)
-    }
+    return {column.name: numbers(field) if column.kind == NUMERIC else field for column, field in zip(columns, fields)}
 
 
 def parse_spec(columns: tuple[Column, ...], ragged: bool) -> dict:

@@ -18,8 +18,7 @@ import numpy as np
 
 from dataformat import storage
 from dataformat.errors import UserError
-
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+from dataformat.schema import IMAGE_SUFFIXES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -124,21 +124,13 @@ def _first_line(path: str) -> list[str]:
     return next(csv.reader(io.StringIO(text[0] if text else "")), [])
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def header_of(path: str) -> tuple[list[str], bool]:
     """(column names, whether the file has a header line): a first line with no number in it
     is a header; otherwise the columns are named column_1, column_2, ..."""
     first = [name.strip() for name in _first_line(path)]
     if not first:
         raise UserError(f"{path}: empty file")
-    if any(_is_number(name) for name in first):
+    if any(tables.is_number(name) for name in first):
         return [f"column_{i + 1}" for i in range(len(first))], False
     return first, True
 
@@ -305,7 +297,7 @@ def _first_not_a_number(values: pa.Array, present: np.ndarray, where: tuple) -> 
     path, lines = where
     for i in np.flatnonzero(present):
         text = values[int(i)].as_py()
-        if not _is_number(text) or not math.isfinite(float(text)):
+        if not tables.is_number(text) or not math.isfinite(float(text)):
             return path, int(lines[i]), text
     raise AssertionError("a block that failed to convert has a value that does not")
 
@@ -441,7 +433,7 @@ def class_names(labels: Counter) -> tuple[str, ...]:
     names = list(labels)
     if len(names) < 2:
         raise UserError(f"found {len(names)} distinct label(s); a classifier needs at least 2")
-    if all(_is_number(name) for name in names):
+    if all(tables.is_number(name) for name in names):
         return tuple(sorted(names, key=float))
     return tuple(sorted(names))
 

@@ -82,6 +82,11 @@ def write_raw(source: str, folder) -> str:
         rows = [",".join([*map(str, rng.normal(size=4).round(3)), str(i % 3)]) for i in range(60)]
         (folder / "t.csv").write_text("\n".join(rows) + "\n")
         return "t.csv"
+    if source == "csv folder":  # named columns, strings, missing values, a .gz part
+        rows = [f"{rng.normal():.3f},{'abc'[i % 3] if i % 7 else 'NA'},{i % 2}" for i in range(60)]
+        (folder / "a.csv").write_text("\n".join(["x,letter,label", *rows[:30]]) + "\n")
+        (folder / "b.csv.gz").write_bytes(gzip.compress(("\n".join(["x,letter,label", *rows[30:]]) + "\n").encode()))
+        return "."
     if source == "npz":
         np.savez(folder / "a.npz", x=rng.integers(0, 255, (60, 5, 5), dtype=np.uint8), y=np.arange(60) % 2)
         return "a.npz"
@@ -98,16 +103,17 @@ def write_raw(source: str, folder) -> str:
     return "."
 
 
-@pytest.mark.parametrize("source", ["csv", "npz", "mnist", "images"])
+@pytest.mark.parametrize("source", ["csv", "csv folder", "npz", "mnist", "images"])
 def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
     relative = write_raw(source, tmp_path / "raw")
-    remote = upload_folder(gcs_server, tmp_path / "raw", unique(f"raw-{source}"))
-    local = run(gcs_server, "preprocessing", "--source", source, "--input", str(tmp_path / "raw" / relative),
+    remote = upload_folder(gcs_server, tmp_path / "raw", unique(f"raw-{source.replace(' ', '-')}"))
+    kind = source.split()[0]
+    local = run(gcs_server, "preprocessing", "--source", kind, "--input", str(tmp_path / "raw" / relative),
                 "--output", str(tmp_path / "out"))  # fmt: skip
     assert local.returncode == 0, local.stderr[-2000:]
-    prefix = unique(f"from-gcs-{source}")
+    prefix = unique(f"from-gcs-{source.replace(' ', '-')}")
     remote_input = remote if relative == "." else f"{remote}/{relative}"
-    result = run(gcs_server, "preprocessing", "--source", source, "--input", remote_input,
+    result = run(gcs_server, "preprocessing", "--source", kind, "--input", remote_input,
                  "--output", f"gs://{BUCKET}/{prefix}")  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert_same_dataset(objects(gcs_server, prefix), local_files(tmp_path / "out"))

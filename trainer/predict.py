@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import csv
+import io
 import json
 import logging
 import os
@@ -20,12 +22,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dataformat import commandline, storage
+from dataformat import commandline, storage, tables
 from dataformat.errors import UserError
+from dataformat.schema import IMAGE_SUFFIXES, decode_record
 
 log = logging.getLogger("trainer.predict")
 
 DEFAULT_SIGNATURE = "serving_default"
+JSON_LINES = (".jsonl", ".json")  # one instance a line
 IMAGES_SIGNATURE = "image_bytes:serving_default"
 
 EXAMPLES = """\
@@ -64,15 +68,37 @@ class Model:
         if signature not in self.signatures:
             raise UserError(f"the model has no signature {signature!r} (it has {', '.join(sorted(self.signatures))})")
         function = self.signatures[signature]
+        names = names or [f"input {i}" for i in range(len(values))]
         try:
-            outputs = _call(function, values)
+            outputs = _call(function, self._inputs(signature, values, names))
         except tf.errors.InvalidArgumentError as error:
-            names = names or [f"input {i}" for i in range(len(values))]
-            raise UserError(_rejected(function, values, names, error)) from None
+            raise UserError(self._rejected(signature, values, names, error)) from None
         return [
             {key: _json_value(value[i]) for key, value in sorted(outputs.items())}
             for i in range(len(outputs["class_ids"]))
         ]
+
+    def _inputs(self, signature: str, values: list, names: list[str]) -> dict:
+        """The signature's inputs for a batch: a table's rows ({column: value} each) as one array a
+        column; anything else as one array."""
+        if self.metadata.is_table and signature == DEFAULT_SIGNATURE:
+            return tables.instance_columns(values, self.metadata.columns, names)
+        (name,) = self.signatures[signature].structured_input_signature[1]
+        return {name: values}
+
+    def _rejected(self, signature: str, values: list, names: list[str], error) -> str:
+        """Which input of a failed batch the model rejects, found by trying each alone, and why."""
+        import tensorflow as tf
+
+        from dataformat.errors import tensorflow_error_line
+
+        function = self.signatures[signature]
+        for value, name in zip(values, names):
+            try:
+                _call(function, self._inputs(signature, [value], [name]))
+            except tf.errors.InvalidArgumentError as alone:
+                return f"{name}: the model rejects it ({tensorflow_error_line(alone)})"
+        return f"{names[0]} to {names[-1]}: the model rejects this batch ({tensorflow_error_line(error)})"
 
     def values(self, array: np.ndarray, where: str) -> np.ndarray:
         """Raw values as float32 of the model's input shape, or UserError naming `where`."""
@@ -85,26 +111,11 @@ class Model:
         return array
 
 
-def _call(function, values) -> dict[str, np.ndarray]:
-    """One call of a signature on a batch of values; its outputs as numpy arrays."""
+def _call(function, inputs: dict) -> dict[str, np.ndarray]:
+    """One call of a signature on a batch of inputs; its outputs as numpy arrays."""
     import tensorflow as tf
 
-    (name,) = function.structured_input_signature[1]
-    return {key: value.numpy() for key, value in function(**{name: tf.constant(values)}).items()}
-
-
-def _rejected(function, values, names: list[str], error) -> str:
-    """Which input of a failed batch the model rejects, found by trying each alone, and why."""
-    import tensorflow as tf
-
-    from dataformat.errors import tensorflow_error_line
-
-    for value, name in zip(values, names):
-        try:
-            _call(function, [value])
-        except tf.errors.InvalidArgumentError as alone:
-            return f"{name}: the model rejects it ({tensorflow_error_line(alone)})"
-    return f"{names[0]} to {names[-1]}: the model rejects this batch ({tensorflow_error_line(error)})"
+    return {key: value.numpy() for key, value in function(**{k: tf.constant(v) for k, v in inputs.items()}).items()}
 
 
 def _json_value(value):
@@ -117,31 +128,62 @@ def _json_value(value):
 def _read_csv_rows(path: str, columns: int) -> np.ndarray:
     """Numeric rows of `columns` values; a header line (no numbers) is skipped, and a trailing
     label column is dropped if there is one more column."""
-    from preprocessing.sources import is_number
-
-    with storage.open_read(path) as file:
-        lines = [line.strip() for line in file.read().decode("utf-8").splitlines() if line.strip()]
     rows = []
-    for number, line in enumerate(lines, start=1):
-        fields = [field.strip() for field in line.split(",")]
-        if number == 1 and not any(is_number(field) for field in fields):
+    for number, fields in enumerate(_csv_lines(path), start=1):
+        if number == 1 and not any(tables.is_number(field) for field in fields):
             continue
         if len(fields) == columns + 1:
             fields = fields[:-1]
-        if len(fields) != columns or not all(is_number(field) for field in fields):
+        if len(fields) != columns or not all(tables.is_number(field) for field in fields):
             raise UserError(f"{path}: line {number} is not {columns} numbers (with an optional label last)")
         rows.append([float(field) for field in fields])
     return np.array(rows, dtype=np.float32).reshape(len(rows), columns)
 
 
-def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
-    """(input name, signature, values) for each example in one input file."""
-    import tensorflow as tf
+def _csv_lines(path: str) -> list[list[str]]:
+    with storage.open_read(path) as file:
+        text = file.read().decode("utf-8")
+    return [[field.strip() for field in fields] for fields in csv.reader(io.StringIO(text)) if fields]
 
-    from preprocessing.sources import IMAGE_SUFFIXES
 
+def _table_rows(path: str) -> Iterator[tuple[str, dict]]:
+    """A table's rows in a CSV file with a header line (the label column, if there, is ignored)."""
+    lines = _csv_lines(path)
+    if not lines:
+        raise UserError(f"{path}: empty file")
+    header = lines[0]
+    for number, fields in enumerate(lines[1:], start=2):
+        if len(fields) != len(header):
+            raise UserError(f"{path}: line {number} has {len(fields)} columns; the header has {len(header)}")
+        yield f"{path}:{number}", dict(zip(header, fields))
+
+
+def _json_lines(path: str) -> Iterator[tuple[str, object]]:
+    """One instance a line, as Vertex AI batch prediction reads JSON lines."""
+    with storage.open_read(path) as file:
+        lines = file.read().decode("utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                yield f"{path}:{number}", json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UserError(f"{path}: line {number} is not JSON ({error.msg})") from None
+
+
+def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
+    """(input name, signature, value) for each example in one input file."""
     suffix = path.lower()
-    if suffix.endswith(IMAGE_SUFFIXES):
+    if suffix.endswith(JSON_LINES):
+        for name, instance in _json_lines(path):
+            yield name, DEFAULT_SIGNATURE, instance if model.metadata.is_table else model.values([instance], name)[0]
+    elif ".tfrecord" in suffix:
+        yield from _shard_requests(path, model)
+    elif model.metadata.is_table:
+        if not suffix.endswith(".csv"):
+            raise UserError(f"{path}: this model takes tables; expected .csv (with a header), .jsonl or .tfrecord")
+        for name, row in _table_rows(path):
+            yield name, DEFAULT_SIGNATURE, row
+    elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
             raise UserError(f"{path}: this model does not take images")
         with storage.open_read(path) as file:
@@ -156,21 +198,24 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, list]]:
         rows = _read_csv_rows(path, int(np.prod(shape))).reshape(-1, *shape)  # a row holds one flattened example
         for i, row in enumerate(model.values(rows, path)):
             yield f"{path}#{i}", DEFAULT_SIGNATURE, row
-    elif ".tfrecord" in suffix:
-        from dataformat.schema import decode_record
-
-        compression = "GZIP" if suffix.endswith(".gz") else ""
-        i = 0
-        for number, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
-            try:
-                data, _ = decode_record(record, model.metadata, labeled=False)
-            except UserError as error:
-                raise UserError(f"{path}, record {number}: {error}") from None
-            for row in model.values(data, path):
-                yield f"{path}#{i}", DEFAULT_SIGNATURE, row
-                i += 1
     else:
-        raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv or .tfrecord")
+        raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv, .jsonl or .tfrecord")
+
+
+def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
+    """A dataset's shard (records that may pack many examples), unpacked."""
+    import tensorflow as tf
+
+    compression = "GZIP" if path.lower().endswith(".gz") else ""
+    i = 0
+    for number, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
+        try:
+            data, _ = decode_record(record, model.metadata, labeled=False)
+        except UserError as error:
+            raise UserError(f"{path}, record {number}: {error}") from None
+        for row in data if model.metadata.is_table else model.values(data, path):
+            yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+            i += 1
 
 
 def predict_files(model: Model, paths: list[str], batch_size: int) -> Iterator[dict]:
@@ -191,9 +236,14 @@ def predict_files(model: Model, paths: list[str], batch_size: int) -> Iterator[d
 
 
 def _run(model: Model, signature: str, batch: list) -> Iterator[dict]:
+    """One line per input: {"input": name, outputs...}, or for a row of JSON lines the line
+    Vertex AI batch prediction writes, {"instance": ..., "prediction": {outputs...}}."""
     names, values = zip(*batch)
-    for name, prediction in zip(names, model.predict(signature, list(values), list(names))):
-        yield {"input": name, **prediction}
+    for name, value, prediction in zip(names, values, model.predict(signature, list(values), list(names))):
+        if name.split(":")[0].lower().endswith(JSON_LINES):
+            yield {"instance": value.tolist() if isinstance(value, np.ndarray) else value, "prediction": prediction}
+        else:
+            yield {"input": name, **prediction}
 
 
 def respond(model: Model, request: dict) -> dict:
@@ -201,11 +251,13 @@ def respond(model: Model, request: dict) -> dict:
     if not isinstance(request, dict) or not isinstance(request.get("instances"), list) or not request["instances"]:
         raise UserError('--instances-json: expected {"instances": [...]} with at least one instance')
     signature = request.get("signature_name", DEFAULT_SIGNATURE)
+    names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
+    if model.metadata.is_table and signature == DEFAULT_SIGNATURE:  # rows of named columns, as they are
+        return {"predictions": model.predict(signature, request["instances"], names)}
     input_name = model.input_name if signature == DEFAULT_SIGNATURE else signature.split(":")[0]
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
     if signature == DEFAULT_SIGNATURE:
         values = model.values(values, "--instances-json")
-    names = [f"--instances-json: instance {i}" for i in range(len(values))]
     return {"predictions": model.predict(signature, values, names)}
 
 

@@ -1,0 +1,128 @@
+"""A table from CSV to predictions: train, export, then every serving input (named columns, tf.Example,
+CSV lines, the predict CLI's CSV and JSON lines) against Estimator.predict on the same rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dataformat import tables
+from dataformat.schema import decode_record
+from preprocessing.tables import TableOptions, build_table_dataset
+from trainer import experiment
+from trainer.config import Config
+from trainer.dataset import locate
+from trainer.export import latest_export
+from trainer.input import make_input_fn
+from trainer.predict import Model, respond
+
+
+def census_like(rows: int, seed: int = 0) -> str:
+    """A table whose label depends on a number, a category and a missing value."""
+    rng = np.random.default_rng(seed)
+    work = rng.choice(["Private", "Self-emp", "State-gov", "?"], rows)
+    age = rng.integers(18, 80, rows)
+    hours = np.where(rng.random(rows) < 0.1, "NA", rng.integers(10, 60, rows).astype(str))
+    rich = (age > 40) & (work != "State-gov") | (hours == "NA")
+    lines = [f"{a},{w},{h},{'>50K' if r else '<=50K'}" for a, w, h, r in zip(age, work, hours, rich)]
+    return "\n".join(["age,workclass,hours,income", *lines]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def table_job(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("table")
+    (folder / "census.csv").write_text(census_like(800))
+    options = TableOptions(label_column="income")
+    build_table_dataset(str(folder / "census.csv"), str(folder / "data"), options, examples_per_record=1)
+    config = Config(
+        data_dir=str(folder / "data"), job_dir=str(folder / "job"), train_steps=300, save_checkpoints_steps=300
+    )
+    metrics = experiment.run(config)
+    return config, metrics, folder
+
+
+def test_a_table_trains_with_the_wide_and_deep_network(table_job):
+    config, metrics, _ = table_job
+    assert metrics["global_step"] == 300 and metrics["accuracy"] > 0.85
+    variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
+    assert any("wide_logits" in name for name in variables)
+    assert not any("embedding" in name for name in variables)  # 3 workclass values: one-hot, no embedding
+
+
+def test_every_serving_input_agrees_with_estimator_predict(table_job):
+    config, _, _ = table_job
+    data = locate(config)
+    expected = list(
+        experiment.make_estimator(config, data.metadata).predict(
+            make_input_fn(data.eval, data.metadata, config, training=False)
+        )
+    )
+    records = [record for path in data.eval for record in tf.data.TFRecordDataset(path).as_numpy_iterator()]
+    rows = [decode_record(record, data.metadata, labeled=False)[0][0] for record in records]
+    model = Model(latest_export(config, "latest"))
+    names = [column.name for column in data.metadata.columns]
+    instances = [{name: (None if _missing(row[name]) else row[name]) for name in names} for row in rows]
+    lines = [",".join("" if value is None else str(value) for value in instance.values()) for instance in instances]
+    for outputs in (
+        model.predict("serving_default", instances),
+        model.predict("examples:serving_default", records),
+        model.predict("csv_lines:serving_default", lines),
+        respond(model, json.loads(json.dumps({"instances": instances})))["predictions"],
+    ):
+        np.testing.assert_array_equal([o["class_ids"] for o in outputs], [p["class_ids"] for p in expected])
+        np.testing.assert_allclose(
+            [o["probabilities"] for o in outputs], [p["probabilities"] for p in expected], atol=1e-5
+        )
+
+
+def _missing(value) -> bool:
+    return value == "" or (isinstance(value, float) and np.isnan(value))
+
+
+def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_errors(table_job):
+    config, _, _ = table_job
+    model = Model(latest_export(config, "latest"))
+    full = {"age": 60, "workclass": "Private", "hours": 40}
+    answers = model.predict(
+        "serving_default",
+        [full, {"age": 60, "workclass": "Astronaut"}, {"age": None, "workclass": "NA", "hours": "?"}],
+    )
+    assert all(set(answer) == {"class_ids", "classes", "probabilities", "logits"} for answer in answers)
+    assert answers[0]["classes"] == ">50K"
+    with pytest.raises(Exception, match=r"instance 0: column 'age': 'old' is not a number"):
+        respond(model, {"instances": [{"age": "old"}]})
+
+
+@pytest.mark.slow
+def test_the_predict_cli_reads_csv_with_a_header_and_json_lines(table_job, tmp_path):
+    config, _, _ = table_job
+    (tmp_path / "rows.csv").write_text("hours,workclass,age,income\n40,Private,60,?\n,Self-emp,30,\n")
+    (tmp_path / "rows.jsonl").write_text('{"age": 60, "workclass": "Private", "hours": 40}\n{"age": 30}\n')
+    export = latest_export(config, "latest")
+    result = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--input",
+         str(tmp_path / "rows.csv"), str(tmp_path / "rows.jsonl")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line.get("input") for line in lines[:2]] == [f"{tmp_path}/rows.csv:2", f"{tmp_path}/rows.csv:3"]
+    assert lines[2] == {
+        "instance": {"age": 60, "workclass": "Private", "hours": 40},
+        "prediction": lines[2]["prediction"],
+    }
+    assert lines[0]["classes"] == lines[2]["prediction"]["classes"]  # the same row, by name and by position
+    assert set(lines[3]["prediction"]) == {"class_ids", "classes", "probabilities", "logits"}
+
+
+def test_table_columns_of_instances_say_which_row_is_wrong():
+    columns = (tables.Column("age", tables.NUMERIC), tables.Column("kind", tables.CATEGORICAL, vocabulary=("a",)))
+    arrays = tables.instance_columns([{"age": "3", "kind": None}, {}], columns, ["row 1", "row 2"])
+    assert arrays["age"][0] == 3 and np.isnan(arrays["age"][1]) and list(arrays["kind"]) == ["", ""]
+    with pytest.raises(Exception, match="row 2: column 'age': True is not a number"):
+        tables.instance_columns([{"age": 1}, {"age": True}], columns, ["row 1", "row 2"])
