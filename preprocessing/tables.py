@@ -255,7 +255,7 @@ def add_counts(total: ColumnCount, more: ColumnCount, cap: int) -> None:
     if not more.numbers:
         total.numbers = False
         wrong = [found for found in (total.not_a_number, more.not_a_number) if found]
-        total.not_a_number = min(wrong)  # the first in file order, whatever the order of blocks
+        total.not_a_number = min(wrong) if wrong else None  # the first in file order, whatever the order
     total.total += more.total
     total.squares += more.squares
     total.counted += more.counted
@@ -271,26 +271,33 @@ def _missing(column: pa.Array) -> np.ndarray:
     return pc.is_in(pc.utf8_lower(column), value_set=pa.array(tables.MISSING_TOKENS)).to_numpy(zero_copy_only=False)
 
 
-def _count(values: pa.Array, train: np.ndarray, where: tuple, cap: int) -> ColumnCount:
-    """One block of a column counted; `where` is (the file, the block's line numbers)."""
+def _count(values: pa.Array, train: np.ndarray, where: tuple, cap: int, text: bool) -> tuple[ColumnCount, pa.Array]:
+    """One block of a column counted, and its values with the missing ones null. `where` is (the
+    file, the block's line numbers); `text` says an earlier block already held a value that is no
+    number (the cast need not be tried again)."""
     missing = _missing(values)
     present = ~missing
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
-    try:
-        numbers = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
-        finite = bool(np.isfinite(numbers).all())
-    except pa.ArrowInvalid:
-        numbers, finite = None, False
-    if finite:
+    numbers, finite = None, False
+    if not text:
+        try:
+            numbers = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
+            finite = bool(np.isfinite(numbers).all())
+        except pa.ArrowInvalid:
+            pass
+    if text:
+        counts.numbers = False
+    elif finite:
         kept = numbers[train[present]]
         counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.dot(kept, kept)), len(kept)
     else:
         counts.numbers, counts.not_a_number = False, _first_not_a_number(values, present, where)
-    values, found = _value_counts(values.filter(pa.array(present & train)))
-    counts.distinct = Counter(dict(zip(values, found)))
-    if len(counts.distinct) > cap:
-        counts.too_many, counts.distinct = True, Counter()
-    return counts
+    distinct = pc.value_counts(values.filter(pa.array(present & train)))
+    if len(distinct) > cap:  # a number or an ID: known before the values are turned into Python's
+        counts.too_many = True
+    else:
+        counts.distinct = Counter(dict(zip(distinct.field("values").to_pylist(), distinct.field("counts").to_pylist())))
+    return counts, pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
 
 
 def _first_not_a_number(values: pa.Array, present: np.ndarray, where: tuple) -> tuple[str, int, str]:
@@ -309,27 +316,40 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
         raise UserError(f"{path}: {_header_difference(plan.names, names)}; every file must have the first's header")
     key = file_key(path, plan.root, plan.seed)
     threshold = np.uint64(min(int(plan.eval_fraction * 2.0**64), 2**64 - 1))
-    cap = plan.options.max_categories
+    text = set()  # columns that held a value that is no number in an earlier block of this file
     done = 0
-    for batch in _blocks(path, names, has_header):
-        lines = np.arange(done, done + batch.num_rows) + (2 if has_header else 1)
-        split_hash, order = row_hashes(key, lines)
-        train = split_hash >= threshold
-        trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in [plan.label, *plan.features]}
-        missing_label = _missing(trimmed[plan.label])
-        if missing_label.any():
-            line = int(lines[np.argmax(missing_label)])
-            raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
-        counts = {name: _count(trimmed[name], train, (path, lines), cap) for name in plan.features}
-        labels = Counter(dict(zip(*_value_counts(trimmed[plan.label]))))
-        rows = pa.RecordBatch.from_arrays([*trimmed.values(), pa.array(order)], schema=plan.bucket_schema)
-        parts = []
-        for split, in_split in (("train", train), ("eval", ~train)):
-            shard = order % np.uint64(plan.shards[split])
-            for index in np.unique(shard[in_split]):
-                parts.append(((split, int(index)), rows.filter(pa.array(in_split & (shard == index)))))
-        done += batch.num_rows
-        yield Block(counts, labels, batch.num_rows, parts)
+    with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
+        for batch in _blocks(path, names, has_header):
+            lines = np.arange(done, done + batch.num_rows) + (2 if has_header else 1)
+            yield _read_block(batch, lines, key, threshold, plan, pool, text, path)
+            done += batch.num_rows
+
+
+def _read_block(batch, lines, key, threshold, plan: TablePlan, pool, text: set, path: str) -> Block:
+    """One block: checked, its rows placed, its columns counted."""
+    cap = plan.options.max_categories
+    split_hash, order = row_hashes(key, lines)
+    train = split_hash >= threshold
+    trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in [plan.label, *plan.features]}
+    missing_label = _missing(trimmed[plan.label])
+    if missing_label.any():
+        line = int(lines[np.argmax(missing_label)])
+        raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
+    counted = pool.map(lambda name: _count(trimmed[name], train, (path, lines), cap, name in text), plan.features)
+    counts, nulled = {}, [trimmed[plan.label]]
+    for name, (count, values) in zip(plan.features, counted):
+        counts[name] = count
+        nulled.append(values)
+        if not count.numbers:
+            text.add(name)
+    labels = _label_counts(trimmed[plan.label], plan)
+    rows = pa.RecordBatch.from_arrays([*nulled, pa.array(order)], schema=plan.bucket_schema)
+    parts = []
+    for split, in_split in (("train", train), ("eval", ~train)):
+        shard = order % np.uint64(plan.shards[split])
+        for index in np.unique(shard[in_split]):
+            parts.append(((split, int(index)), rows.filter(pa.array(in_split & (shard == index)))))
+    return Block(counts, labels, batch.num_rows, parts)
 
 
 def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:
@@ -370,9 +390,11 @@ def check_labels(labels: Counter, plan: TablePlan) -> None:
         raise UserError(f"--label-column {plan.label}: more than {MAX_LABELS} distinct labels; is it the label?")
 
 
-def _value_counts(column: pa.Array) -> tuple[list, list]:
-    found = pc.value_counts(column)
-    return found.field("values").to_pylist(), found.field("counts").to_pylist()
+def _label_counts(labels: pa.Array, plan: TablePlan) -> Counter:
+    found = pc.value_counts(labels)
+    if len(found) > MAX_LABELS:
+        check_labels(Counter(range(len(found))), plan)
+    return Counter(dict(zip(found.field("values").to_pylist(), found.field("counts").to_pylist())))
 
 
 def _header_difference(expected: tuple[str, ...], found: list[str]) -> str:
@@ -455,13 +477,11 @@ class ShardWriter:
         rows = rows.take(pc.sort_indices(rows, [(ORDER, "ascending")]))
         numeric, strings = {}, {}
         for column in self.columns:
-            values = rows.column(column.name).combine_chunks()
-            missing = pa.array(_missing(values))
+            values = rows.column(column.name).combine_chunks()  # null where missing
             if column.kind == tables.NUMERIC:
-                nulled = pc.if_else(missing, pa.scalar(None, pa.string()), values)
-                numeric[column.name] = pc.cast(nulled, pa.float32()).to_numpy(zero_copy_only=False)
+                numeric[column.name] = pc.cast(values, pa.float32()).to_numpy(zero_copy_only=False)
             else:
-                strings[column.name] = _arrow_layout(pc.cast(pc.if_else(missing, "", values), pa.large_string()))
+                strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
         labels = pc.index_in(rows.column(self.label), value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
         records = tables.encode_table_records(numeric, strings, labels.astype(np.int64), self.per_record, LABEL_KEY)
         with shard_output(path, self.compression) as (out, counted):
