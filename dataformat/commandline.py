@@ -1,22 +1,33 @@
 """The edge that every command line shares: one parser style, one logging setup, and one way for a
 mistake to reach the user. A UserError, a bad flag included, becomes one line on stderr and exit
-code 2; Ctrl-C becomes one line and exit code 130. No traceback reaches the user for either."""
+code 2; Ctrl-C becomes one line and exit code 130. No traceback reaches the user for either.
+
+Every parser also takes `--verbosity`, accepts `--flag_name` for `--flag-name` (as absl and
+the Cloud ML samples spell flags), and stops on an unknown flag that is a near miss of one of
+its own (`--learning-rat`), which would otherwise be ignored and leave a default in force.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from dataformat.errors import UserError
 
 log = logging.getLogger("commandline")
 
+VERBOSITY = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+NEAR_MISS = 0.8  # difflib's similarity from which an unknown flag is taken for a misspelt one
+
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with the examples shown after the options, and a usage mistake raised as a UserError
-    like every other mistake (argparse would print the whole usage first)."""
+    """argparse with the examples shown after the options, `--verbosity`, underscore aliases, and a
+    usage mistake raised as a UserError like every other mistake (argparse would print the whole
+    usage first)."""
 
     def __init__(self, prog: str, description: str, examples: str, **kwargs):
         super().__init__(
@@ -24,11 +35,60 @@ class ArgumentParser(argparse.ArgumentParser):
             description=description,
             epilog=examples,
             formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,  # --learn would silently mean --learning-rate; near misses are refused below
             **kwargs,
+        )
+        self.add_argument(
+            "--verbosity",
+            choices=list(VERBOSITY),
+            default="info",
+            help="info (default): this program's progress and TensorFlow's warnings; debug: TensorFlow's own "
+            "log lines too; warning, error: less",
         )
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace=None):
+        parsed, unknown = super().parse_known_args(self._dashed(args), namespace)
+        self._refuse_near_misses(unknown)
+        set_verbosity(parsed.verbosity)
+        return parsed, unknown
+
+    def _flags(self) -> list[str]:
+        return [flag for action in self._actions for flag in action.option_strings if flag.startswith("--")]
+
+    def _dashed(self, args: Sequence[str] | None) -> list[str]:
+        """--learning_rate[=x] as --learning-rate[=x], for this parser's own flags only: flags it does
+        not know (Beam's --temp_location) pass on as they are."""
+        import sys
+
+        known = set(self._flags())
+        dashed = []
+        for arg in sys.argv[1:] if args is None else args:
+            name, equals, value = arg.partition("=")
+            alias = name.replace("_", "-")
+            dashed.append(alias + equals + value if arg.startswith("--") and alias in known else arg)
+        return dashed
+
+    def _refuse_near_misses(self, unknown: list[str]) -> None:
+        for arg in unknown:
+            name = arg.partition("=")[0]
+            if not name.startswith("--"):
+                continue
+            close = difflib.get_close_matches(name.replace("_", "-"), self._flags(), n=1, cutoff=NEAR_MISS)
+            if close:
+                raise UserError(f"unknown flag {name}: did you mean {close[0]}?")
+
+
+def set_verbosity(level: str) -> None:
+    """This program's log level, and TensorFlow's: its INFO lines only at debug."""
+    logging.getLogger().setLevel(VERBOSITY[level])
+    quieter = max(VERBOSITY[level], logging.WARNING) if level != "debug" else logging.DEBUG
+    for name in ("tensorflow", "absl"):
+        logging.getLogger(name).setLevel(quieter)
+    # TensorFlow's C++ side reads this when it loads: 0 all, 1 no INFO, 2 no WARNING, 3 no ERROR.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", {"debug": "0", "info": "1", "warning": "2", "error": "3"}[level])
 
 
 def positive_int(text: str) -> int:

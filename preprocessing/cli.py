@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 
@@ -169,7 +168,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _convert(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ start-up notices are noise here
     # These import TensorFlow: after --help, which should not wait for it.
     from preprocessing.writer import build_dataset
 

@@ -16,6 +16,8 @@ import yaml
 
 from dataformat.errors import UserError
 
+CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
+
 
 def _option(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
@@ -75,6 +77,9 @@ class Config:
     )
     inter_op_threads: int = _option(0, "threads running independent ops at once (0: TensorFlow's choice, the cores)")
     intra_op_threads: int = _option(0, "threads inside one op, e.g. a matrix multiply (0: TensorFlow's choice)")
+    progress_secs: float = _option(
+        30.0, "seconds between two progress lines when not on a terminal (on a terminal: a progress bar)"
+    )
     # Checkpoints and evaluation.
     save_checkpoints_steps: int = _option(500, "steps between checkpoints (and evaluations)")
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
@@ -119,6 +124,8 @@ def check_values(config: Config) -> None:
     for name in _NON_NEGATIVE:
         if getattr(config, name) < 0:
             fail(name, "must not be negative")
+    if not config.progress_secs > 0:
+        fail("progress_secs", "must be positive")
     if not config.learning_rate > 0:
         fail("learning_rate", "must be positive")
     if not 0 < config.learning_rate_decay <= 1:
@@ -209,9 +216,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default = item.default
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
         help_text = item.metadata["help"] if default is None else f"{item.metadata['help']} (default: {shown})"
-        if isinstance(default, bool):  # a switch: present means True
+        if isinstance(default, bool):  # a switch, with --no-NAME to turn off what a YAML file turned on
             parser.add_argument(
-                flag, dest=item.name, default=argparse.SUPPRESS, action="store_true", help=item.metadata["help"]
+                flag,
+                dest=item.name,
+                default=argparse.SUPPRESS,
+                action=argparse.BooleanOptionalAction,
+                help=item.metadata["help"],
             )
             continue
         parser.add_argument(flag, dest=item.name, default=argparse.SUPPRESS, metavar=item.name.upper(), help=help_text)
@@ -223,3 +234,21 @@ def from_sources(yaml_path: Optional[str], flags: dict[str, Any]) -> Config:
     for name, value in flags.items():
         settings[name] = _convert(name, value, "--" + name.replace("_", "-"))
     return Config(**settings)
+
+
+def save(config: Config, folder: str) -> str:
+    """Writes the resolved configuration as FOLDER/config.yaml, which `--config` reads back to
+    repeat the run; returns its path."""
+    import tensorflow as tf  # writes gs:// too
+
+    settings = {
+        item.name: list(value) if isinstance(value, tuple) else value
+        for item in dataclasses.fields(Config)
+        for value in [getattr(config, item.name)]
+    }
+    path = f"{folder.rstrip('/')}/{CONFIG_FILE}"
+    tf.io.gfile.makedirs(folder)
+    with tf.io.gfile.GFile(path, "w") as file:
+        file.write("# The resolved settings of this run; repeat it with --config " + path + "\n")
+        file.write(yaml.safe_dump(settings, sort_keys=False))
+    return path

@@ -13,11 +13,13 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
+from trainer import config as config_module
 from trainer import dataset, export, serving
 from trainer.config import Config
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
 from trainer.model import ModelSettings, model_fn
 from trainer.preemption import SaveOnSigtermHook
+from trainer.progress import ProgressHook
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     metadata = data.metadata
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata)
+    if estimator.config.is_chief:
+        log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
@@ -134,6 +138,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         StagingHook(config.input_timeout_secs),
         SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
         StepsRunHook(),
+        ProgressHook(config.train_steps, config.batch_size, config.progress_secs),
     ]
     train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(

@@ -4,6 +4,7 @@ Serving's numbered version folders), and the last evaluation's metrics in eval_m
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 from collections.abc import Callable
 
@@ -11,8 +12,11 @@ import tensorflow as tf
 
 from dataformat.schema import METADATA_FILE
 from trainer.config import Config
-from trainer.head import METRIC, higher_metric
+from trainer.head import LOSS, METRIC, higher_metric
+from trainer.progress import LastEvaluation
 from trainer.vertex import environment
+
+log = logging.getLogger("trainer")
 
 EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
 METRICS_FILE = "eval_metrics.json"
@@ -32,7 +36,10 @@ class ExportTo(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         folder = posixpath.join(self._folder, self.name)
-        return self._exporter.export(estimator, folder, checkpoint_path, eval_result, is_the_final_export)
+        path = self._exporter.export(estimator, folder, checkpoint_path, eval_result, is_the_final_export)
+        if path:  # the best exporter writes nothing when the evaluation is no better
+            log.info("Exported %s", _text(path))
+        return path
 
 
 class MetricsWriter(tf.estimator.Exporter):
@@ -48,6 +55,15 @@ class MetricsWriter(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         metrics = json_numbers(eval_result)
+        LastEvaluation.metrics = metrics
+        log.info(
+            "Evaluation at step %d: %s %.4f, %s %.4f",
+            metrics["global_step"],
+            METRIC,
+            metrics[METRIC],
+            LOSS,
+            metrics[LOSS],
+        )
         with tf.io.gfile.GFile(self._path, "w") as file:
             file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         if environment.reports_tuning_metric():
@@ -64,7 +80,7 @@ def exporters(config: Config, metadata_path: str, serving_input_fn: Callable) ->
     best = tf.estimator.BestExporter(
         "best", serving_input_fn, assets_extra=assets, compare_fn=higher_metric, exports_to_keep=1
     )
-    return [ExportTo(latest, folder), ExportTo(best, folder), MetricsWriter(config.job_dir)]
+    return [MetricsWriter(config.job_dir), ExportTo(latest, folder), ExportTo(best, folder)]
 
 
 def json_numbers(metrics: dict) -> dict:
@@ -90,3 +106,7 @@ def newest_version(folder: str) -> str | None:
         return None
     versions = [name.rstrip("/") for name in tf.io.gfile.listdir(folder) if name.rstrip("/").isdigit()]
     return posixpath.join(folder, max(versions, key=int)) if versions else None
+
+
+def _text(path) -> str:
+    return path.decode() if isinstance(path, bytes) else str(path)

@@ -15,7 +15,6 @@ import csv
 import io
 import json
 import logging
-import os
 import posixpath
 import sys
 from collections.abc import Iterator
@@ -305,12 +304,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _predict(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf  # after --help, which should not wait for TensorFlow
-
-    # TensorFlow's notices about loading a SavedModel are noise here.
-    for name in ("absl", tf.get_logger().name):
-        logging.getLogger(name).setLevel(logging.WARNING)
     model = Model(args.model_dir)
     if args.instances_json:
         lines = [respond(model, _read_request(args.instances_json))]

@@ -78,16 +78,14 @@ def _train(argv: list[str] | None) -> int:
     args, unknown = parse_args(argv)
     if unknown:
         log.warning("Ignoring arguments this trainer does not know: %s", " ".join(unknown))
-    flags = {key: value for key, value in vars(args).items() if key != "config"}
+    flags = {key: value for key, value in vars(args).items() if key not in ("config", "verbosity")}
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # TensorFlow's C++ start-up notices are noise here
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
 
     from trainer import experiment
     from trainer.preemption import Preempted
     from trainer.vertex.environment import cloud_folders
 
-    tf.get_logger().setLevel(logging.INFO)
     tf.get_logger().addFilter(_HideDeprecations())
     config = cloud_folders(config_module.from_sources(args.config, flags))
     if not (config.data_dir or config.train_files):
