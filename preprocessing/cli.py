@@ -17,11 +17,11 @@ log = logging.getLogger("preprocessing")
 
 EXAMPLES = """\
 examples:
-  python -m preprocessing --source digits --output data/digits
-  python -m preprocessing --source mnist --input raw/mnist --output data/mnist --shards 8
-  python -m preprocessing --source csv --input raw/table.csv --label-column label --output data/table
-  python -m preprocessing --source npz --input raw/arrays.npz --output data/arrays
-  python -m preprocessing --source images --input raw/photos --image-size 64x64 --output data/photos
+  qt-preprocess --source digits --output data/digits
+  qt-preprocess --source mnist --input raw/mnist --output data/mnist --shards 8
+  qt-preprocess --source csv --input raw/table.csv --label-column label --output data/table
+  qt-preprocess --source npz --input raw/arrays.npz --output data/arrays
+  qt-preprocess --source images --input raw/photos --image-size 64x64 --output data/photos
 """
 
 
@@ -41,8 +41,9 @@ def _names(text: str) -> tuple[str, ...]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = commandline.ArgumentParser(
-        prog="python -m preprocessing",
-        description="Convert raw data into sharded TFRecord files of tf.train.Example plus a metadata.json, "
+        prog="qt-preprocess",
+        description="(also: python -m preprocessing) "
+        "Convert raw data into sharded TFRecord files of tf.train.Example plus a metadata.json, "
         "with a deterministic, stratified train/eval split. Shards appear only when complete and "
         "metadata.json is written last, so a dataset with a metadata.json is always whole.",
         examples=EXAMPLES,

@@ -3,7 +3,7 @@
 # Extra arguments go to `python -m trainer.task` (e.g. --train-steps 500).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh cpu
+bash scripts/setup.sh cpu,plots
 if [ ! -f runs/digits/data/metadata.json ]; then
   .venv/bin/python -m preprocessing --source digits --output runs/digits/data
 fi

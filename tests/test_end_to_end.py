@@ -37,6 +37,41 @@ def test_training_writes_checkpoints_metrics_and_exports(trained_job):
 
 
 @pytest.mark.slow
+def test_training_leaves_figures_a_report_and_its_settings(trained_job, digits_dir):
+    job_dir, _, result = trained_job
+    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
+        matrix = json.load(file)["confusion_matrix"]
+    with open(os.path.join(digits_dir, "metadata.json")) as file:
+        evaluated = json.load(file)["splits"]["eval"]["examples"]
+    assert len(matrix) == 10 and sum(map(sum, matrix)) == evaluated
+    for name in ("confusion_matrix.png", "training_curves.png"):
+        with open(os.path.join(job_dir, name), "rb") as file:
+            assert file.read(8) == b"\x89PNG\r\n\x1a\n"
+        assert os.path.join(job_dir, name) in result.stdout  # listed in the summary
+    with open(os.path.join(job_dir, "report.md")) as file:
+        assert "(confusion_matrix.png)" in file.read()
+    assert f"report:         {job_dir}/report.md" in result.stdout and "next:           qt-predict" in result.stdout
+
+
+@pytest.mark.slow
+def test_the_default_log_is_quiet_and_shows_progress(trained_job):
+    _, _, result = trained_job
+    assert "Calling model_fn" not in result.stderr and "Create CheckpointSaverHook" not in result.stderr
+    assert "INFO step 800/800 (100%), " in result.stderr  # the last progress line, without a terminal
+    assert "INFO Evaluation at step 800: accuracy " in result.stderr
+    assert len(result.stderr.splitlines()) < 40
+
+
+@pytest.mark.slow
+def test_a_run_repeats_from_its_saved_settings(trained_job, tmp_path):
+    job_dir, args, _ = trained_job
+    copy = shutil.copytree(job_dir, tmp_path / "job")
+    result = run_task("--config", str(copy / "config.yaml"), "--job-dir", str(copy), "--train-steps", "820")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "This task ran 20 training steps; the global step is 820" in result.stderr
+
+
+@pytest.mark.slow
 def test_rerun_resumes_from_the_last_checkpoint(trained_job, tmp_path):
     original, args, _ = trained_job
     job_dir = shutil.copytree(original, tmp_path / "job")  # the shared run stays as it was

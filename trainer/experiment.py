@@ -131,7 +131,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
-    exporters = export.exporters(config, data.metadata_path, serving.make_serving_input_fn(metadata))
+    exporters = export.exporters(
+        config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
+    )
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
     train_hooks = [
         *hooks,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from dataformat.schema import METADATA_FILE
+from trainer import figures
 from trainer.config import Config
 from trainer.head import LOSS, METRIC, higher_metric
 from trainer.progress import LastEvaluation
@@ -44,9 +45,11 @@ class ExportTo(tf.estimator.Exporter):
 
 class MetricsWriter(tf.estimator.Exporter):
     """After every evaluation (on whichever task evaluates, alone or in a cluster): writes the
-    metrics to JOB_DIR/eval_metrics.json and, in a tuning trial, reports the head's metric."""
+    metrics to JOB_DIR/eval_metrics.json and, in a tuning trial, reports the head's metric; after
+    the last one, the figures and report.md (trainer/figures.py)."""
 
-    def __init__(self, job_dir: str):
+    def __init__(self, job_dir: str, class_names: tuple[str, ...]):
+        self._job_dir, self._class_names = job_dir, class_names
         self._path = posixpath.join(job_dir, METRICS_FILE)
 
     @property
@@ -68,10 +71,15 @@ class MetricsWriter(tf.estimator.Exporter):
             file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         if environment.reports_tuning_metric():
             environment.report_tuning_metric(METRIC, metrics[METRIC], metrics["global_step"])
+        if is_the_final_export:
+            for name, path in figures.write_figures(self._job_dir, metrics, self._class_names).items():
+                log.info("Wrote the %s: %s", name, path)
         return None
 
 
-def exporters(config: Config, metadata_path: str, serving_input_fn: Callable) -> list[tf.estimator.Exporter]:
+def exporters(
+    config: Config, metadata_path: str, class_names: tuple[str, ...], serving_input_fn: Callable
+) -> list[tf.estimator.Exporter]:
     """The latest exports, the best one by the head's metric, and the metrics file. The dataset's
     metadata.json travels in every export's assets.extra/, for the serving side."""
     assets = {METADATA_FILE: metadata_path}
@@ -80,12 +88,12 @@ def exporters(config: Config, metadata_path: str, serving_input_fn: Callable) ->
     best = tf.estimator.BestExporter(
         "best", serving_input_fn, assets_extra=assets, compare_fn=higher_metric, exports_to_keep=1
     )
-    return [MetricsWriter(config.job_dir), ExportTo(latest, folder), ExportTo(best, folder)]
+    return [MetricsWriter(config.job_dir, class_names), ExportTo(latest, folder), ExportTo(best, folder)]
 
 
 def json_numbers(metrics: dict) -> dict:
-    """Evaluation results (numpy scalars) as plain JSON numbers."""
-    return {key: value.item() if hasattr(value, "item") else value for key, value in metrics.items()}
+    """Evaluation results (numpy scalars and arrays) as plain JSON numbers and lists."""
+    return {key: value.tolist() if hasattr(value, "tolist") else value for key, value in metrics.items()}
 
 
 def export_folder(config: Config) -> str:

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 METRIC = "accuracy"  # higher is better
 LOSS = "loss"
+CONFUSION = "confusion_matrix"  # rows: true class, columns: predicted class
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,25 @@ class ClassificationHead:
         }
 
     def metrics(self, labels: tf.Tensor, class_ids: tf.Tensor) -> dict:
-        """Accuracy, and recall and precision per class (named by class index)."""
-        metrics = {METRIC: tf.compat.v1.metrics.accuracy(labels, class_ids)}
+        """Accuracy, the confusion matrix, and recall and precision per class (named by class index)."""
+        metrics = {
+            METRIC: tf.compat.v1.metrics.accuracy(labels, class_ids),
+            CONFUSION: self._confusion(labels, class_ids),
+        }
         for index in range(self.logits_dimension):
             is_true, is_predicted = tf.equal(labels, index), tf.equal(class_ids, index)
             metrics[f"recall/class_{index}"] = tf.compat.v1.metrics.recall(is_true, is_predicted)
             metrics[f"precision/class_{index}"] = tf.compat.v1.metrics.precision(is_true, is_predicted)
         return metrics
+
+    def _confusion(self, labels: tf.Tensor, class_ids: tf.Tensor) -> tuple[tf.Tensor, tf.Operation]:
+        """A streaming confusion matrix: (its value, the op that adds a batch to it)."""
+        size = self.logits_dimension
+        counts = tf.compat.v1.get_local_variable(
+            "confusion_matrix", [size, size], tf.int64, tf.compat.v1.zeros_initializer(), use_resource=True
+        )
+        batch = tf.math.confusion_matrix(labels, class_ids, num_classes=size, dtype=tf.int64)
+        return tf.identity(counts), counts.assign_add(batch)
 
     def estimator_spec(
         self,

@@ -33,9 +33,9 @@ IMAGES_SIGNATURE = "image_bytes:serving_default"
 
 EXAMPLES = """\
 examples:
-  python -m trainer.predict --model-dir runs/digits/export/best/1795322157 --input digit.png more.npz
-  python -m trainer.predict --model-dir EXPORT --input data/digits/eval-00000-of-00001.tfrecord --output p.jsonl
-  python -m trainer.predict --model-dir EXPORT --instances-json request.json
+  qt-predict --model-dir runs/digits/export/best/1795322157 --input digit.png more.npz
+  qt-predict --model-dir EXPORT --input data/digits/eval-00000-of-00001.tfrecord --output p.jsonl
+  qt-predict --model-dir EXPORT --instances-json request.json
 """
 
 
@@ -275,8 +275,9 @@ def _instance_value(instance, input_name: str, index: int):
 
 def parse_args(argv: list[str] | None):
     parser = commandline.ArgumentParser(
-        prog="python -m trainer.predict",
-        description="Predict with an exported model (one version folder under JOB_DIR/export/latest or /best). "
+        prog="qt-predict",
+        description="(also: python -m trainer.predict) "
+        "Predict with an exported model (one version folder under JOB_DIR/export/latest or /best). "
         "Prints one JSON line per input: its name and the model's outputs (class_ids, classes, "
         "probabilities, logits).",
         examples=EXAMPLES,

@@ -17,11 +17,11 @@ log = logging.getLogger("trainer")
 
 EXAMPLES = """\
 examples:
-  python -m preprocessing --source digits --output data/digits      # first, a dataset
-  python -m trainer.task --data-dir data/digits --job-dir runs/digits
-  python -m trainer.task --data-dir data/mnist --job-dir runs/mnist --train-steps 5000
-  python -m trainer.task --train-files 'data/x/train-*' --eval-files 'data/x/eval-*' --job-dir runs/x
-  python -m trainer.task --config configs/mnist.yaml --learning-rate 1e-3
+  qt-preprocess --source digits --output data/digits      # first, a dataset
+  qt-train --data-dir data/digits --job-dir runs/digits
+  qt-train --data-dir data/mnist --job-dir runs/mnist --train-steps 5000
+  qt-train --train-files 'data/x/train-*' --eval-files 'data/x/eval-*' --job-dir runs/x
+  qt-train --config configs/mnist.yaml --learning-rate 1e-3
 """
 NO_DATA = (
     "--data-dir or --train-files is required: a dataset written by `python -m preprocessing` "
@@ -31,8 +31,9 @@ NO_DATA = (
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser = commandline.ArgumentParser(
-        prog="python -m trainer.task",
-        description="Train a classifier on a dataset written by `python -m preprocessing`, with a "
+        prog="qt-train",
+        description="(also: python -m trainer.task) "
+        "Train a classifier on a dataset written by `python -m preprocessing`, with a "
         "queue-backed input pipeline and tf.estimator.train_and_evaluate; export SavedModels to "
         "JOB_DIR/export/{latest,best}/ and write the final metrics to JOB_DIR/eval_metrics.json. "
         "Settings come from the defaults, then --config, then flags. A rerun with the same "
@@ -112,6 +113,10 @@ def _train(argv: list[str] | None) -> int:
 
 
 def _report(config: Config, metrics: dict | None) -> None:
+    """The run's last words: where everything went, the accuracy, and what to try next."""
+    import tensorflow as tf
+
+    from trainer import figures
     from trainer.export import METRICS_FILE, latest_export
     from trainer.head import LOSS, METRIC
 
@@ -126,17 +131,29 @@ def _report(config: Config, metrics: dict | None) -> None:
         LOSS,
         metrics[LOSS],
     )
+    pictures = [posixpath.join(config.job_dir, name) for name in (figures.CONFUSION_FILE, figures.CURVES_FILE)]
+    best = latest_export(config, "best")
     lines = {
         "checkpoints": config.job_dir,
         "metrics": posixpath.join(config.job_dir, METRICS_FILE),
+        "report": posixpath.join(config.job_dir, figures.REPORT_FILE),
+        "figures": ", ".join(_shown(path) for path in pictures if tf.io.gfile.exists(path)) or None,
         "latest export": latest_export(config, "latest"),
-        "best export": latest_export(config, "best"),
+        "best export": best,
     }
     for name, path in lines.items():
-        shown = os.path.abspath(path) if path and "://" not in path else path
-        print(f"{name + ':':15} {shown}")
+        if path:
+            print(f"{name + ':':15} {_shown(path)}")
     print(f"{METRIC + ':':15} {metrics[METRIC]:.4f}")
+    if best:
+        job = _shown(config.job_dir)
+        print(f"{'next:':15} qt-predict --model-dir {_shown(best)} --input FILE   (or: tensorboard --logdir {job})")
     sys.stdout.flush()
+
+
+def _shown(path: str) -> str:
+    """Local paths in full, so they can be copied from anywhere; gs:// paths as they are."""
+    return os.path.abspath(path) if "://" not in path and ", " not in path else path
 
 
 if __name__ == "__main__":

@@ -52,16 +52,16 @@ KINDS = {
 EXAMPLES = """\
 examples:
   # the image built from ./Dockerfile, on one CPU machine
-  python -m trainer.vertex.submit --project my-project --job-config configs/jobs/cpu.yaml \\
+  qt-submit --project my-project --job-config configs/jobs/cpu.yaml \\
       --image us-central1-docker.pkg.dev/my-project/trainers/queue-trainer:v1 \\
       --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist --train-steps 5000
 
   # this package's sdist on an executor image, with one GPU
-  python -m trainer.vertex.submit --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
+  qt-submit --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
       --staging-dir gs://my-bucket/staging --job-dir gs://my-bucket/runs/mnist-gpu -- --data-dir gs://my-bucket/data/mnist
 
   # print the request body and the gcloud command instead, touching nothing
-  python -m trainer.vertex.submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
+  qt-submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
       --job-dir gs://my-bucket/runs/tuning -- --data-dir gs://my-bucket/data/mnist
 """
 
@@ -95,9 +95,10 @@ def split_trainer_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = commandline.ArgumentParser(
-        prog="python -m trainer.vertex.submit",
-        usage="python -m trainer.vertex.submit [options] -- [trainer.task flags]",
-        description="Submit python -m trainer.task to Vertex AI: a CustomJob, or a HyperparameterTuningJob "
+        prog="qt-submit",
+        usage="qt-submit [options] -- [trainer.task flags]",
+        description="(also: python -m trainer.vertex.submit) "
+        "Submit python -m trainer.task to Vertex AI: a CustomJob, or a HyperparameterTuningJob "
         "when the job config has a tuning section. Everything after -- goes to the trainer.",
         examples=EXAMPLES,
     )

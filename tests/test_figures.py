@@ -1,0 +1,158 @@
+"""The figures and report at the end of a run (trainer/figures.py), from real event files."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from trainer import figures
+
+CLASSES = ("cat", "dog", "bird | other")
+MATRIX = [[50, 3, 2], [4, 40, 1], [0, 2, 18]]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+TRAIN = {"loss": [(1, 2.3), (100, 0.9), (200, 0.4)], "train_accuracy": [(1, 0.1), (100, 0.7), (200, 0.9)]}
+EVAL = {"loss": [(100, 1.0), (200, 0.5)], "accuracy": [(100, 0.65), (200, 0.84)]}
+
+
+def write_summaries(folder: str, scalars: dict[str, list[tuple[int, float]]]) -> None:
+    """Scalars as a TF2 summary writer writes them (in tensors), with a text summary that is no scalar."""
+    writer = tf.summary.create_file_writer(folder)
+    with writer.as_default():
+        for tag, points in scalars.items():
+            for step, value in points:
+                tf.summary.scalar(tag, value, step=step)
+        tf.summary.text("notes", "not a number", step=1)
+    writer.close()
+
+
+def write_simple_values(path: str, events: list[tuple[int, str, float]]) -> None:
+    """(step, tag, value) events as the Estimator's TF1 summaries write them (in simple_value)."""
+    with tf.io.TFRecordWriter(path) as writer:
+        for step, tag, value in events:
+            summary = tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(tag=tag, simple_value=value)])
+            writer.write(tf.compat.v1.Event(step=step, wall_time=0, summary=summary).SerializeToString())
+
+
+@pytest.fixture
+def job_dir(tmp_path) -> str:
+    """A job dir with training summaries in it and evaluation summaries in eval/."""
+    job = tmp_path / "job"
+    write_summaries(str(job), TRAIN)
+    write_summaries(str(job / "eval"), EVAL)
+    return str(job)
+
+
+def metrics() -> dict:
+    """eval_metrics.json as the trainer writes it, with the confusion matrix."""
+    counts = np.array(MATRIX)
+    result = {"accuracy": np.trace(counts) / counts.sum(), "loss": 0.5, "global_step": 200, "confusion_matrix": MATRIX}
+    for index in range(len(CLASSES)):
+        result[f"precision/class_{index}"] = counts[index, index] / counts[:, index].sum()
+        result[f"recall/class_{index}"] = counts[index, index] / counts[index].sum()
+    return result
+
+
+def rounded(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Points with their values rounded, to compare float32 summaries with the float64 written."""
+    return [(step, round(value, 5)) for step, value in points]
+
+
+def test_read_curves_gives_each_tag_by_step(job_dir):
+    curves = figures.read_curves(job_dir)
+
+    assert set(curves["train"]) == {"loss", "train_accuracy"}  # the text summary is left out
+    assert set(curves["eval"]) == {"loss", "accuracy"}
+    assert {tag: rounded(points) for tag, points in curves["train"].items()} == TRAIN
+    assert {tag: rounded(points) for tag, points in curves["eval"].items()} == EVAL
+
+
+def test_read_curves_reads_simple_values_and_keeps_the_last_value_of_a_step(tmp_path):
+    write_simple_values(str(tmp_path / "events.out.tfevents.1700000000.host"), [(200, "loss", 0.4), (100, "loss", 0.9)])
+    # A resumed run writes a newer file that repeats step 200.
+    write_simple_values(str(tmp_path / "events.out.tfevents.1700000100.host"), [(200, "loss", 0.3), (300, "loss", 0.2)])
+
+    curves = figures.read_curves(str(tmp_path))
+
+    assert curves["eval"] == {} and list(curves["train"]) == ["loss"]
+    assert rounded(curves["train"]["loss"]) == [(100, 0.9), (200, 0.3), (300, 0.2)]
+
+
+def test_write_figures_writes_both_pngs_and_the_report(job_dir):
+    pytest.importorskip("matplotlib")
+
+    written = figures.write_figures(job_dir, metrics(), CLASSES)
+
+    assert set(written) == {"confusion matrix", "training curves", "report"}
+    for name in ("confusion matrix", "training curves"):
+        with open(written[name], "rb") as file:
+            assert file.read(8) == PNG_SIGNATURE
+        with Image.open(written[name]) as image:
+            width, height = image.size
+        assert 400 <= width <= 2000 and 300 <= height <= 2000, (name, image.size)
+    report = Path(written["report"]).read_text()
+    assert "step 200" in report and "accuracy **90.0%**" in report and "on 120 examples" in report
+    assert "![confusion matrix](confusion_matrix.png)" in report
+    assert "![training curves](training_curves.png)" in report
+    rows = {cells[0]: cells[1:] for cells in table_rows(report)}
+    assert list(rows) == ["cat", "dog", "bird \\| other"]  # a | in a class name does not split its row
+    assert rows["cat"] == ["92.6%", "90.9%", "55"]  # precision 50/54, recall 50/55, support 55
+    assert sum(int(cells[2]) for cells in rows.values()) == np.sum(MATRIX)
+
+
+def table_rows(report: str) -> list[list[str]]:
+    """The cells of the per-class table's rows (after its header and separator)."""
+    lines = [line for line in report.splitlines() if line.startswith("| ")][1:]
+    cells = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines]
+    return [row for row in cells if not row[0].startswith("---")]
+
+
+def test_without_matplotlib_only_the_report_is_written(job_dir, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    caplog.set_level(logging.INFO, logger=figures.log.name)
+
+    written = figures.write_figures(job_dir, metrics(), CLASSES)
+
+    assert written == {"report": f"{job_dir}/report.md"}
+    assert not tf.io.gfile.glob(f"{job_dir}/*.png")
+    report = Path(written["report"]).read_text()
+    assert "![" not in report and len(table_rows(report)) == len(CLASSES)
+    hints = [record for record in caplog.records if record.name == figures.log.name]
+    assert [(record.levelno, record.getMessage()) for record in hints] == [
+        (logging.INFO, "figures skipped: pip install 'queue-trainer[plots]' to get them")
+    ]
+
+
+def test_without_a_confusion_matrix_the_report_has_no_supports(job_dir):
+    pytest.importorskip("matplotlib")
+    partial = {key: value for key, value in metrics().items() if key != "confusion_matrix"}
+
+    written = figures.write_figures(job_dir, partial, CLASSES)
+
+    assert set(written) == {"training curves", "report"}
+    assert [row[3] for row in table_rows(Path(written["report"]).read_text())] == ["–"] * len(CLASSES)
+
+
+def test_a_matrix_that_does_not_fit_the_class_names_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="shape"):
+        figures.confusion_matrix_png([[1, 2], [3, 4]], CLASSES, str(tmp_path / "matrix.png"))
+
+
+@pytest.mark.parametrize("classes", [10, 30])
+def test_cells_hold_their_counts_up_to_20_classes(tmp_path, monkeypatch, classes):
+    pytest.importorskip("matplotlib")
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path: drawn.append(figure) or path)
+    names = tuple(f"class {index}" for index in range(classes))
+    counts = np.diag(np.full(classes, 5)) + 1
+
+    figures.confusion_matrix_png(counts, names, str(tmp_path / "matrix.png"))
+
+    cells = [text.get_text() for text in drawn[0].axes[0].texts]
+    assert cells == ([] if classes > 20 else [str(count) for count in counts.flat])
