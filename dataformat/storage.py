@@ -8,6 +8,7 @@ Storage it streams into a resumable upload that creates the object when it compl
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import glob
 import os
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from dataformat import gcs
+from dataformat.errors import UserError
 
 
 def join(folder: str, name: str) -> str:
@@ -54,8 +56,24 @@ def remove(path: str) -> None:
 
 
 def make_folder(folder: str) -> None:
-    if not gcs.is_gcs(folder):  # Cloud Storage has no folders to make
+    """Creates a local folder and its parents; UserError, saying why, when it cannot be one."""
+    if gcs.is_gcs(folder):  # Cloud Storage has no folders to make
+        return
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UserError(f"{folder}: is a file, not a folder")
+    try:
         os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"{folder}: cannot create this folder ({describe_os_error(error)})") from None
+
+
+def describe_os_error(error: OSError) -> str:
+    """What went wrong with a file, in words a user acts on: a full disk said as such."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full; free some space and rerun"
+    if error.errno == errno.ENOTDIR:
+        return "a part of the path is a file, not a folder"
+    return error.strerror or str(error)
 
 
 def open_read(path: str) -> BinaryIO:
@@ -82,6 +100,10 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
             file.flush()
             os.fsync(file.fileno())
         os.replace(partial, path)
+    except OSError as error:
+        if error.filename not in (None, partial, path) and error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise  # another file's problem (an input, say): its own message names it
+        raise UserError(f"{path}: cannot write ({describe_os_error(error)})") from None
     finally:
         remove(partial)
 

@@ -358,14 +358,14 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
     counts = {name: ColumnCount() for name in plan.features}
     labels: Counter = Counter()
     rows = 0
-    writers = {
-        (split, i): ipc.new_file(_bucket(folder, split, i), plan.bucket_schema)
-        for split, count in plan.shards.items()
-        for i in range(count)
-    }
     try:
-        with tqdm(total=len(files), unit="file", desc="reading", disable=None) as bar:
-            for path in files:
+        with contextlib.ExitStack() as stack:
+            writers = {
+                (split, i): stack.enter_context(ipc.new_file(_bucket(folder, split, i), plan.bucket_schema))
+                for split, count in plan.shards.items()
+                for i in range(count)
+            }
+            for path in tqdm(files, unit="file", desc="reading", disable=None):
                 for block in read_blocks(path, plan):
                     for name, more in block.counts.items():
                         add_counts(counts[name], more, plan.options.max_categories)
@@ -374,10 +374,11 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
                     rows += block.rows
                     for shard, part in block.parts:
                         writers[shard].write_batch(part)
-                bar.update(1)
-    finally:
-        for writer in writers.values():
-            writer.close()
+    except OSError as error:  # the temporary folder: a full disk, most likely (inputs fail as UserErrors)
+        raise UserError(
+            f"{folder}: cannot write the temporary shard files ({storage.describe_os_error(error)}); "
+            "set TMPDIR to a folder with room for about the size of the input"
+        ) from None
     return counts, labels, rows
 
 

@@ -332,10 +332,13 @@ def _read_request(path: str) -> dict:
 
 def _write(lines, output: str | None) -> int:
     count = 0
-    with open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out:
-        for line in lines:
-            out.write(json.dumps(line) + "\n")
-            count += 1
+    try:
+        with open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out:
+            for line in lines:
+                out.write(json.dumps(line) + "\n")
+                count += 1
+    except OSError as error:
+        raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
     return count
 
 

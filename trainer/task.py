@@ -103,6 +103,11 @@ def _train(argv: list[str] | None) -> int:
     except tf.errors.UnauthenticatedError as error:
         raise UserError(f"Not authenticated: {tensorflow_error_line(error)}; {gcs.CREDENTIALS_HELP}") from None
     except tf.errors.OpError as error:
+        if "No space left on device" in error.message:  # nothing to debug: say what to do
+            raise UserError(
+                f"--job-dir {config.job_dir}: the disk is full ({tensorflow_error_line(error)}); free some space "
+                "and rerun the same command to resume from the last checkpoint"
+            ) from None
         log.error("TensorFlow stopped: %s", tensorflow_error_line(error))
         return 1
     except Preempted as stop:
