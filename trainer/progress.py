@@ -69,6 +69,7 @@ class ProgressHook(tf.estimator.SessionRunHook):
     def after_create_session(self, session, coord):
         self._step = int(session.run(self._step_tensor))
         self._since, self._since_step, self._due = time.monotonic(), self._step, time.monotonic() + self._every
+        self._started, self._first_step = self._since, self._step
         if self._terminal:
             self._bar = tqdm(total=self._total, initial=self._step, unit="step", file=self._stream, leave=True)
 
@@ -86,7 +87,9 @@ class ProgressHook(tf.estimator.SessionRunHook):
         self._report(float(sum(losses)) if losses else None)
 
     def end(self, session):
+        """The last line's speed is the whole session's, evaluations and exports included."""
         self._step = int(session.run(self._step_tensor))
+        self._since, self._since_step = self._started, self._first_step
         self._report(None)
         if self._bar is not None:
             self._bar.close()
