@@ -62,3 +62,19 @@ def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):
 def test_nonsense_flags_name_the_flag(flags, message):
     with pytest.raises(UserError, match=message):
         from_sources(None, flags)
+
+
+@pytest.mark.parametrize("value, expected", [("128.0", 128), ("128", 128), ("-3.00", -3), (64.0, 64)])
+def test_integral_floats_are_integers_as_tuning_sends_them(value, expected):
+    assert (
+        from_sources(None, {"batch_size": value} if expected > 0 else {"seed": value}).__getattribute__(
+            "batch_size" if expected > 0 else "seed"
+        )
+        == expected
+    )
+
+
+@pytest.mark.parametrize("value", ["128.5", "1e3", "12a", 64.5])
+def test_a_fraction_is_still_not_an_integer(value):
+    with pytest.raises(UserError, match=f"--batch-size: {value!r} is not a valid int"):
+        from_sources(None, {"batch_size": value})

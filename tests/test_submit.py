@@ -305,6 +305,11 @@ GOOD_POOL = "chief:\n  machine_type: n1-standard-8\n  replica_count: 1\n"
             "tuning.parameters.learning-rate.scale: UNIT_LOG_SCALE needs values above 0",
         ),
         (
+            GOOD_POOL + "tuning: {metric: auc, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
+            " parameters: {learning-rate: {type: DOUBLE, min: 0.001, max: 0.5}}}\n",
+            "tuning.metric: 'auc' is not reported by the trainer; use 'accuracy'",
+        ),
+        (
             GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
             " parameters: {batch-size: {type: INTEGER, min: 32}}}\n",
             "tuning.parameters.batch-size.max: missing",

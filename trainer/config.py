@@ -167,7 +167,7 @@ def _convert(name: str, value: Any, where: str) -> Any:
         if kind is bool and isinstance(value, bool):
             return value
         if kind is int and _is_int(value):
-            return int(value)
+            return int(float(value))  # "128.0" is 128: Vertex AI's tuning sends DISCRETE values as floats
         if kind is float and not isinstance(value, bool) and isinstance(value, (int, float, str)):
             return float(value)
         if kind is str and isinstance(value, str):
@@ -179,11 +179,17 @@ def _convert(name: str, value: Any, where: str) -> Any:
 
 
 def _is_int(value: Any) -> bool:
+    """A whole number, also written as an integral float ("128.0", as hyperparameter tuning sends it)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
         return True
-    return isinstance(value, str) and value.strip().lstrip("-").isdigit()
+    if isinstance(value, float):
+        return value.is_integer()
+    if not isinstance(value, str):
+        return False
+    whole, dot, zeros = value.strip().lstrip("-").partition(".")
+    return whole.isdigit() and (not dot or set(zeros) <= {"0"})
 
 
 def load_yaml(path: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import yaml
 
 from dataformat.errors import UserError
 from trainer.config import Config
+from trainer.head import METRIC
 
 # Vertex AI's worker pools by position: 0 chief, 1 workers, 2 parameter servers, 3 evaluator.
 POOLS = ("chief", "workers", "parameter_servers", "evaluator")
@@ -201,6 +202,8 @@ def _tuning(tuning: Any) -> dict:
         raise _Invalid("tuning.max_trial_count", f"{trials} is not allowed: give at least 1")
     if not 1 <= parallel <= trials:
         raise _Invalid("tuning.parallel_trial_count", f"{parallel} is not allowed: give 1 to max_trial_count")
+    if tuning["metric"] != METRIC:  # the only metric the trainer reports to the tuning service
+        raise _Invalid("tuning.metric", f"{tuning['metric']!r} is not reported by the trainer; use {METRIC!r}")
     if not tuning["parameters"]:
         raise _Invalid("tuning.parameters", "give at least one trainer flag to tune")
     for name, parameter in tuning["parameters"].items():
