@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 
-from dataformat import commandline, storage
+from dataformat import commandline, lease, storage
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD
 from preprocessing.sources import SOURCES, SourceOptions
@@ -182,20 +182,20 @@ def _convert(argv: list[str] | None) -> int:
         compression="GZIP" if args.compression == "gzip" else "",
         examples_per_record=args.examples_per_record,
     )
-    if args.source == "csv":
-        metadata = _convert_table(args, common)
-        if metadata is None:
-            return 0
-        _summarize(metadata, args.output, start)
+    with lease.held(args.output, what="preprocessing", flag="--output"):  # one run writes a folder at a time
+        if args.source == "csv":
+            metadata = _convert_table(args, common)
+        else:
+            data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
+            common["source"] = args.source
+            if args.runner == "beam":
+                metadata = _beam().build_dataset_with_beam(
+                    data, args.output, pipeline_args=args.pipeline_args, **common
+                )
+            else:
+                metadata = build_dataset(data, args.output, workers=args.workers, **common)
+    if metadata is None:  # Beam only wrote the Dataflow job (--template_location)
         return 0
-    data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
-    common["source"] = args.source
-    if args.runner == "beam":
-        metadata = _beam().build_dataset_with_beam(data, args.output, pipeline_args=args.pipeline_args, **common)
-        if metadata is None:  # only the Dataflow job was written (--template_location)
-            return 0
-    else:
-        metadata = build_dataset(data, args.output, workers=args.workers, **common)
     _summarize(metadata, args.output, start)
     return 0
 

@@ -29,7 +29,7 @@ from typing import BinaryIO
 import numpy as np
 from tqdm import tqdm
 
-from dataformat import storage
+from dataformat import lease, storage
 from dataformat.errors import UserError
 from dataformat.schema import (
     EXAMPLES_PER_RECORD,
@@ -216,7 +216,7 @@ def _drain(progress, bar: tqdm) -> None:
 
 def clear_output(output: str, overwrite: bool) -> None:
     """Makes `output` ready for a new dataset, refusing to mix old and new data silently."""
-    names = storage.list_names(output)
+    names = [name for name in storage.list_names(output) if name != lease.LEASE_NAME]  # this run's own lease
     ours = [name for name in names if OUR_FILES.match(name)]
     others = sorted(set(names) - set(ours))
     if METADATA_FILE in names and not overwrite:

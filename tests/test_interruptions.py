@@ -176,3 +176,22 @@ def test_sigterm_stops_a_worker_still_waiting_for_its_cluster(tmp_path, digits_d
             assert worker.wait(timeout=30) == -signal.SIGTERM
         finally:
             worker.kill()
+
+
+def test_a_second_run_in_the_same_job_dir_is_refused_naming_the_first(tmp_path, digits_dir):
+    job_dir = str(tmp_path / "job")
+    args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "100000", "--progress-secs", "1"]
+    first, log = start("trainer.task", *args, log_path=tmp_path / "1.log")
+    try:
+        wait_for(tmp_path / "1.log", "INFO step ")
+        second = subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True)
+        assert second.returncode == 2
+        assert f"--job-dir {job_dir} is in use by another training run (host " in second.stderr
+        assert f"pid {first.pid}, since " in second.stderr.strip().splitlines()[-1]
+    finally:
+        first.kill()
+        finish(first, log)
+    third = subprocess.run(
+        [sys.executable, "-m", "trainer.task", *args[:-4], "--train-steps", "30"], capture_output=True, text=True
+    )
+    assert third.returncode == 0, third.stderr[-2000:]  # a killed holder never blocks a rerun

@@ -97,3 +97,13 @@ def test_training_on_a_full_disk_says_so_in_one_line(tmp_path, digits_dir):
     assert result.returncode == 2, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert f"--job-dir {job}: the disk is full" in last and "rerun the same command to resume" in last
+
+
+def test_preprocessing_refuses_an_output_folder_another_run_writes(tmp_path, caplog):
+    from dataformat import lease
+
+    with lease.held(str(tmp_path / "data"), what="preprocessing", flag="--output"):
+        assert preprocess(["--source", "digits", "--output", str(tmp_path / "data")]) == 2
+    (error,) = errors(caplog)
+    assert error.startswith(f"--output {tmp_path / 'data'} is in use by another preprocessing run (host ")
+    assert preprocess(["--source", "digits", "--output", str(tmp_path / "data")]) == 0  # free again

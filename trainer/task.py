@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import posixpath
 import sys
 
-from dataformat import commandline, gcs
+from dataformat import commandline, gcs, lease
 from dataformat.errors import UserError, tensorflow_error_line
 from trainer import config as config_module
 from trainer.config import Config
@@ -71,6 +72,16 @@ def check_access(config: Config) -> None:
             raise UserError(f"{flag} {folder}: cannot write there ({tensorflow_error_line(error)})") from None
 
 
+def _lease_if_chief(job_dir: str):
+    """The job dir's lease: one training run at a time writes checkpoints there. In a TF_CONFIG
+    cluster only the chief writes checkpoints, so only it holds the lease."""
+    import tensorflow as tf
+
+    if tf.estimator.RunConfig().is_chief:
+        return lease.held(job_dir, what="training", flag="--job-dir")
+    return contextlib.nullcontext()
+
+
 def main(argv: list[str] | None = None) -> int:
     return commandline.run(lambda: _train(argv), "rerun the same command to resume from the last checkpoint")
 
@@ -95,7 +106,8 @@ def _train(argv: list[str] | None) -> int:
         raise UserError("--job-dir is required when --data-dir or --train-files is given")
     check_access(config)
     try:
-        metrics = experiment.run(config)
+        with _lease_if_chief(config.job_dir):
+            metrics = experiment.run(config)
     except tf.errors.PermissionDeniedError as error:
         raise UserError(
             f"Permission denied: {tensorflow_error_line(error)}; check the account's roles on the bucket"
