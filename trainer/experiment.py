@@ -13,8 +13,8 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
+from trainer import checkpoints, dataset, export, serving
 from trainer import config as config_module
-from trainer import dataset, export, serving
 from trainer.config import Config
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
 from trainer.model import ModelSettings, model_fn
@@ -59,6 +59,8 @@ def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator
 
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
+    if tf.estimator.RunConfig().is_chief:  # the chief owns the checkpoints: it resumes from an intact one
+        checkpoints.newest_intact(config.job_dir)
     data = dataset.locate(config)
     if config.skip_corrupt:
         data = dataset.leave_out_bad_shards(data)
