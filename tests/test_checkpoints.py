@@ -261,40 +261,52 @@ from test_checkpoints import save_checkpoints
 from trainer.checkpoints import newest_intact
 
 logging.basicConfig(level=logging.WARNING, format="%(message)s")
-job = sys.argv[1]
-if sys.argv[2] == "save":
-    save_checkpoints(job)
-    print(sorted(tf.io.gfile.listdir(job)))
-else:
-    print("RESULT", newest_intact(job))
-    print("LATEST", tf.train.latest_checkpoint(job))
+for job in sys.argv[1].split(","):
+    if sys.argv[2] == "save":
+        save_checkpoints(job)
+        print(sorted(tf.io.gfile.listdir(job)))
+    else:
+        print("RESULT", newest_intact(job))
+        print("LATEST", tf.train.latest_checkpoint(job))
 """
 
 
 @pytest.mark.slow
-def test_truncated_checkpoint_on_gcs(gcs_server):
+def test_each_kind_of_damage_on_gcs(gcs_server):
     from gcs_emulator.server import BUCKET, TF_FAIL_FAST, child_env, client
 
     prefix = f"checkpoints-{os.urandom(4).hex()}"
-    job = f"gs://{BUCKET}/{prefix}"
+    kinds = ("truncated", "no-index", "state-names-nothing")
+    jobs = {kind: f"gs://{BUCKET}/{prefix}/{kind}" for kind in kinds}
     tests = os.path.dirname(os.path.abspath(__file__))
     env = child_env(gcs_server, **TF_FAIL_FAST)
     env["PYTHONPATH"] = os.pathsep.join([tests, os.path.dirname(tests), env.get("PYTHONPATH", "")])
 
     def run(what: str) -> str:
-        result = subprocess.run([sys.executable, "-c", textwrap.dedent(GCS_SCRIPT), job, what],
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(GCS_SCRIPT), ",".join(jobs.values()), what],
                                 env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout + result.stderr
 
     assert "model.ckpt-1500.index" in run("save")
-    blob = client(gcs_server).bucket(BUCKET).blob(f"{prefix}/model.ckpt-1500.data-00000-of-00001")
+    bucket = client(gcs_server).bucket(BUCKET)
+    blob = bucket.blob(f"{prefix}/truncated/model.ckpt-1500.data-00000-of-00001")
     data = blob.download_as_bytes()
     blob.upload_from_string(data[: len(data) // 2])  # what a preemption mid-upload leaves
+    bucket.blob(f"{prefix}/no-index/model.ckpt-1500.index").delete()
+    bucket.blob(f"{prefix}/state-names-nothing/checkpoint").upload_from_string(
+        'model_checkpoint_path: "model.ckpt-9999"\n'
+    )
     output = run("check")
-    assert f"RESULT {job}/model.ckpt-1000" in output and f"LATEST {job}/model.ckpt-1000" in output, output
+    for kind, resumed in (("truncated", 1000), ("no-index", 1000), ("state-names-nothing", 1500)):
+        job = jobs[kind]
+        assert f"RESULT {job}/model.ckpt-{resumed}" in output and f"LATEST {job}/model.ckpt-{resumed}" in output, output
+    damaged = [line for line in output.splitlines() if " is damaged (" in line]
+    assert len(damaged) == 3, output
     # TensorFlow's gs:// reader words it `EOF reached. Requested to read N bytes from M.`
-    damaged = [line for line in output.splitlines() if line.startswith("model.ckpt-1500 is damaged")]
-    assert len(damaged) == 1, output
     assert damaged[0].startswith("model.ckpt-1500 is damaged (its data file is truncated: "), output
-    assert damaged[0].endswith("); resuming from model.ckpt-1000"), output
+    assert damaged[1] == "model.ckpt-1500 is damaged (its index file is missing); resuming from model.ckpt-1000", output
+    assert damaged[2] == (
+        "model.ckpt-9999 is damaged (the checkpoint state file names it, but none of its files exist); "
+        "resuming from model.ckpt-1500"
+    ), output
