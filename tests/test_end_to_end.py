@@ -155,3 +155,18 @@ def test_a_torn_newest_checkpoint_is_named_and_the_run_resumes_from_an_intact_on
     assert "model.ckpt-800 is damaged (its data file is truncated" in result.stderr
     assert "resuming from model.ckpt-400" in result.stderr
     assert "This task ran 450 training steps; the global step is 850" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_run_killed_before_its_last_evaluation_is_evaluated_and_exported_by_the_rerun(trained_job, tmp_path):
+    original, args, _ = trained_job
+    job_dir = shutil.copytree(original, tmp_path / "job")
+    for name in ("eval_metrics.json", "report.md"):  # what a kill after the last checkpoint leaves missing
+        os.remove(job_dir / name)
+    shutil.rmtree(job_dir / "export")
+    result = run_task(*args[: args.index("--job-dir")], "--job-dir", str(job_dir), "--train-steps", "800")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Training already reached step 800: evaluating and exporting its last checkpoint" in result.stderr
+    with open(job_dir / "eval_metrics.json") as file:
+        assert json.load(file)["global_step"] == 800
+    assert latest_export(Config(job_dir=str(job_dir)), "latest") and (job_dir / "report.md").exists()

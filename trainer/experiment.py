@@ -157,8 +157,23 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         hooks=hooks,
     )
     result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    if not (result and result[0]) and not is_cluster(estimator.config):
+        # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
+        # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
+        # evaluation and export would stay without them: do them now.
+        result = final_evaluation(estimator, eval_spec, config)
     metrics = result[0] if result else None  # only a task that trains and evaluates alone gets them back
     return export.json_numbers(metrics) if metrics else None
+
+
+def final_evaluation(estimator: tf.estimator.Estimator, eval_spec: tf.estimator.EvalSpec, config: Config) -> tuple:
+    """Evaluates the last checkpoint and runs every exporter on it, as the last evaluation of training does."""
+    checkpoint = tf.train.latest_checkpoint(config.job_dir)
+    log.info("Training already reached step %d: evaluating and exporting its last checkpoint", config.train_steps)
+    metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks)
+    for exporter in eval_spec.exporters:
+        exporter.export(estimator, export.export_folder(config), checkpoint, metrics, is_the_final_export=True)
+    return metrics, None
 
 
 def is_cluster(run_config: tf.estimator.RunConfig) -> bool:
