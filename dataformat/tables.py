@@ -16,6 +16,7 @@ they can never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -125,8 +126,9 @@ def encode_table_records(
     labels: np.ndarray,
     per_record: int,
     label_key: str,
-) -> list[bytes]:
-    """Rows, column by column, as serialized tf.train.Examples of up to `per_record` rows each.
+) -> Iterator[bytes]:
+    """Rows, column by column, as serialized tf.train.Examples of up to `per_record` rows each, one at a
+    time (a shard's records are written as they are made, never all held).
 
     `numeric` maps a column to float32 values (NaN: missing); `strings` maps a column to its
     values in Arrow's layout (offsets, bytes; empty: missing). The bytes are those of
@@ -134,7 +136,6 @@ def encode_table_records(
     """
     rows = len(labels)
     fields = {name: string_fields(*layout) for name, layout in strings.items()}
-    records = []
     for start in range(0, rows, per_record):
         stop = min(start + per_record, rows)
         features = {}
@@ -143,8 +144,7 @@ def encode_table_records(
         for name, (out, starts) in fields.items():  # Feature.bytes_list (1) > BytesList.value (1) each
             features[name] = wire.field(1, out[starts[start] : starts[stop]].tobytes())
         features[label_key] = wire.field(3, wire.field(1, wire.varints(labels[start:stop])))
-        records.append(wire.example(features))
-    return records
+        yield wire.example(features)
 
 
 def is_number(text: str) -> bool:

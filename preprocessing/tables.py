@@ -53,7 +53,7 @@ from preprocessing.writer import clear_output, shard_output, usable_cores
 log = logging.getLogger(__name__)
 
 BLOCK_BYTES = 4 * 2**20  # CSV text parsed at a time: with the open shard files, the memory budget
-SHARD_BYTES = 32 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
+SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
 GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
@@ -346,9 +346,14 @@ def _read_block(batch, lines, key, threshold, plan: TablePlan, pool, text: set, 
     rows = pa.RecordBatch.from_arrays([*nulled, pa.array(order)], schema=plan.bucket_schema)
     parts = []
     for split, in_split in (("train", train), ("eval", ~train)):
-        shard = order % np.uint64(plan.shards[split])
-        for index in np.unique(shard[in_split]):
-            parts.append(((split, int(index)), rows.filter(pa.array(in_split & (shard == index)))))
+        chosen = np.flatnonzero(in_split)
+        shard = (order[chosen] % np.uint64(plan.shards[split])).astype(np.int64)
+        by_shard = np.argsort(shard, kind="stable")  # one take, then a zero-copy slice a shard
+        taken = rows.take(pa.array(chosen[by_shard]))
+        bounds = np.searchsorted(shard[by_shard], np.arange(plan.shards[split] + 1))
+        for index, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if end > begin:
+                parts.append(((split, index), taken.slice(begin, end - begin)))
     return Block(counts, labels, batch.num_rows, parts)
 
 
@@ -475,19 +480,21 @@ class ShardWriter:
     per_record: int
 
     def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
-        rows = rows.take(pc.sort_indices(rows, [(ORDER, "ascending")]))
+        order = pc.sort_indices(rows, [(ORDER, "ascending")])
         numeric, strings = {}, {}
-        for column in self.columns:
-            values = rows.column(column.name).combine_chunks()  # null where missing
+        for column in self.columns:  # one column at a time in the shard's order: no copy of the whole shard
+            values = rows.column(column.name).take(order).combine_chunks()  # null where missing
             if column.kind == tables.NUMERIC:
                 numeric[column.name] = pc.cast(values, pa.float32()).to_numpy(zero_copy_only=False)
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
-        labels = pc.index_in(rows.column(self.label), value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
+        label_values = rows.column(self.label).take(order)
+        labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
         records = tables.encode_table_records(numeric, strings, labels.astype(np.int64), self.per_record, LABEL_KEY)
         with shard_output(path, self.compression) as (out, counted):
             for record in records:
                 out.write(frame(record))
+        pa.default_memory_pool().release_unused()  # hand the shard's buffers back: memory stays flat
         return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
 
 
@@ -609,6 +616,7 @@ def build_table_dataset(
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         counts, labels, rows = _read_pass(files, plan, folder)
+        pa.default_memory_pool().release_unused()  # pass 1's blocks are gone: hand their memory back
         columns = decide_columns(plan, counts, files)
         writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import writing
+from benchmarks import tables, writing
+from benchmarks.common import SIZES
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
@@ -109,6 +110,33 @@ def test_accuracy_benchmark_skips_a_missing_mnist(tmp_path):
     assert result["skipped"] and "MNIST" in result["skipped"][0]
     assert_targets(result)
     assert "## 4. Accuracy" in (tmp_path / "README.md").read_text()
+
+
+def test_tables_benchmark(tmp_path):
+    result = run_benchmark("tables", tmp_path)
+    reading = result["reading"]
+    small, large = reading["sizes"]
+    runs = {(row["reader"], row["rows"]) for row in reading["rows"]}
+    assert runs == {(tables.NEW, small), (tables.NEW, large), (tables.OLD, small)}
+    for row in reading["rows"]:
+        for key in ("seconds", "rows_per_second", "peak_rss_mib"):
+            assert_measurement(row[key])
+        assert positive(row["file_mib"]) and positive(row["rss_over_file"])
+    # Each public table is trained on where its package is installed, and named as skipped where not.
+    accuracy = result["accuracy"]
+    tried = [table for table in tables.TABLES if table.name in SIZES["tiny"].public_tables]
+    for table in tried:
+        rows = [row for row in accuracy["rows"] if row["dataset"] == table.name]
+        skipped = [line for line in accuracy["skipped"] if line.startswith(f"{table.name} (")]
+        assert len(rows) + len(skipped) == 1, table.name
+    assert len(accuracy["rows"]) + len(accuracy["skipped"]) == len(tried)
+    for row in accuracy["rows"]:
+        assert row["train"] > 0 and row["eval"] > 0 and row["numeric"] + row["categorical"] > 0
+        for key in ("ours", "logistic_regression", "gradient_boosting"):
+            assert 0 <= row[key]["accuracy"] <= 1
+        assert positive(row["ours"]["train_seconds"]) and positive(row["gradient_boosting"]["seconds"])
+    assert_targets(result)
+    assert "## 5. Tables" in (tmp_path / "README.md").read_text()
 
 
 def test_an_unknown_benchmark_stops_with_a_message(tmp_path):
