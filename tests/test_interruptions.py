@@ -195,3 +195,18 @@ def test_a_second_run_in_the_same_job_dir_is_refused_naming_the_first(tmp_path, 
         [sys.executable, "-m", "trainer.task", *args[:-4], "--train-steps", "30"], capture_output=True, text=True
     )
     assert third.returncode == 0, third.stderr[-2000:]  # a killed holder never blocks a rerun
+
+
+def test_ctrl_c_stops_training_with_one_line_and_a_rerun_resumes(tmp_path, digits_dir):
+    job_dir = str(tmp_path / "job")
+    args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--save-checkpoints-steps", "50", "--progress-secs", "1"]
+    process, log = start("trainer.task", *args, "--train-steps", "100000", log_path=tmp_path / "1.log")
+    wait_for(tmp_path / "1.log", "INFO step ")
+    process.send_signal(signal.SIGINT)
+    assert finish(process, log, timeout=120) == 130
+    last = (tmp_path / "1.log").read_text().strip().splitlines()[-1]
+    assert last.endswith("ERROR Interrupted: rerun the same command to resume from the last checkpoint")
+    step = int(tf.train.latest_checkpoint(job_dir).rsplit("-", 1)[1])
+    resumed = subprocess.run([sys.executable, "-m", "trainer.task", *args, "--train-steps", str(step + 10)],
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert resumed.returncode == 0 and f"the global step is {step + 10}" in resumed.stderr, resumed.stderr[-2000:]
