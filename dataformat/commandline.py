@@ -13,6 +13,7 @@ import argparse
 import difflib
 import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -61,8 +62,6 @@ class ArgumentParser(argparse.ArgumentParser):
     def _dashed(self, args: Sequence[str] | None) -> list[str]:
         """--learning_rate[=x] as --learning-rate[=x], for this parser's own flags only: flags it does
         not know (Beam's --temp_location) pass on as they are."""
-        import sys
-
         known = set(self._flags())
         dashed = []
         for arg in sys.argv[1:] if args is None else args:
