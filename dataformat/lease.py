@@ -272,7 +272,7 @@ class _GcsLease:
         if self.lost:
             return
         try:
-            with gcs.errors(self.path):
+            with gcs.errors(posixpath.dirname(self.path)):  # failures name the folder the user gave
                 try:
                     self.blob.delete(if_generation_match=self.generation)
                 except (NotFound, PreconditionFailed):
@@ -285,7 +285,7 @@ class _GcsLease:
         absent). False if it is not; True, with self.generation updated, if written."""
         from google.api_core.exceptions import PreconditionFailed
 
-        with gcs.errors(self.path):
+        with gcs.errors(posixpath.dirname(self.path)):
             try:
                 self.blob.upload_from_string(
                     self.me.renewed().to_json(), content_type="application/json", if_generation_match=generation
@@ -302,7 +302,7 @@ class _GcsLease:
         The holder is None when the object records none that this module wrote: taken for expired."""
         from google.api_core.exceptions import NotFound, PreconditionFailed
 
-        with gcs.errors(self.path):
+        with gcs.errors(posixpath.dirname(self.path)):
             blob = self.blob.bucket.get_blob(self.blob.name)
             if blob is None:
                 return None, None

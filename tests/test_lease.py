@@ -332,5 +332,5 @@ def test_gcs_a_create_whose_reply_was_lost_is_recognised_as_ours(gcs_env):
 
 @pytest.mark.slow
 def test_gcs_a_missing_bucket_is_one_line(gcs_env):
-    with pytest.raises(UserError, match=r"^gs://no-such-bucket-[0-9a-f]+/job/\.lease: not found \(404\)"):
+    with pytest.raises(UserError, match=r"^gs://no-such-bucket-[0-9a-f]+/job: not found \(404\)"):
         take(f"gs://no-such-bucket-{uuid.uuid4().hex[:8]}/job")
