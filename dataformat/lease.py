@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from dataformat import gcs
+from dataformat import gcs, storage
 from dataformat.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -157,11 +157,11 @@ def _held_locally(folder: str, what: str, flag: str) -> Iterator[None]:
     ended, until the child ends too; the trainer does not fork after taking the lease.
     """
     path = os.path.join(folder, LEASE_NAME)
+    storage.make_folder(folder)  # a folder that cannot be made is named as such, not as its lease file
     try:
-        os.makedirs(folder, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as error:
-        raise UserError(f"{path}: cannot create the lease file ({error.strerror})") from None
+        raise UserError(f"{path}: cannot create the lease file ({storage.describe_os_error(error)})") from None
     try:
         _lock(fd, path, folder, flag)
         _write(fd, Holder.me(what).to_json(local=True))
