@@ -59,7 +59,7 @@ def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator
 
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
-    if tf.estimator.RunConfig().is_chief:  # the chief owns the checkpoints: it resumes from an intact one
+    if is_chief():  # the chief owns the checkpoints: it resumes from an intact one
         checkpoints.newest_intact(config.job_dir)
     data = dataset.locate(config)
     if config.skip_corrupt:
@@ -174,6 +174,11 @@ def final_evaluation(estimator: tf.estimator.Estimator, eval_spec: tf.estimator.
     for exporter in eval_spec.exporters:
         exporter.export(estimator, export.export_folder(config), checkpoint, metrics, is_the_final_export=True)
     return metrics, None
+
+
+def is_chief() -> bool:
+    """Whether this task writes the checkpoints: alone, or as a TF_CONFIG cluster's chief."""
+    return tf.estimator.RunConfig().is_chief
 
 
 def is_cluster(run_config: tf.estimator.RunConfig) -> bool:

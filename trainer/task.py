@@ -75,9 +75,9 @@ def check_access(config: Config) -> None:
 def _lease_if_chief(job_dir: str):
     """The job dir's lease: one training run at a time writes checkpoints there. In a TF_CONFIG
     cluster only the chief writes checkpoints, so only it holds the lease."""
-    import tensorflow as tf
+    from trainer.experiment import is_chief
 
-    if tf.estimator.RunConfig().is_chief:
+    if is_chief():
         return lease.held(job_dir, what="training", flag="--job-dir")
     return contextlib.nullcontext()
 
