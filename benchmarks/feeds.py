@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from dataformat.schema import Metadata, decode_record, parse_records
 from trainer.config import Config
-from trainer.input import make_input_fn, prefetched
+from trainer.input import make_input_fn, prefetch_queue
 
 # The queue fill is fetched with every FILL_EVERY-th step only: the Estimator records summaries
 # every 100 steps, and one more fetch with every step cost the queue feeds 5-9% of the small
@@ -102,7 +102,7 @@ def fifo_constant_feed(files: list[str], metadata: Metadata, config: Config) -> 
     batches reach the step."""
     constant = constant_feed(files, metadata, config)
     with tf.device("/cpu:0"):
-        data, labels = prefetched(constant.features[metadata.feature_key], constant.labels)
+        data, labels = prefetch_queue(constant.features[metadata.feature_key], constant.labels, towers=1).dequeue()
     return Feed({metadata.feature_key: data}, labels)
 
 

@@ -13,7 +13,7 @@ from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset
 from trainer.config import Config
 from trainer.dataset import expand, locate
-from trainer.input import STAGING_AREA, StagingHook, _in_blocks, make_input_fn, staging_device
+from trainer.input import BATCHES, StagingHook, _in_blocks, make_input_fn, stages_on_device
 
 
 def run_batches(input_fn, limit=None):
@@ -176,16 +176,17 @@ def test_staged_batches_are_the_previous_steps_batches(digits_dir):
     config = Config(data_dir=digits_dir, batch_size=16, shuffle_buffer=50, stage_on_device="on")
     data = locate(config)
     with tf.Graph().as_default():
-        _, labels = make_input_fn(data.train, data.metadata, config, training=True)()
-        (put,) = tf.compat.v1.get_collection(STAGING_AREA)
-        staging = put.inputs[1]  # the labels that the step's put copies into the area
+        make_input_fn(data.train, data.metadata, config, training=True)()
+        (batches,) = tf.compat.v1.get_collection(BATCHES)
+        batch = batches.take(0)
+        staging = batch.put.inputs[1]  # the labels that the step's put copies into the area
         with tf.compat.v1.train.MonitoredSession(hooks=[StagingHook(30)]) as session:
-            steps = [session.run((labels, staging)) for _ in range(5)]
-    for (_, staged_before), (trained_on, _) in zip(steps, steps[1:]):
+            steps = [session.run((batch.labels, staging, batch.put)) for _ in range(5)]
+    for (_, staged_before, _), (trained_on, _, _) in zip(steps, steps[1:]):
         np.testing.assert_array_equal(trained_on, staged_before)
-    assert len({staged.tobytes() for _, staged in steps}) == 5  # a new batch each step
+    assert len({staged.tobytes() for _, staged, _ in steps}) == 5  # a new batch each step
 
 
 def test_no_staging_with_num_epochs_so_that_no_batch_is_left_behind(digits_dir):
     config = Config(data_dir=digits_dir, batch_size=100, num_epochs=1, stage_on_device="on")
-    assert staging_device(config) is None
+    assert not stages_on_device(config)

@@ -45,6 +45,11 @@ class Config:
     num_epochs: Optional[int] = _option(
         None, "stop training after this many passes over the data (one machine only; default: no limit)"
     )
+    steps_per_run: str = _option(
+        "auto",
+        "training steps per session.run, in an in-graph loop (each step its own batch and update; "
+        "hooks, logs and checkpoints come between runs); auto: 8",
+    )
     eval_steps: Optional[int] = _option(None, "evaluation batches (default: every evaluation example, once)")
     eval_batch_size: int = _option(256, "examples per evaluation batch")
     seed: int = _option(0, "seed for weights, dropout and shuffling")
@@ -70,6 +75,11 @@ class Config:
     # Device tuning: these matter on GPUs, and are left as they are on a CPU.
     stage_on_device: str = _option(
         "auto", "copy the next batch onto the device while a step runs: on, off, or auto (on with a GPU)"
+    )
+    num_towers: str = _option(
+        "auto",
+        "copies of the model, one per GPU, each training on its own batch of --batch-size (the global "
+        "batch is towers x batch size); auto: one per visible GPU, one without GPUs",
     )
     xla: bool = _option(False, "compile clusters of ops with XLA (fuses batch norm and activations on a GPU)")
     mixed_precision: bool = _option(
@@ -136,6 +146,10 @@ def check_values(config: Config) -> None:
         fail("data_format", "must be auto, channels_first or channels_last")
     if config.stage_on_device not in ("auto", "on", "off"):
         fail("stage_on_device", "must be auto, on or off")
+    for name in ("steps_per_run", "num_towers"):
+        value = getattr(config, name)
+        if value != "auto" and not (_is_int(value) and int(float(value)) >= 1):
+            fail(name, "must be auto or a whole number of at least 1")
     if any(n < 1 for n in config.conv_filters + config.hidden_units):
         fail("conv_filters" if any(n < 1 for n in config.conv_filters) else "hidden_units", "sizes must be positive")
     if config.data_dir and config.train_files:

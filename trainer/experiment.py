@@ -16,10 +16,12 @@ from dataformat.schema import Metadata
 from trainer import checkpoints, dataset, export, serving
 from trainer import config as config_module
 from trainer.config import Config
+from trainer.devices import resolve_towers, towers_on_cpus
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
 from trainer.model import ModelSettings, model_fn
 from trainer.preemption import SaveOnSigtermHook
 from trainer.progress import ProgressHook
+from trainer.step_loop import StepsRunHook, StopAtTrainStepsHook
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,8 @@ def session_config(config: Config) -> tf.compat.v1.ConfigProto:
         intra_op_parallelism_threads=config.intra_op_threads,
     )
     session.gpu_options.allow_growth = True
+    if towers_on_cpus():  # tests: one virtual CPU device per tower
+        session.device_count["CPU"] = resolve_towers(config.num_towers)
     if config.xla:
         session.graph_options.optimizer_options.global_jit_level = tf.compat.v1.OptimizerOptions.ON_1
     if config.mixed_precision:  # Grappler casts GPU ops that are safe in float16; model_fn scales the loss
@@ -128,6 +132,14 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     metadata = data.metadata
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata)
+    settings = estimator.params["settings"]
+    log.info(
+        "Training: %d tower(s) x batch %d = global batch %d, %d step(s) per session.run",
+        settings.towers,
+        config.batch_size,
+        settings.towers * config.batch_size,
+        settings.steps_per_run,
+    )
     if estimator.config.is_chief:
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     if config.num_epochs is not None and is_cluster(estimator.config):
@@ -141,6 +153,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         *hooks,
         StagingHook(config.input_timeout_secs),
         SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
+        StopAtTrainStepsHook(config.train_steps),
         StepsRunHook(),
         ProgressHook(config.train_steps, config.batch_size, config.progress_secs),
     ]
@@ -199,17 +212,3 @@ def worker_share(files: list[str], run_config: tf.estimator.RunConfig) -> list[s
     share = files[run_config.global_id_in_cluster :: replicas]
     log.info("This %s reads %d of the %d training files", run_config.task_type, len(share), len(files))
     return share
-
-
-class StepsRunHook(tf.estimator.SessionRunHook):
-    """Logs how many training steps this task ran itself: in a cluster, every worker's share."""
-
-    def __init__(self):
-        self.steps = 0
-
-    def after_run(self, run_context, run_values):
-        self.steps += 1
-
-    def end(self, session):
-        step = session.run(tf.compat.v1.train.get_global_step())
-        log.info("This task ran %d training steps; the global step is %d", self.steps, step)

@@ -7,7 +7,6 @@ module spells it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -55,25 +54,31 @@ class ClassificationHead:
         batch = tf.math.confusion_matrix(labels, class_ids, num_classes=size, dtype=tf.int64)
         return tf.identity(counts), counts.assign_add(batch)
 
-    def estimator_spec(
-        self,
-        mode: str,
-        logits: tf.Tensor,
-        labels: tf.Tensor | None,
-        train_op_fn: Callable[[tf.Tensor], tf.Operation],
-    ) -> tf.estimator.EstimatorSpec:
-        """The EstimatorSpec of `mode`; `train_op_fn(loss)` makes the training op."""
+    def loss(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        # Out of the LOSSES collection: the Estimator adds the loss it is given, and with towers
+        # or the in-graph loop there is one loss per tower and step.
+        return tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits, loss_collection=None)
+
+    def accuracy(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        """The batch's accuracy, for the training summary."""
+        return tf.reduce_mean(tf.cast(tf.equal(labels, tf.argmax(logits, axis=1)), tf.float32))
+
+    def estimator_spec(self, mode: str, logits: tf.Tensor, labels: tf.Tensor | None) -> tf.estimator.EstimatorSpec:
+        """The EstimatorSpec of prediction (with export outputs) or evaluation (with metrics)."""
         predictions = self.predictions(logits)
         if mode == tf.estimator.ModeKeys.PREDICT:
             outputs = {"serving_default": tf.estimator.export.PredictOutput(predictions)}
             return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
-        loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
-        if mode == tf.estimator.ModeKeys.EVAL:
-            metrics = self.metrics(labels, predictions["class_ids"])
-            return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=metrics)
-        correct = tf.cast(tf.equal(labels, predictions["class_ids"]), tf.float32)
-        tf.compat.v1.summary.scalar(f"train_{METRIC}", tf.reduce_mean(correct))
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op_fn(loss))
+        metrics = self.metrics(labels, predictions["class_ids"])
+        return tf.estimator.EstimatorSpec(mode, loss=self.loss(logits, labels), eval_metric_ops=metrics)
+
+    def training_spec(
+        self, loss: tf.Tensor, accuracy: tf.Tensor, train_op: tf.Operation, chief_hooks: list
+    ) -> tf.estimator.EstimatorSpec:
+        tf.compat.v1.summary.scalar(f"train_{METRIC}", accuracy)
+        return tf.estimator.EstimatorSpec(
+            tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_chief_hooks=chief_hooks
+        )
 
 
 def higher_metric(best_eval_result: dict, current_eval_result: dict) -> bool:

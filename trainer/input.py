@@ -9,13 +9,13 @@
                       |                     moved as whole blocks)
                       |
                       v
-                 prefetch FIFO             3 whole batches of --batch-size, its own thread
-                      |
+                 prefetch FIFO             3 whole batches of --batch-size per tower, one
+                      |                     thread per tower
                       v
-                 staging area on the GPU   (--stage-on-device: the next batch is copied
+                 staging area on each GPU  (--stage-on-device: the next batch is copied
                       |                     while the step runs)
                       v
-                 model_fn
+                 model_fn                  takes a batch per tower and per step (QueueBatches)
 
 While the model computes step N, the reader threads are already filling the queue for the
 steps after it. The Estimator's MonitoredSession starts the queue runners and initializes
@@ -27,16 +27,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import tensorflow as tf
 
 from dataformat.schema import Metadata, parse_records
 from trainer.config import Config
-from trainer.devices import has_gpu
+from trainer.devices import has_gpu, resolve_towers, tower_device
 
 QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_dequeue
 PREFETCH_BATCHES = 3  # ready batches waiting for the training step
-STAGING_AREA = "input_staging_area"  # its shared name, and the collection of the op that fills it
+STAGING_AREA = "input_staging_area"  # the staging areas' names, and the collection of the ops that first fill them
+BATCHES = "training_batches"  # the collection holding the training input's QueueBatches, for model_fn
 
 
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -83,21 +85,31 @@ def _in_blocks(data: tf.Tensor, labels: tf.Tensor, block: int) -> tuple[tf.Tenso
         return tf.reshape(data[:whole], [-1, block, *data.shape[1:]]), tf.reshape(labels[:whole], [-1, block])
 
 
-def prefetched(data: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """The same batches through a small FIFO of whole batches that its own thread fills.
+def prefetch_queue(data: tf.Tensor, labels: tf.Tensor, towers: int) -> PrefetchQueue:
+    """A small FIFO of whole batches that `towers` threads fill from `data, labels`.
 
     Taking a batch out of the shuffle queue gathers it element by element (and runs the readers'
-    waiting enqueues), which the training step would otherwise wait for. From this queue the
-    step takes one ready batch.
+    waiting enqueues), which the training step would otherwise wait for. From this queue a step
+    takes ready batches, one per tower: one thread per tower keeps it full.
     """
-    prefetch = tf.queue.FIFOQueue(PREFETCH_BATCHES, [data.dtype, labels.dtype], name="prefetch_queue")
-    runner = tf.compat.v1.train.QueueRunner(prefetch, [prefetch.enqueue([data, labels])])
-    tf.compat.v1.train.add_queue_runner(runner)
-    tf.compat.v1.summary.scalar("queue/prefetch_queue/fraction_of_capacity", prefetch.size() / PREFETCH_BATCHES)
-    ready_data, ready_labels = prefetch.dequeue()
-    ready_data.set_shape(data.shape)
-    ready_labels.set_shape(labels.shape)
-    return ready_data, ready_labels
+    capacity = PREFETCH_BATCHES * towers
+    prefetch = tf.queue.FIFOQueue(capacity, [data.dtype, labels.dtype], name="prefetch_queue")
+    enqueue = prefetch.enqueue([data, labels])  # whole batches: one queue element each
+    tf.compat.v1.train.add_queue_runner(tf.compat.v1.train.QueueRunner(prefetch, [enqueue] * towers))
+    tf.compat.v1.summary.scalar("queue/prefetch_queue/fraction_of_capacity", prefetch.size() / capacity)
+    return PrefetchQueue(prefetch, data.shape, labels.shape)
+
+
+class PrefetchQueue(NamedTuple):
+    queue: tf.queue.FIFOQueue
+    data_shape: tf.TensorShape  # a batch's: the queue itself keeps no shapes (the last batch may be smaller)
+    labels_shape: tf.TensorShape
+
+    def dequeue(self) -> tuple[tf.Tensor, tf.Tensor]:
+        data, labels = self.queue.dequeue()
+        data.set_shape(self.data_shape)
+        labels.set_shape(self.labels_shape)
+        return data, labels
 
 
 def _unblocked(blocks: tf.Tensor) -> tf.Tensor:
@@ -105,31 +117,70 @@ def _unblocked(blocks: tf.Tensor) -> tf.Tensor:
     return tf.reshape(blocks, [-1, *blocks.shape[2:]])
 
 
-def staging_device(config: Config) -> str | None:
-    """Where to stage batches, or None. Not with --num-epochs: the batch staged last would never
-    be trained on."""
+def stages_on_device(config: Config) -> bool:
+    """Whether to stage batches on the towers' devices. Not with --num-epochs: the batches staged
+    last would never be trained on."""
     wanted = config.stage_on_device == "on" or (config.stage_on_device == "auto" and has_gpu())
-    if not wanted or config.num_epochs is not None:
-        return None
-    return "/gpu:0" if has_gpu() else "/cpu:0"
+    return wanted and config.num_epochs is None
 
 
-def _staged(data: tf.Tensor, labels: tf.Tensor, device: str) -> tuple[tf.Tensor, tf.Tensor]:
-    """The batches through a staging area on `device`: each step trains on the batch copied there
-    during the step before, while StagingHook copies the next one (the host-to-device copy
-    leaves the step's critical path)."""
-    with tf.device(device):
-        put = tf.raw_ops.Stage(values=[data, labels], shared_name=STAGING_AREA)
-        ready_data, ready_labels = tf.raw_ops.Unstage(dtypes=[data.dtype, labels.dtype], shared_name=STAGING_AREA)
-    tf.compat.v1.add_to_collection(STAGING_AREA, put)
-    ready_data.set_shape(data.shape)
-    ready_labels.set_shape(labels.shape)
-    return ready_data, ready_labels
+class Batch(NamedTuple):
+    features: dict[str, tf.Tensor]
+    labels: tf.Tensor
+    put: tf.Operation | None  # stages the tower's next batch; the step must run it
+
+
+class QueueBatches:
+    """The training batches, taken inside model_fn: a new one each time `take` runs, so that
+    every step of the in-graph loop (--steps-per-run) and every tower trains on its own batch.
+
+    With staging, each tower's batches pass through a staging area on its device: a step
+    trains on the batch copied there during the step before, and stages the next one (the
+    host-to-device copy leaves the step's critical path). StagingHook fills each area once
+    when the session starts.
+    """
+
+    def __init__(self, prefetch: PrefetchQueue, feature_key: str, staging_devices: list[str] | None):
+        self._prefetch, self._feature_key, self._devices = prefetch, feature_key, staging_devices
+        for tower in range(len(staging_devices or [])):
+            tf.compat.v1.add_to_collection(STAGING_AREA, self._stage(tower))
+
+    def take(self, tower: int) -> Batch:
+        if self._devices is None:
+            data, labels = self._prefetch.dequeue()
+            return Batch({self._feature_key: data}, labels, None)
+        with tf.device(self._devices[tower]):
+            data, labels = tf.raw_ops.Unstage(dtypes=self._prefetch.queue.dtypes, shared_name=f"{STAGING_AREA}_{tower}")
+        data.set_shape(self._prefetch.data_shape)
+        labels.set_shape(self._prefetch.labels_shape)
+        return Batch({self._feature_key: data}, labels, self._stage(tower))
+
+    def _stage(self, tower: int) -> tf.Operation:
+        """Copies the next ready batch into tower `tower`'s staging area."""
+        with tf.device(self._devices[tower]):
+            return tf.raw_ops.Stage(values=self._prefetch.dequeue(), shared_name=f"{STAGING_AREA}_{tower}")
+
+
+class FixedBatches:
+    """The batch model_fn was given, for every step and tower: what trains when the features do
+    not come from this module's queue (a fed or constant batch)."""
+
+    def __init__(self, features: dict[str, tf.Tensor], labels: tf.Tensor):
+        self._batch = Batch(features, labels, None)
+
+    def take(self, tower: int) -> Batch:
+        return self._batch
+
+
+def training_batches(features: dict[str, tf.Tensor], labels: tf.Tensor) -> QueueBatches | FixedBatches:
+    """Where model_fn takes its training batches: the queue's, when the training input_fn built one."""
+    made = tf.compat.v1.get_collection(BATCHES)
+    return made[0] if made else FixedBatches(features, labels)
 
 
 class StagingHook(tf.estimator.SessionRunHook):
-    """Stages one batch when the session starts, then the next one with every step (no-op when
-    the input_fn staged nothing)."""
+    """Stages one batch per tower when the session starts (no-op when the input_fn stages nothing);
+    every step then stages its own next one."""
 
     def __init__(self, timeout_secs: int):
         self._options = tf.compat.v1.RunOptions(timeout_in_ms=timeout_secs * 1000)
@@ -140,9 +191,6 @@ class StagingHook(tf.estimator.SessionRunHook):
     def after_create_session(self, session, coord):
         if self._puts:  # the queue runners have started; a starved queue times out like a step
             session.run(self._puts, options=self._options)
-
-    def before_run(self, run_context):
-        return tf.estimator.SessionRunArgs(self._puts) if self._puts else None
 
 
 def shuffle_capacity(config: Config) -> int:
@@ -169,6 +217,7 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
     """
 
     def training_input_fn():
+        towers = resolve_towers(config.num_towers)
         with tf.device("/cpu:0"):
             filename_queue = tf.compat.v1.train.string_input_producer(
                 files, num_epochs=config.num_epochs, shuffle=True, seed=config.seed
@@ -187,10 +236,10 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 enqueue_many=True,
                 allow_smaller_final_batch=config.num_epochs is not None,
             )
-            data, labels = prefetched(_unblocked(data), _unblocked(labels))
-        device = staging_device(config)
-        if device:
-            data, labels = _staged(data, labels, device)
+            prefetch = prefetch_queue(_unblocked(data), _unblocked(labels), towers)
+        staging = [tower_device(tower) for tower in range(towers)] if stages_on_device(config) else None
+        tf.compat.v1.add_to_collection(BATCHES, QueueBatches(prefetch, metadata.feature_key, staging))
+        data, labels = prefetch.dequeue()  # model_fn takes its own batches from BATCHES; this one is for other callers
         return {metadata.feature_key: data}, labels
 
     def evaluation_input_fn():

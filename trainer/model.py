@@ -16,12 +16,15 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
+from trainer import step_loop
 from trainer.config import Config
-from trainer.devices import has_gpu
+from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
+from trainer.input import training_batches
 from trainer.networks import NETWORKS
+from trainer.towers import SUMMARY_EXAMPLES, build_variables, train_step
 
-IMAGE_SUMMARIES = 3
+AUTO_STEPS_PER_RUN = 8  # see resolve_steps_per_run
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class ModelSettings:
     decay_steps: int = 1000
     mixed_precision: bool = False
     seed: int = 0
+    towers: int = 1  # --num-towers, resolved
+    steps_per_run: int = 1  # --steps-per-run, resolved
+    train_steps: int = 2000  # where the in-graph loop stops
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -52,6 +58,9 @@ class ModelSettings:
             decay_steps=config.decay_steps,
             mixed_precision=config.mixed_precision,
             seed=config.seed,
+            towers=resolve_towers(config.num_towers),
+            steps_per_run=resolve_steps_per_run(config.steps_per_run),
+            train_steps=config.train_steps,
         )
 
 
@@ -66,6 +75,11 @@ def choose_network(name: str, metadata: Metadata) -> str:
         what = "table rows" if metadata.is_table else shape
         raise UserError(f"--model {name}: {NETWORKS[name].what}, and this dataset's examples are {what}")
     return name
+
+
+def resolve_steps_per_run(setting: str) -> int:
+    """`--steps-per-run`: auto is AUTO_STEPS_PER_RUN."""
+    return AUTO_STEPS_PER_RUN if setting == "auto" else int(float(setting))
 
 
 def resolve_data_format(setting: str) -> str:
@@ -91,27 +105,51 @@ def _learning_rate(settings: ModelSettings) -> tf.Tensor:
 
 
 def _optimizer(settings: ModelSettings) -> tf.compat.v1.train.Optimizer:
-    learning_rate = _learning_rate(settings)
-    tf.compat.v1.summary.scalar("learning_rate", learning_rate)
-    optimizer = tf.compat.v1.train.AdamOptimizer(learning_rate)
+    # The rate is a function, evaluated where each update is made: inside the in-graph loop, every
+    # step reads its own global step.
+    optimizer = tf.compat.v1.train.AdamOptimizer(lambda: _learning_rate(settings))
     if settings.mixed_precision:  # float16 gradients underflow without it
         optimizer = tf.compat.v1.mixed_precision.MixedPrecisionLossScaleOptimizer(optimizer, "dynamic")
     return optimizer
 
 
-def model_fn(features, labels, mode, params):
-    """The Estimator model_fn; `params` holds the ModelSettings and the dataset's Metadata."""
+def model_fn(features, labels, mode, params, config=None):
+    """The Estimator model_fn; `params` holds the ModelSettings and the dataset's Metadata, and
+    `config` is the Estimator's RunConfig (None outside an Estimator)."""
     settings: ModelSettings = params["settings"]
     metadata: Metadata = params["metadata"]
-    data = features[metadata.feature_key]
+    head = ClassificationHead(metadata.class_names)
     network = build_network(settings, metadata)
-    logits = network(data, training=mode == tf.estimator.ModeKeys.TRAIN)
+    if mode != tf.estimator.ModeKeys.TRAIN:
+        return head.estimator_spec(mode, network(features[metadata.feature_key], training=False), labels)
+    build_variables(network, metadata, settings.towers)
+    optimizer, batches = _optimizer(settings), training_batches(features, labels)
+    result = step_loop.run(
+        lambda: train_step(network, head, optimizer, batches, metadata.feature_key, settings.towers),
+        settings.steps_per_run,
+        settings.train_steps,
+        tf.TensorSpec([None, *metadata.shape], metadata.dtype),
+    )
+    _summaries(settings, metadata, result.examples)
+    return head.training_spec(result.loss, result.accuracy, result.train_op, _checkpoint_hooks(config, settings))
 
-    def train_op_fn(loss: tf.Tensor) -> tf.Operation:
-        if metadata.is_image and metadata.shape[-1] in (1, 3, 4):
-            tf.compat.v1.summary.image("inputs", tf.cast(data, tf.uint8), max_outputs=IMAGE_SUMMARIES)
-        # Keras layers keep batch norm's moving-average updates to themselves; run them each step.
-        with tf.control_dependencies(network.updates):
-            return _optimizer(settings).minimize(loss, global_step=tf.compat.v1.train.get_global_step())
 
-    return ClassificationHead(metadata.class_names).estimator_spec(mode, logits, labels, train_op_fn)
+def _summaries(settings: ModelSettings, metadata: Metadata, examples: tf.Tensor) -> None:
+    tf.compat.v1.summary.scalar("learning_rate", _learning_rate(settings))
+    if metadata.is_image and metadata.shape[-1] in (1, 3, 4):
+        tf.compat.v1.summary.image("inputs", tf.cast(examples, tf.uint8), max_outputs=SUMMARY_EXAMPLES)
+
+
+def _checkpoint_hooks(config: tf.estimator.RunConfig | None, settings: ModelSettings) -> list:
+    """The Estimator's checkpoint hook, told how many steps a run makes: left to its default (a
+    million), it reads the global step once more after every run."""
+    if config is None:
+        return []
+    saver = tf.compat.v1.train.CheckpointSaverHook(
+        config.model_dir,
+        save_secs=config.save_checkpoints_secs,
+        save_steps=config.save_checkpoints_steps,
+        save_graph_def=config.checkpoint_save_graph_def,
+    )
+    saver._set_steps_per_run(settings.steps_per_run)  # what TPUEstimator calls; no public setter exists
+    return [saver]

@@ -79,7 +79,6 @@ class ProgressHook(tf.estimator.SessionRunHook):
         return tf.estimator.SessionRunArgs({"step": self._step_tensor, "loss": self._loss})
 
     def after_run(self, run_context, run_values):
-        self._step += 1
         if run_values.results is None:
             return
         self._step = int(run_values.results["step"])

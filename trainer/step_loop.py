@@ -1,0 +1,99 @@
+"""--steps-per-run K: K training steps in one session.run, as TPUEstimator's iterations_per_loop
+and Keras's steps_per_execution do.
+
+Every session.run pays a fixed cost that the model does not: the run itself, every hook's
+before_run and after_run, and the handoff of the batch. On a GPU, where a step of a small model
+takes well under a millisecond, that cost would set the speed. With K > 1 the train_op is an
+in-graph loop: each iteration takes its own batch from the queue and applies its own update,
+so K steps of one run train exactly as K runs of one step would. The loop ends early at
+--train-steps, so training stops exactly there.
+
+Hooks see one run per K steps. Those that count by the global step (checkpoints, summaries,
+the step counter, progress) fire on the first run at or past their step; the loss and the
+summaries are those of the run's last step. RUN_STEPS holds what a run did, for the hooks here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from trainer.towers import StepResult
+
+log = logging.getLogger(__name__)
+RUN_STEPS = "run_steps"  # the collection holding this graph's RunSteps
+
+
+class RunSteps(NamedTuple):
+    count: tf.Tensor  # the steps the run trained
+    global_step: tf.Tensor  # the global step once they are done
+
+
+def run(step: Callable[[], StepResult], steps_per_run: int, train_steps: int, examples: tf.TensorSpec) -> StepResult:
+    """The train_op of up to `steps_per_run` steps of `step` (none past `train_steps`), with the
+    loss, accuracy and examples (of spec `examples`) of the last one."""
+    global_step = tf.compat.v1.train.get_global_step()
+    if steps_per_run == 1:
+        result, count = step(), tf.constant(1, tf.int64)
+    else:
+        result, count = _loop(step, tf.clip_by_value(train_steps - global_step, 0, steps_per_run), examples)
+    with tf.control_dependencies([result.train_op]):
+        tf.compat.v1.add_to_collection(RUN_STEPS, RunSteps(count, tf.identity(global_step)))
+    return result
+
+
+def _loop(step: Callable[[], StepResult], count: tf.Tensor, examples: tf.TensorSpec) -> tuple[StepResult, tf.Tensor]:
+    def body(done, loss, accuracy, last_examples):
+        with tf.control_dependencies([done]):  # a step starts once the step before it has updated
+            result = step()
+        with tf.control_dependencies([result.train_op]):
+            return done + 1, tf.identity(result.loss), tf.identity(result.accuracy), tf.identity(result.examples)
+
+    # An empty run (in a cluster, another worker reached --train-steps) reports a zero loss.
+    no_examples = tf.zeros([0, *examples.shape[1:]], examples.dtype)
+    start = (tf.constant(0, tf.int64), tf.constant(0.0), tf.constant(0.0), no_examples)
+    shapes = (tf.TensorShape([]), tf.TensorShape([]), tf.TensorShape([]), examples.shape)
+    done, loss, accuracy, last_examples = tf.while_loop(
+        lambda done, *_: done < count, body, start, shape_invariants=shapes, parallel_iterations=1
+    )
+    return StepResult(tf.group(done), loss, accuracy, last_examples), done
+
+
+def _run_steps() -> RunSteps:
+    (run_steps,) = tf.compat.v1.get_collection(RUN_STEPS)
+    return run_steps
+
+
+class StopAtTrainStepsHook(tf.estimator.SessionRunHook):
+    """Stops at --train-steps as soon as a run reaches it. (The Estimator's own StopAtStepHook
+    expects one step per run, and would run once more, for nothing.)"""
+
+    def __init__(self, train_steps: int):
+        self._train_steps = train_steps
+
+    def before_run(self, run_context):
+        return tf.estimator.SessionRunArgs(_run_steps().global_step)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results >= self._train_steps:
+            run_context.request_stop()
+
+
+class StepsRunHook(tf.estimator.SessionRunHook):
+    """Logs how many training steps this task ran itself: in a cluster, every worker's share."""
+
+    def __init__(self):
+        self.steps = 0
+
+    def before_run(self, run_context):
+        return tf.estimator.SessionRunArgs(_run_steps().count)
+
+    def after_run(self, run_context, run_values):
+        self.steps += int(run_values.results)
+
+    def end(self, session):
+        step = session.run(tf.compat.v1.train.get_global_step())
+        log.info("This task ran %d training steps; the global step is %d", self.steps, step)
