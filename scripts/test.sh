@@ -3,7 +3,7 @@
 # Extra arguments go to pytest (e.g. -k input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh cpu,test,beam,plots
+bash scripts/setup.sh cpu,test,beam,plots,vertex
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 exec .venv/bin/python -m pytest "$@"

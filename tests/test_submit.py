@@ -1,5 +1,6 @@
-"""python -m trainer.vertex.submit: job shapes, request bodies checked against the Vertex AI REST reference,
-dry runs, one-line errors, and a real sdist build. Nothing here touches the network."""
+"""python -m trainer.vertex.submit: job shapes, job options and tuning, request bodies checked against the
+Vertex AI REST reference (and the client library's own messages), dry runs, one-line errors, a real sdist
+build, and creation against a local stand-in of the API (fake_vertex.py). Nothing here leaves 127.0.0.1."""
 
 import contextlib
 import glob
@@ -10,10 +11,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+import fake_vertex
 import pytest
 import yaml
 
-from trainer.vertex import jobs, submit
+from trainer.vertex import client, jobs, submit
 
 CONFIGS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "configs", "jobs", "*.yaml")))
 CONFIGS_BY_NAME = {os.path.splitext(os.path.basename(path))[0]: path for path in CONFIGS}
@@ -22,6 +24,32 @@ CONFIGS_BY_NAME = {os.path.splitext(os.path.basename(path))[0]: path for path in
 # (the fields it may have, the fields it must have). Output-only fields are left out.
 MESSAGES = {
     "CustomJob": ({"displayName", "jobSpec", "labels", "encryptionSpec"}, {"displayName", "jobSpec"}),
+    "BatchPredictionJob": (
+        {
+            "displayName",
+            "model",
+            "unmanagedContainerModel",
+            "inputConfig",
+            "instanceConfig",
+            "modelParameters",
+            "outputConfig",
+            "dedicatedResources",
+            "serviceAccount",
+            "manualBatchTuningParameters",
+            "generateExplanation",
+            "explanationSpec",
+            "labels",
+            "encryptionSpec",
+            "disableContainerLogging",
+        },
+        {"displayName", "inputConfig", "outputConfig"},
+    ),
+    "InputConfig": ({"gcsSource", "bigquerySource", "instancesFormat"}, {"instancesFormat"}),
+    "GcsSource": ({"uris"}, {"uris"}),
+    "OutputConfig": ({"gcsDestination", "bigqueryDestination", "predictionsFormat"}, {"predictionsFormat"}),
+    "BatchDedicatedResources": ({"machineSpec", "startingReplicaCount", "maxReplicaCount"}, {"machineSpec"}),
+    "EncryptionSpec": ({"kmsKeyName"}, {"kmsKeyName"}),
+    "Scheduling": ({"timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration"}, set()),
     "HyperparameterTuningJob": (
         {
             "displayName",
@@ -59,9 +87,20 @@ MESSAGES = {
     ),
     "GcsDestination": ({"outputUriPrefix"}, {"outputUriPrefix"}),
     "StudySpec": (
-        {"metrics", "parameters", "algorithm", "observationNoise", "measurementSelectionType"},
+        {
+            "metrics",
+            "parameters",
+            "algorithm",
+            "observationNoise",
+            "measurementSelectionType",
+            "decayCurveStoppingSpec",
+            "medianAutomatedStoppingSpec",
+            "convexAutomatedStoppingSpec",
+        },
         {"metrics", "parameters"},
     ),
+    "DecayCurveAutomatedStoppingSpec": ({"useElapsedDuration"}, set()),
+    "MedianAutomatedStoppingSpec": ({"useElapsedDuration"}, set()),
     "MetricSpec": ({"metricId", "goal"}, {"metricId", "goal"}),
     "ParameterSpec": (
         {
@@ -78,6 +117,14 @@ MESSAGES = {
     "DoubleValueSpec": ({"minValue", "maxValue", "defaultValue"}, {"minValue", "maxValue"}),
     "IntegerValueSpec": ({"minValue", "maxValue", "defaultValue"}, {"minValue", "maxValue"}),
     "DiscreteValueSpec": ({"values", "defaultValue"}, {"values"}),
+    "CategoricalValueSpec": ({"values", "defaultValue"}, {"values"}),
+    "ConditionalParameterSpec": (
+        {"parameterSpec", "parentDiscreteValues", "parentIntValues", "parentCategoricalValues"},
+        {"parameterSpec"},
+    ),
+    "DiscreteValueCondition": ({"values"}, {"values"}),
+    "IntValueCondition": ({"values"}, {"values"}),
+    "CategoricalValueCondition": ({"values"}, {"values"}),
 }
 # The message an object-valued field holds (a list field holds a list of them).
 FIELD_MESSAGES = {
@@ -95,11 +142,30 @@ FIELD_MESSAGES = {
     "doubleValueSpec": "DoubleValueSpec",
     "integerValueSpec": "IntegerValueSpec",
     "discreteValueSpec": "DiscreteValueSpec",
+    "categoricalValueSpec": "CategoricalValueSpec",
+    "conditionalParameterSpecs": "ConditionalParameterSpec",
+    "parameterSpec": "ParameterSpec",
+    "parentDiscreteValues": "DiscreteValueCondition",
+    "parentIntValues": "IntValueCondition",
+    "parentCategoricalValues": "CategoricalValueCondition",
+    "decayCurveStoppingSpec": "DecayCurveAutomatedStoppingSpec",
+    "medianAutomatedStoppingSpec": "MedianAutomatedStoppingSpec",
+    "scheduling": "Scheduling",
+    "encryptionSpec": "EncryptionSpec",
+    "inputConfig": "InputConfig",
+    "gcsSource": "GcsSource",
+    "outputConfig": "OutputConfig",
+    "gcsDestination": "GcsDestination",
+    "dedicatedResources": "BatchDedicatedResources",
 }
 ENUMS = {
     "goal": {"MAXIMIZE", "MINIMIZE"},
     "scaleType": {"UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE"},
     "algorithm": {"ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH"},
+    "strategy": {"STRATEGY_UNSPECIFIED", "ON_DEMAND", "LOW_COST", "STANDARD", "SPOT", "FLEX_START"},
+    "measurementSelectionType": {"LAST_MEASUREMENT", "BEST_MEASUREMENT"},
+    "instancesFormat": {"jsonl", "csv", "tf-record", "tf-record-gzip", "file-list", "bigquery"},
+    "predictionsFormat": {"jsonl", "csv", "bigquery"},
 }
 
 
@@ -111,12 +177,19 @@ def check_message(value, message, where):
     if value or message != "WorkerPoolSpec":  # an empty pool is how Vertex skips one
         assert required <= set(value), f"{where}: {message} lacks {required - set(value)}"
     for key, field in value.items():
-        assert field not in (None, "", [], {}), f"{where}.{key} is empty"
+        assert field not in (None, "", []) and (field != {} or key.endswith("StoppingSpec")), f"{where}.{key} is empty"
         if key in ENUMS:
             assert field in ENUMS[key], f"{where}.{key}: {field!r}"
         if key in FIELD_MESSAGES:
             for index, item in enumerate(field if isinstance(field, list) else [field]):
                 check_message(item, FIELD_MESSAGES[key], f"{where}.{key}[{index}]")
+
+
+def check_with_library(body, message):
+    """The client library's own message refuses any field the API does not have."""
+    from google.cloud import aiplatform_v1
+
+    getattr(aiplatform_v1, message).from_json(json.dumps(body))
 
 
 def dry_run(capsys, *flags, trainer_args=("--data-dir", "gs://b/data", "--train-steps", "500")):
@@ -157,6 +230,7 @@ def test_shipped_shapes_give_documented_bodies(capsys, offline, path, code):
         post == f"POST https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/{collection}"
     )
     check_message(body, message, message)
+    check_with_library(body, message)
     job_spec = body["trialJobSpec"] if tuning else body["jobSpec"]
     assert job_spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://b/runs/x"}
     for pool in pools_of(body):
@@ -181,9 +255,15 @@ def test_tuning_trials_get_no_shared_job_dir(capsys, offline):
     (pool,) = pools_of(body)
     assert pool["containerSpec"]["args"] == ["--data-dir", "gs://b/data", "--train-steps", "500"]
     assert body["studySpec"]["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
-    learning_rate, batch_size = body["studySpec"]["parameters"]
+    learning_rate, batch_size, hidden_units = body["studySpec"]["parameters"]
     assert learning_rate["parameterId"] == "learning-rate" and learning_rate["scaleType"] == "UNIT_LOG_SCALE"
     assert batch_size == {"parameterId": "batch-size", "discreteValueSpec": {"values": [64, 128, 256]}}
+    assert hidden_units == {
+        "parameterId": "hidden-units",
+        "categoricalValueSpec": {"values": ["128", "256", "256,128"]},
+    }
+    assert body["studySpec"]["decayCurveStoppingSpec"] == {"useElapsedDuration": False}
+    assert body["studySpec"]["measurementSelectionType"] == "BEST_MEASUREMENT"
 
 
 def test_pools_in_vertex_order_chief_first(capsys, offline):
@@ -377,43 +457,39 @@ def test_sdist_holds_the_trainer_and_its_setup(tmp_path):
         assert f"{top}/{member}" in names
 
 
-class FakeResponse:
-    def __init__(self, status, payload):
-        self.status_code, self.ok, self.reason, self.payload = status, status < 400, "Bad Request", payload
+@pytest.fixture
+def vertex(monkeypatch):
+    """The Vertex AI and Cloud Logging stand-in (fake_vertex.py), reached through Google's client
+    libraries with anonymous credentials."""
+    from google.auth.credentials import AnonymousCredentials
 
-    def json(self):
-        return self.payload
+    with fake_vertex.serving() as fake:
+        monkeypatch.setattr(client, "VERTEX_ENDPOINT", fake.url)
+        monkeypatch.setattr(client, "LOGGING_ENDPOINT", fake.url)
+        monkeypatch.setattr("google.auth.default", lambda scopes: (AnonymousCredentials(), "p"))
+        yield fake
 
 
 @pytest.fixture
-def fake_cloud(monkeypatch, tmp_path):
-    """Cloud Storage and Vertex AI stand-ins: uploads land in tmp_path, POSTs are recorded."""
-    sent = {"uploads": {}, "posts": [], "response": FakeResponse(200, {"name": "projects/p/locations/r/customJobs/7"})}
+def fake_cloud(monkeypatch, tmp_path, vertex):
+    """Uploads land in tmp_path; jobs go to the Vertex AI stand-in."""
+    uploads = {}
 
     @contextlib.contextmanager
     def atomic_writer(uri):
         local = tmp_path / "uploaded.tar.gz"
         with open(local, "wb") as file:
             yield file
-        sent["uploads"][uri] = local
-
-    class Session:
-        def __init__(self, credentials):
-            assert credentials == "credentials"
-
-        def post(self, url, json, timeout):
-            sent["posts"].append((url, json))
-            return sent["response"]
+        uploads[uri] = local
 
     monkeypatch.setattr(submit.gcs, "atomic_writer", atomic_writer)
-    monkeypatch.setattr("google.auth.default", lambda scopes: ("credentials", "p"))
-    monkeypatch.setattr("google.auth.transport.requests.AuthorizedSession", Session)
-    return sent
+    vertex.uploads = uploads
+    return vertex
 
 
 @pytest.mark.slow
 def test_submit_uploads_the_package_then_creates_the_job(fake_cloud):
-    flags = ["--executor-image", "EXE", "--staging-dir", "gs://b/st", "--display-name", "run"]
+    flags = ["--executor-image", "EXE", "--staging-dir", "gs://b/st", "--display-name", "run", "--no-wait"]
     argv = [
         "--project",
         "p",
@@ -425,20 +501,183 @@ def test_submit_uploads_the_package_then_creates_the_job(fake_cloud):
         "gs://b/x",
     ]
     assert submit.main([*argv, *flags, "--", "--train-steps", "9"]) == 0
-    ((uri, local),) = fake_cloud["uploads"].items()
+    ((uri, local),) = fake_cloud.uploads.items()
     assert uri == f"gs://b/st/run/{submit.package_file()}"
     with tarfile.open(local) as archive:
         assert archive.getmember(f"{submit.package_file()[: -len('.tar.gz')]}/trainer/task.py")
-    ((url, body),) = fake_cloud["posts"]
-    assert url == "https://europe-west4-aiplatform.googleapis.com/v1/projects/p/locations/europe-west4/customJobs"
+    ((collection, body),) = fake_cloud.created
+    assert collection == "customJobs"
     check_message(body, "CustomJob", "CustomJob")
     assert pools_of(body)[0]["pythonPackageSpec"]["packageUris"] == [uri]
 
 
 def test_a_refused_job_is_one_line_and_exit_2(fake_cloud, caplog):
-    message = "Machine type n1-standard-8 is not available in region xx.\nMore details."
-    fake_cloud["response"] = FakeResponse(400, {"error": {"code": 400, "message": message}})
+    fake_cloud.refuse = (400, "Machine type n1-standard-8 is not available in region xx.\nMore details.")
     argv = ["--project", "p", "--job-config", CONFIGS_BY_NAME["cpu"], "--job-dir", "gs://b/x", "--image", "I"]
-    assert submit.main(argv) == 2
+    assert submit.main([*argv, "--no-wait"]) == 2
     (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
-    assert error.endswith("Vertex AI refused the job (400): Machine type n1-standard-8 is not available in region xx.")
+    assert error.endswith("Vertex AI refused (400): Machine type n1-standard-8 is not available in region xx.")
+
+
+OPTIONS_SHAPE = GOOD_POOL + (
+    "options:\n"
+    "  service_account: trainer@p.iam.gserviceaccount.com\n"
+    "  labels: {team: vision}\n"
+    "  timeout: 12h\n"
+    "  restart_job_on_worker_restart: true\n"
+    "  scheduling: spot\n"
+    "  network: projects/123/global/networks/vpc\n"
+    "  kms_key: projects/p/locations/us-central1/keyRings/r/cryptoKeys/k\n"
+    "  tensorboard: projects/p/locations/us-central1/tensorboards/7\n"
+)
+
+
+def test_job_options_go_where_the_reference_has_them(tmp_path, capsys, offline):
+    path = tmp_path / "options.yaml"
+    path.write_text(OPTIONS_SHAPE)
+    _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG")
+    check_message(body, "CustomJob", "CustomJob")
+    check_with_library(body, "CustomJob")
+    assert body["labels"] == {"team": "vision"}
+    assert body["encryptionSpec"] == {"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"}
+    spec = body["jobSpec"]
+    assert spec["serviceAccount"] == "trainer@p.iam.gserviceaccount.com"
+    assert spec["network"] == "projects/123/global/networks/vpc"
+    assert spec["tensorboard"] == "projects/p/locations/us-central1/tensorboards/7"
+    assert spec["scheduling"] == {"timeout": "43200s", "restartJobOnWorkerRestart": True, "strategy": "SPOT"}
+
+    flags = ("--timeout", "90m", "--scheduling", "standard", "--label", "run=a1", "--no-restart-job-on-worker-restart")
+    _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG", *flags)
+    assert body["labels"] == {"team": "vision", "run": "a1"}  # labels add up; the other flags win
+    assert body["jobSpec"]["scheduling"] == {
+        "timeout": "5400s",
+        "restartJobOnWorkerRestart": False,
+        "strategy": "STANDARD",
+    }
+
+
+def test_a_tuning_job_has_its_options_on_the_job_and_its_trials(capsys, offline):
+    flags = ("--label", "team=vision", "--kms-key", "projects/p/locations/r/keyRings/r/cryptoKeys/k", "--timeout", "2h")
+    _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME["hptuning"], "--image", "IMG", *flags)
+    check_message(body, "HyperparameterTuningJob", "HyperparameterTuningJob")
+    check_with_library(body, "HyperparameterTuningJob")
+    assert body["labels"] == {"team": "vision"} and body["encryptionSpec"]["kmsKeyName"].endswith("/k")
+    assert body["trialJobSpec"]["scheduling"] == {"timeout": "7200s"}
+
+
+CONDITIONAL_TUNING = (
+    GOOD_POOL
+    + """\
+tuning:
+  metric: accuracy
+  goal: MAXIMIZE
+  max_trial_count: 8
+  parallel_trial_count: 2
+  early_stopping: median
+  measurement_selection: best
+  parameters:
+    model:
+      type: CATEGORICAL
+      values: [cnn, mlp]
+      conditional:
+        conv-filters:
+          when: [cnn]
+          type: CATEGORICAL
+          values: ["16,32", "32,64"]
+    batch-size:
+      type: INTEGER
+      min: 32
+      max: 256
+      conditional:
+        learning-rate: {when: [32, 64], type: DOUBLE, min: 0.0001, max: 0.01, scale: UNIT_LOG_SCALE}
+    eval-batch-size:
+      type: DISCRETE
+      values: [128, 256]
+      conditional:
+        dropout: {when: [256], type: DISCRETE, values: [0.1, 0.3]}
+"""
+)
+
+
+def test_categorical_conditional_parameters_and_early_stopping(tmp_path, capsys, offline):
+    path = tmp_path / "tuning.yaml"
+    path.write_text(CONDITIONAL_TUNING)
+    _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG")
+    check_message(body, "HyperparameterTuningJob", "HyperparameterTuningJob")
+    check_with_library(body, "HyperparameterTuningJob")
+    study = body["studySpec"]
+    assert study["medianAutomatedStoppingSpec"] == {"useElapsedDuration": False}
+    assert study["measurementSelectionType"] == "BEST_MEASUREMENT"
+    model, batch_size, eval_batch_size = study["parameters"]
+    assert model == {
+        "parameterId": "model",
+        "categoricalValueSpec": {"values": ["cnn", "mlp"]},
+        "conditionalParameterSpecs": [
+            {
+                "parameterSpec": {
+                    "parameterId": "conv-filters",
+                    "categoricalValueSpec": {"values": ["16,32", "32,64"]},
+                },
+                "parentCategoricalValues": {"values": ["cnn"]},
+            }
+        ],
+    }
+    (learning_rate,) = batch_size["conditionalParameterSpecs"]
+    assert learning_rate["parentIntValues"] == {"values": [32, 64]}
+    assert learning_rate["parameterSpec"]["doubleValueSpec"] == {"minValue": 0.0001, "maxValue": 0.01}
+    (dropout,) = eval_batch_size["conditionalParameterSpecs"]
+    assert dropout["parentDiscreteValues"] == {"values": [256]}
+
+
+TUNING_HEAD = GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2, "
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (GOOD_POOL + "options: {timeout: 5x}\n", "options.timeout: '5x' is not a duration such as 90m"),
+        (GOOD_POOL + "options: {timeout: 3600}\n", "options.timeout: 3600 is not a string"),
+        (GOOD_POOL + "options: {scheduling: preemptible}\n", "options.scheduling: 'preemptible' is not one of"),
+        (GOOD_POOL + "options: {labels: {Team: x}}\n", "options.labels: label key 'Team'"),
+        (GOOD_POOL + "options: {labels: {team: X Y}}\n", "options.labels: label team: value 'X Y'"),
+        (GOOD_POOL + "options: {network: my-vpc}\n", "options.network: 'my-vpc' is not projects/PROJECT_NUMBER"),
+        (GOOD_POOL + "options: {restart_job_on_worker_restart: 1}\n", "1 is not a true or false"),
+        (GOOD_POOL + "options: {kms_key: k}\n", "options.kms_key: 'k' is not projects/PROJECT/locations"),
+        (GOOD_POOL + "options: {service_accounts: a@b}\n", "options.service_accounts: unknown field"),
+        (TUNING_HEAD + "early_stopping: soon, parameters: {dropout: {type: DOUBLE, min: 0.1, max: 0.5}}}\n",
+         "tuning.early_stopping: 'soon' is not one of median, decay_curve"),
+        (TUNING_HEAD + "parameters: {model: {type: CATEGORICAL, values: [cnn, 64]}}}\n",
+         "tuning.parameters.model: CATEGORICAL values must be different strings"),
+        (TUNING_HEAD + "parameters: {dropout: {type: DOUBLE, min: 0.1, max: 0.5, "
+         "conditional: {batch-size: {when: [0.2], type: DISCRETE, values: [64]}}}}}\n",
+         "tuning.parameters.dropout.conditional: not for DOUBLE parameters"),
+        (TUNING_HEAD + "parameters: {model: {type: CATEGORICAL, values: [cnn, mlp], "
+         "conditional: {dropout: {when: [rnn], type: DOUBLE, min: 0.1, max: 0.5}}}}}\n",
+         "tuning.parameters.model.conditional.dropout.when: ['rnn']: give values of the parent parameter"),
+        (TUNING_HEAD + "parameters: {model: {type: CATEGORICAL, values: [cnn, mlp], "
+         "conditional: {dropout: {type: DOUBLE, min: 0.1, max: 0.5}}}}}\n",
+         "tuning.parameters.model.conditional.dropout.when: missing"),
+        (TUNING_HEAD + "parameters: {dropout: {type: DOUBLE, min: 0.1, max: 0.5, when: [1]}}}\n",
+         "tuning.parameters.dropout.when: only for a parameter under another's conditional"),
+        (TUNING_HEAD + "parameters: {model: {type: CATEGORICAL, values: [cnn, mlp], "
+         "conditional: {model: {when: [cnn], type: CATEGORICAL, values: [cnn]}}}}}\n",
+         "tuning.parameters.model.conditional.model: tuned twice"),
+    ],
+)  # fmt: skip
+def test_bad_options_and_tuning_are_one_line_naming_file_and_field(tmp_path, caplog, offline, text, message):
+    test_bad_shape_is_one_line_naming_file_and_field(tmp_path, caplog, offline, text, message)
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--timeout", "12"], "--timeout 12: '12' is not a duration such as 90m, 12h, 2d or 3600s"),
+        (["--label", "team"], "--label team: expected KEY=VALUE"),
+        (["--label", "Team=x"], "--label: label key 'Team'"),
+        (["--scheduling", "cheap"], "argument --scheduling: invalid choice: 'cheap'"),
+        (["--tensorboard", "projects/p/locations/r/tensorboards/1"], "--tensorboard needs --service-account"),
+        (["--service-account", "me"], "--service-account me: 'me' is not an e-mail address"),
+    ],
+)
+def test_bad_option_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
+    test_bad_flags_are_one_line_and_exit_2(caplog, offline, ["--image", "I", *flags], message)

@@ -4,13 +4,16 @@ HyperparameterTuningJob.
 The job's shape (machines, GPUs, pools, tuning) comes from a YAML file in configs/jobs/; the
 code runs either as a container image built from ./Dockerfile (--image) or as this package's
 sdist, uploaded to --staging-dir, on an executor image (--executor-image). Everything after
-`--` goes to the trainer. --dry-run prints the request and the gcloud equivalent and touches
-nothing remote.
+`--` goes to the trainer. Job options (service account, labels, timeout, spot machines, network,
+CMEK key, TensorBoard) come from the shape's options: section and from flags. --dry-run prints
+the request and the gcloud equivalent and touches nothing remote; otherwise the job is created
+and, with --wait, followed to its end (follow.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -29,13 +32,12 @@ import yaml
 
 from dataformat import commandline, gcs
 from dataformat.errors import UserError
-from trainer.vertex import jobs
+from trainer.vertex import client, follow, jobs, options
 
 log = logging.getLogger("trainer.vertex.submit")
 
 ROOT = Path(__file__).resolve().parents[2]  # the source checkout holding setup.py
 TRAINER_MODULE = "trainer.task"
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 
 class Kind(NamedTuple):
@@ -63,6 +65,10 @@ examples:
   # print the request body and the gcloud command instead, touching nothing
   qt-submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
       --job-dir gs://my-bucket/runs/tuning -- --data-dir gs://my-bucket/data/mnist
+
+  # on spot machines, at most 12 hours, labelled, without waiting for the end
+  qt-submit --job-config configs/jobs/gpu.yaml --image IMAGE_URI --scheduling spot --timeout 12h \\
+      --label team=vision --no-wait --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist
 """
 
 
@@ -125,6 +131,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="print the request body and the gcloud command, and write the gcloud --config file; "
         "no upload, no network, no credentials",
     )
+    follow.add_flags(parser, wait=True)
+    options.add_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -140,6 +148,7 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
     if any(arg == "--job-dir" or arg.startswith("--job-dir=") for arg in trainer_args):
         raise UserError("--job-dir goes before --: submit passes it to the trainer and to Vertex AI")
     shape = jobs.load(args.job_config)
+    shape = dataclasses.replace(shape, options=options.merged(shape.options, options.from_flags(args)))
     display_name = args.display_name or f"queue-trainer-{shape.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     return Submission(
         project=args.project,
@@ -217,9 +226,12 @@ def request_body(job: Submission, package_uri: Optional[str]) -> dict:
     return jobs.request_body(job.shape, job.display_name, job_spec)
 
 
+def parent(job: Submission) -> str:
+    return f"projects/{job.project}/locations/{job.region}"
+
+
 def endpoint(job: Submission) -> str:
-    location = f"projects/{job.project}/locations/{job.region}"
-    return f"https://{job.region}-aiplatform.googleapis.com/v1/{location}/{job.kind.collection}"
+    return f"https://{job.region}-aiplatform.googleapis.com/v1/{parent(job)}/{job.kind.collection}"
 
 
 def gcloud_command(job: Submission, config_path: str) -> str:
@@ -249,8 +261,8 @@ def dry_run(job: Submission) -> None:
     print(gcloud_command(job, file.name))
 
 
-def submit(job: Submission) -> None:
-    """Builds and uploads the package when needed, then creates the job."""
+def submit(job: Submission) -> str:
+    """Builds and uploads the package when needed, then creates the job; returns its resource name."""
     package_uri = None
     if job.executor_image:
         with tempfile.TemporaryDirectory() as dist_dir:
@@ -259,41 +271,9 @@ def submit(job: Submission) -> None:
             package_uri = staged_package_uri(job, os.path.basename(tarball))
             log.info("Uploading it to %s", package_uri)
             upload(tarball, package_uri)
-    created = create_job(job, request_body(job, package_uri))
+    created = client.create(parent(job), job.kind.collection, request_body(job, package_uri))
     log.info("Created %s", created["name"])
-    log.info("Follow it with: gcloud ai %s stream-logs %s", job.kind.gcloud_group, created["name"])
-
-
-def create_job(job: Submission, body: dict) -> dict:
-    """POSTs the body to Vertex AI with the application-default credentials; returns the created job."""
-    import google.auth
-    import google.auth.exceptions
-    import requests
-    from google.auth.transport.requests import AuthorizedSession
-
-    url = endpoint(job)
-    try:
-        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-        # No retries: a POST that timed out may still have created the job.
-        response = AuthorizedSession(credentials).post(url, json=body, timeout=60)
-    except google.auth.exceptions.DefaultCredentialsError:
-        raise UserError(f"no Google Cloud credentials found: {gcs.CREDENTIALS_HELP}") from None
-    except (requests.exceptions.RequestException, google.auth.exceptions.TransportError) as error:
-        raise UserError(f"{url}: cannot reach Vertex AI ({type(error).__name__})") from None
-    except google.auth.exceptions.GoogleAuthError as error:
-        raise UserError(f"cannot authenticate ({type(error).__name__}): {gcs.CREDENTIALS_HELP}") from None
-    if not response.ok:
-        raise UserError(f"{url}: Vertex AI refused the job ({response.status_code}): {_error_message(response)}")
-    return response.json()
-
-
-def _error_message(response) -> str:
-    """The first line of the API's error message (the body is {"error": {"message": ...}})."""
-    try:
-        message = response.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = response.reason
-    return (message or "no message").splitlines()[0]
+    return created["name"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,9 +286,12 @@ def _submit(argv: list[str]) -> int:
     job = plan(args, trainer_args)
     if args.dry_run:
         dry_run(job)
-    else:
-        submit(job)
-    return 0
+        return 0
+    name = submit(job)
+    if not follow.waits(args):
+        log.info("Follow it with: qt-job wait %s", name)
+        return 0
+    return follow.follow(name, args.poll_secs, follow.interrupt_policy(args))
 
 
 if __name__ == "__main__":

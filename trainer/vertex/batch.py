@@ -1,0 +1,134 @@
+"""`python -m trainer.vertex.batch` (qt-batch-predict): a Vertex AI BatchPredictionJob over files in
+Cloud Storage, with a model uploaded to Vertex AI from one of this trainer's exports.
+
+Vertex AI sends every instance to the export's serving_default, built from the input format:
+a JSON line as it is, a CSV row as a list of its values, a TFRecord record as {"b64": ...}, and
+for a file list each listed file's bytes as {"b64": ...}. So the export must have been trained
+with the --serving-input that fits (INPUTS below). --dry-run prints the request; otherwise the
+job is created and, with --wait, followed like a training job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+
+from dataformat import commandline, gcs
+from dataformat.errors import UserError
+from trainer.vertex import client, follow, options
+
+log = logging.getLogger("trainer.vertex.batch")
+
+COLLECTION = "batchPredictionJobs"
+# BatchPredictionJob.InputConfig.instancesFormat -> the --serving-input of an export that takes its instances.
+INPUTS = {
+    "jsonl": "numbers",
+    "csv": "numbers",
+    "tf-record": "examples",
+    "tf-record-gzip": "examples",
+    "file-list": "image_bytes",
+}
+OPTIONS = ("service_account", "labels", "kms_key")  # the job options a BatchPredictionJob has
+MODEL_NAME = re.compile(r"projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+")
+
+EXAMPLES = """\
+examples:
+  # PNG/JPEG files listed one gs:// path a line, on a model exported with --serving-input image_bytes
+  qt-batch-predict --project my-project --model projects/my-project/locations/us-central1/models/123 \\
+      --input-format file-list --input gs://my-bucket/batch/images.txt --output gs://my-bucket/batch/out
+
+  # shards written with --examples-per-record 1, on a model exported with --serving-input examples
+  qt-batch-predict --model MODEL --input-format tf-record --input 'gs://my-bucket/data/mnist/eval-*' \\
+      --output gs://my-bucket/batch/out --dry-run
+"""
+
+
+def parse_args(argv: list[str] | None):
+    parser = commandline.ArgumentParser(
+        prog="qt-batch-predict",
+        description="(also: python -m trainer.vertex.batch) Run a Vertex AI batch prediction job on files in "
+        "Cloud Storage with a model uploaded from this trainer's export; predictions are written as JSON lines.",
+        examples=EXAMPLES,
+    )
+    parser.add_argument("--project", default=None, help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT)")
+    parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
+    parser.add_argument("--model", required=True, help="the uploaded model: projects/P/locations/REGION/models/ID")
+    parser.add_argument(
+        "--input-format",
+        required=True,
+        choices=list(INPUTS),
+        help="how the input is stored; the model's serving_default must take what Vertex AI makes of it: "
+        + ", ".join(f"{kind} needs --serving-input {takes}" for kind, takes in INPUTS.items()),
+    )
+    parser.add_argument("--input", nargs="+", required=True, metavar="GS_URI", help="gs:// files (* allowed)")
+    parser.add_argument("--output", required=True, help="gs:// folder under which Vertex AI writes the predictions")
+    parser.add_argument("--machine-type", default="n1-standard-4", help="prediction machines (default: n1-standard-4)")
+    parser.add_argument(
+        "--replica-count", type=commandline.positive_int, default=1, help="machines at the start (default: 1)"
+    )
+    parser.add_argument(
+        "--max-replica-count", type=commandline.positive_int, help="machines at most (default: --replica-count)"
+    )
+    parser.add_argument("--display-name", help="the job's name in Vertex AI (default: queue-trainer-batch-TIMESTAMP)")
+    parser.add_argument("--dry-run", action="store_true", help="print the request body; touch nothing")
+    follow.add_flags(parser, wait=True)
+    options.add_flags(parser, OPTIONS)
+    return parser.parse_args(argv)
+
+
+def plan(args) -> tuple[str, dict]:
+    """(the parent to create the job under, the BatchPredictionJob body), from checked flags."""
+    project = args.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
+    if not project:
+        raise UserError("--project is required (or set GOOGLE_CLOUD_PROJECT)")
+    if not MODEL_NAME.fullmatch(args.model):
+        raise UserError(f"--model {args.model}: expected projects/PROJECT/locations/REGION/models/ID")
+    for flag, paths in (("--input", args.input), ("--output", [args.output])):
+        for path in paths:
+            if not gcs.is_gcs(path):
+                raise UserError(f"{flag} {path}: must be a gs:// path that Vertex AI can reach")
+    most = args.max_replica_count or args.replica_count
+    if most < args.replica_count:
+        raise UserError(f"--max-replica-count {most}: below --replica-count {args.replica_count}")
+    job_fields, spec_fields = options.request_fields(options.from_flags(args, OPTIONS))
+    body = {
+        "displayName": args.display_name or f"queue-trainer-batch-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
+        "model": args.model,
+        "inputConfig": {"instancesFormat": args.input_format, "gcsSource": {"uris": args.input}},
+        "outputConfig": {"predictionsFormat": "jsonl", "gcsDestination": {"outputUriPrefix": args.output}},
+        "dedicatedResources": {
+            "machineSpec": {"machineType": args.machine_type},
+            "startingReplicaCount": args.replica_count,
+            "maxReplicaCount": most,
+        },
+        **job_fields,
+        **spec_fields,  # the service account, which a BatchPredictionJob holds itself
+    }
+    return f"projects/{project}/locations/{args.region}", body
+
+
+def main(argv: list[str] | None = None) -> int:
+    return commandline.run(lambda: _run(argv), "if the job was created, it goes on (qt-job status JOB)")
+
+
+def _run(argv: list[str] | None) -> int:
+    args = parse_args(argv)
+    parent, body = plan(args)
+    if args.dry_run:
+        print(f"POST https://{args.region}-aiplatform.googleapis.com/v1/{parent}/{COLLECTION}")
+        print(json.dumps(body, indent=2))
+        return 0
+    name = client.create(parent, COLLECTION, body)["name"]
+    log.info("Created %s", name)
+    if not follow.waits(args):
+        log.info("Follow it with: qt-job wait %s", name)
+        return 0
+    return follow.follow(name, args.poll_secs, follow.interrupt_policy(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
