@@ -1,4 +1,5 @@
-"""What Vertex AI passes in the environment: output folders, tuning trials, the tuning metric."""
+"""What Vertex AI passes in the environment: output folders, tuning trials, the tuning metric, the
+TensorBoard log folder."""
 
 import json
 import os
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from trainer.config import Config
-from trainer.vertex.environment import cloud_folders
+from trainer.vertex.environment import cloud_folders, copy_summaries
 
 
 def test_flags_win_over_the_environment(monkeypatch):
@@ -30,6 +31,25 @@ def test_a_tuning_trial_gets_its_own_job_dir(monkeypatch):
     assert cloud_folders(Config(job_dir="gs://b/tuning")).job_dir == "gs://b/tuning/trial-7"
 
 
+def test_summaries_are_copied_where_vertex_ai_tensorboard_reads_them(monkeypatch, tmp_path):
+    job_dir, logs = tmp_path / "job", tmp_path / "logs"
+    (job_dir / "eval").mkdir(parents=True)
+    (job_dir / "events.out.tfevents.1.host").write_bytes(b"train")
+    (job_dir / "eval" / "events.out.tfevents.2.host").write_bytes(b"eval")
+    (job_dir / "model.ckpt-1.index").write_bytes(b"checkpoint")
+    copy_summaries(str(job_dir))  # no AIP_TENSORBOARD_LOG_DIR: nothing to do
+    assert not logs.exists()
+    monkeypatch.setenv("AIP_TENSORBOARD_LOG_DIR", str(logs))
+    copy_summaries(str(job_dir))
+    assert sorted(str(p.relative_to(logs)) for p in logs.rglob("*") if p.is_file()) == [
+        "eval/events.out.tfevents.2.host",
+        "events.out.tfevents.1.host",
+    ]
+    (job_dir / "events.out.tfevents.1.host").write_bytes(b"train, and more")  # event files grow
+    copy_summaries(str(job_dir))
+    assert (logs / "events.out.tfevents.1.host").read_bytes() == b"train, and more"
+
+
 @pytest.mark.slow
 def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digits_dir):
     env = {
@@ -38,6 +58,7 @@ def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digit
         "AIP_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
         "CLOUD_ML_TRIAL_ID": "3",
         "CLOUD_ML_HP_METRIC_FILE": str(tmp_path / "hypertune" / "output.metrics"),
+        "AIP_TENSORBOARD_LOG_DIR": str(tmp_path / "logs"),
     }
     result = subprocess.run(
         [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--train-steps", "40"],
@@ -49,6 +70,8 @@ def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digit
     for name in ("latest", "best"):
         (version,) = os.listdir(tmp_path / "model" / name)
         assert os.path.exists(tmp_path / "model" / name / version / "saved_model.pb")
+    for run in ("", "eval"):  # the training and evaluation summaries, for Vertex AI TensorBoard
+        assert [name for name in os.listdir(tmp_path / "logs" / run) if name.startswith("events.out.tfevents")]
     lines = (tmp_path / "hypertune" / "output.metrics").read_text().splitlines()
     last = json.loads(lines[-1])
     assert last["trial"] == "3" and last["global_step"] == "40" and 0 <= float(last["accuracy"]) <= 1

@@ -45,8 +45,9 @@ class ExportTo(tf.estimator.Exporter):
 
 class MetricsWriter(tf.estimator.Exporter):
     """After every evaluation (on whichever task evaluates, alone or in a cluster): writes the
-    metrics to JOB_DIR/eval_metrics.json and, in a tuning trial, reports the head's metric; after
-    the last one, the figures and report.md (trainer/figures.py)."""
+    metrics to JOB_DIR/eval_metrics.json, in a tuning trial reports the head's metric, and copies
+    the summaries where Vertex AI TensorBoard reads them; after the last one, the figures and
+    report.md (trainer/figures.py)."""
 
     def __init__(self, job_dir: str, class_names: tuple[str, ...]):
         self._job_dir, self._class_names = job_dir, class_names
@@ -71,6 +72,7 @@ class MetricsWriter(tf.estimator.Exporter):
             file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         if environment.reports_tuning_metric():
             environment.report_tuning_metric(METRIC, metrics[METRIC], metrics["global_step"])
+        environment.copy_summaries(self._job_dir)  # for Vertex AI TensorBoard, when the job has one
         if is_the_final_export:
             for name, path in figures.write_figures(self._job_dir, metrics, self._class_names).items():
                 log.info("Wrote the %s: %s", name, path)

@@ -1,6 +1,7 @@
 """What Vertex AI tells a running job through its environment: where to write, which tuning trial
-this is, and where the tuning service reads the metric. The environment is read when it is
-used, never at import time, so a test or a launcher can set it first."""
+this is, where the tuning service reads the metric, and where its TensorBoard reads summaries.
+The environment is read when it is used, never at import time, so a test or a launcher can set
+it first."""
 
 from __future__ import annotations
 
@@ -58,3 +59,26 @@ def report_tuning_metric(name: str, value: float, global_step: int) -> None:
     with open(path, "a", encoding="utf-8") as file:
         file.write(json.dumps(line, sort_keys=True) + "\n")
     log.info("Reported %s = %.4f at step %d for hyperparameter tuning", name, value, global_step)
+
+
+def tensorboard_log_dir() -> str | None:
+    """Where Vertex AI TensorBoard reads summaries (the job's baseOutputDirectory/logs/), or None."""
+    return os.environ.get("AIP_TENSORBOARD_LOG_DIR")
+
+
+def copy_summaries(job_dir: str) -> None:
+    """Copies the run's event files (training's in JOB_DIR, evaluation's in JOB_DIR/eval) to
+    AIP_TENSORBOARD_LOG_DIR, each that changed since the last copy. The Estimator writes its
+    summaries beside its checkpoints and cannot be told otherwise; the copies keep the layout,
+    so TensorBoard shows the same two runs there as on JOB_DIR."""
+    import tensorflow as tf
+
+    target = tensorboard_log_dir()
+    if not target or target.rstrip("/") == job_dir.rstrip("/"):
+        return
+    for run in ("", "eval"):
+        for source in tf.io.gfile.glob(posixpath.join(job_dir, run, "events.out.tfevents.*")):
+            copy = posixpath.join(target, run, posixpath.basename(source))
+            if not tf.io.gfile.exists(copy) or tf.io.gfile.stat(copy).length != tf.io.gfile.stat(source).length:
+                tf.io.gfile.makedirs(posixpath.dirname(copy))
+                tf.io.gfile.copy(source, copy, overwrite=True)
