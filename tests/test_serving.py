@@ -212,3 +212,57 @@ print(",".join(str(i) for i in outputs["class_ids"].numpy()))
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == ",".join(str(p["class_ids"]) for p in expected[:6])
+
+
+def vertex_batch_instances(input_format: str, images, serialized) -> list:
+    """The instances Vertex AI batch prediction sends to serving_default for five examples stored in
+    `input_format`, as its reference describes them: a JSON line as it is, a TFRecord record as
+    {"b64": ...}, a listed file's bytes as {"b64": ...}."""
+    if input_format == "jsonl":
+        lines = [json.dumps(image.tolist()) for image in images[:5]]  # what a .jsonl file holds
+        return [json.loads(line) for line in lines]
+    records = serialized[:5] if input_format == "tf-record" else [png(image) for image in images[:5]]
+    return [{"b64": base64.b64encode(data).decode()} for data in records]
+
+
+@pytest.mark.parametrize(
+    "serving_input, input_format", [("numbers", "jsonl"), ("examples", "tf-record"), ("image_bytes", "file-list")]
+)
+def test_serving_default_takes_what_batch_prediction_sends(
+    served, trained_job, digits_dir, tmp_path, serving_input, input_format
+):
+    from trainer import serving
+    from trainer.vertex.batch import INPUTS
+
+    assert INPUTS[input_format] == serving_input
+    export, serialized, images, expected = served
+    config = Config(data_dir=digits_dir, job_dir=trained_job[0])
+    data = locate(config)
+    serving_input_fn = serving.with_default_input(serving.make_serving_input_fn(data.metadata), serving_input)
+    path = make_estimator(config, data.metadata).export_saved_model(
+        str(tmp_path), serving_input_fn, assets_extra={"metadata.json": data.metadata_path}
+    )
+    model = Model(path.decode())
+    assert set(SIGNATURES) <= set(model.signatures)  # the other inputs keep their signatures
+    assert ("numbers:serving_default" in model.signatures) == (serving_input != "numbers")
+    request = {"instances": vertex_batch_instances(input_format, images, serialized)}
+    response = respond(model, json.loads(json.dumps(request)))
+    assert_same_predictions(response["predictions"], expected[:5])
+    numbers = model.predict(model.numbers_signature, images[:5].astype(np.float32))
+    assert_same_predictions(numbers, expected[:5])  # qt-predict finds the numbers where they moved
+
+
+def test_a_serving_input_the_data_cannot_take_is_one_line(vectors_dir):
+    from dataformat.errors import UserError
+    from trainer import serving
+
+    metadata = locate(Config(data_dir=vectors_dir)).metadata
+    serving_input_fn = serving.with_default_input(serving.make_serving_input_fn(metadata), "image_bytes")
+    with (
+        tf.Graph().as_default(),
+        pytest.raises(
+            UserError,
+            match=r"--serving-input image_bytes: this dataset's model does not take it \(it takes numbers, examples\)",
+        ),
+    ):
+        serving_input_fn()

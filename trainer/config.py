@@ -17,6 +17,7 @@ import yaml
 from dataformat.errors import UserError
 
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
+SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
 
 
 def _option(default: Any, help: str) -> Any:
@@ -95,6 +96,12 @@ class Config:
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
     eval_throttle_secs: int = _option(10, "least seconds between two evaluations during training")
     eval_start_delay_secs: int = _option(10, "seconds a distributed evaluator waits before its first evaluation")
+    # Export.
+    serving_input: str = _option(
+        "numbers",
+        "what the export's serving_default takes, as Vertex AI batch prediction sends it: numbers, image_bytes "
+        "(PNG/JPEG files) or examples (serialized tf.Example); the other inputs keep their own signatures",
+    )
 
     def __post_init__(self) -> None:
         check_values(self)
@@ -146,6 +153,8 @@ def check_values(config: Config) -> None:
         fail("data_format", "must be auto, channels_first or channels_last")
     if config.stage_on_device not in ("auto", "on", "off"):
         fail("stage_on_device", "must be auto, on or off")
+    if config.serving_input not in SERVING_INPUTS:
+        fail("serving_input", f"must be {', '.join(SERVING_INPUTS[:-1])} or {SERVING_INPUTS[-1]}")
     for name in ("steps_per_run", "num_towers"):
         value = getattr(config, name)
         if value != "auto" and not (_is_int(value) and int(float(value)) >= 1):

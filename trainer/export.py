@@ -11,7 +11,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from dataformat.schema import METADATA_FILE
-from trainer import figures
+from trainer import figures, serving
 from trainer.config import Config
 from trainer.head import LOSS, METRIC, higher_metric
 from trainer.progress import LastEvaluation
@@ -83,7 +83,11 @@ def exporters(
     config: Config, metadata_path: str, class_names: tuple[str, ...], serving_input_fn: Callable
 ) -> list[tf.estimator.Exporter]:
     """The latest exports, the best one by the head's metric, and the metrics file. The dataset's
-    metadata.json travels in every export's assets.extra/, for the serving side."""
+    metadata.json travels in every export's assets.extra/, for the serving side; serving_default
+    takes what --serving-input says."""
+    serving_input_fn = serving.with_default_input(serving_input_fn, config.serving_input)
+    with tf.Graph().as_default():
+        serving_input_fn()  # a --serving-input the data cannot take stops the run now, not at the first export
     assets = {METADATA_FILE: metadata_path}
     folder = export_folder(config)
     latest = tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=LATEST_KEPT)

@@ -2,9 +2,10 @@
 
 PNG/JPEG files go through `image_bytes:serving_default` as they are stored; .npz, CSV and
 TFRecord files (a dataset's shards: records that may pack many examples) are read here and
-their values go through `serving_default`, one prediction per example. `--instances-json`
-reads the body of a TF Serving / Vertex AI predict request and prints the body the server
-would return.
+their values go through the numbers' signature (`serving_default`, or `numbers:serving_default`
+in an export whose serving_default takes another input), one prediction per example.
+`--instances-json` reads the body of a TF Serving / Vertex AI predict request and prints the
+body the server would return.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataformat.schema import IMAGE_SUFFIXES, decode_record
 log = logging.getLogger("trainer.predict")
 
 DEFAULT_SIGNATURE = "serving_default"
+NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
 JSON_LINES = (".jsonl", ".json")  # one instance a line
 IMAGES_SIGNATURE = "image_bytes:serving_default"
 
@@ -56,7 +58,7 @@ class Model:
         with tf.io.gfile.GFile(path) as file:
             self.metadata = Metadata.from_json(file.read(), path)
         self.signatures = tf.saved_model.load(model_dir).signatures
-        self.input_name = self.metadata.feature_key
+        self.numbers_signature = NUMBERS_SIGNATURE if NUMBERS_SIGNATURE in self.signatures else DEFAULT_SIGNATURE
 
     def predict(self, signature: str, values, names: list[str] | None = None) -> list[dict]:
         """One dict of outputs per input, as a predict server's row format returns them. An input
@@ -80,10 +82,14 @@ class Model:
     def _inputs(self, signature: str, values: list, names: list[str]) -> dict:
         """The signature's inputs for a batch: a table's rows ({column: value} each) as one array a
         column; anything else as one array."""
-        if self.metadata.is_table and signature == DEFAULT_SIGNATURE:
+        if self.metadata.is_table and signature == self.numbers_signature:
             return tables.instance_columns(values, self.metadata.columns, names)
+        return {self.input_name(signature): values}
+
+    def input_name(self, signature: str) -> str:
+        """The one input of a signature (all but a table's numbers have one)."""
         (name,) = self.signatures[signature].structured_input_signature[1]
-        return {name: values}
+        return name
 
     def _rejected(self, signature: str, values: list, names: list[str], error) -> str:
         """Which input of a failed batch the model rejects, found by trying each alone, and why."""
@@ -174,14 +180,15 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
     suffix = path.lower()
     if suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path):
-            yield name, DEFAULT_SIGNATURE, instance if model.metadata.is_table else model.values([instance], name)[0]
+            value = instance if model.metadata.is_table else model.values([instance], name)[0]
+            yield name, model.numbers_signature, value
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
         if not suffix.endswith(".csv"):
             raise UserError(f"{path}: this model takes tables; expected .csv (with a header), .jsonl or .tfrecord")
         for name, row in _table_rows(path):
-            yield name, DEFAULT_SIGNATURE, row
+            yield name, model.numbers_signature, row
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
             raise UserError(f"{path}: this model does not take images")
@@ -191,12 +198,12 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
         with storage.open_read(path) as file, np.load(file, allow_pickle=False) as arrays:
             x = arrays["x"] if "x" in arrays.files else arrays[arrays.files[0]]
             for i, row in enumerate(model.values(x, path)):
-                yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+                yield f"{path}#{i}", model.numbers_signature, row
     elif suffix.endswith(".csv"):
         shape = model.metadata.shape
         rows = _read_csv_rows(path, int(np.prod(shape))).reshape(-1, *shape)  # a row holds one flattened example
         for i, row in enumerate(model.values(rows, path)):
-            yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+            yield f"{path}#{i}", model.numbers_signature, row
     else:
         raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv, .jsonl or .tfrecord")
 
@@ -213,7 +220,7 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
         except UserError as error:
             raise UserError(f"{path}, record {number}: {error}") from None
         for row in data if model.metadata.is_table else model.values(data, path):
-            yield f"{path}#{i}", DEFAULT_SIGNATURE, row
+            yield f"{path}#{i}", model.numbers_signature, row
             i += 1
 
 
@@ -250,12 +257,15 @@ def respond(model: Model, request: dict) -> dict:
     if not isinstance(request, dict) or not isinstance(request.get("instances"), list) or not request["instances"]:
         raise UserError('--instances-json: expected {"instances": [...]} with at least one instance')
     signature = request.get("signature_name", DEFAULT_SIGNATURE)
+    if signature not in model.signatures:
+        raise UserError(f"--instances-json: the model has no signature {signature!r}")
     names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
-    if model.metadata.is_table and signature == DEFAULT_SIGNATURE:  # rows of named columns, as they are
+    numbers = signature == model.numbers_signature
+    if model.metadata.is_table and numbers:  # rows of named columns, as they are
         return {"predictions": model.predict(signature, request["instances"], names)}
-    input_name = model.input_name if signature == DEFAULT_SIGNATURE else signature.split(":")[0]
+    input_name = model.input_name(signature)
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
-    if signature == DEFAULT_SIGNATURE:
+    if numbers:
         values = model.values(values, "--instances-json")
     return {"predictions": model.predict(signature, values, names)}
 

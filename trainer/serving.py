@@ -9,6 +9,11 @@ raw feature values), which the model normalizes exactly as in training:
 
 The encoded inputs are placeholders with an empty default, so a request that feeds one of
 them leaves the other empty; a raw-values request overrides the whole chain.
+
+Vertex AI batch prediction sends every instance to `serving_default`, so --serving-input
+chooses what it takes (with_default_input): numbers, encoded images or serialized examples.
+The chosen input keeps its own signature too, and the numbers then move to
+`numbers:serving_default`.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from dataformat import tables
+from dataformat.errors import UserError
 from dataformat.schema import Metadata, parse_examples
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
 CSV_LINES = "csv_lines"  # tables: signature "csv_lines:serving_default", a row's values without the label
 IMAGE_BYTES = "image_bytes"  # signature "image_bytes:serving_default"; *_bytes takes {"b64": ...} over REST
+NUMBERS = "numbers"  # the raw values: serving_default, or "numbers:serving_default" when another input is the default
 
 
 def takes_encoded_images(metadata: Metadata) -> bool:
@@ -100,3 +107,26 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
         )
 
     return serving_input_fn
+
+
+def with_default_input(
+    serving_input_fn: Callable, default: str
+) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
+    """`serving_input_fn` with its alternative input `default` (IMAGE_BYTES or EXAMPLES) as serving_default,
+    and the numbers under NUMBERS; the same function for NUMBERS. UserError when the data has no such input."""
+    if default == NUMBERS:
+        return serving_input_fn
+
+    def serving_input_fn_with_default():
+        receiver = serving_input_fn()
+        alternatives = receiver.receiver_tensors_alternatives
+        if default not in alternatives:
+            takes = ", ".join([NUMBERS, *alternatives])
+            raise UserError(f"--serving-input {default}: this dataset's model does not take it (it takes {takes})")
+        return tf.estimator.export.ServingInputReceiver(
+            features=receiver.features,
+            receiver_tensors=alternatives[default],
+            receiver_tensors_alternatives={**alternatives, NUMBERS: receiver.receiver_tensors},
+        )
+
+    return serving_input_fn_with_default
