@@ -13,7 +13,7 @@ from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset
 from trainer.config import Config
 from trainer.dataset import expand, locate
-from trainer.input import BATCHES, StagingHook, _in_blocks, make_input_fn, stages_on_device
+from trainer.input import StagingHook, _in_blocks, make_input_fn, stages_on_device, training_batches
 
 
 def run_batches(input_fn, limit=None):
@@ -177,7 +177,7 @@ def test_staged_batches_are_the_previous_steps_batches(digits_dir):
     data = locate(config)
     with tf.Graph().as_default():
         make_input_fn(data.train, data.metadata, config, training=True)()
-        (batches,) = tf.compat.v1.get_collection(BATCHES)
+        batches = training_batches(None, None)
         batch = batches.take(0)
         staging = batch.put.inputs[1]  # the labels that the step's put copies into the area
         with tf.compat.v1.train.MonitoredSession(hooks=[StagingHook(30)]) as session:

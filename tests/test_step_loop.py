@@ -8,7 +8,7 @@ from dataformat.schema import Metadata, ShardInfo, SplitInfo
 from trainer import experiment, step_loop
 from trainer.config import Config
 from trainer.dataset import locate
-from trainer.input import BATCHES, PrefetchQueue, QueueBatches, make_input_fn
+from trainer.input import PrefetchQueue, QueueBatches, make_input_fn, use_for_training
 from trainer.model import ModelSettings, model_fn
 
 VECTORS = Metadata(
@@ -40,9 +40,9 @@ def train(steps_per_run: int, runs: int, train_steps: int = 1000, **fields) -> t
         queue = tf.queue.FIFOQueue(len(data), [tf.float32, tf.int64])
         fill = queue.enqueue_many([data, labels])
         prefetch = PrefetchQueue(queue, tf.TensorShape([BATCH, 6]), tf.TensorShape([BATCH]))
-        tf.compat.v1.add_to_collection(BATCHES, QueueBatches(prefetch, VECTORS.feature_key, None))
+        use_for_training(QueueBatches(prefetch, VECTORS.feature_key, None))
         spec = model_fn(None, None, tf.estimator.ModeKeys.TRAIN, params)
-        (run_steps,) = tf.compat.v1.get_collection(step_loop.RUN_STEPS)
+        run_steps = step_loop.RunSteps.of_graph()
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(fill)

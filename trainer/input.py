@@ -26,6 +26,7 @@ to the CPU: these ops have no GPU kernels, and the device should only ever see r
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -38,7 +39,9 @@ from trainer.devices import has_gpu, resolve_towers, tower_device
 QUEUE_MARGIN = 3  # extra batches of room in the shuffle queue above min_after_dequeue
 PREFETCH_BATCHES = 3  # ready batches waiting for the training step
 STAGING_AREA = "input_staging_area"  # the staging areas' names, and the collection of the ops that first fill them
-BATCHES = "training_batches"  # the collection holding the training input's QueueBatches, for model_fn
+# Each graph's QueueBatches, for model_fn. Not a graph collection: a Python object there cannot go
+# into the MetaGraph that every checkpoint writes (TensorFlow warns each time).
+_TRAINING_BATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
@@ -172,10 +175,14 @@ class FixedBatches:
         return self._batch
 
 
+def use_for_training(batches: QueueBatches) -> None:
+    """Makes `batches` where model_fn takes the training batches of the default graph."""
+    _TRAINING_BATCHES[tf.compat.v1.get_default_graph()] = batches
+
+
 def training_batches(features: dict[str, tf.Tensor], labels: tf.Tensor) -> QueueBatches | FixedBatches:
     """Where model_fn takes its training batches: the queue's, when the training input_fn built one."""
-    made = tf.compat.v1.get_collection(BATCHES)
-    return made[0] if made else FixedBatches(features, labels)
+    return _TRAINING_BATCHES.get(tf.compat.v1.get_default_graph()) or FixedBatches(features, labels)
 
 
 class StagingHook(tf.estimator.SessionRunHook):
@@ -238,8 +245,8 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
             )
             prefetch = prefetch_queue(_unblocked(data), _unblocked(labels), towers)
         staging = [tower_device(tower) for tower in range(towers)] if stages_on_device(config) else None
-        tf.compat.v1.add_to_collection(BATCHES, QueueBatches(prefetch, metadata.feature_key, staging))
-        data, labels = prefetch.dequeue()  # model_fn takes its own batches from BATCHES; this one is for other callers
+        use_for_training(QueueBatches(prefetch, metadata.feature_key, staging))
+        data, labels = prefetch.dequeue()  # model_fn takes its batches from the QueueBatches; this one is for others
         return {metadata.feature_key: data}, labels
 
     def evaluation_input_fn():

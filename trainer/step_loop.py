@@ -24,12 +24,22 @@ import tensorflow as tf
 from trainer.towers import StepResult
 
 log = logging.getLogger(__name__)
-RUN_STEPS = "run_steps"  # the collection holding this graph's RunSteps
+RUN_STEPS = ("run_steps/count", "run_steps/global_step")  # collections of the tensors of RunSteps
 
 
 class RunSteps(NamedTuple):
     count: tf.Tensor  # the steps the run trained
     global_step: tf.Tensor  # the global step once they are done
+
+    def add_to_graph(self) -> None:
+        # Tensors each in a collection of its own: a Python object in a collection cannot go into
+        # the MetaGraph that every checkpoint writes (TensorFlow warns each time).
+        for collection, tensor in zip(RUN_STEPS, self):
+            tf.compat.v1.add_to_collection(collection, tensor)
+
+    @classmethod
+    def of_graph(cls) -> RunSteps:
+        return cls(*(tf.compat.v1.get_collection(collection)[0] for collection in RUN_STEPS))
 
 
 def run(step: Callable[[], StepResult], steps_per_run: int, train_steps: int, examples: tf.TensorSpec) -> StepResult:
@@ -41,7 +51,7 @@ def run(step: Callable[[], StepResult], steps_per_run: int, train_steps: int, ex
     else:
         result, count = _loop(step, tf.clip_by_value(train_steps - global_step, 0, steps_per_run), examples)
     with tf.control_dependencies([result.train_op]):
-        tf.compat.v1.add_to_collection(RUN_STEPS, RunSteps(count, tf.identity(global_step)))
+        RunSteps(count, tf.identity(global_step)).add_to_graph()
     return result
 
 
@@ -62,11 +72,6 @@ def _loop(step: Callable[[], StepResult], count: tf.Tensor, examples: tf.TensorS
     return StepResult(tf.group(done), loss, accuracy, last_examples), done
 
 
-def _run_steps() -> RunSteps:
-    (run_steps,) = tf.compat.v1.get_collection(RUN_STEPS)
-    return run_steps
-
-
 class StopAtTrainStepsHook(tf.estimator.SessionRunHook):
     """Stops at --train-steps as soon as a run reaches it. (The Estimator's own StopAtStepHook
     expects one step per run, and would run once more, for nothing.)"""
@@ -75,7 +80,7 @@ class StopAtTrainStepsHook(tf.estimator.SessionRunHook):
         self._train_steps = train_steps
 
     def before_run(self, run_context):
-        return tf.estimator.SessionRunArgs(_run_steps().global_step)
+        return tf.estimator.SessionRunArgs(RunSteps.of_graph().global_step)
 
     def after_run(self, run_context, run_values):
         if run_values.results >= self._train_steps:
@@ -89,7 +94,7 @@ class StepsRunHook(tf.estimator.SessionRunHook):
         self.steps = 0
 
     def before_run(self, run_context):
-        return tf.estimator.SessionRunArgs(_run_steps().count)
+        return tf.estimator.SessionRunArgs(RunSteps.of_graph().count)
 
     def after_run(self, run_context, run_values):
         self.steps += int(run_values.results)

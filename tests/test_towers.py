@@ -1,0 +1,192 @@
+"""--num-towers: the model replicated in-graph, each tower on its own device and batch, run here on
+virtual CPU devices (QUEUE_TRAINER_TOWERS_ON_CPUS)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dataformat.errors import UserError
+from dataformat.schema import Metadata, ShardInfo, SplitInfo
+from trainer import experiment
+from trainer.config import Config
+from trainer.dataset import locate
+from trainer.devices import TOWERS_ON_CPUS, resolve_towers
+from trainer.input import PrefetchQueue, QueueBatches, make_input_fn, use_for_training
+from trainer.model import ModelSettings, model_fn
+
+VECTORS = Metadata(
+    shape=(6,),
+    dtype="float32",
+    class_names=("no", "yes"),
+    splits={"train": SplitInfo(1, 10, (ShardInfo("t", 1, 10),))},
+    mean=(0.5,) * 6,
+    std=(2.0,) * 6,
+)
+
+
+@pytest.fixture(autouse=True)
+def towers_on_cpus(monkeypatch):
+    monkeypatch.setenv(TOWERS_ON_CPUS, "1")
+
+
+def batches(count: int, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    data = rng.normal(1.0, 2.0, size=(count, size, 6)).astype(np.float32)
+    return data, (data.sum(axis=2) > 6).astype(np.int64)
+
+
+def train_graph(towers: int, data: np.ndarray, labels: np.ndarray, **fields):
+    """model_fn's train_op over `towers` towers, which take the batches data[i], labels[i] from a
+    queue; returns (train_op, the op that fills the queue, the queue's size)."""
+    config = Config(steps_per_run="1", num_towers=str(towers), dropout=0.0, learning_rate=0.01, **fields)
+    params = {"settings": ModelSettings.of(config, VECTORS), "metadata": VECTORS}
+    tf.keras.utils.set_random_seed(0)  # Keras draws unseeded initializers from Python's random
+    tf.compat.v1.train.create_global_step()
+    queue = tf.queue.FIFOQueue(len(data), [tf.float32, tf.int64])
+    prefetch = PrefetchQueue(queue, tf.TensorShape([None, 6]), tf.TensorShape([None]))
+    use_for_training(QueueBatches(prefetch, VECTORS.feature_key, None))
+    spec = model_fn(None, None, tf.estimator.ModeKeys.TRAIN, params)
+    return spec.train_op, queue.enqueue_many([data, labels]), queue.size()
+
+
+def one_step(towers: int, data: np.ndarray, labels: np.ndarray, **fields) -> tuple[dict, int]:
+    """The variables after one step of `towers` towers, and how many batches the step took."""
+    with tf.Graph().as_default():
+        train_op, fill, size = train_graph(towers, data, labels, **fields)
+        with tf.compat.v1.Session(config=tf.compat.v1.ConfigProto(device_count={"CPU": towers})) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(fill)
+            session.run(train_op)
+            variables = {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
+            return variables, len(data) - session.run(size)
+
+
+def assert_same_variables(these: dict, those: dict, names=None) -> None:
+    assert these.keys() == those.keys()
+    for name in names or these:
+        np.testing.assert_allclose(these[name], those[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("towers", [2, 4])
+def test_towers_over_their_batches_make_the_update_of_one_tower_over_all_of_them(towers):
+    """Without batch norm (softmax regression), the mean of the towers' gradients is the gradient
+    over the concatenated batches: every variable, Adam's slots included, ends the same."""
+    data, labels = batches(towers, 16)
+    replicated, taken = one_step(towers, data, labels, hidden_units=())
+    single, _ = one_step(1, data.reshape(1, -1, 6), labels.reshape(1, -1), hidden_units=())
+    assert taken == towers  # each tower took a batch of its own
+    assert_same_variables(replicated, single)
+
+
+def test_batch_norm_moving_averages_follow_the_first_tower_only():
+    """With batch norm each tower normalizes over its own batch, so the weights' update differs
+    from one tower over the concatenation; what is compared is the moving averages, which come
+    from one tower's batch, as tf_cnn_benchmarks does (which tower took which batch is up to the
+    queue)."""
+    data, labels = batches(2, 16)
+    replicated, _ = one_step(2, data, labels, hidden_units=(8,))
+    alone = [one_step(1, data[i : i + 1], labels[i : i + 1], hidden_units=(8,))[0] for i in range(2)]
+    moving = [name for name in replicated if "moving_" in name]
+    assert moving
+    matches = [all(np.allclose(replicated[name], one[name], rtol=1e-5, atol=1e-6) for name in moving) for one in alone]
+    assert matches.count(True) == 1
+
+
+def tower_computation(operations: list, tower: int) -> list:
+    """The ops of a tower's own computation: not its variable reads and batch norm's updates,
+    which run where the variables are (ops colocated with a variable, reads of one)."""
+    return [
+        op
+        for op in operations
+        if op.name.startswith(f"tower_{tower}/")
+        and op.type != "ReadVariableOp"
+        and op.colocation_groups() == [f"loc:@{op.name}".encode()]
+    ]
+
+
+def test_each_tower_runs_on_its_own_device_and_the_variables_on_the_cpu():
+    with tf.Graph().as_default():
+        train_graph(2, *batches(2, 4), hidden_units=(8,))
+        operations = tf.compat.v1.get_default_graph().get_operations()
+    for tower in range(2):
+        ops = tower_computation(operations, tower)
+        assert len(ops) > 20 and all(op.device == f"/device:CPU:{tower}" for op in ops), tower
+    assert {op.type for op in tower_computation(operations, 1)} >= {"MatMul", "SparseSoftmaxCrossEntropyWithLogits"}
+    variables = [op for op in operations if op.type == "VarHandleOp" and op.name != "global_step"]
+    assert len(variables) > 10 and all(op.device == "/device:CPU:0" for op in variables)  # Adam's slots too
+
+
+def test_in_a_parameter_server_cluster_variables_go_to_the_ps_and_towers_stay_on_the_worker():
+    # What the Estimator wraps its graph in when TF_CONFIG names parameter servers.
+    setter = tf.compat.v1.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")
+    with tf.Graph().as_default() as graph, graph.device(setter):
+        train_graph(2, *batches(2, 4), hidden_units=(8,))
+        operations = tf.compat.v1.get_default_graph().get_operations()
+    assert all(op.device.startswith("/job:ps/") for op in operations if op.type == "VarHandleOp")
+    tower = tower_computation(operations, 1)
+    assert tower and all(op.device == "/job:worker/task:0/device:CPU:1" for op in tower)
+
+
+def test_more_towers_than_gpus_is_refused_naming_the_flag(monkeypatch):
+    monkeypatch.delenv(TOWERS_ON_CPUS)
+    with pytest.raises(UserError, match=r"--num-towers 2: this machine has 0 GPU"):
+        resolve_towers("2")
+    assert resolve_towers("auto") == 1
+
+
+def train_estimator(config: Config):
+    """An Estimator of `config` trained to --train-steps, and its data."""
+    data = locate(config)
+    estimator = experiment.make_estimator(config, data.metadata)
+    estimator.train(make_input_fn(data.train, data.metadata, config, training=True), max_steps=config.train_steps)
+    return estimator, data
+
+
+def digits_config(digits_dir: str, job_dir: str, towers: int, train_steps: int) -> Config:
+    return Config(
+        data_dir=digits_dir, job_dir=job_dir, num_towers=str(towers), train_steps=train_steps, conv_filters=(4,),
+        hidden_units=(16,), batch_size=32, shuffle_buffer=64, save_checkpoints_steps=1000,
+    )  # fmt: skip
+
+
+def test_checkpoints_resume_across_one_two_and_four_towers(digits_dir, tmp_path):
+    steps = 0
+    for towers in (1, 2, 4, 1):
+        steps += 8
+        estimator, _ = train_estimator(digits_config(digits_dir, str(tmp_path), towers, steps))
+        assert estimator.get_variable_value("global_step") == steps
+
+
+def test_the_export_of_several_towers_predicts_as_one_tower_with_the_same_weights(digits_dir, tmp_path):
+    from trainer import serving
+
+    estimator, data = train_estimator(digits_config(digits_dir, str(tmp_path), 2, 16))
+    one_tower, _ = train_estimator(digits_config(digits_dir, str(tmp_path), 1, 16))  # the same checkpoint
+    images = np.random.default_rng(0).integers(0, 17, size=(5, 8, 8, 1), dtype=np.uint8)
+    export = estimator.export_saved_model(str(tmp_path / "export"), serving.make_serving_input_fn(data.metadata))
+    exported = tf.saved_model.load(export.decode()).signatures["serving_default"]
+    (pixels,) = exported.structured_input_signature[1]
+    from_export = exported(**{pixels: tf.constant(images, tf.float32)})["probabilities"].numpy()
+    direct = one_tower.predict(lambda: tf.data.Dataset.from_tensors({data.metadata.feature_key: images}))
+    np.testing.assert_allclose(from_export, [row["probabilities"] for row in direct], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_two_towers_train_the_digits_as_well_as_one(digits_dir, tmp_path):
+    accuracy = {}
+    for towers in (1, 2):
+        job_dir = str(tmp_path / str(towers))
+        result = subprocess.run(
+            [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--job-dir", job_dir,
+             "--train-steps", "600", "--save-checkpoints-steps", "600", "--num-towers", str(towers)],
+            capture_output=True, text=True, timeout=600, env={**os.environ, TOWERS_ON_CPUS: "1"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert f"{towers} tower(s) x batch 128 = global batch {128 * towers}" in result.stderr
+        accuracy[towers] = float(re.search(r"^accuracy:\s+([\d.]+)", result.stdout, re.M).group(1))
+    assert accuracy[1] > 0.9 and accuracy[2] >= accuracy[1] - 0.03, accuracy
