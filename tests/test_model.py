@@ -30,7 +30,9 @@ VECTORS = Metadata(
 
 
 def params(metadata, **fields):
-    config = Config(**{"conv_filters": (4,), "hidden_units": (8,), "data_format": "channels_last", "steps_per_run": "1", **fields})
+    config = Config(
+        **{"conv_filters": (4,), "hidden_units": (8,), "data_format": "channels_last", "steps_per_run": "1", **fields}
+    )
     return {"settings": ModelSettings.of(config, metadata), "metadata": metadata}
 
 

@@ -121,6 +121,22 @@ def test_each_tower_runs_on_its_own_device_and_the_variables_on_the_cpu():
     assert len(variables) > 10 and all(op.device == "/device:CPU:0" for op in variables)  # Adam's slots too
 
 
+def test_with_staging_each_tower_stages_its_own_batches_on_its_own_device(digits_dir):
+    config = Config(data_dir=digits_dir, num_towers="2", stage_on_device="on", steps_per_run="1")
+    data = locate(config)
+    with tf.Graph().as_default():
+        tf.compat.v1.train.create_global_step()
+        features, labels = make_input_fn(data.train, data.metadata, config, training=True)()
+        model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, experiment.model_params(config, data.metadata))
+        operations = tf.compat.v1.get_default_graph().get_operations()
+    stages = [op for op in operations if op.type in ("Stage", "Unstage")]
+    for tower in range(2):
+        area = [op for op in stages if op.get_attr("shared_name").decode().endswith(f"_{tower}")]
+        # the first fill, the step's unstage and the step's stage of the next batch
+        assert sorted(op.type for op in area) == ["Stage", "Stage", "Unstage"]
+        assert all(op.device == f"/device:CPU:{tower}" for op in area)
+
+
 def test_in_a_parameter_server_cluster_variables_go_to_the_ps_and_towers_stay_on_the_worker():
     # What the Estimator wraps its graph in when TF_CONFIG names parameter servers.
     setter = tf.compat.v1.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")

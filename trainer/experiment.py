@@ -50,6 +50,8 @@ def model_params(config: Config, metadata: Metadata) -> dict:
 
 
 def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator:
+    # Keras draws the seeds of unseeded initializers from Python's random, not the graph's seed.
+    tf.keras.utils.set_random_seed(config.seed)
     run_config = tf.estimator.RunConfig(
         model_dir=config.job_dir,
         tf_random_seed=config.seed,
