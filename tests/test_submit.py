@@ -237,6 +237,16 @@ def test_shipped_shapes_give_documented_bodies(capsys, offline, path, code):
         assert pool == {} or len({"containerSpec", "pythonPackageSpec"} & set(pool)) == 1
 
 
+def test_towers_up_to_the_gpus_of_a_machine_are_taken(capsys, offline):
+    path = CONFIGS_BY_NAME["gpu-4"]
+    for towers in ("--num-towers=4", "--num-towers=auto"):
+        _, body, _ = dry_run(
+            capsys, "--job-config", path, "--image", "I", trainer_args=("--data-dir", "gs://b/d", towers)
+        )
+        assert pools_of(body)[0]["machineSpec"]["acceleratorCount"] == 4
+    assert submit.main(["--dry-run", *FLAGS[:4], "--job-config", path, "--image", "I", "--", "--num-towers", "8"]) == 2
+
+
 def test_trainer_args_pass_through_after_the_job_dir(capsys, offline):
     _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME["distributed"], "--image", "IMG")
     for pool in pools_of(body):
@@ -431,6 +441,10 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
         ),
         (["--image", "I", "--", "--job-dir", "gs://b/y"], "--job-dir goes before --"),
         (["--image", "I", "--project", ""], "--project is required"),
+        (
+            ["--image", "I", "--", "--num-towers", "2"],
+            "cpu.yaml gives each chief machine 0 GPU(s)",
+        ),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):

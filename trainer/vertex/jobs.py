@@ -134,6 +134,33 @@ def gpus_for(machine_type: str) -> dict[str, list[int]]:
     return {BUILT_IN_GPUS[series]: [count]}
 
 
+def check_towers(shape: JobShape, path: str, trainer_args: list[str]) -> None:
+    """Each training machine runs one tower per GPU it has, with no flag. A `--num-towers` among
+    the trainer's flags must not ask for more towers than a training pool's machines have GPUs."""
+    towers = _flag_value(trainer_args, "--num-towers")
+    if towers is None or towers == "auto":
+        return
+    for name in ("chief", "workers"):
+        pool = shape.pools.get(name)
+        gpus = pool.get("accelerator_count", 0) if pool else None
+        if gpus is not None and int(float(towers)) > max(gpus, 1):
+            raise UserError(
+                f"--num-towers {towers}: {path} gives each {name} machine {gpus} GPU(s); leave the flag out "
+                f"(one tower per GPU) or ask for at most that"
+            )
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    """The value of `flag` (`--flag VALUE` or `--flag=VALUE`) in `args`, the last one given, or None."""
+    value = None
+    for arg, following in zip(args, [*args[1:], None]):
+        if arg == flag:
+            value = following
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
 def worker_pool_specs(shape: JobShape, task: dict) -> list[dict]:
     """workerPoolSpecs in Vertex's order, each running `task`; a pool left out before a given one is {}."""
     specs = [_pool_spec(shape.pools[name], task) if name in shape.pools else {} for name in POOLS]

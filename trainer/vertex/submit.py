@@ -148,6 +148,7 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
     if any(arg == "--job-dir" or arg.startswith("--job-dir=") for arg in trainer_args):
         raise UserError("--job-dir goes before --: submit passes it to the trainer and to Vertex AI")
     shape = jobs.load(args.job_config)
+    jobs.check_towers(shape, args.job_config, trainer_args)
     shape = dataclasses.replace(shape, options=options.merged(shape.options, options.from_flags(args)))
     display_name = args.display_name or f"queue-trainer-{shape.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     return Submission(
