@@ -3,30 +3,13 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny import IMAGES, VECTORS
 
 from dataformat.errors import UserError
-from dataformat.schema import Metadata, ShardInfo, SplitInfo
 from trainer.config import Config
 from trainer.model import ModelSettings, model_fn
 
 MODES = tf.estimator.ModeKeys
-
-IMAGES = Metadata(
-    shape=(8, 8, 1),
-    dtype="uint8",
-    class_names=tuple("abcde"),
-    splits={"train": SplitInfo(1, 10, (ShardInfo("t", 1, 10),))},
-    mean=(100.0,),
-    std=(50.0,),
-)
-VECTORS = Metadata(
-    shape=(6,),
-    dtype="float32",
-    class_names=("no", "yes"),
-    splits={"train": SplitInfo(1, 10, (ShardInfo("t", 1, 10),))},
-    mean=(0.0,) * 6,
-    std=(1.0,) * 6,
-)
 
 
 def params(metadata, **fields):

@@ -9,24 +9,15 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from tiny import VECTORS
 
 from dataformat.errors import UserError
-from dataformat.schema import Metadata, ShardInfo, SplitInfo
 from trainer import experiment
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.devices import TOWERS_ON_CPUS, resolve_towers
 from trainer.input import PrefetchQueue, QueueBatches, make_input_fn, use_for_training
 from trainer.model import ModelSettings, model_fn
-
-VECTORS = Metadata(
-    shape=(6,),
-    dtype="float32",
-    class_names=("no", "yes"),
-    splits={"train": SplitInfo(1, 10, (ShardInfo("t", 1, 10),))},
-    mean=(0.5,) * 6,
-    std=(2.0,) * 6,
-)
 
 
 @pytest.fixture(autouse=True)

@@ -124,10 +124,7 @@ def _run(argv: list[str] | None) -> int:
         return 0
     name = client.create(parent, COLLECTION, body)["name"]
     log.info("Created %s", name)
-    if not follow.waits(args):
-        log.info("Follow it with: qt-job wait %s", name)
-        return 0
-    return follow.follow(name, args.poll_secs, follow.interrupt_policy(args))
+    return follow.follow_if_asked(name, args)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,14 @@ def interrupt_policy(args: argparse.Namespace) -> str:
     return "ask" if sys.stdin.isatty() else "leave"
 
 
+def follow_if_asked(name: str, args: argparse.Namespace) -> int:
+    """What a command that created job `name` ends with: follows it with --wait, else says how to."""
+    if not waits(args):
+        log.info("Follow it with: qt-job wait %s", name)
+        return 0
+    return follow(name, args.poll_secs, interrupt_policy(args))
+
+
 def follow(name: str, poll_secs: float = POLL_SECS, on_interrupt: str = "leave") -> int:
     """Shows the job's progress until it ends; returns 0 if it succeeded, 1 if not, 130 if left running."""
     seen = Seen()

@@ -289,10 +289,7 @@ def _submit(argv: list[str]) -> int:
         dry_run(job)
         return 0
     name = submit(job)
-    if not follow.waits(args):
-        log.info("Follow it with: qt-job wait %s", name)
-        return 0
-    return follow.follow(name, args.poll_secs, follow.interrupt_policy(args))
+    return follow.follow_if_asked(name, args)
 
 
 if __name__ == "__main__":
