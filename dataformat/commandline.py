@@ -30,6 +30,8 @@ class ArgumentParser(argparse.ArgumentParser):
     usage mistake raised as a UserError like every other mistake (argparse would print the whole
     usage first)."""
 
+    VERBOSITY_DEFAULT = "info"
+
     def __init__(self, prog: str, description: str, examples: str, **kwargs):
         super().__init__(
             prog=prog,
@@ -42,7 +44,7 @@ class ArgumentParser(argparse.ArgumentParser):
         self.add_argument(
             "--verbosity",
             choices=list(VERBOSITY),
-            default="info",
+            default=self.VERBOSITY_DEFAULT,
             help="info (default): this program's progress and TensorFlow's warnings; debug: TensorFlow's own "
             "log lines too; warning, error: less",
         )
@@ -50,10 +52,14 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UserError(message)
 
+    def add_subparsers(self, **kwargs):
+        return super().add_subparsers(parser_class=_Subcommand, **kwargs)
+
     def parse_known_args(self, args: Sequence[str] | None = None, namespace=None):
         parsed, unknown = super().parse_known_args(self._dashed(args), namespace)
         self._refuse_near_misses(unknown)
-        set_verbosity(parsed.verbosity)
+        if "verbosity" in parsed:  # a subcommand's parser leaves it to the main parser
+            set_verbosity(parsed.verbosity)
         return parsed, unknown
 
     def _flags(self) -> list[str]:
@@ -78,6 +84,13 @@ class ArgumentParser(argparse.ArgumentParser):
             close = difflib.get_close_matches(name.replace("_", "-"), self._flags(), n=1, cutoff=NEAR_MISS)
             if close:
                 raise UserError(f"unknown flag {name}: did you mean {close[0]}?")
+
+
+class _Subcommand(ArgumentParser):
+    """A subcommand's parser. Its --verbosity has no default: argparse copies a subcommand's
+    defaults over what the main parser read, which would undo `--verbosity X SUBCOMMAND`."""
+
+    VERBOSITY_DEFAULT = argparse.SUPPRESS
 
 
 def set_verbosity(level: str) -> None:

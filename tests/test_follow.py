@@ -143,6 +143,20 @@ def test_a_name_that_is_not_a_job_is_one_line(caplog, name):
     assert error.startswith(f"JOB {name}: expected a job's resource name")
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["--verbosity", "warning", "status", NAME], ["status", NAME, "--verbosity", "warning"]],
+    ids=["before the subcommand", "after it"],
+)
+def test_qt_job_verbosity_holds_before_or_after_the_subcommand(argv):
+    try:
+        assert job.parse_args(argv).verbosity == "warning"
+        assert logging.getLogger().level == logging.WARNING
+    finally:
+        job.parse_args(["status", NAME])  # back to the default, info
+    assert logging.getLogger().level == logging.INFO
+
+
 def test_unreadable_logs_are_said_once_and_the_job_is_still_followed(vertex, monkeypatch, caplog, capsys):
     monkeypatch.setattr(client, "LOGGING_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     vertex.script = [{"state": "JOB_STATE_RUNNING"}, {"state": "JOB_STATE_SUCCEEDED"}]
