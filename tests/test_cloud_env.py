@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from trainer.config import Config
+from dataformat.errors import UserError
+from trainer.config import TUNING_METRICS, Config
 from trainer.vertex.environment import cloud_folders, copy_summaries
 
 
@@ -50,8 +51,29 @@ def test_summaries_are_copied_where_vertex_ai_tensorboard_reads_them(monkeypatch
     assert (logs / "events.out.tfevents.1.host").read_bytes() == b"train, and more"
 
 
+def test_the_tuning_metrics_are_the_names_the_evaluation_gives():
+    import tensorflow as tf
+
+    from trainer.head import CONFUSION, LOSS, ClassificationHead
+
+    with tf.Graph().as_default():
+        names = set(ClassificationHead(("a", "b", "c")).metrics(tf.constant([0]), tf.constant([0], tf.int64)))
+    assert {name for name in names | {LOSS} if TUNING_METRICS.fullmatch(name)} == (names - {CONFUSION}) | {LOSS}
+
+
+def test_a_tuning_metric_the_trainer_cannot_report_is_one_line():
+    from trainer.export import MetricsWriter
+
+    with pytest.raises(UserError, match=r"^--tuning-metric auc: must be accuracy, loss, recall/class_N or precision"):
+        Config(tuning_metric="auc")
+    with pytest.raises(
+        UserError, match=r"^--tuning-metric recall/class_3: the dataset has 3 classes, class_0 to class_2$"
+    ):
+        MetricsWriter("/tmp/unused", ("a", "b", "c"), "recall/class_3")
+
+
 @pytest.mark.slow
-def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digits_dir):
+def test_a_trial_writes_where_vertex_says_and_reports_the_asked_metric(tmp_path, digits_dir):
     env = {
         **os.environ,
         "AIP_MODEL_DIR": str(tmp_path / "model"),
@@ -61,7 +83,8 @@ def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digit
         "AIP_TENSORBOARD_LOG_DIR": str(tmp_path / "logs"),
     }
     result = subprocess.run(
-        [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--train-steps", "40"],
+        [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--train-steps", "40",
+         "--tuning-metric", "recall/class_1"],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -74,4 +97,5 @@ def test_a_trial_writes_where_vertex_says_and_reports_its_metric(tmp_path, digit
         assert [name for name in os.listdir(tmp_path / "logs" / run) if name.startswith("events.out.tfevents")]
     lines = (tmp_path / "hypertune" / "output.metrics").read_text().splitlines()
     last = json.loads(lines[-1])
-    assert last["trial"] == "3" and last["global_step"] == "40" and 0 <= float(last["accuracy"]) <= 1
+    assert last["trial"] == "3" and last["global_step"] == "40" and 0 <= float(last["recall/class_1"]) <= 1
+    assert "accuracy" not in last  # only the metric the study optimizes

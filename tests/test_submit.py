@@ -260,10 +260,17 @@ def test_trainer_args_pass_through_after_the_job_dir(capsys, offline):
         ]
 
 
-def test_tuning_trials_get_no_shared_job_dir(capsys, offline):
+def test_tuning_trials_get_the_metric_to_report_and_no_shared_job_dir(capsys, offline):
     _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME["hptuning"], "--image", "IMG")
     (pool,) = pools_of(body)
-    assert pool["containerSpec"]["args"] == ["--data-dir", "gs://b/data", "--train-steps", "500"]
+    assert pool["containerSpec"]["args"] == [
+        "--tuning-metric",
+        "accuracy",
+        "--data-dir",
+        "gs://b/data",
+        "--train-steps",
+        "500",
+    ]
     assert body["studySpec"]["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
     learning_rate, batch_size, hidden_units = body["studySpec"]["parameters"]
     assert learning_rate["parameterId"] == "learning-rate" and learning_rate["scaleType"] == "UNIT_LOG_SCALE"
@@ -397,7 +404,8 @@ GOOD_POOL = "chief:\n  machine_type: n1-standard-8\n  replica_count: 1\n"
         (
             GOOD_POOL + "tuning: {metric: auc, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
             " parameters: {learning-rate: {type: DOUBLE, min: 0.001, max: 0.5}}}\n",
-            "tuning.metric: 'auc' is not reported by the trainer; use 'accuracy'",
+            "tuning.metric: 'auc' is not reported by the trainer; use accuracy, loss, recall/class_N or "
+            "precision/class_N",
         ),
         (
             GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
@@ -440,6 +448,11 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
             "--job-config configs/jobs/missing.yaml: cannot",
         ),
         (["--image", "I", "--", "--job-dir", "gs://b/y"], "--job-dir goes before --"),
+        (["--image", "I", "--", "--job_dir=gs://b/y"], "--job-dir goes before --"),
+        (
+            ["--image", "I", "--job-config", CONFIGS_BY_NAME["hptuning"], "--", "--tuning-metric", "loss"],
+            "--tuning-metric: set by tuning.metric in ",
+        ),
         (["--image", "I", "--project", ""], "--project is required"),
         (
             ["--image", "I", "--", "--num-towers", "2"],
@@ -646,6 +659,25 @@ def test_categorical_conditional_parameters_and_early_stopping(tmp_path, capsys,
 TUNING_HEAD = GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2, "
 
 
+def tuning_shape(metric, goal):
+    return (
+        GOOD_POOL + f"tuning: {{metric: {metric}, goal: {goal}, max_trial_count: 4, parallel_trial_count: 2, "
+        "parameters: {dropout: {type: DOUBLE, min: 0.1, max: 0.5}}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "metric, goal", [("accuracy", "MAXIMIZE"), ("loss", "MINIMIZE"), ("recall/class_1", "MAXIMIZE"),
+                     ("precision/class_12", "MAXIMIZE")]
+)  # fmt: skip
+def test_every_metric_the_evaluation_reports_can_be_tuned(tmp_path, capsys, offline, metric, goal):
+    path = tmp_path / "tune.yaml"
+    path.write_text(tuning_shape(metric, goal))
+    _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG")
+    assert body["studySpec"]["metrics"] == [{"metricId": metric, "goal": goal}]
+    assert pools_of(body)[0]["containerSpec"]["args"][:2] == ["--tuning-metric", metric]  # each trial reports it
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -658,6 +690,12 @@ TUNING_HEAD = GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_
         (GOOD_POOL + "options: {restart_job_on_worker_restart: 1}\n", "1 is not a true or false"),
         (GOOD_POOL + "options: {kms_key: k}\n", "options.kms_key: 'k' is not projects/PROJECT/locations"),
         (GOOD_POOL + "options: {service_accounts: a@b}\n", "options.service_accounts: unknown field"),
+        (tuning_shape("loss", "MAXIMIZE"), "tuning.goal: MAXIMIZE does not fit loss: use MINIMIZE"),
+        (tuning_shape("accuracy", "MINIMIZE"), "tuning.goal: MINIMIZE does not fit accuracy: use MAXIMIZE"),
+        (tuning_shape("recall/class_0", "MINIMIZE"), "tuning.goal: MINIMIZE does not fit recall/class_0: use MAXIMIZE"),
+        (tuning_shape("precision", "MAXIMIZE"), "tuning.metric: 'precision' is not reported by the trainer"),
+        (tuning_shape("recall/class_a", "MAXIMIZE"), "tuning.metric: 'recall/class_a' is not reported by the trainer"),
+        (tuning_shape("confusion_matrix", "MAXIMIZE"), "tuning.metric: 'confusion_matrix' is not reported by"),
         (TUNING_HEAD + "early_stopping: soon, parameters: {dropout: {type: DOUBLE, min: 0.1, max: 0.5}}}\n",
          "tuning.early_stopping: 'soon' is not one of median, decay_curve"),
         (TUNING_HEAD + "parameters: {model: {type: CATEGORICAL, values: [cnn, 64]}}}\n",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -18,6 +19,9 @@ from dataformat.errors import UserError
 
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
 SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
+# The evaluation metrics a tuning trial can report: those trainer/head.py names (N: a class index).
+TUNING_METRICS = re.compile(r"accuracy|loss|(recall|precision)/class_\d+")
+TUNING_METRICS_TEXT = "accuracy, loss, recall/class_N or precision/class_N"
 
 
 def _option(default: Any, help: str) -> Any:
@@ -96,6 +100,11 @@ class Config:
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
     eval_throttle_secs: int = _option(10, "least seconds between two evaluations during training")
     eval_start_delay_secs: int = _option(10, "seconds a distributed evaluator waits before its first evaluation")
+    tuning_metric: str = _option(
+        "accuracy",
+        f"the metric a hyperparameter-tuning trial reports after every evaluation: {TUNING_METRICS_TEXT} "
+        "(qt-submit passes the job config's tuning.metric)",
+    )
     # Export.
     serving_input: str = _option(
         "numbers",
@@ -153,6 +162,8 @@ def check_values(config: Config) -> None:
         fail("data_format", "must be auto, channels_first or channels_last")
     if config.stage_on_device not in ("auto", "on", "off"):
         fail("stage_on_device", "must be auto, on or off")
+    if not TUNING_METRICS.fullmatch(config.tuning_metric):
+        fail("tuning_metric", f"must be {TUNING_METRICS_TEXT}")
     if config.serving_input not in SERVING_INPUTS:
         fail("serving_input", f"must be {', '.join(SERVING_INPUTS[:-1])} or {SERVING_INPUTS[-1]}")
     for name in ("steps_per_run", "num_towers"):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
 from trainer import figures, serving
 from trainer.config import Config
@@ -45,12 +46,13 @@ class ExportTo(tf.estimator.Exporter):
 
 class MetricsWriter(tf.estimator.Exporter):
     """After every evaluation (on whichever task evaluates, alone or in a cluster): writes the
-    metrics to JOB_DIR/eval_metrics.json, in a tuning trial reports the head's metric, and copies
+    metrics to JOB_DIR/eval_metrics.json, in a tuning trial reports --tuning-metric, and copies
     the summaries where Vertex AI TensorBoard reads them; after the last one, the figures and
     report.md (trainer/figures.py)."""
 
-    def __init__(self, job_dir: str, class_names: tuple[str, ...]):
-        self._job_dir, self._class_names = job_dir, class_names
+    def __init__(self, job_dir: str, class_names: tuple[str, ...], tuning_metric: str):
+        _check_tuning_metric(tuning_metric, class_names)
+        self._job_dir, self._class_names, self._tuning_metric = job_dir, class_names, tuning_metric
         self._path = posixpath.join(job_dir, METRICS_FILE)
 
     @property
@@ -71,7 +73,8 @@ class MetricsWriter(tf.estimator.Exporter):
         with tf.io.gfile.GFile(self._path, "w") as file:
             file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         if environment.reports_tuning_metric():
-            environment.report_tuning_metric(METRIC, metrics[METRIC], metrics["global_step"])
+            metric = self._tuning_metric
+            environment.report_tuning_metric(metric, metrics[metric], metrics["global_step"])
         environment.copy_summaries(self._job_dir)  # for Vertex AI TensorBoard, when the job has one
         if is_the_final_export:
             for name, path in figures.write_figures(self._job_dir, metrics, self._class_names).items():
@@ -94,7 +97,17 @@ def exporters(
     best = tf.estimator.BestExporter(
         "best", serving_input_fn, assets_extra=assets, compare_fn=higher_metric, exports_to_keep=1
     )
-    return [MetricsWriter(config.job_dir, class_names), ExportTo(latest, folder), ExportTo(best, folder)]
+    metrics = MetricsWriter(config.job_dir, class_names, config.tuning_metric)
+    return [metrics, ExportTo(latest, folder), ExportTo(best, folder)]
+
+
+def _check_tuning_metric(name: str, class_names: tuple[str, ...]) -> None:
+    """A per-class metric (recall/class_N) must name one of the dataset's classes, which qt-submit
+    could not know when it checked the job config's tuning.metric; UserError before training otherwise."""
+    _, _, index = name.partition("/class_")
+    count = len(class_names)
+    if index and int(index) >= count:
+        raise UserError(f"--tuning-metric {name}: the dataset has {count} classes, class_0 to class_{count - 1}")
 
 
 def json_numbers(metrics: dict) -> dict:

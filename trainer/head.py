@@ -1,8 +1,9 @@
 """The classification head: what the network's logits mean.
 
 It owns the loss, the evaluation metrics, the predictions and the export outputs, and names the
-metric that picks the best export and that hyperparameter tuning reads (METRIC), so no other
-module spells it.
+metric that picks the best export (METRIC), so no other module spells it. A tuning trial reports
+whichever evaluation metric --tuning-metric names (trainer/config.py's TUNING_METRICS, which a
+test keeps equal to the names metrics() gives).
 """
 
 from __future__ import annotations

@@ -145,9 +145,13 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
     for flag, path in (("--job-dir", args.job_dir), ("--staging-dir", args.staging_dir)):
         if path is not None and not gcs.is_gcs(path):
             raise UserError(f"{flag} {path}: must be a gs:// path that Vertex AI can reach")
-    if any(arg == "--job-dir" or arg.startswith("--job-dir=") for arg in trainer_args):
+    if _gives(trainer_args, "--job-dir"):
         raise UserError("--job-dir goes before --: submit passes it to the trainer and to Vertex AI")
     shape = jobs.load(args.job_config)
+    if shape.tuning is not None and _gives(trainer_args, "--tuning-metric"):
+        raise UserError(
+            f"--tuning-metric: set by tuning.metric in {args.job_config}, which submit passes to every trial"
+        )
     jobs.check_towers(shape, args.job_config, trainer_args)
     shape = dataclasses.replace(shape, options=options.merged(shape.options, options.from_flags(args)))
     display_name = args.display_name or f"queue-trainer-{shape.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
@@ -162,6 +166,11 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
         shape=shape,
         trainer_args=tuple(trainer_args),
     )
+
+
+def _gives(trainer_args: list[str], flag: str) -> bool:
+    """Whether the trainer's arguments give `flag` (also as --flag=VALUE, or spelt with underscores)."""
+    return any(arg.partition("=")[0].replace("_", "-") == flag for arg in trainer_args)
 
 
 def package_file() -> str:
@@ -218,8 +227,11 @@ def request_body(job: Submission, package_uri: Optional[str]) -> dict:
     trainer_args = list(job.trainer_args)
     # A tuning trial gets no --job-dir: one folder for all trials would let each resume from the
     # one before. Vertex AI gives each trial its own folder under --job-dir, as AIP_MODEL_DIR.
+    # Instead, each trial is told which metric the study optimizes, to report it.
     if job.shape.tuning is None:
         trainer_args = ["--job-dir", job.job_dir, *trainer_args]
+    else:
+        trainer_args = ["--tuning-metric", job.shape.tuning["metric"], *trainer_args]
     job_spec = {
         "workerPoolSpecs": jobs.worker_pool_specs(job.shape, task_spec(job, trainer_args, package_uri)),
         "baseOutputDirectory": {"outputUriPrefix": job.job_dir},

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from trainer.config import Config
-from trainer.head import METRIC
+from trainer.config import TUNING_METRICS, TUNING_METRICS_TEXT, Config
+from trainer.head import LOSS
 from trainer.vertex.fields import Invalid, check_fields, is_a
 
 FIELDS = {
@@ -73,14 +73,23 @@ def check(tuning: Any) -> dict:
         raise Invalid("tuning.max_trial_count", f"{trials} is not allowed: give at least 1")
     if not 1 <= parallel <= trials:
         raise Invalid("tuning.parallel_trial_count", f"{parallel} is not allowed: give 1 to max_trial_count")
-    if tuning["metric"] != METRIC:  # the only metric the trainer reports to the tuning service
-        raise Invalid("tuning.metric", f"{tuning['metric']!r} is not reported by the trainer; use {METRIC!r}")
+    _check_metric(tuning["metric"], tuning["goal"])
     if not tuning["parameters"]:
         raise Invalid("tuning.parameters", "give at least one trainer flag to tune")
     seen: set[str] = set()
     for name, parameter in tuning["parameters"].items():
         _check_parameter(f"tuning.parameters.{name}", name, parameter, None, seen)
     return tuning
+
+
+def _check_metric(metric: str, goal: str) -> None:
+    """The metric must be one the trainer's evaluation reports (submit passes it to every trial as
+    --tuning-metric), and the goal its direction: lower is better only for the loss."""
+    if not TUNING_METRICS.fullmatch(metric):
+        raise Invalid("tuning.metric", f"{metric!r} is not reported by the trainer; use {TUNING_METRICS_TEXT}")
+    direction = "MINIMIZE" if metric == LOSS else "MAXIMIZE"
+    if goal != direction:
+        raise Invalid("tuning.goal", f"{goal} does not fit {metric}: use {direction}")
 
 
 def _check_parameter(where: str, name: str, parameter: Any, parent: dict | None, seen: set[str]) -> None:
