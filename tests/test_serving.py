@@ -1,6 +1,7 @@
 """The exported SavedModel: its signatures, agreement with Estimator.predict, JSON requests, predict CLI."""
 
 import base64
+import csv
 import io
 import json
 import os
@@ -266,3 +267,36 @@ def test_a_serving_input_the_data_cannot_take_is_one_line(vectors_dir):
         ),
     ):
         serving_input_fn()
+
+
+def vertex_csv_instances(text: str) -> list:
+    """The instances Vertex AI batch prediction makes of a CSV file, as its reference describes them:
+    the first row is a header, each other row one instance, a list of its values (unquoted ones
+    read as floats, quoted ones as strings)."""
+    _, rows = text.split("\n", 1)
+    return list(csv.reader(io.StringIO(rows), quoting=csv.QUOTE_NONNUMERIC))
+
+
+def test_serving_default_takes_the_rows_of_a_csv_file_for_vector_data(vectors_dir, tmp_path):
+    """CSV rows are lists, so they fit only a serving_default of one flat input: vector data."""
+    from trainer import serving
+    from trainer.vertex.batch import INPUTS
+
+    assert INPUTS["csv"] == "numbers"
+    config = Config(data_dir=vectors_dir, job_dir=str(tmp_path / "job"), conv_filters=(), hidden_units=(8,))
+    data = locate(config)
+    estimator = make_estimator(config, data.metadata)
+    estimator.train(make_input_fn(data.train, data.metadata, config, training=True), max_steps=8)
+    expected = list(estimator.predict(make_input_fn(data.eval, data.metadata, config, training=False)))[:5]
+    serving_input_fn = serving.with_default_input(serving.make_serving_input_fn(data.metadata), "numbers")
+    path = estimator.export_saved_model(
+        str(tmp_path / "export"), serving_input_fn, assets_extra={"metadata.json": data.metadata_path}
+    )
+    records = list(tf.data.TFRecordDataset(data.eval).as_numpy_iterator())
+    vectors = parse_records(tf.constant(records), data.metadata)[0].numpy()[:5]
+    header = ",".join(f"x{i}" for i in range(vectors.shape[1]))
+    text = "\n".join([header, *(",".join(repr(float(v)) for v in vector) for vector in vectors)]) + "\n"
+    request = {"instances": vertex_csv_instances(text)}
+    assert request["instances"][0] == [float(v) for v in vectors[0]]  # a bare list of numbers
+    response = respond(Model(path.decode()), json.loads(json.dumps(request)))
+    assert_same_predictions(response["predictions"], expected)
