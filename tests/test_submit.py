@@ -696,6 +696,8 @@ def test_every_metric_the_evaluation_reports_can_be_tuned(tmp_path, capsys, offl
         (tuning_shape("precision", "MAXIMIZE"), "tuning.metric: 'precision' is not reported by the trainer"),
         (tuning_shape("recall/class_a", "MAXIMIZE"), "tuning.metric: 'recall/class_a' is not reported by the trainer"),
         (tuning_shape("confusion_matrix", "MAXIMIZE"), "tuning.metric: 'confusion_matrix' is not reported by"),
+        (TUNING_HEAD + "parameters: {tuning-metric: {type: CATEGORICAL, values: [loss]}}}\n",
+         "tuning.parameters.tuning-metric: not tunable: tuning.metric sets it"),
         (TUNING_HEAD + "early_stopping: soon, parameters: {dropout: {type: DOUBLE, min: 0.1, max: 0.5}}}\n",
          "tuning.early_stopping: 'soon' is not one of median, decay_curve"),
         (TUNING_HEAD + "parameters: {model: {type: CATEGORICAL, values: [cnn, 64]}}}\n",

@@ -96,6 +96,8 @@ def _check_parameter(where: str, name: str, parameter: Any, parent: dict | None,
     # Vertex passes --NAME=VALUE to each trial, and the trainer ignores flags it does not know.
     if name not in TRAINER_FLAGS:
         raise Invalid(where, "not a flag of python -m trainer.task (spell it as the flag, e.g. learning-rate)")
+    if name == "tuning-metric":  # trials would report a metric the study does not read
+        raise Invalid(where, "not tunable: tuning.metric sets it")
     if name in seen:
         raise Invalid(where, "tuned twice: a flag appears once among the parameters")
     seen.add(name)
