@@ -8,7 +8,7 @@ import platform
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -45,6 +45,10 @@ class Size:
     batch_sizes: tuple[int, ...]
     read_batch_sizes: tuple[int, ...]
     models: dict  # model name -> Config fields of the network trained in the training benchmark
+    keras_steps_per_execution: tuple[int, ...]  # Keras rows of the training benchmark; the best is Keras's figure
+    steps_per_run: dict  # model name -> --steps-per-run values timed beside trainer.task's defaults, if it has it
+    trainer_warmup_seconds: float  # trainer.task trains this long after its one evaluation before any window
+    trainer_window_seconds: float  # the least a trainer.task window lasts (its speed is read per 100 steps)
     write_sizes: tuple[int, int]  # two sizes of the writer runs, to separate start-up from the steady rate
     accuracy_runs: int  # seeded training runs per dataset (each ~25-60 s at full size)
     digits_steps: int
@@ -71,6 +75,10 @@ SIZES = {
         batch_sizes=(32, 128, 512),
         read_batch_sizes=(32, 256, 1024),
         models={"default": {}, "dense": DENSE, "linear": LINEAR},
+        keras_steps_per_execution=(1, 8, 64),
+        steps_per_run={"dense": ("1", "8"), "linear": ("1", "8")},  # the CNN's 50 ms steps hide per-step costs
+        trainer_warmup_seconds=3.0,
+        trainer_window_seconds=1.0,
         write_sizes=(10_000, 40_000),
         accuracy_runs=3,
         digits_steps=2000,
@@ -91,6 +99,10 @@ SIZES = {
         batch_sizes=(32,),
         read_batch_sizes=(32,),
         models={"dense": {"conv_filters": (), "hidden_units": (16,)}},
+        keras_steps_per_execution=(8,),
+        steps_per_run={},
+        trainer_warmup_seconds=0.3,
+        trainer_window_seconds=0.6,
         write_sizes=(250, 1000),
         accuracy_runs=1,
         digits_steps=20,
@@ -122,10 +134,15 @@ class Bench:
     def images(self) -> Images:
         return mnist_shaped(self.size.examples, self.mnist_dir)
 
+    @property
+    def data_dir(self) -> str:
+        """Where `data` is written: a dataset folder, as trainer.task's --data-dir takes."""
+        return os.path.join(self.folder, "mnist-shaped")
+
     @cached_property
     def data(self) -> DataFiles:
         """`images` written by the project's own writer: the shards every input pipeline reads."""
-        return write_dataset(self.images.x, self.images.y, os.path.join(self.folder, "mnist-shaped"))
+        return write_dataset(self.images.x, self.images.y, self.data_dir)
 
     @cached_property
     def gzip_data(self) -> DataFiles:
@@ -173,27 +190,35 @@ def stats(values: list[float]) -> dict:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "values": values}
 
 
-def measure(runs: list[Callable[[int], float]], work_per_step: int, size: Size) -> list[dict]:
+def probe(run: Callable[[int], float], size: Size) -> float:
+    """Steps per second of `run` after its warm-up steps, from a few steps: a rough rate to size windows by."""
+    run(size.warmup_steps)
+    return PROBE_STEPS / run(PROBE_STEPS)
+
+
+def measure(
+    runs: list[Callable[[int], float]], work_per_step: int, size: Size, others: Sequence[Callable[[], None]] = ()
+) -> list[dict]:
     """The rate (work per second) of each loop over `size.repeats` timed windows; `run(steps)`
     returns the seconds of that many steps.
 
     Start-up (graph optimization, kernel set-up, queue filling) happens in the warm-up steps, never
     inside a window; a short probe then sets each loop's steps per window. The loops take their
     windows in turns, so that other load on the machine falls on all of them alike. `cores` is the
-    process's CPU time over the wall time of the windows: how much of the machine a loop keeps busy.
+    process's CPU time over the wall time of the calls: how much of the machine a loop keeps busy.
+    `others` take their turns after the loops' in each round: windows of rows timed elsewhere (a
+    trainer process), which keep their own results.
     """
-    steps = []
-    for run in runs:
-        run(size.warmup_steps)
-        steps.append(max(PROBE_STEPS, round(size.window_seconds * PROBE_STEPS / run(PROBE_STEPS))))
+    steps = [max(PROBE_STEPS, round(size.window_seconds * probe(run, size))) for run in runs]
     rates: list[list[float]] = [[] for _ in runs]
     cores: list[list[float]] = [[] for _ in runs]
     for _ in range(size.repeats):
         for run, count, rate, busy in zip(runs, steps, rates, cores):
-            cpu = time.process_time()
-            seconds = run(count)
-            rate.append(work_per_step * count / seconds)
-            busy.append((time.process_time() - cpu) / seconds)
+            cpu, wall = time.process_time(), time.perf_counter()
+            rate.append(work_per_step * count / run(count))
+            busy.append((time.process_time() - cpu) / (time.perf_counter() - wall))  # Keras times part of its call
+        for window in others:
+            window()
     return [
         {**stats(rate), "cores": statistics.median(busy), "steps_per_window": count}
         for rate, busy, count in zip(rates, cores, steps)
@@ -204,6 +229,12 @@ def paired_ratio(a: dict, b: dict) -> float:
     """The median over rounds of a's rate over b's, for two measurements taken in turns: each
     round's pair ran back to back, so load that drifts over the run cancels out of their ratio."""
     return statistics.median(x / y for x, y in zip(a["values"], b["values"]))
+
+
+def extra_microseconds(slower: dict, faster: dict) -> float:
+    """What a step of `slower` costs beyond one of `faster`, in µs, for two measurements taken in
+    turns: the median over rounds of the difference of their step times."""
+    return statistics.median(1e6 / x - 1e6 / y for x, y in zip(slower["values"], faster["values"]))
 
 
 def timed(function: Callable[[], T]) -> tuple[float, T]:

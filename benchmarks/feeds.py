@@ -6,12 +6,16 @@
 - constant: one real batch held in the graph, the limit with no input cost at all;
 - constant via FIFO: that batch handed to the step through the queue feed's last stage, the cost of
   one queue handoff per step with no reading, parsing or shuffling.
+
+Outside FEEDS, since it reads other files: the seeds' own pipeline (int64_list_feed), over the same
+images stored as the seeds stored them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -115,6 +119,30 @@ FEEDS: dict[str, Callable[[list[str], Metadata, Config], Feed]] = {
 }
 
 
+def int64_list_feed(path: str, metadata: Metadata, config: Config, threads: int) -> Feed:
+    """The seeds' own pipeline: records of one tf.train.Example per image, every pixel an int64
+    (benchmarks.writing's int64_list_writer), read one at a time by TFRecordReader.read, parsed by
+    parse_single_example, shuffled and batched by shuffle_batch with `threads` threads."""
+    schema = {
+        "image": tf.io.FixedLenFeature([math.prod(metadata.shape)], tf.int64),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
+    with tf.device("/cpu:0"):
+        filename_queue = tf.compat.v1.train.string_input_producer([path], seed=config.seed)
+        _, record = tf.compat.v1.TFRecordReader().read(filename_queue)
+        example = tf.io.parse_single_example(record, schema)
+        image = tf.reshape(tf.cast(example["image"], metadata.dtype), metadata.shape)
+        data, labels = tf.compat.v1.train.shuffle_batch(
+            [image, example["label"]],
+            config.batch_size,
+            capacity=config.shuffle_buffer + 3 * config.batch_size,  # the tutorials' room: 3 batches
+            min_after_dequeue=config.shuffle_buffer,
+            num_threads=threads,
+            seed=config.seed,
+        )
+    return Feed({metadata.feature_key: data}, labels)
+
+
 def queue_fill() -> tf.Tensor | None:
     """The value behind the summary shuffle_batch_join records: the fraction of the queue's room
     above min_after_dequeue that is full (None in a graph without that queue)."""
@@ -149,8 +177,8 @@ class Loop:
 
 
 @contextlib.contextmanager
-def session_loop(build: Callable[[], tuple[object, Callable | None]]) -> Iterator[Loop]:
-    """A Loop over what `build()` returns (step fetches, next_feed) in a graph of its own.
+def session_loop(build: Callable[[], tuple[object, Callable | None]], hooks: tuple = ()) -> Iterator[Loop]:
+    """A Loop over what `build()` returns (step fetches, next_feed) in a graph of its own, with `hooks`.
 
     The MonitoredSession initializes the variables and starts the queue runners, as the Estimator's
     does. The graph is not left as the default one, so that several loops, and Keras in eager mode,
@@ -158,7 +186,7 @@ def session_loop(build: Callable[[], tuple[object, Callable | None]]) -> Iterato
     """
     with tf.Graph().as_default():
         step, next_feed = build()
-        session = tf.compat.v1.train.MonitoredSession()
+        session = tf.compat.v1.train.MonitoredSession(hooks=list(hooks))
         loop = Loop(session, step, next_feed)
     try:
         yield loop

@@ -3,9 +3,10 @@
     python -m benchmarks [--size tiny|full] [--out benchmarks/results] [--only pipeline,training]
                          [--mnist DIR]
 
-`full` takes 7-9 minutes on a 2-core machine, and the tables benchmark 10-12 more; `tiny` is what
-the tests run. The README is rebuilt from every result file in --out, so a run of one benchmark
-updates its own section.
+`full` takes 13-20 minutes on a 2-core machine, the training benchmark 6-13 of them (its
+`python -m trainer.task` rows are read per 100 steps: the CNN's windows last 15-60 s), and the
+tables benchmark 10-12 more; `tiny` is what the tests run. The README is rebuilt from every
+result file in --out, so a run of one benchmark updates its own section.
 """
 
 from __future__ import annotations

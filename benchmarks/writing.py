@@ -25,6 +25,7 @@ BASELINE = "per-example int64-list writer"
 GZIP = "build_dataset, workers=1, gzip"
 BEAM = "Beam pipeline, DirectRunner"
 LOCAL = ("build_dataset, workers=1", "build_dataset, workers=2")  # the writers held to the targets
+INT64_LIST_FILE = "int64-list.tfrecord"
 
 
 def project_writer(x: np.ndarray, y: np.ndarray, folder: str, workers: int, compression: str = "") -> int:
@@ -48,7 +49,7 @@ def beam_writer(x: np.ndarray, y: np.ndarray, folder: str) -> int:
 def int64_list_writer(x: np.ndarray, y: np.ndarray, folder: str) -> int:
     """The queue-era tutorials' way: one tf.train.Example per image, every pixel an int64, one TFRecordWriter."""
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "int64-list.tfrecord")
+    path = os.path.join(folder, INT64_LIST_FILE)
     with tf.io.TFRecordWriter(path) as writer:
         for image, label in zip(x, y):
             feature = {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import tables, writing
+from benchmarks import tables, training, writing
 from benchmarks.common import SIZES
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
@@ -72,14 +72,20 @@ def test_pipeline_benchmark(tmp_path):
 
 def test_training_benchmark(tmp_path):
     result = run_benchmark("training", tmp_path)
+    keras = {training.KERAS.format(steps) for steps in SIZES["tiny"].keras_steps_per_execution}
+    seeds = {training.SEEDS.format(threads) for threads in training.SEEDS_THREADS}
     for trained in result["models"]:
         rows = {row["feed"]: row for row in trained["rows"]}
-        assert set(rows) == FEEDS | {"constant", "constant via FIFO", "keras fit, tf.data"}
+        assert trained["model"] == training.SEEDS_MODEL  # the tiny size's one model, which the seeds' rows feed
+        assert set(rows) == FEEDS | {"constant", "constant via FIFO", training.TRAINER} | keras | seeds
         for feed, row in rows.items():
             assert_measurement(row["steps_per_second"])
             assert positive(row["ratio_to_constant"])
-            assert_fill(row["fill"], feed == "queue")
+            assert_fill(row["fill"], feed in {"queue", *seeds})
         assert rows["constant"]["ratio_to_constant"] == 1
+        assert trained["best_keras"] in keras
+        assert all(math.isfinite(us) for us in trained["per_step_microseconds"].values())
+    assert all(math.isfinite(us) for us in result["step_costs_microseconds"].values())
     assert_targets(result)
     assert "## 2. Training" in (tmp_path / "README.md").read_text()
 
