@@ -47,6 +47,7 @@ class Size:
     models: dict  # model name -> Config fields of the network trained in the training benchmark
     keras_steps_per_execution: tuple[int, ...]  # Keras rows of the training benchmark; the best is Keras's figure
     steps_per_run: dict  # model name -> --steps-per-run values timed beside trainer.task's defaults, if it has it
+    towers: dict  # model name -> --num-towers values timed beside trainer.task's defaults, on virtual CPU devices
     trainer_warmup_seconds: float  # trainer.task trains this long after its one evaluation before any window
     trainer_window_seconds: float  # the least a trainer.task window lasts (its speed is read per 100 steps)
     write_sizes: tuple[int, int]  # two sizes of the writer runs, to separate start-up from the steady rate
@@ -77,6 +78,7 @@ SIZES = {
         models={"default": {}, "dense": DENSE, "linear": LINEAR},
         keras_steps_per_execution=(1, 8, 64),
         steps_per_run={"dense": ("1", "8"), "linear": ("1", "8")},  # the CNN's 50 ms steps hide per-step costs
+        towers={"dense": (2,)},
         trainer_warmup_seconds=3.0,
         trainer_window_seconds=1.0,
         write_sizes=(10_000, 40_000),
@@ -101,6 +103,7 @@ SIZES = {
         models={"dense": {"conv_filters": (), "hidden_units": (16,)}},
         keras_steps_per_execution=(8,),
         steps_per_run={},
+        towers={},
         trainer_warmup_seconds=0.3,
         trainer_window_seconds=0.6,
         write_sizes=(250, 1000),

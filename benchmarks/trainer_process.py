@@ -51,7 +51,7 @@ class TrainerProcess:
     """`python -m trainer.task` in a child process: started, then warmed up and paused by
     pause_when_warm(), then let run a while by each window()."""
 
-    def __init__(self, data_dir: str, job_dir: str, flags: list[str]):
+    def __init__(self, data_dir: str, job_dir: str, flags: list[str], env: dict | None = None):
         if os.path.exists(job_dir):  # the trainer would resume there, and find its evaluation done
             raise FileExistsError(f"{job_dir}: a trainer process needs a new job dir")
         self.job_dir = job_dir
@@ -59,7 +59,9 @@ class TrainerProcess:
         self.command += ["--train-steps", NEVER, "--eval-throttle-secs", NEVER, *flags]
         self._log_path = f"{job_dir}.log"
         with open(self._log_path, "w") as log:
-            self._process = subprocess.Popen(self.command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(
+                self.command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
         self._windows: list[tuple[float, float, float]] = []  # wall-clock start, end, CPU seconds
 
     def __enter__(self) -> TrainerProcess:

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 import tensorflow as tf
 
@@ -27,6 +28,7 @@ from dataformat.schema import Metadata
 from trainer import model
 from trainer.config import Config
 from trainer.dataset import DataFiles
+from trainer.devices import TOWERS_ON_CPUS
 from trainer.experiment import model_params
 
 KERAS = "keras fit, tf.data, steps_per_execution={}"
@@ -102,14 +104,30 @@ def bare_feeds(name: str, bench: Bench, config: Config) -> dict[str, Callable[[]
     return feeds
 
 
-def trainer_commands(name: str, fields: dict, bench: Bench, has_steps_per_run: bool) -> dict[str, list[str]]:
-    """Row name -> trainer.task flags: its defaults, and the size's --steps-per-run values where it has them."""
+class TrainerRow(NamedTuple):
+    flags: list[str]
+    towers: int = 1
+
+
+def trainer_rows(name: str, fields: dict, bench: Bench, has_steps_per_run: bool) -> dict[str, TrainerRow]:
+    """Row name -> trainer.task's flags: its defaults, the size's --steps-per-run values where it has
+    them, and its --num-towers values, run on virtual CPU devices (2 cores are 2 cores: these rows
+    show what the replication costs, not a speed-up)."""
     flags = as_flags({**bench.size.base, **fields})
-    commands = {TRAINER: flags}
+    rows = {TRAINER: TrainerRow(flags)}
     if has_steps_per_run:
         for steps in bench.size.steps_per_run.get(name, ()):
-            commands[f"{TRAINER} {STEPS_PER_RUN} {steps}"] = [*flags, STEPS_PER_RUN, steps]
-    return commands
+            rows[f"{TRAINER} {STEPS_PER_RUN} {steps}"] = TrainerRow([*flags, STEPS_PER_RUN, steps])
+    for towers in bench.size.towers.get(name, ()):
+        rows[f"{TRAINER} --num-towers {towers} (virtual CPU devices)"] = TrainerRow(
+            [*flags, "--num-towers", str(towers)], towers
+        )
+    return rows
+
+
+def _trainer(bench: Bench, job_dir: str, row: TrainerRow) -> TrainerProcess:
+    env = {TOWERS_ON_CPUS: "1"} if row.towers > 1 else None
+    return TrainerProcess(bench.data_dir, job_dir, row.flags, env)
 
 
 def train_model(name: str, fields: dict, bench: Bench, has_steps_per_run: bool) -> dict:
@@ -118,9 +136,10 @@ def train_model(name: str, fields: dict, bench: Bench, has_steps_per_run: bool) 
     config = Config(**size.base, **fields, steps_per_run="1")  # the bare loops: one step per session.run
     with contextlib.ExitStack() as stack:
         # The trainers start while this process builds its graphs; all are paused before any window.
+        rows = trainer_rows(name, fields, bench, has_steps_per_run)
         trainers = {
-            row: stack.enter_context(TrainerProcess(bench.data_dir, os.path.join(bench.folder, f"{name}-{i}"), flags))
-            for i, (row, flags) in enumerate(trainer_commands(name, fields, bench, has_steps_per_run).items())
+            row: stack.enter_context(_trainer(bench, os.path.join(bench.folder, f"{name}-{i}"), rows[row]))
+            for i, row in enumerate(rows)
         }
         loops = {
             feed: stack.enter_context(session_loop(partial(train_graph, make, data.metadata, config)))
@@ -144,6 +163,7 @@ def train_model(name: str, fields: dict, bench: Bench, has_steps_per_run: bool) 
             "steps_per_second": rate,
             "ratio_to_constant": paired_ratio(rate, rates["constant"]),
             "fill": fills.get(row),
+            "towers": rows[row].towers if row in rows else 1,
         }
         for row, rate in rates.items()
     ]
@@ -237,7 +257,10 @@ def section(result: dict) -> list[str]:
         "`Model.fit` on the tf.data pipeline. Start-up and the first steps are never timed; the rows "
         "take their timed windows in turns, and a ratio is the median of the per-round ratios. Cores: "
         f"the process's CPU time over wall time in the windows ({result['environment']['cores']} = the "
-        f"whole machine). Queue fill: as in table 1. Data: {result['data']}.",
+        f"whole machine). Queue fill: as in table 1. A `--num-towers 2` row runs two towers on virtual "
+        "CPU devices of these same cores: each of its steps trains two batches, so its examples/s, not its "
+        "steps/s, compare with the others, and it shows what the replication itself costs, not a speed-up. "
+        f"Data: {result['data']}.",
     ]
     headers = ["row", "steps/s (median)", "min – max", "examples/s", "ratio to constant", "cores", "queue fill"]
     for trained in result["models"]:
@@ -246,7 +269,7 @@ def section(result: dict) -> list[str]:
             [
                 row["feed"],
                 *report.spread(row["steps_per_second"]),
-                report.number(row["steps_per_second"]["median"] * config["batch_size"]),
+                report.number(row["steps_per_second"]["median"] * config["batch_size"] * row.get("towers", 1)),
                 f"{row['ratio_to_constant']:.3f}",
                 report.number(row["steps_per_second"]["cores"]),
                 report.number(row["fill"]),
