@@ -118,3 +118,13 @@ def test_the_mlp_on_images_flattens_them():
         spec = model_fn(features, None, MODES.PREDICT, params(IMAGES, model="mlp"))
         assert spec.predictions["logits"].shape.as_list() == [3, 5]
         assert not any("conv2d" in v.name for v in tf.compat.v1.global_variables())
+
+
+def test_training_leaves_the_losses_collection_to_the_estimator():
+    """The Estimator adds the spec's loss to LOSSES, and the progress line sums that collection:
+    a loss of the head's own there would count twice."""
+    with tf.Graph().as_default():
+        tf.compat.v1.train.create_global_step()
+        features = {VECTORS.feature_key: tf.zeros([4, *VECTORS.shape])}
+        model_fn(features, tf.zeros([4], tf.int64), MODES.TRAIN, params(VECTORS))
+        assert tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES) == []
