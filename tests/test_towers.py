@@ -169,6 +169,13 @@ def test_checkpoints_resume_across_one_two_and_four_towers(digits_dir, tmp_path)
         assert estimator.get_variable_value("global_step") == steps
 
 
+def test_the_checkpoint_check_sees_the_same_variables_whatever_the_towers(digits_dir, tmp_path):
+    """A rerun checks that --job-dir's checkpoint holds the model before resuming: towers must not change its answer."""
+    metadata = locate(digits_config(digits_dir, str(tmp_path), 1, 8)).metadata
+    variables = [experiment.model_variables(digits_config(digits_dir, str(tmp_path), n, 8), metadata) for n in (1, 4)]
+    assert variables[0] == variables[1]
+
+
 def test_the_export_of_several_towers_predicts_as_one_tower_with_the_same_weights(digits_dir, tmp_path):
     from trainer import serving
 
