@@ -263,7 +263,11 @@ def kill_moment(run: Run, first_progress: float, seconds: float, last_safe_step:
 def kill_training(run: Run, number: int, first_progress: float, seconds: float, args: argparse.Namespace) -> Kill:
     """SIGKILLs RUN at its moment and reads back, in its --job-dir, where a rerun resumes."""
     job_dir = run.process.args[run.process.args.index("--job-dir") + 1]
-    kill_moment(run, first_progress, seconds, args.train_steps - args.save_checkpoints_steps)
+    # Kill three checkpoints before the end at the latest: a small model runs a checkpoint's worth
+    # of steps in less than the second between two progress lines, and a kill after the last
+    # checkpoint would land in the final evaluation, not in training.
+    last_safe_step = max(args.save_checkpoints_steps, args.train_steps - 3 * args.save_checkpoints_steps)
+    kill_moment(run, first_progress, seconds, last_safe_step)
     before = checkpoint_step(job_dir)
     after_secs = time.monotonic() - first_progress
     kill(run)
