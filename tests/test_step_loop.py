@@ -32,8 +32,8 @@ def train(steps_per_run: int, runs: int, train_steps: int = 1000, **fields) -> t
         queue = tf.queue.FIFOQueue(len(data), [tf.float32, tf.int64])
         fill = queue.enqueue_many([data, labels])
         prefetch = PrefetchQueue(queue, tf.TensorShape([BATCH, 6]), tf.TensorShape([BATCH]))
-        use_for_training(QueueBatches(prefetch, VECTORS.feature_key, None))
-        spec = model_fn(None, None, tf.estimator.ModeKeys.TRAIN, params)
+        use_for_training(QueueBatches(prefetch, None))
+        spec = model_fn({VECTORS.feature_key: None}, None, tf.estimator.ModeKeys.TRAIN, params)  # the queue feeds it
         run_steps = step_loop.RunSteps.of_graph()
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())

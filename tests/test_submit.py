@@ -192,6 +192,12 @@ def check_with_library(body, message):
     getattr(aiplatform_v1, message).from_json(json.dumps(body))
 
 
+def check_body(body, message):
+    """A request body checked both ways: against the reference's fields, and by the library."""
+    check_message(body, message, message)
+    check_with_library(body, message)
+
+
 def dry_run(capsys, *flags, trainer_args=("--data-dir", "gs://b/data", "--train-steps", "500")):
     """Runs `python -m trainer.vertex.submit --dry-run`; returns (POST line, body, gcloud command)."""
     argv = ["--dry-run", "--project", "p", "--job-dir", "gs://b/runs/x", *flags, "--", *trainer_args]
@@ -229,8 +235,7 @@ def test_shipped_shapes_give_documented_bodies(capsys, offline, path, code):
     assert (
         post == f"POST https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/{collection}"
     )
-    check_message(body, message, message)
-    check_with_library(body, message)
+    check_body(body, message)
     job_spec = body["trialJobSpec"] if tuning else body["jobSpec"]
     assert job_spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://b/runs/x"}
     for pool in pools_of(body):
@@ -563,8 +568,7 @@ def test_job_options_go_where_the_reference_has_them(tmp_path, capsys, offline):
     path = tmp_path / "options.yaml"
     path.write_text(OPTIONS_SHAPE)
     _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG")
-    check_message(body, "CustomJob", "CustomJob")
-    check_with_library(body, "CustomJob")
+    check_body(body, "CustomJob")
     assert body["labels"] == {"team": "vision"}
     assert body["encryptionSpec"] == {"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"}
     spec = body["jobSpec"]
@@ -586,8 +590,7 @@ def test_job_options_go_where_the_reference_has_them(tmp_path, capsys, offline):
 def test_a_tuning_job_has_its_options_on_the_job_and_its_trials(capsys, offline):
     flags = ("--label", "team=vision", "--kms-key", "projects/p/locations/r/keyRings/r/cryptoKeys/k", "--timeout", "2h")
     _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME["hptuning"], "--image", "IMG", *flags)
-    check_message(body, "HyperparameterTuningJob", "HyperparameterTuningJob")
-    check_with_library(body, "HyperparameterTuningJob")
+    check_body(body, "HyperparameterTuningJob")
     assert body["labels"] == {"team": "vision"} and body["encryptionSpec"]["kmsKeyName"].endswith("/k")
     assert body["trialJobSpec"]["scheduling"] == {"timeout": "7200s"}
 
@@ -630,8 +633,7 @@ def test_categorical_conditional_parameters_and_early_stopping(tmp_path, capsys,
     path = tmp_path / "tuning.yaml"
     path.write_text(CONDITIONAL_TUNING)
     _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG")
-    check_message(body, "HyperparameterTuningJob", "HyperparameterTuningJob")
-    check_with_library(body, "HyperparameterTuningJob")
+    check_body(body, "HyperparameterTuningJob")
     study = body["studySpec"]
     assert study["medianAutomatedStoppingSpec"] == {"useElapsedDuration": False}
     assert study["measurementSelectionType"] == "BEST_MEASUREMENT"

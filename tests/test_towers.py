@@ -40,8 +40,8 @@ def train_graph(towers: int, data: np.ndarray, labels: np.ndarray, **fields):
     tf.compat.v1.train.create_global_step()
     queue = tf.queue.FIFOQueue(len(data), [tf.float32, tf.int64])
     prefetch = PrefetchQueue(queue, tf.TensorShape([None, 6]), tf.TensorShape([None]))
-    use_for_training(QueueBatches(prefetch, VECTORS.feature_key, None))
-    spec = model_fn(None, None, tf.estimator.ModeKeys.TRAIN, params)
+    use_for_training(QueueBatches(prefetch, None))
+    spec = model_fn({VECTORS.feature_key: None}, None, tf.estimator.ModeKeys.TRAIN, params)  # the queue feeds it
     return spec.train_op, queue.enqueue_many([data, labels]), queue.size()
 
 

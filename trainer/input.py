@@ -128,7 +128,7 @@ def stages_on_device(config: Config) -> bool:
 
 
 class Batch(NamedTuple):
-    features: dict[str, tf.Tensor]
+    data: tf.Tensor
     labels: tf.Tensor
     put: tf.Operation | None  # stages the tower's next batch; the step must run it
 
@@ -143,20 +143,19 @@ class QueueBatches:
     when the session starts.
     """
 
-    def __init__(self, prefetch: PrefetchQueue, feature_key: str, staging_devices: list[str] | None):
-        self._prefetch, self._feature_key, self._devices = prefetch, feature_key, staging_devices
+    def __init__(self, prefetch: PrefetchQueue, staging_devices: list[str] | None):
+        self._prefetch, self._devices = prefetch, staging_devices
         for tower in range(len(staging_devices or [])):
             tf.compat.v1.add_to_collection(STAGING_AREA, self._stage(tower))
 
     def take(self, tower: int) -> Batch:
         if self._devices is None:
-            data, labels = self._prefetch.dequeue()
-            return Batch({self._feature_key: data}, labels, None)
+            return Batch(*self._prefetch.dequeue(), None)
         with tf.device(self._devices[tower]):
             data, labels = tf.raw_ops.Unstage(dtypes=self._prefetch.queue.dtypes, shared_name=f"{STAGING_AREA}_{tower}")
         data.set_shape(self._prefetch.data_shape)
         labels.set_shape(self._prefetch.labels_shape)
-        return Batch({self._feature_key: data}, labels, self._stage(tower))
+        return Batch(data, labels, self._stage(tower))
 
     def _stage(self, tower: int) -> tf.Operation:
         """Copies the next ready batch into tower `tower`'s staging area."""
@@ -168,8 +167,8 @@ class FixedBatches:
     """The batch model_fn was given, for every step and tower: what trains when the features do
     not come from this module's queue (a fed or constant batch)."""
 
-    def __init__(self, features: dict[str, tf.Tensor], labels: tf.Tensor):
-        self._batch = Batch(features, labels, None)
+    def __init__(self, data: tf.Tensor, labels: tf.Tensor):
+        self._batch = Batch(data, labels, None)
 
     def take(self, tower: int) -> Batch:
         return self._batch
@@ -180,9 +179,10 @@ def use_for_training(batches: QueueBatches) -> None:
     _TRAINING_BATCHES[tf.compat.v1.get_default_graph()] = batches
 
 
-def training_batches(features: dict[str, tf.Tensor], labels: tf.Tensor) -> QueueBatches | FixedBatches:
-    """Where model_fn takes its training batches: the queue's, when the training input_fn built one."""
-    return _TRAINING_BATCHES.get(tf.compat.v1.get_default_graph()) or FixedBatches(features, labels)
+def training_batches(data: tf.Tensor, labels: tf.Tensor) -> QueueBatches | FixedBatches:
+    """Where model_fn takes its training batches: the queue's, when the training input_fn built one,
+    else the batch it was given."""
+    return _TRAINING_BATCHES.get(tf.compat.v1.get_default_graph()) or FixedBatches(data, labels)
 
 
 class StagingHook(tf.estimator.SessionRunHook):
@@ -245,7 +245,7 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
             )
             prefetch = prefetch_queue(_unblocked(data), _unblocked(labels), towers)
         staging = [tower_device(tower) for tower in range(towers)] if stages_on_device(config) else None
-        use_for_training(QueueBatches(prefetch, metadata.feature_key, staging))
+        use_for_training(QueueBatches(prefetch, staging))
         data, labels = prefetch.dequeue()  # model_fn takes its batches from the QueueBatches; this one is for others
         return {metadata.feature_key: data}, labels
 

@@ -126,9 +126,9 @@ def model_fn(features, labels, mode, params, config=None):
     if mode != tf.estimator.ModeKeys.TRAIN:
         return head.estimator_spec(mode, network(features[metadata.feature_key], training=False), labels)
     build_variables(network, metadata, settings.towers)
-    optimizer, batches = _optimizer(settings), training_batches(features, labels)
+    optimizer, batches = _optimizer(settings), training_batches(features[metadata.feature_key], labels)
     result = step_loop.run(
-        lambda: train_step(network, head, optimizer, batches, metadata.feature_key, settings.towers),
+        lambda: train_step(network, head, optimizer, batches, settings.towers),
         settings.steps_per_run,
         settings.train_steps,
         tf.TensorSpec([None, *metadata.shape], metadata.dtype),

@@ -44,7 +44,7 @@ def build_variables(network: tf.keras.Model, metadata: Metadata, towers: int) ->
     """Creates the network's variables before any tower or loop uses them (on the CPU with
     several towers), by calling it on an empty batch that never runs."""
     empty = tf.zeros([0, *metadata.shape], tf.as_dtype(metadata.dtype))
-    with _placed(VARIABLE_DEVICE if towers > 1 else None):
+    with _placed(VARIABLE_DEVICE, towers):
         network(empty, training=False)
 
 
@@ -53,15 +53,14 @@ def train_step(
     head: ClassificationHead,
     optimizer: tf.compat.v1.train.Optimizer,
     batches: QueueBatches | FixedBatches,
-    feature_key: str,
     towers: int,
 ) -> StepResult:
     """One step: every tower takes its batch and computes its gradients; their mean updates the variables."""
     losses, accuracies, gradients, puts = [], [], [], []
     for tower in range(towers):
         batch = batches.take(tower)
-        data, labels = batch.features[feature_key], batch.labels
-        with _placed(tower_device(tower) if towers > 1 else None), _scope(tower, towers):
+        data, labels = batch.data, batch.labels
+        with _placed(tower_device(tower), towers), _scope(tower, towers):
             known_updates = len(network.updates)
             logits = network(data, training=True)
             if tower == 0:  # Keras layers keep batch norm's updates to themselves; run the first tower's
@@ -71,7 +70,7 @@ def train_step(
         losses.append(loss)
         accuracies.append(head.accuracy(logits, labels))
         puts += [batch.put] if batch.put is not None else []
-    with tf.control_dependencies(updates), _placed(VARIABLE_DEVICE if towers > 1 else None):
+    with tf.control_dependencies(updates), _placed(VARIABLE_DEVICE, towers):
         update = optimizer.apply_gradients(_mean(gradients), global_step=tf.compat.v1.train.get_global_step())
     return StepResult(tf.group(update, *puts), tf.add_n(losses) / towers, tf.add_n(accuracies) / towers, examples)
 
@@ -89,8 +88,9 @@ def _mean(tower_gradients: list[list[tuple[tf.Tensor, tf.Variable]]]) -> list[tu
     return averaged
 
 
-def _placed(device: str | None):
-    return tf.device(device) if device else contextlib.nullcontext()
+def _placed(device: str, towers: int):
+    """Ops on `device` with several towers; with one, where TensorFlow puts them (the GPU if any)."""
+    return tf.device(device) if towers > 1 else contextlib.nullcontext()
 
 
 def _scope(tower: int, towers: int):
