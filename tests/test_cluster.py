@@ -20,12 +20,14 @@ def test_local_cluster_trains_evaluates_and_exports(tmp_path):
     digits_dir = str(tmp_path / "digits")
     build_dataset(read_digits(None, SourceOptions()), digits_dir, source="digits", shards=6)
     job_dir = str(tmp_path / "job")
-    target = 600
+    # The Estimator starts worker i (i + 1) x 5 s after the chief; on 2 busy cores worker-1
+    # joins about 20 s in, so the target must outlast that with room to spare.
+    target = 2000
     result = subprocess.run(
         [
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "2", "--ps", "1", "--",
             "--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", str(target),
-            "--save-checkpoints-steps", "200", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+            "--save-checkpoints-steps", "500", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
         ],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
