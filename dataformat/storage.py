@@ -85,6 +85,9 @@ def temporary_name(name: str) -> str:
     return f".{name}.partial-{os.getpid()}"
 
 
+WRITE_BUFFER_BYTES = 2**20  # shards are written a record at a time: one system call per MiB, not per record
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str) -> Iterator[BinaryIO]:
     """Yields a file to write; it appears at `path` only if the block finishes without error."""
@@ -95,7 +98,7 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
     folder, name = os.path.split(path)
     partial = os.path.join(folder, temporary_name(name))
     try:
-        with open(partial, "wb") as file:
+        with open(partial, "wb", buffering=WRITE_BUFFER_BYTES) as file:
             yield file
             file.flush()
             os.fsync(file.fileno())

@@ -120,6 +120,18 @@ def string_fields(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np
     return out, starts
 
 
+# Where a feature's values sit in a tf.train.Feature (see wire.entry_header).
+FLOAT_VALUES = (2, 1)  # Feature.float_list > FloatList.value, packed little-endian float32
+BYTES_VALUES = (1,)  # Feature.bytes_list, whose BytesList.value fields string_fields makes
+INT64_VALUES = (3, 1)  # Feature.int64_list > Int64List.value, packed varints
+
+
+def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative integers as consecutive varints: (the bytes, where each value's starts, n + 1)."""
+    groups, sizes = _varint_bytes(values)
+    return groups[np.arange(groups.shape[1])[None, :] < sizes[:, None]], np.concatenate([[0], np.cumsum(sizes)])
+
+
 def encode_table_records(
     numeric: dict[str, np.ndarray],
     strings: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -132,19 +144,26 @@ def encode_table_records(
 
     `numeric` maps a column to float32 values (NaN: missing); `strings` maps a column to its
     values in Arrow's layout (offsets, bytes; empty: missing). The bytes are those of
-    TensorFlow's deterministic serialization (see wire.py).
+    TensorFlow's deterministic serialization (see wire.py). Every column is first encoded whole,
+    vectorized; a record is then one slice of each, behind its cached entry header.
     """
     rows = len(labels)
-    fields = {name: string_fields(*layout) for name, layout in strings.items()}
-    for start in range(0, rows, per_record):
-        stop = min(start + per_record, rows)
-        features = {}
-        for name, values in numeric.items():  # Feature.float_list (2) > FloatList.value (1), packed
-            features[name] = wire.field(2, wire.field(1, np.ascontiguousarray(values[start:stop], "<f4").tobytes()))
-        for name, (out, starts) in fields.items():  # Feature.bytes_list (1) > BytesList.value (1) each
-            features[name] = wire.field(1, out[starts[start] : starts[stop]].tobytes())
-        features[label_key] = wire.field(3, wire.field(1, wire.varints(labels[start:stop])))
-        yield wire.example(features)
+    firsts = np.append(np.arange(0, rows, per_record), rows)  # each record's first row, then the end
+    encoded = {}  # key: (where its values sit, all its bytes, where each record's bytes start)
+    for name, values in numeric.items():
+        encoded[name] = (FLOAT_VALUES, np.ascontiguousarray(values, "<f4").view(np.uint8), firsts * 4)
+    for name, layout in strings.items():
+        data, starts = string_fields(*layout)
+        encoded[name] = (BYTES_VALUES, data, starts[firsts])
+    data, starts = _varints(labels)
+    encoded[label_key] = (INT64_VALUES, data, starts[firsts])
+    columns = [(key, path, data, bounds.tolist()) for key, (path, data, bounds) in sorted(encoded.items())]
+    for record in range(len(firsts) - 1):
+        parts = []
+        for key, path, data, bounds in columns:
+            payload = data[bounds[record] : bounds[record + 1]].tobytes()
+            parts += (wire.entry_header(key, path, len(payload)), payload)
+        yield wire.field(1, b"".join(parts))  # Example.features (1)
 
 
 def is_number(text: str) -> bool:

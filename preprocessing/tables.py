@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import logging
 import math
 import os
@@ -267,36 +268,47 @@ def add_counts(total: ColumnCount, more: ColumnCount, cap: int) -> None:
         total.distinct = Counter()
 
 
+def _spellings(token: str) -> set[str]:
+    """Every upper and lower case spelling of a token: "na", "nA", "Na", "NA"."""
+    return {"".join(chars) for chars in itertools.product(*({char.lower(), char.upper()} for char in token))}
+
+
+# Matched as they are: cheaper than lowering every value first.
+MISSING_SPELLINGS = pa.array(sorted(set().union(*map(_spellings, tables.MISSING_TOKENS))))
+
+
 def _missing(column: pa.Array) -> np.ndarray:
-    return pc.is_in(pc.utf8_lower(column), value_set=pa.array(tables.MISSING_TOKENS)).to_numpy(zero_copy_only=False)
+    return pc.is_in(column, value_set=MISSING_SPELLINGS).to_numpy(zero_copy_only=False)
 
 
-def _count(values: pa.Array, train: np.ndarray, where: tuple, cap: int, text: bool) -> tuple[ColumnCount, pa.Array]:
+def _count(values: pa.Array, train: np.ndarray, where: tuple, cap: int, earlier: ColumnCount) -> tuple:
     """One block of a column counted, and its values with the missing ones null. `where` is (the
-    file, the block's line numbers); `text` says an earlier block already held a value that is no
-    number (the cast need not be tried again)."""
+    file, the block's line numbers); `earlier` is the column's count in the file's block before,
+    whose findings stand: a value that is no number (the cast need not be tried again), more
+    distinct values than `cap` (they need not be counted again)."""
     missing = _missing(values)
     present = ~missing
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
     numbers, finite = None, False
-    if not text:
+    if earlier.numbers:
         try:
             numbers = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
             finite = bool(np.isfinite(numbers).all())
         except pa.ArrowInvalid:
             pass
-    if text:
+    if not earlier.numbers:
         counts.numbers = False
     elif finite:
         kept = numbers[train[present]]
-        counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.dot(kept, kept)), len(kept)
+        counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
     else:
         counts.numbers, counts.not_a_number = False, _first_not_a_number(values, present, where)
-    distinct = pc.value_counts(values.filter(pa.array(present & train)))
-    if len(distinct) > cap:  # a number or an ID: known before the values are turned into Python's
-        counts.too_many = True
-    else:
-        counts.distinct = Counter(dict(zip(distinct.field("values").to_pylist(), distinct.field("counts").to_pylist())))
+    counts.too_many = earlier.too_many
+    if not counts.too_many:
+        distinct = pc.value_counts(values.filter(pa.array(present & train)))
+        counts.too_many = len(distinct) > cap  # a number or an ID: known before the values become Python's
+        if not counts.too_many:
+            counts.distinct = _as_counter(distinct)
     return counts, pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
 
 
@@ -316,16 +328,18 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
         raise UserError(f"{path}: {_header_difference(plan.names, names)}; every file must have the first's header")
     key = file_key(path, plan.root, plan.seed)
     threshold = np.uint64(min(int(plan.eval_fraction * 2.0**64), 2**64 - 1))
-    text = set()  # columns that held a value that is no number in an earlier block of this file
+    earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
     done = 0
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
         for batch in _blocks(path, names, has_header):
             lines = np.arange(done, done + batch.num_rows) + (2 if has_header else 1)
-            yield _read_block(batch, lines, key, threshold, plan, pool, text, path)
+            block = _read_block(batch, lines, key, threshold, plan, pool, earlier, path)
+            earlier = block.counts
+            yield block
             done += batch.num_rows
 
 
-def _read_block(batch, lines, key, threshold, plan: TablePlan, pool, text: set, path: str) -> Block:
+def _read_block(batch, lines, key, threshold, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted."""
     cap = plan.options.max_categories
     split_hash, order = row_hashes(key, lines)
@@ -335,13 +349,11 @@ def _read_block(batch, lines, key, threshold, plan: TablePlan, pool, text: set, 
     if missing_label.any():
         line = int(lines[np.argmax(missing_label)])
         raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
-    counted = pool.map(lambda name: _count(trimmed[name], train, (path, lines), cap, name in text), plan.features)
+    counted = pool.map(lambda name: _count(trimmed[name], train, (path, lines), cap, earlier[name]), plan.features)
     counts, nulled = {}, [trimmed[plan.label]]
     for name, (count, values) in zip(plan.features, counted):
         counts[name] = count
         nulled.append(values)
-        if not count.numbers:
-            text.add(name)
     labels = _label_counts(trimmed[plan.label], plan)
     rows = pa.RecordBatch.from_arrays([*nulled, pa.array(order)], schema=plan.bucket_schema)
     parts = []
@@ -400,7 +412,12 @@ def _label_counts(labels: pa.Array, plan: TablePlan) -> Counter:
     found = pc.value_counts(labels)
     if len(found) > MAX_LABELS:
         check_labels(Counter(range(len(found))), plan)
-    return Counter(dict(zip(found.field("values").to_pylist(), found.field("counts").to_pylist())))
+    return _as_counter(found)
+
+
+def _as_counter(value_counts: pa.StructArray) -> Counter:
+    """pyarrow's value_counts as Python's."""
+    return Counter(dict(zip(value_counts.field("values").to_pylist(), value_counts.field("counts").to_pylist())))
 
 
 def _header_difference(expected: tuple[str, ...], found: list[str]) -> str:
