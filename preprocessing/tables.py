@@ -8,7 +8,8 @@ many rows there are.
   decide  each column is numeric or categorical (the data, then the flags); vocabularies
           (--min-frequency), means and standard deviations, from the training rows only.
   pass 2  each shard's rows, from its temporary file, are put in a seeded random order,
-          converted and written as packed records (dataformat.tables); metadata.json last.
+          converted and written as packed records (dataformat.tables), a piece at a time;
+          metadata.json last.
 
 Every row is checked in pass 1, and a mistake is a UserError naming the file, line and column.
 """
@@ -16,6 +17,7 @@ Every row is checked in pass 1, and a mistake is a UserError naming the file, li
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import itertools
 import logging
@@ -53,12 +55,15 @@ from preprocessing.writer import clear_output, shard_output, usable_cores
 
 log = logging.getLogger(__name__)
 
-BLOCK_BYTES = 4 * 2**20  # CSV text parsed at a time: with the open shard files, the memory budget
+PARSE_BYTES = 2**20  # CSV text pyarrow parses at a time; it reads up to 32 of these ahead
+PARSES_A_BLOCK = 4  # parsed pieces counted and placed together: fewer, larger steps for Python
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
+WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
 CSV_SUFFIXES = (".csv", ".csv.gz")
+RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ def header_of(path: str) -> tuple[list[str], bool]:
 def _csv_options(names: list[str], has_header: bool, threads: bool, on_invalid_row) -> dict:
     return {
         "read_options": pacsv.ReadOptions(
-            column_names=names, skip_rows=1 if has_header else 0, block_size=BLOCK_BYTES, use_threads=threads
+            column_names=names, skip_rows=1 if has_header else 0, block_size=PARSE_BYTES, use_threads=threads
         ),
         "parse_options": pacsv.ParseOptions(invalid_row_handler=on_invalid_row),
         "convert_options": pacsv.ConvertOptions(
@@ -159,7 +164,9 @@ def _blocks(path: str, names: list[str], has_header: bool) -> Iterator[pa.Record
 
     try:
         with _opened(path) as stream:
-            yield from pacsv.open_csv(stream, **_csv_options(names, has_header, True, on_invalid_row))
+            pieces = pacsv.open_csv(stream, **_csv_options(names, has_header, True, on_invalid_row))
+            while group := list(itertools.islice(pieces, PARSES_A_BLOCK)):
+                yield pa.Table.from_batches(group).combine_chunks().to_batches()[0]
     except pa.ArrowInvalid as error:
         if not ragged:
             raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
@@ -383,7 +390,9 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
                 for i in range(count)
             }
             for path in tqdm(files, unit="file", desc="reading", disable=None):
-                for block in read_blocks(path, plan):
+                for number, block in enumerate(read_blocks(path, plan)):
+                    if number % RELEASE_BLOCKS == RELEASE_BLOCKS - 1:
+                        release_memory()
                     for name, more in block.counts.items():
                         add_counts(counts[name], more, plan.options.max_categories)
                     labels.update(block.labels)
@@ -397,6 +406,25 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
             "set TMPDIR to a folder with room for about the size of the input"
         ) from None
     return counts, labels, rows
+
+
+def _glibc_malloc_trim():
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: the heap is left as it is
+        return None
+
+
+_MALLOC_TRIM = _glibc_malloc_trim()
+
+
+def release_memory() -> None:
+    """Hands freed memory back to the system: Arrow's pool's, and glibc's heap, which otherwise keeps
+    what numpy's arrays of each block freed (Dask's advice for the same: malloc_trim). Without it,
+    pass 1 left 180 MB to pass 2."""
+    pa.default_memory_pool().release_unused()
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
 
 
 def _bucket(folder: str, split: str, index: int) -> str:
@@ -498,21 +526,26 @@ class ShardWriter:
 
     def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
         order = pc.sort_indices(rows, [(ORDER, "ascending")])
+        piece = self.per_record * max(1, WRITE_ROWS // self.per_record)  # whole records a piece
+        with shard_output(path, self.compression) as (out, counted):
+            for start in range(0, rows.num_rows, piece):
+                for record in self._records(rows, order.slice(start, piece)):
+                    out.write(frame(record))
+        release_memory()  # the shard's buffers: memory stays flat
+        return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
+
+    def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:
+        """The records of the chosen rows, in that order, converted one column at a time."""
         numeric, strings = {}, {}
-        for column in self.columns:  # one column at a time in the shard's order: no copy of the whole shard
-            values = rows.column(column.name).take(order).combine_chunks()  # null where missing
+        for column in self.columns:
+            values = rows.column(column.name).take(chosen).combine_chunks()  # null where missing
             if column.kind == tables.NUMERIC:
                 numeric[column.name] = pc.cast(values, pa.float32()).to_numpy(zero_copy_only=False)
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
-        label_values = rows.column(self.label).take(order)
+        label_values = rows.column(self.label).take(chosen)
         labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
-        records = tables.encode_table_records(numeric, strings, labels.astype(np.int64), self.per_record, LABEL_KEY)
-        with shard_output(path, self.compression) as (out, counted):
-            for record in records:
-                out.write(frame(record))
-        pa.default_memory_pool().release_unused()  # hand the shard's buffers back: memory stays flat
-        return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
+        return tables.encode_table_records(numeric, strings, labels.astype(np.int64), self.per_record, LABEL_KEY)
 
 
 def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -633,7 +666,7 @@ def build_table_dataset(
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         counts, labels, rows = _read_pass(files, plan, folder)
-        pa.default_memory_pool().release_unused()  # pass 1's blocks are gone: hand their memory back
+        release_memory()  # pass 1's blocks are gone
         columns = decide_columns(plan, counts, files)
         writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
