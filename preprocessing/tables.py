@@ -2,9 +2,11 @@
 many rows there are.
 
   pass 1  every file is read in blocks by pyarrow's multi-threaded CSV reader, each value as
-          text. Each row's split and shard come from a hash of its file and line, so they do not
-          depend on the read order. Per column, the training rows' missing values, numbers and
-          distinct values are counted; the block's rows go to their shard's temporary Arrow file.
+          text. A block's rows are split by class, --eval-fraction of each to
+          evaluation, chosen by a hash of their file and line, which also gives their shard:
+          nothing depends on the order of the files. Per column, the training rows' missing
+          values, numbers and distinct values are counted; the block's rows go to their shard's
+          temporary Arrow file.
   decide  each column is numeric or categorical (the data, then the flags); vocabularies
           (--min-frequency), means and standard deviations, from the training rows only.
   pass 2  each shard's rows, from its temporary file, are put in a seeded random order,
@@ -220,6 +222,23 @@ def row_hashes(key: np.uint64, lines: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return split, _mix(split)
 
 
+def stratified_train(split_hash: np.ndarray, order: np.ndarray, labels: pa.Array, eval_fraction: float) -> np.ndarray:
+    """Which rows of a block are training rows. Of each class's n rows in the block, those with
+    the lowest split hashes go to evaluation: n x eval_fraction of them, its fraction rounded up
+    or down by a draw from the class's order hashes, so that a class seen once a block still
+    reaches evaluation at the fraction's rate. Per block, so no stream needs counting ahead."""
+    classes = pc.dictionary_encode(labels).indices.to_numpy(zero_copy_only=False)
+    ranked = np.lexsort((split_hash, classes))  # by class, then by split hash
+    counts = np.bincount(classes)
+    firsts = np.cumsum(counts) - counts  # where each class starts in `ranked`
+    draw = order[ranked[firsts]] / 2.0**64  # uniform in [0, 1), one a class
+    evaluated = np.floor(counts * eval_fraction + draw).astype(np.int64)
+    rank = np.arange(len(ranked)) - firsts[classes[ranked]]
+    train = np.ones(len(classes), bool)
+    train[ranked[rank < evaluated[classes[ranked]]]] = False
+    return train
+
+
 # Pass 1.
 
 
@@ -334,28 +353,27 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     if has_header != plan.has_header or tuple(names) != plan.names:
         raise UserError(f"{path}: {_header_difference(plan.names, names)}; every file must have the first's header")
     key = file_key(path, plan.root, plan.seed)
-    threshold = np.uint64(min(int(plan.eval_fraction * 2.0**64), 2**64 - 1))
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
     done = 0
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
         for batch in _blocks(path, names, has_header):
             lines = np.arange(done, done + batch.num_rows) + (2 if has_header else 1)
-            block = _read_block(batch, lines, key, threshold, plan, pool, earlier, path)
+            block = _read_block(batch, lines, key, plan, pool, earlier, path)
             earlier = block.counts
             yield block
             done += batch.num_rows
 
 
-def _read_block(batch, lines, key, threshold, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
+def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted."""
     cap = plan.options.max_categories
-    split_hash, order = row_hashes(key, lines)
-    train = split_hash >= threshold
     trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in [plan.label, *plan.features]}
     missing_label = _missing(trimmed[plan.label])
     if missing_label.any():
         line = int(lines[np.argmax(missing_label)])
         raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
+    split_hash, order = row_hashes(key, lines)
+    train = stratified_train(split_hash, order, trimmed[plan.label], plan.eval_fraction)
     counted = pool.map(lambda name: _count(trimmed[name], train, (path, lines), cap, earlier[name]), plan.features)
     counts, nulled = {}, [trimmed[plan.label]]
     for name, (count, values) in zip(plan.features, counted):

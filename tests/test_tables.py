@@ -12,6 +12,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import preprocessing.tables
 from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.schema import LABEL_KEY, Metadata, decode_record, parse_records
@@ -245,6 +246,29 @@ def test_a_headerless_file_names_its_columns_by_position(tmp_path):
     write_table(tmp_path / "t.csv", header=ROWS[0])
     metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())
     assert metadata.label_column == "column_5" and metadata.columns[0].name == "column_1"
+
+
+def eval_counts(folder, metadata: Metadata) -> dict[str, int]:
+    _, labels = read_rows(folder, metadata, "eval")
+    return {name: int(np.sum(labels == index)) for index, name in enumerate(metadata.class_names)}
+
+
+def test_the_split_is_stratified_by_class(tmp_path):
+    labels = ["a"] * 900 + ["b"] * 100 + ["c"] * 10
+    rows = [f"{i},{label}" for i, label in enumerate(labels)]
+    (tmp_path / "t.csv").write_text("\n".join(["x,y", *rows]) + "\n")
+    metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())
+    assert eval_counts(tmp_path / "out", metadata) == {"a": 180, "b": 20, "c": 2}  # a fifth of each, exactly
+
+
+def test_a_class_seen_once_a_block_still_reaches_evaluation(tmp_path, monkeypatch):
+    monkeypatch.setattr(preprocessing.tables, "PARSE_BYTES", 256)  # blocks of about 100 rows
+    rows = [f"{i},{'rare' if i % 100 == 0 else 'common'}" for i in range(10_000)]
+    (tmp_path / "t.csv").write_text("\n".join(["x,y", *rows]) + "\n")
+    metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())
+    counts = eval_counts(tmp_path / "out", metadata)
+    assert 8 <= counts["rare"] <= 35  # about a fifth of 100, where rounding each block's 0.2 would give 0
+    assert counts["common"] + counts["rare"] == metadata.splits["eval"].examples
 
 
 def test_splits_hash_rows_so_that_rows_in_order_still_spread(tmp_path):
