@@ -1,11 +1,14 @@
 """The model_fn in each mode, on tiny inputs: shapes, dtypes and what each mode returns."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from tiny import IMAGES, VECTORS
 
 from dataformat.errors import UserError
+from dataformat.tables import NUMERIC, Column
 from trainer.config import Config
 from trainer.model import ModelSettings, model_fn
 
@@ -98,6 +101,14 @@ def test_auto_picks_the_cnn_for_images_and_the_mlp_for_vectors():
     assert params(IMAGES)["settings"].network == "cnn"
     assert params(VECTORS)["settings"].network == "mlp"
     assert params(IMAGES, model="mlp")["settings"].network == "mlp"
+
+
+def test_dropout_defaults_to_more_for_tables_and_a_flag_overrides_it():
+    table = dataclasses.replace(VECTORS, shape=(1,), columns=(Column("age", NUMERIC),), label_column="y")
+    assert params(table)["settings"].network == "wide_deep"
+    assert params(table)["settings"].dropout == 0.5
+    assert params(VECTORS)["settings"].dropout == params(IMAGES)["settings"].dropout == 0.3
+    assert params(table, dropout=0.1)["settings"].dropout == params(IMAGES, dropout=0.1)["settings"].dropout == 0.1
 
 
 def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():
