@@ -86,24 +86,21 @@ def test_a_failed_job_exits_1_with_its_error_message(vertex, caplog, capsys):
 
 @contextlib.contextmanager
 def interrupting(vertex, gets: int):
-    """Ctrl-C (a real SIGINT to the main thread) once the job has been looked at `gets` times,
-    and again every 5 s until the command cancels the job or returns, as a person would press it
-    again: CPython drops a KeyboardInterrupt that lands while a finalizer runs (it only prints
-    it), and CI once hung here on such a lost one."""
-    returned = threading.Event()
+    """Ctrl-C (a real SIGINT to the main thread) once the job has been looked at `gets` times.
+    Python's own handler is put in place first: a process started in the background by a
+    non-interactive shell (`pytest &`) inherits SIGINT ignored, and then nothing would come."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def send():
         while vertex.gets < gets:
             time.sleep(0.01)
-        while not (vertex.cancelled or returned.is_set()):
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-            returned.wait(5)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     threading.Thread(target=send, daemon=True).start()
     try:
         yield
     finally:
-        returned.set()
+        signal.signal(signal.SIGINT, handler)
 
 
 @pytest.mark.slow
