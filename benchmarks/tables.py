@@ -44,6 +44,7 @@ CHUNK_ROWS = 500_000  # rows generated and written at a time: the generator's ow
 LABEL = "income"
 NEW = "python -m preprocessing"
 OLD = "old reader (csv module)"
+PANDAS = "pandas.read_csv"
 MIB = 2**20
 
 
@@ -144,6 +145,12 @@ def old_reader_command(path: str) -> list[str]:
     return [sys.executable, "-c", f"import sys\n\n{source}\n{old_csv_reader.__name__}(sys.argv[1])", path]
 
 
+def pandas_command(path: str) -> list[str]:
+    """pandas.read_csv of the whole file into a DataFrame (types inferred, text as Python strings), by a
+    bare interpreter: what a user would reach for first."""
+    return [sys.executable, "-c", "import sys, pandas\n\npandas.read_csv(sys.argv[1])", path]
+
+
 def preprocess_command(path: str, output: str, label: str) -> list[str]:
     """The conversion as a user runs it: only --label-column besides the files."""
     command = [sys.executable, "-m", "preprocessing", "--source", "csv", "--input", path, "--output", output]
@@ -164,6 +171,8 @@ def reading(bench: Bench) -> dict:
             (NEW, large): lambda: preprocess_command(files[large], output, LABEL),
             (OLD, small): lambda: old_reader_command(files[small]),
         }
+        if importlib.util.find_spec("pandas") is not None:  # beside the old reader, at both sizes
+            commands |= {(PANDAS, rows): lambda rows=rows: pandas_command(files[rows]) for rows in (small, large)}
         measured: dict[tuple[str, int], list[tuple[float, int]]] = {run: [] for run in commands}
         for _ in range(size.repeats):
             for run, command in commands.items():  # in turns, so that other load falls on every run alike
@@ -483,7 +492,8 @@ def reading_section(result: dict) -> list[str]:
         f"`python -m preprocessing --source csv --input X.csv --output DIR --label-column {LABEL}`: the whole "
         "conversion, shards written. The old reader (the project's before pyarrow) only reads: the csv module's "
         "rows as Python lists, then each column into numpy; it runs at "
-        f"{small:,} rows only, since at {large:,} it would hold about {figures['old_at_large_gib']:.1f} GiB.",
+        f"{small:,} rows only, since at {large:,} it would hold about {figures['old_at_large_gib']:.1f} GiB. "
+        f"`{PANDAS}` (where pandas is installed) reads the whole file into a DataFrame, at both sizes.",
         "",
         *report.table(headers, rows),
         "",

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up chatter out of test output
+
+# A pytest started in the background by a non-interactive shell (`pytest &`) inherits SIGINT
+# ignored, and so would every command it starts: the tests that press Ctrl-C need it handled.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import subprocess  # noqa: E402
 import sys  # noqa: E402

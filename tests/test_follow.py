@@ -2,7 +2,6 @@
 local stand-in of the Vertex AI and Cloud Logging REST APIs (fake_vertex.py), through Google's client
 libraries over real HTTP on 127.0.0.1."""
 
-import contextlib
 import io
 import logging
 import os
@@ -84,12 +83,8 @@ def test_a_failed_job_exits_1_with_its_error_message(vertex, caplog, capsys):
     ]
 
 
-@contextlib.contextmanager
-def interrupting(vertex, gets: int):
-    """Ctrl-C (a real SIGINT to the main thread) once the job has been looked at `gets` times.
-    Python's own handler is put in place first: a process started in the background by a
-    non-interactive shell (`pytest &`) inherits SIGINT ignored, and then nothing would come."""
-    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+def interrupt_after(vertex, gets: int):
+    """Ctrl-C (a real SIGINT to the main thread) once the job has been looked at `gets` times."""
 
     def send():
         while vertex.gets < gets:
@@ -97,17 +92,13 @@ def interrupting(vertex, gets: int):
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     threading.Thread(target=send, daemon=True).start()
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, handler)
 
 
 @pytest.mark.slow
 def test_ctrl_c_with_cancel_on_interrupt_cancels_and_follows_to_the_end(vertex, capsys):
     vertex.script = [{"state": "JOB_STATE_RUNNING"}]
-    with interrupting(vertex, 2):
-        assert job.main(["wait", NAME, "--poll-secs", "0.2", "--cancel-on-interrupt"]) == 1
+    interrupt_after(vertex, 2)
+    assert job.main(["wait", NAME, "--poll-secs", "0.2", "--cancel-on-interrupt"]) == 1
     assert vertex.cancelled == [NAME]
     assert capsys.readouterr().out.splitlines()[-1].endswith("JOB_STATE_CANCELLED")
 
@@ -122,8 +113,8 @@ class Terminal(io.StringIO):
 def test_ctrl_c_on_a_terminal_asks_whether_to_cancel(vertex, monkeypatch, capsys, answer, cancelled, code):
     vertex.script = [{"state": "JOB_STATE_RUNNING"}]
     monkeypatch.setattr("sys.stdin", Terminal(answer))
-    with interrupting(vertex, 2):
-        assert job.main(["wait", NAME, "--poll-secs", "0.2"]) == code
+    interrupt_after(vertex, 2)
+    assert job.main(["wait", NAME, "--poll-secs", "0.2"]) == code
     assert vertex.cancelled == cancelled
     assert f"Cancel {NAME}? [y/N]" in capsys.readouterr().out
 
