@@ -10,6 +10,7 @@ import pytest
 
 from preprocessing.sources import SourceOptions, read_digits
 from preprocessing.writer import build_dataset
+from trainer.devices import TOWERS_ON_CPUS
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
@@ -17,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_local_cluster_trains_evaluates_and_exports(tmp_path):
+    """Chief and workers each run two towers (on virtual CPU devices), as on GPU machines."""
     digits_dir = str(tmp_path / "digits")
     build_dataset(read_digits(None, SourceOptions()), digits_dir, source="digits", shards=6)
     job_dir = str(tmp_path / "job")
@@ -28,8 +30,9 @@ def test_local_cluster_trains_evaluates_and_exports(tmp_path):
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "2", "--ps", "1", "--",
             "--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", str(target),
             "--save-checkpoints-steps", "500", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+            "--num-towers", "2",
         ],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=900, env={**os.environ, TOWERS_ON_CPUS: "1"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     steps = {name: int(n) for name, n in re.findall(r"^(\w+-\d): (\d+) steps$", result.stdout, re.M)}
@@ -43,7 +46,9 @@ def test_local_cluster_trains_evaluates_and_exports(tmp_path):
         versions = os.listdir(os.path.join(job_dir, "export", name))
         assert any(os.path.exists(os.path.join(job_dir, "export", name, v, "saved_model.pb")) for v in versions)
     with open(os.path.join(job_dir, "cluster-logs", "worker-0.log")) as file:
-        assert "This worker reads 2 of the 6 training files" in file.read()
+        log = file.read()
+    assert "This worker reads 2 of the 6 training files" in log
+    assert "2 tower(s) x batch 128 = global batch 256" in log  # each worker runs its own towers
 
 
 def test_num_epochs_is_refused_in_a_cluster_instead_of_leaving_the_evaluator_waiting(tmp_path, digits_dir):

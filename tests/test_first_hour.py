@@ -87,7 +87,7 @@ def train_with(hook: ProgressHook, steps: int) -> None:
 def test_progress_without_a_terminal_is_a_plain_line_with_every_figure(caplog):
     caplog.set_level(logging.INFO)
     LastEvaluation.metrics = {"accuracy": 0.75}
-    train_with(ProgressHook(total_steps=40, batch_size=32, every_secs=0.0, stream=io.StringIO()), steps=40)
+    train_with(ProgressHook(total_steps=40, global_batch=32, every_secs=0.0, stream=io.StringIO()), steps=40)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     assert lines[-1].startswith("step 40/40 (100%), ")
     assert "loss " in lines[0] and "loss " in lines[-2]  # every report but the last one, after the session
@@ -98,12 +98,12 @@ def test_progress_without_a_terminal_is_a_plain_line_with_every_figure(caplog):
 def test_progress_on_a_terminal_is_one_bar(caplog):
     terminal = Terminal()
     LastEvaluation.metrics = {}
-    train_with(ProgressHook(total_steps=40, batch_size=32, every_secs=30.0, stream=terminal), steps=40)
+    train_with(ProgressHook(total_steps=40, global_batch=32, every_secs=30.0, stream=terminal), steps=40)
     shown = terminal.getvalue()
     assert "40/40" in shown and "steps/s" in shown and "examples/s" in shown
     assert not [r for r in caplog.records if r.getMessage().startswith("step ")]  # no plain lines besides the bar
 
 
 def test_the_progress_line_says_what_is_left():
-    line = describe(step=250, total=1000, steps_per_sec=50.0, batch_size=128, loss=0.25)
+    line = describe(step=250, total=1000, steps_per_sec=50.0, global_batch=128, loss=0.25)
     assert line.startswith("step 250/1,000 (25%), 50.0 steps/s, 6,400 examples/s, loss 0.2500, ETA 15s")

@@ -15,14 +15,16 @@ import pytest
 import tensorflow as tf
 
 from trainer.config import Config
+from trainer.devices import TOWERS_ON_CPUS
 from trainer.export import latest_export
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
 
-def start(module, *args, log_path):
+def start(module, *args, log_path, env=None):
     log = open(log_path, "w")  # noqa: SIM115 - closed by the caller through finish()
-    return subprocess.Popen([sys.executable, "-m", module, *args], stdout=log, stderr=subprocess.STDOUT), log
+    command = [sys.executable, "-m", module, *args]
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log
 
 
 def finish(process, log, timeout=300):
@@ -41,17 +43,20 @@ def wait_for(path, text, timeout=120):
 
 
 def test_sigterm_saves_a_checkpoint_and_a_rerun_resumes(tmp_path, digits_dir):
+    """Preempted with two towers and 8 steps per run, it saves after the current run; the rerun
+    resumes with one tower."""
     job_dir = str(tmp_path / "job")
     args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--save-checkpoints-steps", "100000"]
     process, log = start(
-        "trainer.task", *args, "--train-steps", "100000", "--progress-secs", "1", log_path=tmp_path / "1.log"
-    )
+        "trainer.task", *args, "--train-steps", "100000", "--progress-secs", "1", "--num-towers", "2",
+        "--steps-per-run", "8", log_path=tmp_path / "1.log", env={**os.environ, TOWERS_ON_CPUS: "1"},
+    )  # fmt: skip
     wait_for(tmp_path / "1.log", "INFO step ")  # training is under way (the first progress line)
     process.send_signal(signal.SIGTERM)
     assert finish(process, log) == 143
     text = (tmp_path / "1.log").read_text()
     step = int(text.split("SIGTERM at step ")[1].split(":")[0])
-    assert step >= 1
+    assert step >= 8 and step % 8 == 0  # at the end of a run, not within one
     assert tf.train.latest_checkpoint(job_dir).endswith(f"model.ckpt-{step}")
 
     resumed = subprocess.run(

@@ -1,6 +1,7 @@
 """--num-towers: the model replicated in-graph, each tower on its own device and batch, run here on
 virtual CPU devices (QUEUE_TRAINER_TOWERS_ON_CPUS)."""
 
+import collections
 import os
 import re
 import subprocess
@@ -16,8 +17,22 @@ from trainer import experiment
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.devices import TOWERS_ON_CPUS, resolve_towers
-from trainer.input import PrefetchQueue, QueueBatches, make_input_fn, use_for_training
+from trainer.input import PrefetchQueue, QueueBatches, make_input_fn, training_batches, use_for_training
 from trainer.model import ModelSettings, model_fn
+from trainer.vertex import jobs
+
+
+def t4_pool(pool: str, machine_type: str, gpus: int) -> str:
+    """A job shape's pool of one machine with `gpus` T4s, as YAML."""
+    return (
+        f"{pool}:\n  machine_type: {machine_type}\n  replica_count: 1\n"
+        f"  accelerator_type: NVIDIA_TESLA_T4\n  accelerator_count: {gpus}\n"
+    )
+
+
+FOUR_T4_CHIEF = t4_pool("chief", "n1-standard-16", 4)
+PS_WITH_GPUS = t4_pool("parameter_servers", "n1-standard-8", 1)
+EVALUATOR_WITH_2_GPUS = t4_pool("evaluator", "n1-standard-8", 2)
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +48,7 @@ def batches(count: int, size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 
 def train_graph(towers: int, data: np.ndarray, labels: np.ndarray, **fields):
     """model_fn's train_op over `towers` towers, which take the batches data[i], labels[i] from a
-    queue; returns (train_op, the op that fills the queue, the queue's size)."""
+    queue; returns (model_fn's EstimatorSpec, the op that fills the queue, the queue's size)."""
     config = Config(steps_per_run="1", num_towers=str(towers), dropout=0.0, learning_rate=0.01, **fields)
     params = {"settings": ModelSettings.of(config, VECTORS), "metadata": VECTORS}
     tf.keras.utils.set_random_seed(0)  # Keras draws unseeded initializers from Python's random
@@ -42,19 +57,20 @@ def train_graph(towers: int, data: np.ndarray, labels: np.ndarray, **fields):
     prefetch = PrefetchQueue(queue, tf.TensorShape([None, 6]), tf.TensorShape([None]))
     use_for_training(QueueBatches(prefetch, None))
     spec = model_fn({VECTORS.feature_key: None}, None, tf.estimator.ModeKeys.TRAIN, params)  # the queue feeds it
-    return spec.train_op, queue.enqueue_many([data, labels]), queue.size()
+    return spec, queue.enqueue_many([data, labels]), queue.size()
 
 
-def one_step(towers: int, data: np.ndarray, labels: np.ndarray, **fields) -> tuple[dict, int]:
-    """The variables after one step of `towers` towers, and how many batches the step took."""
+def one_step(towers: int, data: np.ndarray, labels: np.ndarray, **fields) -> tuple[dict, int, float]:
+    """The variables after one step of `towers` towers, how many batches the step took, and the
+    loss it reported (what the summaries and the progress show)."""
     with tf.Graph().as_default():
-        train_op, fill, size = train_graph(towers, data, labels, **fields)
+        spec, fill, size = train_graph(towers, data, labels, **fields)
         with tf.compat.v1.Session(config=tf.compat.v1.ConfigProto(device_count={"CPU": towers})) as session:
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(fill)
-            session.run(train_op)
+            _, loss = session.run([spec.train_op, spec.loss])
             variables = {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
-            return variables, len(data) - session.run(size)
+            return variables, len(data) - session.run(size), loss
 
 
 def assert_same_variables(these: dict, those: dict, names=None) -> None:
@@ -68,10 +84,11 @@ def test_towers_over_their_batches_make_the_update_of_one_tower_over_all_of_them
     """Without batch norm (softmax regression), the mean of the towers' gradients is the gradient
     over the concatenated batches: every variable, Adam's slots included, ends the same."""
     data, labels = batches(towers, 16)
-    replicated, taken = one_step(towers, data, labels, hidden_units=())
-    single, _ = one_step(1, data.reshape(1, -1, 6), labels.reshape(1, -1), hidden_units=())
+    replicated, taken, loss = one_step(towers, data, labels, hidden_units=())
+    single, _, single_loss = one_step(1, data.reshape(1, -1, 6), labels.reshape(1, -1), hidden_units=())
     assert taken == towers  # each tower took a batch of its own
     assert_same_variables(replicated, single)
+    assert loss == pytest.approx(single_loss, rel=1e-5)  # the loss reported is over every tower's batch
 
 
 def test_batch_norm_moving_averages_follow_the_first_tower_only():
@@ -80,7 +97,7 @@ def test_batch_norm_moving_averages_follow_the_first_tower_only():
     from one tower's batch, as tf_cnn_benchmarks does (which tower took which batch is up to the
     queue)."""
     data, labels = batches(2, 16)
-    replicated, _ = one_step(2, data, labels, hidden_units=(8,))
+    replicated, _, _ = one_step(2, data, labels, hidden_units=(8,))
     alone = [one_step(1, data[i : i + 1], labels[i : i + 1], hidden_units=(8,))[0] for i in range(2)]
     moving = [name for name in replicated if "moving_" in name]
     assert moving
@@ -139,11 +156,69 @@ def test_in_a_parameter_server_cluster_variables_go_to_the_ps_and_towers_stay_on
     assert tower and all(op.device == "/job:worker/task:0/device:CPU:1" for op in tower)
 
 
+def test_in_a_step_each_tower_trains_on_examples_of_its_own(digits_dir):
+    """Through the real input pipeline, for one epoch: the towers of a step take different
+    batches, and every training example reaches exactly one tower."""
+    config = Config(data_dir=digits_dir, num_towers="2", num_epochs=1, batch_size=32)
+    data = locate(config)
+    every_example = images_read(make_input_fn(data.train, data.metadata, config, training=False))
+    with tf.Graph().as_default():
+        make_input_fn(data.train, data.metadata, config, training=True)()
+        takes = [training_batches(None, None).take(tower).data for tower in range(2)]
+        seen, steps = collections.Counter(), 0
+        with tf.compat.v1.train.MonitoredSession() as session:  # starts the queue runners
+            while not session.should_stop():
+                first, second = session.run(takes)
+                assert not np.array_equal(first, second)
+                seen.update(image.tobytes() for image in (*first, *second))
+                steps += 1
+    examples, taken = sum(every_example.values()), sum(seen.values())  # (Counter.total is Python 3.10+)
+    assert steps > 10 and examples - 64 < taken <= examples
+    assert not seen - every_example  # no example more often than the data has it
+
+
+def images_read(input_fn) -> collections.Counter:
+    """How often each image comes out of `input_fn` until its end."""
+    with tf.Graph().as_default():
+        features, _ = input_fn()
+        (images,) = features.values()
+        counts = collections.Counter()
+        with tf.compat.v1.train.MonitoredSession() as session:
+            while not session.should_stop():
+                counts.update(image.tobytes() for image in session.run(images))
+    return counts
+
+
 def test_more_towers_than_gpus_is_refused_naming_the_flag(monkeypatch):
     monkeypatch.delenv(TOWERS_ON_CPUS)
     with pytest.raises(UserError, match=r"--num-towers 2: this machine has 0 GPU"):
         resolve_towers("2")
     assert resolve_towers("auto") == 1
+
+
+@pytest.mark.parametrize(
+    "pools, trainer_args, message",
+    [
+        (PS_WITH_GPUS, [], "parameter_servers.accelerator_count: parameter servers only hold the variables"),
+        (EVALUATOR_WITH_2_GPUS, [], "evaluator.accelerator_count: the evaluator runs one tower, so 1 of its 2 GPUs"),
+        ("", ["--num-towers", "2"], "--num-towers 2: SHAPE gives each chief machine 4 GPU(s); leave the flag out"),
+        ("", ["--num-towers=8"], "--num-towers 8: SHAPE gives each chief machine 4 GPU(s)"),
+    ],
+)
+def test_a_job_shape_whose_gpus_the_trainer_cannot_use_is_refused(tmp_path, pools, trainer_args, message):
+    path = tmp_path / "shape.yaml"
+    path.write_text(FOUR_T4_CHIEF + pools)
+    with pytest.raises(UserError) as error:
+        jobs.check_towers(jobs.load(str(path)), str(path), trainer_args)
+    assert message.replace("SHAPE", str(path)) in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_job_shapes_gpus_become_towers_with_no_flag(tmp_path):
+    path = tmp_path / "shape.yaml"
+    path.write_text(FOUR_T4_CHIEF + t4_pool("evaluator", "n1-standard-8", 1))
+    for trainer_args in ([], ["--num-towers", "auto"], ["--num-towers", "4"]):
+        jobs.check_towers(jobs.load(str(path)), str(path), trainer_args)  # no error
 
 
 def train_estimator(config: Config):

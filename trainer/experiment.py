@@ -135,11 +135,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata)
     settings = estimator.params["settings"]
+    global_batch = settings.towers * config.batch_size
     log.info(
         "Training: %d tower(s) x batch %d = global batch %d, %d step(s) per session.run",
         settings.towers,
         config.batch_size,
-        settings.towers * config.batch_size,
+        global_batch,
         settings.steps_per_run,
     )
     if estimator.config.is_chief:
@@ -157,7 +158,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
         StopAtTrainStepsHook(config.train_steps),
         StepsRunHook(),
-        ProgressHook(config.train_steps, config.batch_size, config.progress_secs),
+        ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
     train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(

@@ -28,13 +28,13 @@ class LastEvaluation:
     metrics: dict = {}
 
 
-def describe(step: int, total: int, steps_per_sec: float, batch_size: int, loss: float | None) -> str:
+def describe(step: int, total: int, steps_per_sec: float, global_batch: int, loss: float | None) -> str:
     """The progress line's figures."""
     left = (total - step) / steps_per_sec if steps_per_sec > 0 else float("inf")
     parts = [
         f"step {step:,}/{total:,} ({100 * step / total:.0f}%)",
         f"{steps_per_sec:,.1f} steps/s",
-        f"{steps_per_sec * batch_size:,.0f} examples/s",
+        f"{steps_per_sec * global_batch:,.0f} examples/s",
     ]
     if loss is not None:
         parts.append(f"loss {loss:.4f}")
@@ -55,8 +55,8 @@ def _duration(seconds: float) -> str:
 class ProgressHook(tf.estimator.SessionRunHook):
     """Reports training progress; a bar on a terminal, a line every `every_secs` otherwise."""
 
-    def __init__(self, total_steps: int, batch_size: int, every_secs: float, stream: TextIO | None = None):
-        self._total, self._batch_size = total_steps, batch_size
+    def __init__(self, total_steps: int, global_batch: int, every_secs: float, stream: TextIO | None = None):
+        self._total, self._global_batch = total_steps, global_batch
         self._stream = stream or sys.stderr
         self._terminal = self._stream.isatty()
         self._every = TERMINAL_REFRESH_SECS if self._terminal else every_secs
@@ -98,8 +98,8 @@ class ProgressHook(tf.estimator.SessionRunHook):
         rate = (self._step - self._since_step) / max(now - self._since, 1e-9)
         self._since, self._since_step, self._due = now, self._step, now + self._every
         if self._bar is None:
-            log.info("%s", describe(self._step, self._total, rate, self._batch_size, loss))
+            log.info("%s", describe(self._step, self._total, rate, self._global_batch, loss))
             return
         self._bar.update(self._step - self._bar.n)
-        figures = describe(self._step, self._total, rate, self._batch_size, loss).split(", ")[1:]
+        figures = describe(self._step, self._total, rate, self._global_batch, loss).split(", ")[1:]
         self._bar.set_postfix_str(", ".join(figures), refresh=True)

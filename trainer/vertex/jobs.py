@@ -88,6 +88,7 @@ def _shape(name: str, raw: Any) -> JobShape:
     top = {pool: dict for pool in POOLS} | {"tuning": dict, "options": dict}
     check_fields(raw, "", top, ("chief",))
     pools = {pool: _pool(pool, raw[pool]) for pool in POOLS if pool in raw}
+    _check_gpus_are_used(pools)
     tuning_section = tuning.check(raw["tuning"]) if "tuning" in raw else None
     return JobShape(name, pools, tuning_section, options.check(raw.get("options", {})))
 
@@ -123,6 +124,24 @@ def _check_accelerator(name: str, pool: dict) -> None:
         raise Invalid(f"{name}.accelerator_count", f"{count} x {kind} is not allowed on {machine} (allowed: {counts})")
 
 
+def _check_gpus_are_used(pools: dict[str, dict]) -> None:
+    """GPUs the trainer would leave idle are refused: parameter servers run no model, and the
+    evaluator runs one tower."""
+    servers = pools.get("parameter_servers", {})
+    if servers.get("accelerator_count"):
+        raise Invalid(
+            "parameter_servers.accelerator_count",
+            "parameter servers only hold the variables and run no model, so their GPUs would sit idle; "
+            "leave accelerator_type and accelerator_count out there",
+        )
+    gpus = pools.get("evaluator", {}).get("accelerator_count", 0)
+    if gpus > 1:
+        raise Invalid(
+            "evaluator.accelerator_count",
+            f"the evaluator runs one tower, so {gpus - 1} of its {gpus} GPUs would sit idle; ask for 1",
+        )
+
+
 def gpus_for(machine_type: str) -> dict[str, list[int]]:
     """The GPU types a (known) machine type takes, each with the counts allowed."""
     series, _, size = machine_type.rpartition("-")
@@ -136,17 +155,18 @@ def gpus_for(machine_type: str) -> dict[str, list[int]]:
 
 def check_towers(shape: JobShape, path: str, trainer_args: list[str]) -> None:
     """Each training machine runs one tower per GPU it has, with no flag. A `--num-towers` among
-    the trainer's flags must not ask for more towers than a training pool's machines have GPUs."""
+    the trainer's flags must ask for exactly as many towers as a training pool's machines have
+    GPUs: more cannot be placed, fewer would leave GPUs idle."""
     towers = _flag_value(trainer_args, "--num-towers")
     if towers is None or towers == "auto":
         return
     for name in ("chief", "workers"):
         pool = shape.pools.get(name)
         gpus = pool.get("accelerator_count", 0) if pool else None
-        if gpus is not None and int(float(towers)) > max(gpus, 1):
+        if gpus is not None and int(float(towers)) != max(gpus, 1):
             raise UserError(
                 f"--num-towers {towers}: {path} gives each {name} machine {gpus} GPU(s); leave the flag out "
-                f"(one tower per GPU) or ask for at most that"
+                f"(one tower per GPU)"
             )
 
 
