@@ -11,6 +11,8 @@ so K steps of one run train exactly as K runs of one step would. The loop ends e
 Hooks see one run per K steps. Those that count by the global step (checkpoints, summaries,
 the step counter, progress) fire on the first run at or past their step; the loss and the
 summaries are those of the run's last step. RUN_STEPS holds what a run did, for the hooks here.
+One exception: TensorFlow's own loss line, shown with --verbosity debug, counts runs, so it
+comes every 100 runs (K x 100 steps); the progress line here counts time.
 """
 
 from __future__ import annotations
