@@ -5,6 +5,7 @@ libraries over real HTTP on 127.0.0.1."""
 import io
 import logging
 import os
+import pty
 import signal
 import threading
 import time
@@ -68,6 +69,41 @@ def test_submit_waits_through_queued_running_succeeded_with_the_logs(vertex, cap
         'resource.type="ml_job" AND resource.labels.job_id="1" AND timestamp>="1970-01-01T00:00:00.000000Z"'
     )
     assert 'timestamp>="2024-05-01T12:04:16.000000Z"' in vertex.log_queries[-1]["filter"]
+
+
+SUBMIT_CPU = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I", "--poll-secs", "0"]
+
+
+def screen(leader: int) -> list[str]:
+    """The lines written to a pseudo-terminal, read from its leader once the other end is closed."""
+    written = b""
+    while True:
+        try:
+            chunk = os.read(leader, 1024)
+        except OSError:  # EIO: the other end is closed and all is read
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(leader)
+    return written.decode().splitlines()
+
+
+def test_on_a_terminal_submit_follows_the_job_to_its_end_without_wait(vertex, monkeypatch):
+    vertex.script = [{"state": "JOB_STATE_RUNNING"}, {"state": "JOB_STATE_FAILED"}]
+    leader, follower = pty.openpty()
+    with open(follower, "w") as terminal, monkeypatch.context() as patch:
+        patch.setattr("sys.stdout", terminal)  # a real terminal, as when a person runs qt-submit
+        assert submit.main(SUBMIT_CPU) == 1  # how the job ended, not that it was created
+    assert [line.split("  ")[-1] for line in screen(leader)] == ["JOB_STATE_RUNNING", "JOB_STATE_FAILED"]
+    assert vertex.gets == 2
+
+
+def test_elsewhere_submit_returns_once_the_job_is_created(vertex, caplog):
+    vertex.script = [{"state": "JOB_STATE_FAILED"}]
+    assert submit.main(SUBMIT_CPU) == 0  # stdout is not a terminal here, and no --wait was given
+    assert len(vertex.created) == 1 and vertex.gets == 0
+    assert f"Follow it with: qt-job wait {NAME}" in caplog.messages
 
 
 def test_a_failed_job_exits_1_with_its_error_message(vertex, caplog, capsys):

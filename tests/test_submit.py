@@ -1,6 +1,7 @@
-"""python -m trainer.vertex.submit: job shapes, job options and tuning, request bodies checked against the
-Vertex AI REST reference (and the client library's own messages), dry runs, one-line errors, a real sdist
-build, and creation against a local stand-in of the API (fake_vertex.py). Nothing here leaves 127.0.0.1."""
+"""python -m trainer.vertex.submit and qt-batch-predict: job shapes, job options and tuning, request bodies
+checked against the Vertex AI REST reference (and the client library's own messages), dry runs, one-line
+errors, a real sdist build, and creation against a local stand-in of the API (fake_vertex.py). Nothing here
+leaves 127.0.0.1."""
 
 import contextlib
 import glob
@@ -15,15 +16,31 @@ import fake_vertex
 import pytest
 import yaml
 
-from trainer.vertex import client, jobs, submit
+from trainer.vertex import batch, client, jobs, submit
 
 CONFIGS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "configs", "jobs", "*.yaml")))
 CONFIGS_BY_NAME = {os.path.splitext(os.path.basename(path))[0]: path for path in CONFIGS}
 
-# Vertex AI v1 REST reference (cloud.google.com/vertex-ai/docs/reference/rest/v1): per message,
-# (the fields it may have, the fields it must have). Output-only fields are left out.
+# The Vertex AI v1 REST reference: per message, (the fields it may have, the fields it must have), as on the
+# page above it. Output-only fields are left out.
 MESSAGES = {
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs
     "CustomJob": ({"displayName", "jobSpec", "labels", "encryptionSpec"}, {"displayName", "jobSpec"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs
+    "HyperparameterTuningJob": (
+        {
+            "displayName",
+            "studySpec",
+            "maxTrialCount",
+            "parallelTrialCount",
+            "maxFailedTrialCount",
+            "trialJobSpec",
+            "labels",
+            "encryptionSpec",
+        },
+        {"displayName", "studySpec", "maxTrialCount", "parallelTrialCount", "trialJobSpec"},
+    ),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.batchPredictionJobs
     "BatchPredictionJob": (
         {
             "displayName",
@@ -44,25 +61,19 @@ MESSAGES = {
         },
         {"displayName", "inputConfig", "outputConfig"},
     ),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.batchPredictionJobs#InputConfig
     "InputConfig": ({"gcsSource", "bigquerySource", "instancesFormat"}, {"instancesFormat"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/GcsSource
     "GcsSource": ({"uris"}, {"uris"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.batchPredictionJobs#OutputConfig
     "OutputConfig": ({"gcsDestination", "bigqueryDestination", "predictionsFormat"}, {"predictionsFormat"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/GcsDestination
+    "GcsDestination": ({"outputUriPrefix"}, {"outputUriPrefix"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.batchPredictionJobs#BatchDedicatedResources
     "BatchDedicatedResources": ({"machineSpec", "startingReplicaCount", "maxReplicaCount"}, {"machineSpec"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/EncryptionSpec
     "EncryptionSpec": ({"kmsKeyName"}, {"kmsKeyName"}),
-    "Scheduling": ({"timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration"}, set()),
-    "HyperparameterTuningJob": (
-        {
-            "displayName",
-            "studySpec",
-            "maxTrialCount",
-            "parallelTrialCount",
-            "maxFailedTrialCount",
-            "trialJobSpec",
-            "labels",
-            "encryptionSpec",
-        },
-        {"displayName", "studySpec", "maxTrialCount", "parallelTrialCount", "trialJobSpec"},
-    ),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec
     "CustomJobSpec": (
         {
             "workerPoolSpecs",
@@ -77,15 +88,22 @@ MESSAGES = {
         },
         {"workerPoolSpecs"},
     ),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#Scheduling
+    "Scheduling": ({"timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration"}, set()),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#WorkerPoolSpec
     "WorkerPoolSpec": ({"containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec"}, set()),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/MachineSpec
     "MachineSpec": ({"machineType", "acceleratorType", "acceleratorCount", "tpuTopology"}, {"machineType"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/DiskSpec
     "DiskSpec": ({"bootDiskType", "bootDiskSizeGb"}, set()),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#ContainerSpec
     "ContainerSpec": ({"imageUri", "command", "args", "env"}, {"imageUri"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#PythonPackageSpec
     "PythonPackageSpec": (
         {"executorImageUri", "packageUris", "pythonModule", "args", "env"},
         {"executorImageUri", "packageUris", "pythonModule"},
     ),
-    "GcsDestination": ({"outputUriPrefix"}, {"outputUriPrefix"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec
     "StudySpec": (
         {
             "metrics",
@@ -99,9 +117,13 @@ MESSAGES = {
         },
         {"metrics", "parameters"},
     ),
-    "DecayCurveAutomatedStoppingSpec": ({"useElapsedDuration"}, set()),
-    "MedianAutomatedStoppingSpec": ({"useElapsedDuration"}, set()),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MetricSpec
     "MetricSpec": ({"metricId", "goal"}, {"metricId", "goal"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#DecayCurveAutomatedStoppingSpec
+    "DecayCurveAutomatedStoppingSpec": ({"useElapsedDuration"}, set()),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#MedianAutomatedStoppingSpec
+    "MedianAutomatedStoppingSpec": ({"useElapsedDuration"}, set()),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#ParameterSpec
     "ParameterSpec": (
         {
             "parameterId",
@@ -114,16 +136,24 @@ MESSAGES = {
         },
         {"parameterId"},
     ),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#DoubleValueSpec
     "DoubleValueSpec": ({"minValue", "maxValue", "defaultValue"}, {"minValue", "maxValue"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#IntegerValueSpec
     "IntegerValueSpec": ({"minValue", "maxValue", "defaultValue"}, {"minValue", "maxValue"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#DiscreteValueSpec
     "DiscreteValueSpec": ({"values", "defaultValue"}, {"values"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#CategoricalValueSpec
     "CategoricalValueSpec": ({"values", "defaultValue"}, {"values"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#ConditionalParameterSpec
     "ConditionalParameterSpec": (
         {"parameterSpec", "parentDiscreteValues", "parentIntValues", "parentCategoricalValues"},
         {"parameterSpec"},
     ),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#DiscreteValueCondition
     "DiscreteValueCondition": ({"values"}, {"values"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#IntValueCondition
     "IntValueCondition": ({"values"}, {"values"}),
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#CategoricalValueCondition
     "CategoricalValueCondition": ({"values"}, {"values"}),
 }
 # The message an object-valued field holds (a list field holds a list of them).
@@ -551,6 +581,7 @@ def test_a_refused_job_is_one_line_and_exit_2(fake_cloud, caplog):
     assert error.endswith("Vertex AI refused (400): Machine type n1-standard-8 is not available in region xx.")
 
 
+KMS_KEY = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
 OPTIONS_SHAPE = GOOD_POOL + (
     "options:\n"
     "  service_account: trainer@p.iam.gserviceaccount.com\n"
@@ -559,23 +590,41 @@ OPTIONS_SHAPE = GOOD_POOL + (
     "  restart_job_on_worker_restart: true\n"
     "  scheduling: spot\n"
     "  network: projects/123/global/networks/vpc\n"
-    "  kms_key: projects/p/locations/us-central1/keyRings/r/cryptoKeys/k\n"
+    f"  kms_key: {KMS_KEY}\n"
     "  tensorboard: projects/p/locations/us-central1/tensorboards/7\n"
 )
+
+
+# OPTIONS_SHAPE's options, as flags.
+OPTION_FLAGS = (
+    "--service-account=trainer@p.iam.gserviceaccount.com",
+    "--label=team=vision",
+    "--timeout=12h",
+    "--restart-job-on-worker-restart",
+    "--scheduling=spot",
+    "--network=projects/123/global/networks/vpc",
+    f"--kms-key={KMS_KEY}",
+    "--tensorboard=projects/p/locations/us-central1/tensorboards/7",
+)
+
+
+def check_options(body, message):
+    """The options of OPTIONS_SHAPE (or OPTION_FLAGS), each at its REST field: on the job, or in its (trials') spec."""
+    check_body(body, message)
+    assert body["labels"] == {"team": "vision"}
+    assert body["encryptionSpec"] == {"kmsKeyName": KMS_KEY}
+    spec = body.get("jobSpec") or body["trialJobSpec"]
+    assert spec["serviceAccount"] == "trainer@p.iam.gserviceaccount.com"
+    assert spec["network"] == "projects/123/global/networks/vpc"
+    assert spec["tensorboard"] == "projects/p/locations/us-central1/tensorboards/7"
+    assert spec["scheduling"] == {"timeout": "43200s", "restartJobOnWorkerRestart": True, "strategy": "SPOT"}
 
 
 def test_job_options_go_where_the_reference_has_them(tmp_path, capsys, offline):
     path = tmp_path / "options.yaml"
     path.write_text(OPTIONS_SHAPE)
     _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG")
-    check_body(body, "CustomJob")
-    assert body["labels"] == {"team": "vision"}
-    assert body["encryptionSpec"] == {"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"}
-    spec = body["jobSpec"]
-    assert spec["serviceAccount"] == "trainer@p.iam.gserviceaccount.com"
-    assert spec["network"] == "projects/123/global/networks/vpc"
-    assert spec["tensorboard"] == "projects/p/locations/us-central1/tensorboards/7"
-    assert spec["scheduling"] == {"timeout": "43200s", "restartJobOnWorkerRestart": True, "strategy": "SPOT"}
+    check_options(body, "CustomJob")
 
     flags = ("--timeout", "90m", "--scheduling", "standard", "--label", "run=a1", "--no-restart-job-on-worker-restart")
     _, body, _ = dry_run(capsys, "--job-config", str(path), "--image", "IMG", *flags)
@@ -587,12 +636,10 @@ def test_job_options_go_where_the_reference_has_them(tmp_path, capsys, offline):
     }
 
 
-def test_a_tuning_job_has_its_options_on_the_job_and_its_trials(capsys, offline):
-    flags = ("--label", "team=vision", "--kms-key", "projects/p/locations/r/keyRings/r/cryptoKeys/k", "--timeout", "2h")
-    _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME["hptuning"], "--image", "IMG", *flags)
-    check_body(body, "HyperparameterTuningJob")
-    assert body["labels"] == {"team": "vision"} and body["encryptionSpec"]["kmsKeyName"].endswith("/k")
-    assert body["trialJobSpec"]["scheduling"] == {"timeout": "7200s"}
+@pytest.mark.parametrize("name, message", [("cpu", "CustomJob"), ("hptuning", "HyperparameterTuningJob")])
+def test_option_flags_go_where_the_reference_has_them(capsys, offline, name, message):
+    _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME[name], "--image", "IMG", *OPTION_FLAGS)
+    check_options(body, message)  # a tuning job: labels and key on the job, the rest on every trial
 
 
 CONDITIONAL_TUNING = (
@@ -737,3 +784,34 @@ def test_bad_options_and_tuning_are_one_line_naming_file_and_field(tmp_path, cap
 )
 def test_bad_option_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
     test_bad_flags_are_one_line_and_exit_2(caplog, offline, ["--image", "I", *flags], message)
+
+
+MODEL = "projects/p/locations/us-central1/models/9"
+
+
+@pytest.mark.parametrize("input_format", batch.INPUTS)
+def test_batch_prediction_dry_run_gives_a_documented_body(capsys, offline, input_format):
+    argv = ["--dry-run", "--project", "p", "--model", MODEL, "--input-format", input_format, "--output", "gs://b/out"]
+    argv += ["--input", "gs://b/in/a", "gs://b/in/b-*", "--display-name", "digits", "--max-replica-count", "3"]
+    argv += ["--service-account", "predictor@p.iam.gserviceaccount.com", "--label", "team=vision", "--kms-key", KMS_KEY]
+    assert batch.main(argv) == 0
+    post, body = capsys.readouterr().out.split("\n", 1)
+    assert post == (
+        "POST https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/batchPredictionJobs"
+    )
+    body = json.loads(body)
+    check_body(body, "BatchPredictionJob")
+    assert body == {
+        "displayName": "digits",
+        "model": MODEL,
+        "inputConfig": {"instancesFormat": input_format, "gcsSource": {"uris": ["gs://b/in/a", "gs://b/in/b-*"]}},
+        "outputConfig": {"predictionsFormat": "jsonl", "gcsDestination": {"outputUriPrefix": "gs://b/out"}},
+        "dedicatedResources": {
+            "machineSpec": {"machineType": "n1-standard-4"},
+            "startingReplicaCount": 1,
+            "maxReplicaCount": 3,
+        },
+        "labels": {"team": "vision"},
+        "encryptionSpec": {"kmsKeyName": KMS_KEY},
+        "serviceAccount": "predictor@p.iam.gserviceaccount.com",
+    }

@@ -95,6 +95,7 @@ def plan(args) -> tuple[str, dict]:
     if most < args.replica_count:
         raise UserError(f"--max-replica-count {most}: below --replica-count {args.replica_count}")
     job_fields, spec_fields = options.request_fields(options.from_flags(args, OPTIONS))
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.batchPredictionJobs
     body = {
         "displayName": args.display_name or f"queue-trainer-batch-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",
         "model": args.model,

@@ -12,6 +12,11 @@ from dataformat.errors import UserError
 from trainer.vertex.fields import Invalid, check_fields
 
 # Option -> (YAML type, where it goes: a REST path in the job ("labels") or in its CustomJobSpec ("spec.network")).
+# The fields, as on the v1 REST reference's pages (labels and encryptionSpec alike on every kind of job):
+#   CustomJob: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs
+#   EncryptionSpec: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/EncryptionSpec
+#   CustomJobSpec: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec
+#   Scheduling: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#Scheduling
 OPTIONS = {
     "service_account": (str, "spec.serviceAccount"),
     "labels": (dict, "labels"),

@@ -34,6 +34,7 @@ PARAMETER_FIELDS = {
     "conditional": dict,
 }
 
+# StudySpec and the messages in it, as on https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec
 # Parameter type -> its value spec in StudySpec.ParameterSpec and the YAML fields that fill it.
 PARAMETER_TYPES = {
     "DOUBLE": ("doubleValueSpec", ("min", "max")),
@@ -185,6 +186,7 @@ def _parameter_spec(name: str, parameter: dict) -> dict:
 
 def request_body(tuning: dict, display_name: str, trial_job_spec: dict) -> dict:
     """The HyperparameterTuningJob body (the job options' fields are added by the caller)."""
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs
     body = {
         "displayName": display_name,
         "studySpec": study_spec(tuning),
