@@ -77,8 +77,8 @@ SIZES = {
         read_batch_sizes=(32, 256, 1024),
         models={"default": {}, "dense": DENSE, "linear": LINEAR},
         keras_steps_per_execution=(1, 8, 64),
-        # beside the default (auto, 8); the CNN's 50 ms steps hide per-step costs
-        steps_per_run={"dense": ("1", "4", "16", "32"), "linear": ("1", "4", "16", "32")},
+        # beside the default (auto, 32); the CNN's 50 ms steps hide per-step costs
+        steps_per_run={"dense": ("1", "4", "8", "16"), "linear": ("1", "4", "8", "16")},
         towers={"dense": (2,)},
         trainer_warmup_seconds=3.0,
         trainer_window_seconds=1.0,

@@ -62,6 +62,23 @@ def test_the_last_run_does_only_the_steps_that_remain():
     assert counts == [8, 5, 0] and step == 13
 
 
+def test_a_run_ends_at_each_checkpoint_step():
+    _, step, counts = train(4, runs=4, save_checkpoints_steps=6)  # 12 of the 16 batches
+    assert counts == [4, 2, 4, 2] and step == 12
+
+
+def test_checkpoints_come_at_the_steps_asked_for_whatever_the_steps_per_run(digits_dir, tmp_path):
+    config = Config(
+        data_dir=digits_dir, job_dir=str(tmp_path), steps_per_run="32", save_checkpoints_steps=50, train_steps=120,
+        keep_checkpoint_max=10, conv_filters=(), hidden_units=(8,),
+    )  # fmt: skip
+    data = locate(config)
+    estimator = experiment.make_estimator(config, data.metadata)
+    estimator.train(make_input_fn(data.train, data.metadata, config, training=True), max_steps=config.train_steps)
+    saved = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+    assert [int(path.rsplit("-", 1)[1]) for path in saved] == [0, 50, 100, 120]  # 0: the Estimator saves first
+
+
 def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir, tmp_path):
     """1,438 training digits in batches of 100: 15 steps (the last one of 38), then the input ends."""
     steps = []

@@ -53,7 +53,7 @@ class Config:
     steps_per_run: str = _option(
         "auto",
         "training steps per session.run, in an in-graph loop (each step its own batch and update; "
-        "hooks, logs and checkpoints come between runs); auto: 8",
+        "hooks, logs and checkpoints come between runs); auto: 32",
     )
     eval_steps: Optional[int] = _option(None, "evaluation batches (default: every evaluation example, once)")
     eval_batch_size: int = _option(256, "examples per evaluation batch")

@@ -24,7 +24,7 @@ from trainer.input import training_batches
 from trainer.networks import NETWORKS
 from trainer.towers import SUMMARY_EXAMPLES, build_variables, train_step
 
-AUTO_STEPS_PER_RUN = 8  # see resolve_steps_per_run
+AUTO_STEPS_PER_RUN = 32  # see resolve_steps_per_run
 
 
 # Tables are often small, and overfit: with 0.5, every public table of benchmarks/tables.py
@@ -49,6 +49,7 @@ class ModelSettings:
     towers: int = 1  # --num-towers, resolved
     steps_per_run: int = 1  # --steps-per-run, resolved
     train_steps: int = 2000  # where the in-graph loop stops
+    checkpoint_steps: int = 500  # --save-checkpoints-steps, where a run of the loop ends early
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -66,6 +67,7 @@ class ModelSettings:
             towers=resolve_towers(config.num_towers),
             steps_per_run=resolve_steps_per_run(config.steps_per_run),
             train_steps=config.train_steps,
+            checkpoint_steps=config.save_checkpoints_steps,
         )
 
 
@@ -90,10 +92,12 @@ def choose_network(name: str, metadata: Metadata) -> str:
 
 
 def resolve_steps_per_run(setting: str) -> int:
-    """`--steps-per-run`: auto is AUTO_STEPS_PER_RUN, picked by measurement (benchmarks/results):
-    on the dense model python -m trainer.task ran 398 steps/s with 1 step per run and 522 with 8,
-    and 4 to 32 were level within this machine's noise. More steps per run would only delay what
-    happens between runs (checkpoints, progress, SIGTERM) by more steps."""
+    """`--steps-per-run`: auto is AUTO_STEPS_PER_RUN, picked by measurement (benchmarks/results,
+    training at 47074c9): python -m trainer.task ran the dense model at 606, 752, 848, 927 and 920
+    steps/s with 1, 4, 8, 16 and 32 steps per run, and the linear model at 1,850, 1,995, 2,503,
+    2,767 and 3,067. On a GPU the fixed cost of a run (about 260 µs) falls under 5% of an A100's
+    0.6 ms CNN step from K = 9 (benchmarks/results/notes.md). A run ends at each checkpoint step
+    anyway, so a larger K only delays progress lines and SIGTERM's save by at most K steps."""
     return AUTO_STEPS_PER_RUN if setting == "auto" else int(float(setting))
 
 
@@ -143,6 +147,7 @@ def model_fn(features, labels, mode, params, config=None):
         lambda: train_step(network, head, optimizer, batches, settings.towers),
         settings.steps_per_run,
         settings.train_steps,
+        settings.checkpoint_steps,
         tf.TensorSpec([None, *metadata.shape], metadata.dtype),
     )
     _summaries(settings, metadata, result.examples)

@@ -6,7 +6,8 @@ before_run and after_run, and the handoff of the batch. On a GPU, where a step o
 takes well under a millisecond, that cost would set the speed. With K > 1 the train_op is an
 in-graph loop: each iteration takes its own batch from the queue and applies its own update,
 so K steps of one run train exactly as K runs of one step would. The loop ends early at
---train-steps, so training stops exactly there.
+--train-steps and at each multiple of --save-checkpoints-steps, so training stops exactly there
+and checkpoints (and the evaluations after them) come at the steps they would with K=1.
 
 Hooks see one run per K steps. Those that count by the global step (checkpoints, summaries,
 the step counter, progress) fire on the first run at or past their step; the loss and the
@@ -44,14 +45,19 @@ class RunSteps(NamedTuple):
         return cls(*(tf.compat.v1.get_collection(collection)[0] for collection in RUN_STEPS))
 
 
-def run(step: Callable[[], StepResult], steps_per_run: int, train_steps: int, examples: tf.TensorSpec) -> StepResult:
-    """The train_op of up to `steps_per_run` steps of `step` (none past `train_steps`), with the
-    loss, accuracy and examples (of spec `examples`) of the last one."""
+def run(
+    step: Callable[[], StepResult], steps_per_run: int, train_steps: int, checkpoint_steps: int, examples: tf.TensorSpec
+) -> StepResult:
+    """The train_op of up to `steps_per_run` steps of `step`, with the loss, accuracy and examples
+    (of spec `examples`) of the last one. A run ends early at `train_steps` and at the next
+    multiple of `checkpoint_steps`, so checkpoints are where --save-checkpoints-steps puts them."""
     global_step = tf.compat.v1.train.get_global_step()
     if steps_per_run == 1:
         result, count = step(), tf.constant(1, tf.int64)
     else:
-        result, count = _loop(step, tf.clip_by_value(train_steps - global_step, 0, steps_per_run), examples)
+        next_checkpoint = (global_step // checkpoint_steps + 1) * checkpoint_steps
+        end = tf.minimum(tf.constant(train_steps, tf.int64), next_checkpoint)
+        result, count = _loop(step, tf.clip_by_value(end - global_step, 0, steps_per_run), examples)
     with tf.control_dependencies([result.train_op]):
         RunSteps(count, tf.identity(global_step)).add_to_graph()
     return result
