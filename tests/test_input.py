@@ -6,6 +6,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from queues import run_batches
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata, parse_records
@@ -14,17 +15,6 @@ from preprocessing.writer import build_dataset
 from trainer.config import Config
 from trainer.dataset import expand, locate
 from trainer.input import StagingHook, _in_blocks, make_input_fn, stages_on_device, training_batches
-
-
-def run_batches(input_fn, limit=None):
-    """Batches from the input_fn until the queues run dry (or `limit` batches)."""
-    with tf.Graph().as_default():
-        features, labels = input_fn()
-        batches = []
-        with tf.compat.v1.train.MonitoredSession() as session:
-            while not session.should_stop() and (limit is None or len(batches) < limit):
-                batches.append(session.run((features, labels)))
-    return batches
 
 
 def test_training_batches_have_the_metadata_shapes(digits_dir):

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from queues import run_batches
 from tiny import VECTORS
 
 from dataformat.errors import UserError
@@ -161,7 +162,8 @@ def test_in_a_step_each_tower_trains_on_examples_of_its_own(digits_dir):
     batches, and every training example reaches exactly one tower."""
     config = Config(data_dir=digits_dir, num_towers="2", num_epochs=1, batch_size=32)
     data = locate(config)
-    every_example = images_read(make_input_fn(data.train, data.metadata, config, training=False))
+    in_order = run_batches(make_input_fn(data.train, data.metadata, config, training=False))  # every example once
+    every_example = collections.Counter(image.tobytes() for features, _ in in_order for image in features["image"])
     with tf.Graph().as_default():
         make_input_fn(data.train, data.metadata, config, training=True)()
         takes = [training_batches(None, None).take(tower).data for tower in range(2)]
@@ -175,18 +177,6 @@ def test_in_a_step_each_tower_trains_on_examples_of_its_own(digits_dir):
     examples, taken = sum(every_example.values()), sum(seen.values())  # (Counter.total is Python 3.10+)
     assert steps > 10 and examples - 64 < taken <= examples
     assert not seen - every_example  # no example more often than the data has it
-
-
-def images_read(input_fn) -> collections.Counter:
-    """How often each image comes out of `input_fn` until its end."""
-    with tf.Graph().as_default():
-        features, _ = input_fn()
-        (images,) = features.values()
-        counts = collections.Counter()
-        with tf.compat.v1.train.MonitoredSession() as session:
-            while not session.should_stop():
-                counts.update(image.tobytes() for image in session.run(images))
-    return counts
 
 
 def test_more_towers_than_gpus_is_refused_naming_the_flag(monkeypatch):
