@@ -110,6 +110,13 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not zero or a positive integer")
+    return value
+
+
 def fraction(text: str) -> float:
     value = float(text)
     if not 0 < value < 1:

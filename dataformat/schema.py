@@ -30,8 +30,10 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-FORMAT_VERSION = 3  # 3 added tables (columns); 2 examples_per_record; version 1 held one example a record
-READABLE_VERSIONS = (1, 2, 3)
+# 4 added categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record; version 1 held one
+# example a record
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 EXAMPLES_PER_RECORD = 64
 METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"

@@ -8,10 +8,12 @@ record this is the plain one-feature-per-column tf.train.Example that TFX and TF
 what the export's `examples` signature takes.
 
 The model sees a row as one float32 vector, a value a column, in the order of the metadata's
-columns: numeric values as they are (NaN for missing), categorical values as their index in
-the column's vocabulary (MISSING_INDEX, OOV_INDEX, then the vocabulary in order). `to_vector`
-makes that vector from named column tensors, for training, evaluation and serving alike, so
-they can never disagree.
+columns: numeric values as they are (NaN for missing), categorical values as an index:
+MISSING_INDEX, OOV_INDEX, then the vocabulary in order, then the column's hash buckets, where
+a value outside the vocabulary goes by its FarmHash fingerprint (a column without buckets gives
+it OOV_INDEX). Any string has an index, so serving takes values never seen in training.
+`to_vector` makes that vector from named column tensors, for training, evaluation and serving
+alike, so they can never disagree. Indices stay far below 2**24, where float32 is exact.
 """
 
 from __future__ import annotations
@@ -42,17 +44,26 @@ class Column:
     missing: int = 0  # training rows where it is missing
     mean: float = 0.0  # numeric: of the training split's present values
     std: float = 1.0
-    vocabulary: tuple[str, ...] = ()  # categorical: values seen at least --min-frequency times
+    vocabulary: tuple[str, ...] = ()  # categorical: its most frequent values, each seen --min-frequency times
+    hash_buckets: int = 0  # categorical: where values outside the vocabulary go (none: to OOV_INDEX)
+    hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary
 
     @property
     def size(self) -> int:
-        """Categorical: how many indices the column's values take (missing, out of vocabulary, vocabulary)."""
-        return len(self.vocabulary) + 2
+        """Categorical: how many indices the column's values take (missing, out of vocabulary, vocabulary, buckets)."""
+        return OOV_INDEX + 1 + len(self.vocabulary) + self.hash_buckets
 
     def to_json(self) -> dict:
         if self.kind == NUMERIC:
             return {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
-        return {"name": self.name, "kind": self.kind, "missing": self.missing, "vocabulary": list(self.vocabulary)}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "missing": self.missing,
+            "hash_buckets": self.hash_buckets,
+            "hashed": self.hashed,
+            "vocabulary": list(self.vocabulary),
+        }
 
     @classmethod
     def from_json(cls, raw: dict) -> Column:
@@ -63,6 +74,8 @@ class Column:
             mean=float(raw.get("mean", 0.0)),
             std=float(raw.get("std", 1.0)),
             vocabulary=tuple(str(value) for value in raw.get("vocabulary", ())),
+            hash_buckets=int(raw.get("hash_buckets", 0)),
+            hashed=float(raw.get("hashed", 0.0)),
         )
 
 
@@ -79,6 +92,8 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
             found.append(f"column {column.name!r} has a reserved name")
         if column.kind == NUMERIC and not (np.isfinite(column.std) and column.std > 0):
             found.append(f"column {column.name!r} has a std that is not a positive number")
+        if column.hash_buckets < 0:
+            found.append(f"column {column.name!r} has a negative number of hash buckets")
     return found
 
 
@@ -232,14 +247,22 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     parts = []
     for column in columns:
         value = values[column.name]
-        if column.kind == NUMERIC:
-            parts.append(tf.cast(value, tf.float32))
-            continue
-        strings = tf.strings.strip(value)
-        index = _vocabulary_lookup(column).lookup(strings)
-        index = tf.where(is_missing(strings), tf.constant(MISSING_INDEX, tf.int64), index)
-        parts.append(tf.cast(index, tf.float32))
+        parts.append(tf.cast(value, tf.float32) if column.kind == NUMERIC else _category_index(value, column))
     return tf.stack(parts, axis=1)
+
+
+def _category_index(value: tf.Tensor, column: Column) -> tf.Tensor:
+    """A categorical column's strings to their indices (see the module's docstring), as float32."""
+    import tensorflow as tf
+
+    strings = tf.strings.strip(value)
+    index = _vocabulary_lookup(column).lookup(strings)
+    if column.hash_buckets:
+        first_bucket = OOV_INDEX + 1 + len(column.vocabulary)
+        hashed = first_bucket + tf.strings.to_hash_bucket_fast(strings, column.hash_buckets)
+        index = tf.where(tf.equal(index, OOV_INDEX), hashed, index)
+    index = tf.where(is_missing(strings), tf.constant(MISSING_INDEX, tf.int64), index)
+    return tf.cast(index, tf.float32)
 
 
 def numbers(strings: tf.Tensor) -> tf.Tensor:
@@ -255,8 +278,14 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...]) -> dict[str, 
     """CSV lines holding the columns' values in order to named column values, as to_vector takes them."""
     import tensorflow as tf
 
-    fields = tf.io.decode_csv(lines, record_defaults=[[""]] * len(columns))
-    return {column.name: numbers(field) if column.kind == NUMERIC else field for column, field in zip(columns, fields)}
+    fields = dict(
+        zip([column.name for column in columns], tf.io.decode_csv(lines, record_defaults=[[""]] * len(columns)))
+    )
+    numeric = [column.name for column in columns if column.kind == NUMERIC]
+    if numeric:  # one block of ops for every numeric column, however many there are
+        block = numbers(tf.stack([fields[name] for name in numeric], axis=1))
+        fields.update(zip(numeric, tf.unstack(block, num=len(numeric), axis=1)))
+    return fields
 
 
 def parse_spec(columns: tuple[Column, ...], ragged: bool) -> dict:

@@ -198,7 +198,7 @@ class _CombineCounts(beam.CombineFn):
         counts, labels, rows = accumulator
         more_counts, more_labels, more_rows = block
         for name, more in more_counts.items():
-            tables.add_counts(counts[name], more, self._plan.options.max_categories)
+            tables.add_counts(counts[name], more)
         labels.update(more_labels)
         tables.check_labels(labels, self._plan)
         return counts, labels, rows + more_rows

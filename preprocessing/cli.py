@@ -109,8 +109,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-categories",
         type=commandline.positive_int,
         default=TableOptions.max_categories,
-        help="a categorical column with more distinct values is refused, as an ID column would be "
-        f"(default: {TableOptions.max_categories})",
+        help="a categorical column's vocabulary keeps at most this many of its most frequent values, found in "
+        f"bounded memory however many distinct values it has (default: {TableOptions.max_categories})",
+    )
+    table.add_argument(
+        "--hash-buckets",
+        type=commandline.non_negative_int,
+        default=TableOptions.hash_buckets,
+        help="values outside a column's vocabulary, and values never seen in training, hash into buckets of their "
+        "own: about one for every 10 training rows they hold, at most this many a column; 0 sends them all to "
+        f"one out-of-vocabulary index (default: {TableOptions.hash_buckets})",
     )
     parser.add_argument(
         "--image-size",
@@ -213,6 +221,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         ignore=args.ignore_columns,
         min_frequency=args.min_frequency,
         max_categories=args.max_categories,
+        hash_buckets=args.hash_buckets,
     )
     if args.runner == "beam":
         return _beam().build_table_dataset_with_beam(args.input, args.output, options, args.pipeline_args, **common)

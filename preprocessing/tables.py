@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import posixpath
+import re
 import tempfile
 import time
 from collections import Counter
@@ -52,6 +53,7 @@ from dataformat.schema import (
     SplitInfo,
 )
 from dataformat.tfrecord import frame
+from preprocessing.frequent import FrequentValues
 from preprocessing.split import shard_name
 from preprocessing.writer import clear_output, shard_output, usable_cores
 
@@ -76,8 +78,17 @@ class TableOptions:
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
     numeric: tuple[str, ...] = ()  # columns that must be numbers
     ignore: tuple[str, ...] = ()  # columns to leave out
-    min_frequency: int = 3  # a value seen fewer times in training goes to the out-of-vocabulary index
-    max_categories: int = 1000  # more distinct values than this: not a categorical column
+    min_frequency: int = 3  # a value seen fewer times in training is left out of the vocabulary
+    max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
+    hash_buckets: int = 1000  # at most this many buckets a column for the values outside its vocabulary
+
+
+NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones
+BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
+ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
+NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
+SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
+ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
 
 
 @dataclass
@@ -86,13 +97,21 @@ class ColumnCount:
 
     missing: int = 0  # training rows
     present: int = 0  # all rows
-    numbers: bool = True  # every present value so far is a finite number
-    not_a_number: tuple[str, int, str] | None = None  # (file, line, value) of the first that is not
+    not_numbers: int = 0  # present values, in all rows, that are not finite numbers
+    not_numbers_train: int = 0
+    bad_cells: tuple[tuple[str, int, str], ...] = ()  # (file, line, value) of the first few not numbers
+    integers: bool = True  # every number so far is a whole number
     total: float = 0.0  # training rows' numbers
     squares: float = 0.0
     counted: int = 0
-    distinct: Counter = field(default_factory=Counter)  # training rows' values, until too many
-    too_many: bool = False
+    frequent: FrequentValues = field(default_factory=FrequentValues)  # training rows' values (see _count)
+    distinct: int = 0  # distinct values of each counted block, added up
+    distinct_of: int = 0  # the rows they were counted over
+
+    @property
+    def nearly_unique(self) -> bool:
+        """Whether nearly every value is distinct, as in a column of IDs or names."""
+        return self.distinct_of >= 100 and self.distinct >= NEAR_UNIQUE * self.distinct_of
 
 
 # Files.
@@ -275,23 +294,20 @@ class Block:
     parts: list[tuple[tuple[str, int], pa.RecordBatch]]
 
 
-def add_counts(total: ColumnCount, more: ColumnCount, cap: int) -> None:
+def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     """Adds a block's counts of a column to the column's total (in any order: Beam combines so)."""
     total.missing += more.missing
     total.present += more.present
-    if not more.numbers:
-        total.numbers = False
-        wrong = [found for found in (total.not_a_number, more.not_a_number) if found]
-        total.not_a_number = min(wrong) if wrong else None  # the first in file order, whatever the order
+    total.not_numbers += more.not_numbers
+    total.not_numbers_train += more.not_numbers_train
+    total.bad_cells = tuple(sorted(total.bad_cells + more.bad_cells))[:SHOWN_BAD_CELLS]  # the first in file order
+    total.integers = total.integers and more.integers
     total.total += more.total
     total.squares += more.squares
     total.counted += more.counted
-    total.too_many = total.too_many or more.too_many
-    if not total.too_many:
-        total.distinct.update(more.distinct)
-        total.too_many = len(total.distinct) > cap
-    if total.too_many:
-        total.distinct = Counter()
+    total.frequent.merge(more.frequent)
+    total.distinct += more.distinct
+    total.distinct_of += more.distinct_of
 
 
 def _spellings(token: str) -> set[str]:
@@ -307,44 +323,53 @@ def _missing(column: pa.Array) -> np.ndarray:
     return pc.is_in(column, value_set=MISSING_SPELLINGS).to_numpy(zero_copy_only=False)
 
 
-def _count(values: pa.Array, train: np.ndarray, where: tuple, cap: int, earlier: ColumnCount) -> tuple:
+NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like, for blocks with bad cells
+
+
+def _numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each value as a float64, NaN where it is missing or not a number; which values are finite numbers)."""
+    numbers = np.full(len(values), np.nan)
+    try:  # the usual case: every present value is a number, cast at once
+        numbers[present] = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # some are not: cast those that look like numbers
+        looks = present & pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
+        numbers[looks] = pc.cast(values.filter(pa.array(looks)), pa.float64()).to_numpy(zero_copy_only=False)
+    finite = np.isfinite(numbers)
+    numbers[~finite] = np.nan
+    return numbers, finite
+
+
+def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCount, codes: bool) -> tuple:
     """One block of a column counted, and its values with the missing ones null. `where` is (the
-    file, the block's line numbers); `earlier` is the column's count in the file's block before,
-    whose findings stand: a value that is no number (the cast need not be tried again), more
-    distinct values than `cap` (they need not be counted again)."""
+    file, the block's line numbers); `earlier` is the column's count in the file's block before.
+
+    Its training values are counted for the vocabulary, except in a column of numbers (unless
+    `codes`, --categorical-columns): those are counted only until a block has more than
+    NUMBER_CODES distinct values, and again from a block that holds a value that is no number.
+    """
     missing = _missing(values)
     present = ~missing
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
-    numbers, finite = None, False
-    if earlier.numbers:
-        try:
-            numbers = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
-            finite = bool(np.isfinite(numbers).all())
-        except pa.ArrowInvalid:
-            pass
-    if not earlier.numbers:
-        counts.numbers = False
-    elif finite:
-        kept = numbers[train[present]]
-        counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
+    if codes or earlier.not_numbers > BAD_CELLS_SHARE * earlier.present:  # text: no number is looked for
+        numbers, finite = np.full(len(values), np.nan), np.zeros(len(values), bool)
     else:
-        counts.numbers, counts.not_a_number = False, _first_not_a_number(values, present, where)
-    counts.too_many = earlier.too_many
-    if not counts.too_many:
+        numbers, finite = _numbers(values, present)
+    bad = present & ~finite
+    if bad.any() and not codes:
+        path, lines = where
+        first = np.flatnonzero(bad)[:SHOWN_BAD_CELLS]
+        counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
+    counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
+    kept = numbers[finite & train]
+    counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
+    counts.integers = bool(np.all(np.floor(kept) == kept))
+    was_counted = earlier.distinct_of > 0 or earlier.present == 0  # the file's first block is counted
+    if codes or bad.any() or was_counted:
         distinct = pc.value_counts(values.filter(pa.array(present & train)))
-        counts.too_many = len(distinct) > cap  # a number or an ID: known before the values become Python's
-        if not counts.too_many:
-            counts.distinct = _as_counter(distinct)
+        if codes or bad.any() or len(distinct) <= NUMBER_CODES:
+            counts.frequent.add(distinct.field("values"), distinct.field("counts").to_numpy())
+            counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
     return counts, pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
-
-
-def _first_not_a_number(values: pa.Array, present: np.ndarray, where: tuple) -> tuple[str, int, str]:
-    path, lines = where
-    for i in np.flatnonzero(present):
-        text = values[int(i)].as_py()
-        if not tables.is_number(text) or not math.isfinite(float(text)):
-            return path, int(lines[i]), text
-    raise AssertionError("a block that failed to convert has a value that does not")
 
 
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
@@ -366,7 +391,6 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
 
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted."""
-    cap = plan.options.max_categories
     trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in [plan.label, *plan.features]}
     missing_label = _missing(trimmed[plan.label])
     if missing_label.any():
@@ -374,7 +398,12 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
     split_hash, order = row_hashes(key, lines)
     train = stratified_train(split_hash, order, trimmed[plan.label], plan.eval_fraction)
-    counted = pool.map(lambda name: _count(trimmed[name], train, (path, lines), cap, earlier[name]), plan.features)
+    codes = plan.options.categorical
+
+    def count(name: str) -> tuple:
+        return _count(trimmed[name], train, (path, lines), earlier[name], name in codes)
+
+    counted = pool.map(count, plan.features)
     counts, nulled = {}, [trimmed[plan.label]]
     for name, (count, values) in zip(plan.features, counted):
         counts[name] = count
@@ -412,7 +441,7 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
                     if number % RELEASE_BLOCKS == RELEASE_BLOCKS - 1:
                         release_memory()
                     for name, more in block.counts.items():
-                        add_counts(counts[name], more, plan.options.max_categories)
+                        add_counts(counts[name], more)
                     labels.update(block.labels)
                     check_labels(labels, plan)
                     rows += block.rows
@@ -477,8 +506,8 @@ def _header_difference(expected: tuple[str, ...], found: list[str]) -> str:
 
 
 def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:
-    """Each feature column described: its kind, vocabulary or statistics."""
-    options = plan.options
+    """Each feature column described: its kind, vocabulary or statistics. Warns of numeric columns'
+    bad cells, and hints at integer columns that look like IDs."""
     columns = []
     for name in plan.features:
         count = counts[name]
@@ -488,35 +517,81 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
                 f"{where}: column {plan.position(name)} is missing in every row; "
                 f"pass --ignore-columns {name} to leave it out"
             )
-        if name in options.numeric and not count.numbers:
-            path, line, value = count.not_a_number
+        mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present
+        if name in plan.options.numeric and not mostly_numbers:
+            path, line, value = count.bad_cells[0]
             raise UserError(
-                f"{path}: line {line}, column {plan.position(name)}: {value!r} is not a finite number "
-                f"(--numeric-columns {name})"
+                f"{path}: line {line}, column {plan.position(name)}: {value!r} is not a finite number, nor are "
+                f"{count.not_numbers - 1} more of its {count.present} values (--numeric-columns {name})"
             )
-        if count.numbers and name not in options.categorical:
-            mean = count.total / count.counted if count.counted else 0.0
-            variance = max(count.squares / count.counted - mean**2, 0.0) if count.counted else 0.0
-            std = math.sqrt(variance) if variance > 1e-12 else 1.0
-            columns.append(tables.Column(name, tables.NUMERIC, count.missing, mean, std))
-            continue
-        if count.too_many:
-            hint = f"--numeric-columns {name} if its values are numbers, " if name in options.categorical else ""
-            raise UserError(
-                f"column {plan.position(name)} has more than {options.max_categories} distinct values, too many "
-                f"for a categorical column (an ID?): pass --ignore-columns {name} to leave it out, "
-                f"{hint}or raise --max-categories"
-            )
-        frequent = [(value, n) for value, n in count.distinct.items() if n >= options.min_frequency]
-        vocabulary = tuple(value for value, _ in sorted(frequent, key=lambda item: (-item[1], item[0])))
-        columns.append(tables.Column(name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary))
+        if count.counted and mostly_numbers and name not in plan.options.categorical:
+            columns.append(_numeric_column(name, count, plan))
+        else:
+            columns.append(_categorical_column(name, count, plan))
     return tuple(columns)
+
+
+def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    if count.not_numbers:
+        cells = ", ".join(f"{path}: line {line} {value!r}" for path, line, value in count.bad_cells)
+        log.warning(
+            "column %s: %d value(s) are not numbers and are read as missing (%s%s)",
+            plan.position(name),
+            count.not_numbers,
+            cells,
+            ", ..." if count.not_numbers > len(count.bad_cells) else "",
+        )
+    if count.integers and looks_like_an_id(name, count):
+        log.warning(
+            "column %s holds integers that look like IDs (%s); it is read as a number: "
+            "pass --categorical-columns %s if its values are codes",
+            plan.position(name),
+            "named like one" if ID_NAME.search(name) else "nearly every value distinct",
+            name,
+        )
+    mean = count.total / count.counted
+    variance = max(count.squares / count.counted - mean**2, 0.0)
+    std = math.sqrt(variance) if variance > 1e-12 else 1.0
+    return tables.Column(name, tables.NUMERIC, count.missing + count.not_numbers_train, mean, std)
+
+
+def looks_like_an_id(name: str, count: ColumnCount) -> bool:
+    """Named like an ID (userId, movie_id, key), or nearly every value distinct."""
+    return bool(ID_NAME.search(name)) or count.nearly_unique
+
+
+def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    """The vocabulary: the most frequent values seen --min-frequency times, at most --max-categories of
+    them. The rest hash into buckets, about one for every ROWS_PER_BUCKET training rows they hold, at
+    most --hash-buckets; none when nearly every value is distinct (names, IDs), where a bucket would
+    hold unrelated rows."""
+    options = plan.options
+    values, frequencies = count.frequent.most_frequent()
+    size = min(sum(n >= options.min_frequency for n in frequencies), options.max_categories)  # most frequent first
+    vocabulary = tuple(values[:size])
+    outside = max(count.distinct_of - sum(frequencies[:size]), 0)
+    if count.nearly_unique:
+        log.warning(
+            "column %s: nearly every value is distinct (an ID or free text?): its values outside the "
+            "vocabulary share one index; pass --ignore-columns %s to leave it out",
+            plan.position(name),
+            name,
+        )
+    buckets = 0 if count.nearly_unique else min(options.hash_buckets, outside // ROWS_PER_BUCKET)
+    hashed = round(outside / count.distinct_of, 4) if count.distinct_of else 0.0
+    return tables.Column(
+        name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
+    )
 
 
 def describe(column: tables.Column) -> str:
     missing = f", {column.missing} missing" if column.missing else ""
-    size = f" of {len(column.vocabulary)} values" if column.kind == tables.CATEGORICAL else ""
-    return f"{column.name} ({column.kind}{size}{missing})"
+    if column.kind == tables.NUMERIC:
+        return f"{column.name} (numeric{missing})"
+    buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
+    return (
+        f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"
+    )
 
 
 def class_names(labels: Counter) -> tuple[str, ...]:
@@ -557,8 +632,8 @@ class ShardWriter:
         numeric, strings = {}, {}
         for column in self.columns:
             values = rows.column(column.name).take(chosen).combine_chunks()  # null where missing
-            if column.kind == tables.NUMERIC:
-                numeric[column.name] = pc.cast(values, pa.float32()).to_numpy(zero_copy_only=False)
+            if column.kind == tables.NUMERIC:  # a value that is not a number is missing, as its statistics had it
+                numeric[column.name] = _numbers(values, values.is_valid().to_numpy(zero_copy_only=False))[0]
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
         label_values = rows.column(self.label).take(chosen)

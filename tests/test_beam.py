@@ -80,10 +80,10 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     for part in range(3):
         rows = [
             f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
-            f"{'yn'[rng.integers(0, 2)]}"
+            f"u{rng.zipf(1.3) % 2000},{'yn'[rng.integers(0, 2)]}"  # user: hundreds of values, most of them rare
             for _ in range(300)
         ]
-        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,label", *rows]) + "\n")
+        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,label", *rows]) + "\n")
     options = TableOptions(label_column="label")
     local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
     beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
@@ -92,6 +92,8 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
             assert (tmp_path / "beam" / shard.file).read_bytes() == (tmp_path / "local" / shard.file).read_bytes()
     assert not [name for name in os.listdir(tmp_path / "beam") if name.startswith(".")]
     assert [c.vocabulary for c in beam.columns] == [c.vocabulary for c in local.columns]
+    assert [(c.hash_buckets, c.hashed) for c in beam.columns] == [(c.hash_buckets, c.hashed) for c in local.columns]
+    assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
     for ours, theirs in zip(beam.columns, local.columns):  # sums of floats in another order: the last bits
         assert ours.kind == theirs.kind and ours.missing == theirs.missing
         np.testing.assert_allclose([ours.mean, ours.std], [theirs.mean, theirs.std], rtol=1e-9)

@@ -51,7 +51,8 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert metrics["global_step"] == 300 and metrics["accuracy"] > 0.85
     variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
     assert any("wide_logits" in name for name in variables)
-    assert not any("embedding" in name for name in variables)  # 3 workclass values: one-hot, no embedding
+    assert not any("/embedding_" in name for name in variables)  # 3 workclass values: one-hot, no embedding
+    assert any("/wide_" in name for name in variables)  # its linear weights
 
 
 def test_every_serving_input_agrees_with_estimator_predict(table_job):

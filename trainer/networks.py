@@ -80,49 +80,67 @@ def _classifier(network: list[layers.Layer], metadata: Metadata) -> tf.keras.Seq
 class TableNetwork(tf.keras.Model):
     """A table's encoded rows (dataformat.tables) to logits.
 
-    Numeric columns: a missing value becomes the training mean, then every value is
-    standardized, and a column that had missing values in training gains a 0/1 "was missing"
-    input. Categorical columns: one-hot for small vocabularies, learned embeddings for larger
-    ones (missing and out-of-vocabulary values have indices of their own). Then the dense layers
-    of `--hidden-units`. With `wide`, a linear part over the standardized numbers and every
-    categorical column in one-hot adds its logits, as the census samples' wide-and-deep model does.
+    Numeric columns, as one block however many there are: a missing value becomes the training
+    mean, then every value is standardized, and each column that had missing values in training
+    gains a 0/1 "was missing" input. Categorical columns: one-hot for small vocabularies, learned
+    embeddings for larger ones (missing, out-of-vocabulary and hashed values have indices of their
+    own). Then the dense layers of `--hidden-units`. With `wide`, a linear part over the
+    standardized numbers and every categorical column adds its logits, as the census samples'
+    wide-and-deep model does; a column's linear weights are an embedding as wide as the classes,
+    which is its one-hot times a matrix without making the one-hot.
     """
 
     def __init__(self, settings: ModelSettings, metadata: Metadata, wide: bool):
         super().__init__(name="classifier")
-        self.table_columns = metadata.columns
+        columns = metadata.columns
+        self.numeric = [i for i, column in enumerate(columns) if column.kind == tables.NUMERIC]
+        self.means = tf.constant([columns[i].mean for i in self.numeric], tf.float32)
+        self.stds = tf.constant([columns[i].std for i in self.numeric], tf.float32)
+        self.with_missing = [j for j, i in enumerate(self.numeric) if columns[i].missing]  # within the block
+        self.categorical = [
+            (i, columns[i].size) for i, column in enumerate(columns) if column.kind == tables.CATEGORICAL
+        ]
         self.embeddings = {
-            column.name: layers.Embedding(column.size, embedding_size(column.size), name=f"embedding_{i}")
-            for i, column in enumerate(metadata.columns)
-            if column.kind == tables.CATEGORICAL and column.size > ONE_HOT_MAX
+            i: layers.Embedding(size, embedding_size(size), name=f"embedding_{i}")
+            for i, size in self.categorical
+            if size > ONE_HOT_MAX
         }
         self.hidden = _dense_layers(settings)
         self.logits = layers.Dense(metadata.num_classes, name="logits")
-        self.wide = layers.Dense(metadata.num_classes, name="wide_logits") if wide else None
+        self.wide = None
+        if wide:
+            self.wide = layers.Dense(metadata.num_classes, name="wide_logits")
+            self.wide_weights = {
+                i: layers.Embedding(size, metadata.num_classes, name=f"wide_{i}") for i, size in self.categorical
+            }
 
     def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:
-        numbers, one_hots, embedded = [], [], []
-        for i, column in enumerate(self.table_columns):
-            value = rows[:, i]
-            if column.kind == tables.NUMERIC:
-                missing = tf.math.is_nan(value)
-                numbers.append((tf.where(missing, column.mean, value) - column.mean) / column.std)
-                if column.missing:
-                    numbers.append(tf.cast(missing, tf.float32))
-                continue
-            index = tf.cast(value, tf.int32)
-            one_hots.append(tf.one_hot(index, column.size))
-            if column.name in self.embeddings:
-                embedded.append(self.embeddings[column.name](index))
-        numeric = [tf.stack(numbers, axis=1)] if numbers else []
-        small = [one_hot for one_hot in one_hots if one_hot.shape[-1] <= ONE_HOT_MAX]
-        deep = tf.concat(numeric + small + embedded, axis=1)
+        numbers = self._numbers(rows)
+        indices = tf.cast(tf.gather(rows, [i for i, _ in self.categorical], axis=1), tf.int32)
+        categories = []
+        for j, (i, size) in enumerate(self.categorical):
+            index = indices[:, j]
+            categories.append(self.embeddings[i](index) if i in self.embeddings else tf.one_hot(index, size))
+        deep = tf.concat(numbers + categories, axis=1)
         for layer in self.hidden:
             deep = layer(deep, training=training)
         logits = self.logits(deep)
         if self.wide is not None:
-            logits += self.wide(tf.concat(numeric + one_hots, axis=1))
+            logits += self.wide(numbers[0] if numbers else tf.zeros_like(logits[:, :0]))
+            for j, (i, _) in enumerate(self.categorical):
+                logits += self.wide_weights[i](indices[:, j])
         return logits
+
+    def _numbers(self, rows: tf.Tensor) -> list[tf.Tensor]:
+        """The numeric columns standardized, then their "was missing" inputs: [] or one [n, k] block."""
+        if not self.numeric:
+            return []
+        values = tf.gather(rows, self.numeric, axis=1)
+        missing = tf.math.is_nan(values)
+        standardized = (tf.where(missing, self.means, values) - self.means) / self.stds
+        if not self.with_missing:
+            return [standardized]
+        return [tf.concat([standardized, tf.cast(tf.gather(missing, self.with_missing, axis=1), tf.float32)], axis=1)]
 
 
 def embedding_size(indices: int) -> int:

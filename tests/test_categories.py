@@ -1,0 +1,165 @@
+"""Categorical columns of any cardinality: a bounded vocabulary of the most frequent values, found
+by a Misra-Gries summary, hash buckets for the rest and for values never seen, the same indices
+in training and serving, and hints for integer columns that look like IDs."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import tensorflow as tf
+from test_tables import read_rows
+
+from dataformat import tables
+from preprocessing.frequent import FrequentValues
+from preprocessing.tables import ROWS_PER_BUCKET, TableOptions, build_table_dataset
+
+
+def zipf_values(count: int, seed: int = 0, exponent: float = 1.2, prefix: str = "v") -> list[str]:
+    return [f"{prefix}{n}" for n in np.random.default_rng(seed).zipf(exponent, count)]
+
+
+def summary_of(values: list[str], capacity: int, pieces: int = 1) -> FrequentValues:
+    """A summary of `values` made of `pieces` summaries merged (as blocks and Beam's bundles are)."""
+    total = FrequentValues(capacity)
+    for part in np.array_split(np.array(values, dtype=object), pieces):
+        piece = FrequentValues(capacity)
+        found = Counter(part.tolist())
+        piece.add(pa.array(list(found)), np.array(list(found.values())))
+        total.merge(piece)
+    return total
+
+
+def test_the_summary_is_exact_while_the_values_fit():
+    values = zipf_values(5000, exponent=2.0)
+    found, counts = summary_of(values, capacity=5000, pieces=7).most_frequent()
+    exact = Counter(values)
+    assert dict(zip(found, counts)) == exact
+    assert counts == sorted(counts, reverse=True)
+
+
+@pytest.mark.parametrize("pieces", [1, 13, 200])
+def test_the_summary_keeps_the_frequent_values_within_its_error_bound(pieces):
+    values = zipf_values(100_000, exponent=1.1)  # tens of thousands of distinct values
+    exact = Counter(values)
+    summary = summary_of(values, capacity=500, pieces=pieces)
+    found, counts = summary.most_frequent()
+    assert len(found) <= 500 and summary.overflowed
+    assert summary.error <= len(values) / 501  # Misra-Gries' bound, through any number of merges
+    for value, count in zip(found, counts):
+        assert exact[value] - summary.error <= count <= exact[value]
+    heavy = [value for value, count in exact.items() if count > summary.error]
+    assert set(heavy) <= set(found)  # every value above the error is kept
+    assert found[:20] == [value for value, _ in exact.most_common(20)]
+
+
+def write(path, header: str, rows: list[str]):
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+def test_a_column_of_thousands_of_values_keeps_the_frequent_ones_and_hashes_the_rest(tmp_path, caplog):
+    users = zipf_values(20_000, seed=1, prefix="user-")
+    labels = np.random.default_rng(2).integers(0, 2, len(users))
+    rows = [f"{user},{i % 5},{label}" for i, (user, label) in enumerate(zip(users, labels))]
+    source = write(tmp_path / "t.csv", "user,slot,label", rows)
+    with caplog.at_level(logging.INFO):
+        metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions(max_categories=200))
+    user = metadata.columns[0]
+    assert user.kind == tables.CATEGORICAL and len(user.vocabulary) == 200
+    train, _ = read_rows(tmp_path / "out", metadata, "train")
+    counts = Counter(row["user"] for row in train)
+    assert user.vocabulary == tuple(value for value, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:200])
+    outside = sum(n for value, n in counts.items() if value not in user.vocabulary)
+    assert user.hashed == round(outside / len(train), 4)
+    assert user.hash_buckets == min(1000, outside // ROWS_PER_BUCKET) > 0
+    assert user.size == 2 + 200 + user.hash_buckets
+    assert (
+        f"user (categorical: 200 values + {user.hash_buckets} hash buckets, {user.hashed:.1%} outside)" in caplog.text
+    )
+
+
+def category_indices(column: tables.Column, strings: list[str]) -> list[int]:
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        vector = tables.to_vector({column.name: tf.constant(strings)}, (column,))
+        session.run(tf.compat.v1.tables_initializer())
+        return session.run(vector)[:, 0].astype(int).tolist()
+
+
+def test_values_outside_the_vocabulary_and_never_seen_hash_into_the_columns_buckets():
+    column = tables.Column("user", tables.CATEGORICAL, vocabulary=("a", "b"), hash_buckets=50)
+    strings = ["a", "b", " b ", "", "NA", "never seen", "never seen", "another", "ünïcødé 🙂", "x" * 10_000]
+    indices = category_indices(column, strings)
+    assert indices[:5] == [2, 3, 3, tables.MISSING_INDEX, tables.MISSING_INDEX]
+    buckets = tf.strings.to_hash_bucket_fast(strings[5:], 50).numpy()
+    assert indices[5:] == (4 + buckets).tolist()  # the vocabulary's 2 + 2 indices, then the bucket
+    assert indices[5] == indices[6] and all(4 <= index < column.size for index in indices[5:])
+    no_buckets = tables.Column("user", tables.CATEGORICAL, vocabulary=("a", "b"))
+    assert category_indices(no_buckets, ["never seen", "a"]) == [tables.OOV_INDEX, 2]
+
+
+def test_integer_codes_are_categorical_at_any_cardinality_when_asked(tmp_path, caplog):
+    rng = np.random.default_rng(4)
+    movies = rng.zipf(1.3, 6000) % 3000
+    rows = [f"{i % 300},{movie},{rng.integers(1, 6)},{'ny'[movie % 2]}" for i, movie in enumerate(movies)]
+    source = write(tmp_path / "ratings.csv", "userId,movieId,stars,liked", rows)
+    with caplog.at_level(logging.WARNING):
+        plain = build_table_dataset(str(source), str(tmp_path / "plain"), TableOptions(label_column="liked"))
+    assert [column.kind for column in plain.columns] == [tables.NUMERIC] * 3
+    hints = [record.getMessage() for record in caplog.records if "look like IDs" in record.getMessage()]
+    assert len(hints) == 2 and "'userId'" in hints[0] and "--categorical-columns movieId" in hints[1]
+    assert "named like one" in hints[1]
+    options = TableOptions(label_column="liked", categorical=("userId", "movieId"))
+    codes = build_table_dataset(str(source), str(tmp_path / "codes"), options)
+    user, movie = codes.columns[:2]
+    assert user.kind == movie.kind == tables.CATEGORICAL
+    assert len(user.vocabulary) == 300 and user.hash_buckets == 0  # every user seen often enough
+    assert len(movie.vocabulary) > 100 and movie.hash_buckets > 0
+
+
+def test_a_near_unique_integer_column_gets_the_id_hint(tmp_path, caplog):
+    rows = [f"{1000 + i},{i % 9},{'ab'[i % 2]}" for i in range(500)]
+    source = write(tmp_path / "t.csv", "ticket,floor,label", rows)
+    with caplog.at_level(logging.WARNING):
+        build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    assert "column 1 ('ticket') holds integers that look like IDs (nearly every value distinct)" in caplog.text
+    assert "'floor'" not in caplog.text
+
+
+def test_a_column_of_unique_names_gets_no_buckets_and_a_hint(tmp_path, caplog):
+    rows = [f"name {i},{i % 3},{'ab'[i % 2]}" for i in range(400)]
+    source = write(tmp_path / "t.csv", "name,size,label", rows)
+    with caplog.at_level(logging.WARNING):
+        metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    name = metadata.columns[0]
+    assert name.vocabulary == () and name.hash_buckets == 0 and name.hashed == 1.0
+    assert "column 1 ('name'): nearly every value is distinct" in caplog.text
+
+
+def test_a_numeric_column_with_a_few_bad_cells_stays_numeric_and_names_them(tmp_path, caplog):
+    rows = [f"{i * 0.5},{'ab'[i % 2]}" for i in range(300)]
+    for line, bad in ((10, "n/a?"), (50, "1,5"), (200, "12 kg")):
+        rows[line - 2] = f'"{bad}",{"ab"[line % 2]}'
+    source = write(tmp_path / "t.csv", "weight,label", rows)
+    with caplog.at_level(logging.WARNING):
+        metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    weight = metadata.columns[0]
+    assert weight.kind == tables.NUMERIC
+    assert "column 1 ('weight'): 3 value(s) are not numbers and are read as missing" in caplog.text
+    assert "t.csv: line 10 'n/a?'" in caplog.text and "t.csv: line 200 '12 kg'" in caplog.text
+    train, _ = read_rows(tmp_path / "out", metadata, "train")
+    evaluation, _ = read_rows(tmp_path / "out", metadata, "eval")
+    values = [row["weight"] for row in train + evaluation]
+    assert sum(np.isnan(values)) == 3 and len(values) == 300
+    expected = [i * 0.5 for i in range(300) if i + 2 not in (10, 50, 200)]
+    assert abs(weight.mean - np.mean(expected)) < 5  # the training rows' numbers, the bad cells left out
+
+
+def test_a_column_of_mostly_words_is_categorical(tmp_path):
+    rows = [f"{'small' if i % 10 else i},{'ab'[i % 2]}" for i in range(300)]
+    source = write(tmp_path / "t.csv", "size,label", rows)
+    metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    assert metadata.columns[0].kind == tables.CATEGORICAL and metadata.columns[0].vocabulary[0] == "small"
