@@ -82,6 +82,7 @@ class Metadata:
     # Tables: the feature columns (see tables.py) and the label column's name; empty otherwise.
     columns: tuple[tables.Column, ...] = ()
     label_column: str = ""
+    class_counts: tuple[int, ...] = ()  # examples of each class, both splits (empty in datasets before it)
 
     @property
     def num_classes(self) -> int:
@@ -142,6 +143,7 @@ class Metadata:
                 extra=dict(raw.get("extra", {})),
                 columns=tuple(tables.Column.from_json(column) for column in raw.get("columns", ())),
                 label_column=str(raw.get("label_column", "")),
+                class_counts=tuple(int(n) for n in raw.get("class_counts", ())),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise UserError(f"{where}: malformed metadata ({type(error).__name__}: {error})") from None
@@ -166,6 +168,8 @@ class Metadata:
             problems.append(f"shape {list(self.shape)} has no elements")
         if self.num_classes < 2:
             problems.append(f"{self.num_classes} class(es); a classifier needs at least 2")
+        if self.class_counts and len(self.class_counts) != self.num_classes:
+            problems.append(f"{len(self.class_counts)} class counts for {self.num_classes} classes")
         channels = self.shape[-1] if self.shape else 0
         if len(self.mean) != channels or len(self.std) != channels:
             problems.append(f"mean/std have {len(self.mean)}/{len(self.std)} values for {channels} channels")

@@ -257,7 +257,7 @@ def build_table_dataset_with_beam(
         return tables.ShardWriter(plan.label, columns, tables.class_names(labels), compression, examples_per_record)
 
     def keep(writer: tables.ShardWriter, summary) -> None:
-        storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "rows": summary[2]}))
+        storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "labels": summary[1]}))
 
     with beam.Pipeline(options=beam_options) as pipeline:
         read = (
@@ -282,7 +282,7 @@ def build_table_dataset_with_beam(
     writer = _writer_from_json(summary["writer"])
     written = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
-    metadata = tables.table_metadata(plan, writer, written, summary["rows"], extra)
+    metadata = tables.table_metadata(plan, writer, written, Counter(summary["labels"]), extra)
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata
 

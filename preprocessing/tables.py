@@ -712,8 +712,10 @@ def shard_paths(plan: TablePlan, output: str, compression: str) -> dict[tuple[st
     }
 
 
-def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, rows: int, extra: dict) -> Metadata:
-    """The dataset's metadata, from the plan, the columns and every shard written (by (split, index))."""
+def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: Counter, extra: dict) -> Metadata:
+    """The dataset's metadata, from the plan, the columns, every shard written (by (split, index)) and the
+    rows of each label."""
+    rows = sum(labels.values())
     splits = {}
     for split, count in plan.shards.items():
         infos = tuple(written[split, i] for i in range(count))
@@ -728,6 +730,7 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, rows: in
         shape=(len(columns),),
         dtype="float32",
         class_names=writer.classes,
+        class_counts=tuple(labels[name] for name in writer.classes),
         splits=splits,
         mean=tuple(c.mean if c.kind == tables.NUMERIC else 0.0 for c in columns),
         std=tuple(c.std if c.kind == tables.NUMERIC else 1.0 for c in columns),
@@ -773,6 +776,6 @@ def build_table_dataset(
             infos = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)
             written = dict(zip(paths, infos))
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
-    metadata = table_metadata(plan, writer, written, rows, extra)
+    metadata = table_metadata(plan, writer, written, labels, extra)
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata

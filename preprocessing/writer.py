@@ -346,6 +346,7 @@ def write_metadata(
         shape=data.shape,
         dtype=data.dtype,
         class_names=data.class_names,
+        class_counts=tuple(np.bincount(data.labels, minlength=len(data.class_names)).tolist()),
         splits={
             split: SplitInfo(
                 examples=sum(r.examples for r in results),

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from dataformat.errors import UserError
-from trainer.config import TUNING_METRICS, Config
+from trainer import metrics
+from trainer.config import Config
 from trainer.vertex.environment import cloud_folders, copy_summaries
 
 
@@ -51,25 +52,35 @@ def test_summaries_are_copied_where_vertex_ai_tensorboard_reads_them(monkeypatch
     assert (logs / "events.out.tfevents.1.host").read_bytes() == b"train, and more"
 
 
-def test_the_tuning_metrics_are_the_names_the_evaluation_gives():
+@pytest.mark.parametrize("classes", [("a", "b"), ("a", "b", "c")])
+def test_the_tuning_metrics_are_the_names_the_evaluation_gives(classes):
     import tensorflow as tf
 
-    from trainer.head import CONFUSION, LOSS, ClassificationHead
+    from trainer.head import ClassificationHead
 
+    head = ClassificationHead(classes)
     with tf.Graph().as_default():
-        names = set(ClassificationHead(("a", "b", "c")).metrics(tf.constant([0]), tf.constant([0], tf.int64)))
-    assert {name for name in names | {LOSS} if TUNING_METRICS.fullmatch(name)} == (names - {CONFUSION}) | {LOSS}
+        names = set(head.metrics(tf.constant([0]), head.predictions(tf.constant([[0.0] * len(classes)]))))
+    not_choosable = {metrics.CONFUSION, metrics.BASELINE, metrics.LABEL_MEAN, metrics.PREDICTION_MEAN}
+    choosable = {name for name in names | {metrics.LOSS} if metrics.CHOOSABLE.fullmatch(name)}
+    assert choosable == (names - not_choosable) | {metrics.LOSS}
+    assert all(metrics.problem(name, len(classes)) is None for name in names)
+    assert (metrics.AUC in names) == (len(classes) == 2)
 
 
 def test_a_tuning_metric_the_trainer_cannot_report_is_one_line():
     from trainer.export import MetricsWriter
 
-    with pytest.raises(UserError, match=r"^--tuning-metric auc: must be accuracy, loss, recall/class_N or precision"):
-        Config(tuning_metric="auc")
+    with pytest.raises(UserError, match=r"^--tuning-metric f1: must be accuracy, loss, log_loss, auc, "):
+        Config(tuning_metric="f1")
+    with pytest.raises(UserError, match=r"^--best-metric auc_roc: must be auto, accuracy, loss, log_loss, auc, "):
+        Config(best_metric="auc_roc")
     with pytest.raises(
         UserError, match=r"^--tuning-metric recall/class_3: the dataset has 3 classes, class_0 to class_2$"
     ):
-        MetricsWriter("/tmp/unused", ("a", "b", "c"), "recall/class_3")
+        MetricsWriter("/tmp/unused", ("a", "b", "c"), "recall/class_3", "log_loss")
+    with pytest.raises(UserError, match=r"^--tuning-metric auc: only binary labels report it, and the dataset has 3"):
+        MetricsWriter("/tmp/unused", ("a", "b", "c"), "auc", "log_loss")
 
 
 @pytest.mark.slow

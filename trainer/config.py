@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -16,12 +15,10 @@ from typing import Any, Optional
 import yaml
 
 from dataformat.errors import UserError
+from trainer import metrics
 
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
 SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
-# The evaluation metrics a tuning trial can report: those trainer/head.py names (N: a class index).
-TUNING_METRICS = re.compile(r"accuracy|loss|(recall|precision)/class_\d+")
-TUNING_METRICS_TEXT = "accuracy, loss, recall/class_N or precision/class_N"
 
 
 def _option(default: Any, help: str) -> Any:
@@ -66,6 +63,11 @@ class Config:
         None, "dropout rate of the dense layers (default: 0.5 for tables, which are often small; 0.3 otherwise)"
     )
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
+    class_weights: str = _option(
+        "none",
+        "each class's weight in the training loss: none (all 1), balanced (inverse to the class's share of the "
+        "training examples, as scikit-learn's), or one weight a class in metadata.json's order, e.g. 1,4",
+    )
     # Input pipeline.
     reader_threads: int = _option(2, "parallel readers, each with its own parse thread, filling the shuffle queue")
     read_batch_size: int = _option(256, "examples each reader takes per read (in whole records)")
@@ -102,9 +104,14 @@ class Config:
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
     eval_throttle_secs: int = _option(10, "least seconds between two evaluations during training")
     eval_start_delay_secs: int = _option(10, "seconds a distributed evaluator waits before its first evaluation")
+    best_metric: str = _option(
+        "auto",
+        f"the metric that picks the best export and that the final summary leads with: {metrics.CHOOSABLE_TEXT}; "
+        "auto: auc for binary labels, log_loss for more classes (a constant model never wins by them)",
+    )
     tuning_metric: str = _option(
         "accuracy",
-        f"the metric a hyperparameter-tuning trial reports after every evaluation: {TUNING_METRICS_TEXT} "
+        f"the metric a hyperparameter-tuning trial reports after every evaluation: {metrics.CHOOSABLE_TEXT} "
         "(qt-submit passes the job config's tuning.metric)",
     )
     # Export.
@@ -164,8 +171,17 @@ def check_values(config: Config) -> None:
         fail("data_format", "must be auto, channels_first or channels_last")
     if config.stage_on_device not in ("auto", "on", "off"):
         fail("stage_on_device", "must be auto, on or off")
-    if not TUNING_METRICS.fullmatch(config.tuning_metric):
-        fail("tuning_metric", f"must be {TUNING_METRICS_TEXT}")
+    if not metrics.CHOOSABLE.fullmatch(config.tuning_metric):
+        fail("tuning_metric", f"must be {metrics.CHOOSABLE_TEXT}")
+    if config.best_metric != "auto" and not metrics.CHOOSABLE.fullmatch(config.best_metric):
+        fail("best_metric", f"must be auto, {metrics.CHOOSABLE_TEXT}")
+    if config.class_weights != "none" and config.class_weights != "balanced":
+        try:
+            weights = [float(weight) for weight in config.class_weights.split(",")]
+        except ValueError:
+            weights = []
+        if not weights or not all(weight >= 0 for weight in weights) or not any(weights):
+            fail("class_weights", "must be none, balanced, or one non-negative weight a class, e.g. 1,4")
     if config.serving_input not in SERVING_INPUTS:
         fail("serving_input", f"must be {', '.join(SERVING_INPUTS[:-1])} or {SERVING_INPUTS[-1]}")
     for name in ("steps_per_run", "num_towers"):

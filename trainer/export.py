@@ -13,8 +13,9 @@ import tensorflow as tf
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
 from trainer import figures, serving
+from trainer import metrics as names
 from trainer.config import Config
-from trainer.head import LOSS, METRIC, higher_metric
+from trainer.head import better_by
 from trainer.progress import LastEvaluation
 from trainer.vertex import environment
 
@@ -50,9 +51,10 @@ class MetricsWriter(tf.estimator.Exporter):
     the summaries where Vertex AI TensorBoard reads them; after the last one, the figures and
     report.md (trainer/figures.py)."""
 
-    def __init__(self, job_dir: str, class_names: tuple[str, ...], tuning_metric: str):
-        _check_tuning_metric(tuning_metric, class_names)
+    def __init__(self, job_dir: str, class_names: tuple[str, ...], tuning_metric: str, best_metric: str):
+        check_metric("--tuning-metric", tuning_metric, len(class_names))
         self._job_dir, self._class_names, self._tuning_metric = job_dir, class_names, tuning_metric
+        self._best_metric = best_metric
         self._path = posixpath.join(job_dir, METRICS_FILE)
 
     @property
@@ -61,15 +63,8 @@ class MetricsWriter(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         metrics = json_numbers(eval_result)
-        LastEvaluation.metrics = metrics
-        log.info(
-            "Evaluation at step %d: %s %.4f, %s %.4f",
-            metrics["global_step"],
-            METRIC,
-            metrics[METRIC],
-            LOSS,
-            metrics[LOSS],
-        )
+        LastEvaluation.metrics, LastEvaluation.shown = metrics, self._best_metric
+        log.info("Evaluation at step %d: %s", metrics["global_step"], summary(metrics, self._best_metric))
         with tf.io.gfile.GFile(self._path, "w") as file:
             file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         if environment.reports_tuning_metric():
@@ -85,7 +80,7 @@ class MetricsWriter(tf.estimator.Exporter):
 def exporters(
     config: Config, metadata_path: str, class_names: tuple[str, ...], serving_input_fn: Callable
 ) -> list[tf.estimator.Exporter]:
-    """The latest exports, the best one by the head's metric, and the metrics file. The dataset's
+    """The latest exports, the best one by --best-metric, and the metrics file. The dataset's
     metadata.json travels in every export's assets.extra/, for the serving side; serving_default
     takes what --serving-input says."""
     serving_input_fn = serving.with_default_input(serving_input_fn, config.serving_input)
@@ -94,20 +89,27 @@ def exporters(
     assets = {METADATA_FILE: metadata_path}
     folder = export_folder(config)
     latest = tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=LATEST_KEPT)
+    best_metric = names.resolve_best(config.best_metric, len(class_names))
+    check_metric("--best-metric", best_metric, len(class_names))
     best = tf.estimator.BestExporter(
-        "best", serving_input_fn, assets_extra=assets, compare_fn=higher_metric, exports_to_keep=1
+        "best", serving_input_fn, assets_extra=assets, compare_fn=better_by(best_metric), exports_to_keep=1
     )
-    metrics = MetricsWriter(config.job_dir, class_names, config.tuning_metric)
+    metrics = MetricsWriter(config.job_dir, class_names, config.tuning_metric, best_metric)
     return [metrics, ExportTo(latest, folder), ExportTo(best, folder)]
 
 
-def _check_tuning_metric(name: str, class_names: tuple[str, ...]) -> None:
-    """A per-class metric (recall/class_N) must name one of the dataset's classes, which qt-submit
-    could not know when it checked the job config's tuning.metric; UserError before training otherwise."""
-    _, _, index = name.partition("/class_")
-    count = len(class_names)
-    if index and int(index) >= count:
-        raise UserError(f"--tuning-metric {name}: the dataset has {count} classes, class_0 to class_{count - 1}")
+def check_metric(flag: str, name: str, num_classes: int) -> None:
+    """A metric (--tuning-metric, --best-metric) this dataset's evaluation reports; UserError before
+    training otherwise (qt-submit, which checked the name, could not know the dataset)."""
+    problem = names.problem(name, num_classes)
+    if problem:
+        raise UserError(f"{flag} {name}: {problem}")
+
+
+def summary(metrics: dict, lead: str) -> str:
+    """The evaluation in a few figures: `lead` (--best-metric's) first, then accuracy and log loss."""
+    shown = dict.fromkeys([lead, names.ACCURACY, names.LOG_LOSS, names.LOSS])
+    return ", ".join(f"{name} {metrics[name]:.4f}" for name in shown if name in metrics)
 
 
 def json_numbers(metrics: dict) -> dict:

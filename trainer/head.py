@@ -1,25 +1,25 @@
 """The classification head: what the network's logits mean.
 
-It owns the loss, the evaluation metrics, the predictions and the export outputs, and names the
-metric that picks the best export (METRIC), so no other module spells it. A tuning trial reports
-whichever evaluation metric --tuning-metric names (trainer/config.py's TUNING_METRICS, which a
-test keeps equal to the names metrics() gives).
+It owns the loss, the evaluation metrics (named in trainer/metrics.py), the predictions and the
+export outputs. The metric that picks the best export is --best-metric's (better_by).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import tensorflow as tf
 
-METRIC = "accuracy"  # higher is better
-LOSS = "loss"
-CONFUSION = "confusion_matrix"  # rows: true class, columns: predicted class
+from trainer import metrics as names
+
+AUC_THRESHOLDS = 1000  # the ROC and PR curves' resolution (TensorFlow's binary head uses 200)
 
 
 @dataclass(frozen=True)
 class ClassificationHead:
     class_names: tuple[str, ...]
+    class_weights: tuple[float, ...] | None = None  # each class's weight in the training loss (--class-weights)
 
     @property
     def logits_dimension(self) -> int:
@@ -34,16 +34,22 @@ class ClassificationHead:
             "logits": logits,
         }
 
-    def metrics(self, labels: tf.Tensor, class_ids: tf.Tensor) -> dict:
-        """Accuracy, the confusion matrix, and recall and precision per class (named by class index)."""
+    def metrics(self, labels: tf.Tensor, predictions: dict[str, tf.Tensor]) -> dict:
+        """Accuracy, log loss, the confusion matrix, recall and precision per class (by class index),
+        and for binary labels those of TensorFlow's binary head (see trainer/metrics.py)."""
+        class_ids, probabilities = predictions["class_ids"], predictions["probabilities"]
+        cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=predictions["logits"])
         metrics = {
-            METRIC: tf.compat.v1.metrics.accuracy(labels, class_ids),
-            CONFUSION: self._confusion(labels, class_ids),
+            names.ACCURACY: tf.compat.v1.metrics.accuracy(labels, class_ids),
+            names.LOG_LOSS: tf.compat.v1.metrics.mean(cross_entropy),
+            names.CONFUSION: self._confusion(labels, class_ids),
         }
         for index in range(self.logits_dimension):
             is_true, is_predicted = tf.equal(labels, index), tf.equal(class_ids, index)
             metrics[f"recall/class_{index}"] = tf.compat.v1.metrics.recall(is_true, is_predicted)
             metrics[f"precision/class_{index}"] = tf.compat.v1.metrics.precision(is_true, is_predicted)
+        if self.logits_dimension == 2:
+            metrics.update(_binary_metrics(labels, class_ids, probabilities[:, 1]))
         return metrics
 
     def _confusion(self, labels: tf.Tensor, class_ids: tf.Tensor) -> tuple[tf.Tensor, tf.Operation]:
@@ -58,7 +64,8 @@ class ClassificationHead:
     def loss(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         # Out of the LOSSES collection: the Estimator adds the loss it is given, and with towers
         # or the in-graph loop there is one loss per tower and step.
-        return tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits, loss_collection=None)
+        weights = 1.0 if self.class_weights is None else tf.gather(tf.constant(self.class_weights), labels)
+        return tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits, weights=weights, loss_collection=None)
 
     def accuracy(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         """The batch's accuracy, for the training summary."""
@@ -70,18 +77,41 @@ class ClassificationHead:
         if mode == tf.estimator.ModeKeys.PREDICT:
             outputs = {"serving_default": tf.estimator.export.PredictOutput(predictions)}
             return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
-        metrics = self.metrics(labels, predictions["class_ids"])
+        metrics = self.metrics(labels, predictions)
         return tf.estimator.EstimatorSpec(mode, loss=self.loss(logits, labels), eval_metric_ops=metrics)
 
     def training_spec(
         self, loss: tf.Tensor, accuracy: tf.Tensor, train_op: tf.Operation, chief_hooks: list
     ) -> tf.estimator.EstimatorSpec:
-        tf.compat.v1.summary.scalar(f"train_{METRIC}", accuracy)
+        tf.compat.v1.summary.scalar(f"train_{names.ACCURACY}", accuracy)
         return tf.estimator.EstimatorSpec(
             tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_chief_hooks=chief_hooks
         )
 
 
-def higher_metric(best_eval_result: dict, current_eval_result: dict) -> bool:
-    """The BestExporter's comparison: whether the current evaluation beats the best so far."""
-    return current_eval_result[METRIC] > best_eval_result[METRIC]
+def _binary_metrics(labels: tf.Tensor, class_ids: tf.Tensor, positive: tf.Tensor) -> dict:
+    """TensorFlow's binary head's metrics; `positive` is each example's probability of class 1."""
+    is_positive = tf.equal(labels, 1)
+    label_mean = tf.compat.v1.metrics.mean(tf.cast(labels, tf.float32))
+    baseline = tf.maximum(label_mean[0], 1.0 - label_mean[0])  # the majority class's rate
+    return {
+        names.AUC: tf.compat.v1.metrics.auc(is_positive, positive, num_thresholds=AUC_THRESHOLDS),
+        names.PR_AUC: tf.compat.v1.metrics.auc(
+            is_positive, positive, curve="PR", num_thresholds=AUC_THRESHOLDS, summation_method="careful_interpolation"
+        ),
+        names.PRECISION: tf.compat.v1.metrics.precision(is_positive, tf.equal(class_ids, 1)),
+        names.RECALL: tf.compat.v1.metrics.recall(is_positive, tf.equal(class_ids, 1)),
+        names.LABEL_MEAN: label_mean,
+        names.PREDICTION_MEAN: tf.compat.v1.metrics.mean(positive),
+        names.BASELINE: (baseline, tf.group(label_mean[1])),
+    }
+
+
+def better_by(metric: str) -> Callable[[dict, dict], bool]:
+    """The BestExporter's comparison by `metric`: whether the current evaluation beats the best so far."""
+    sign = 1 if names.higher_is_better(metric) else -1
+
+    def better(best_eval_result: dict, current_eval_result: dict) -> bool:  # the names BestExporter requires
+        return sign * (current_eval_result[metric] - best_eval_result[metric]) > 0
+
+    return better

@@ -50,6 +50,7 @@ class ModelSettings:
     steps_per_run: int = 1  # --steps-per-run, resolved
     train_steps: int = 2000  # where the in-graph loop stops
     checkpoint_steps: int = 500  # --save-checkpoints-steps, where a run of the loop ends early
+    class_weights: tuple[float, ...] | None = None  # --class-weights, resolved (None: every class 1)
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -68,6 +69,7 @@ class ModelSettings:
             steps_per_run=resolve_steps_per_run(config.steps_per_run),
             train_steps=config.train_steps,
             checkpoint_steps=config.save_checkpoints_steps,
+            class_weights=resolve_class_weights(config.class_weights, metadata),
         )
 
 
@@ -76,6 +78,27 @@ def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
     if dropout is not None:
         return dropout
     return TABLE_DROPOUT if metadata.is_table else DROPOUT
+
+
+def resolve_class_weights(setting: str, metadata: Metadata) -> tuple[float, ...] | None:
+    """`--class-weights`: None for none; balanced gives class c the weight n / (classes x n_c), as
+    scikit-learn's class_weight="balanced" does, so that every class weighs as much in the loss."""
+    if setting == "none":
+        return None
+    if setting != "balanced":
+        weights = tuple(float(weight) for weight in setting.split(","))
+        if len(weights) != metadata.num_classes:
+            raise UserError(
+                f"--class-weights {setting}: {len(weights)} weight(s) for {metadata.num_classes} classes "
+                f"({', '.join(metadata.class_names)})"
+            )
+        return weights
+    if not metadata.class_counts:
+        raise UserError(
+            "--class-weights balanced: this dataset's metadata.json has no class counts; rerun preprocessing"
+        )
+    counts = metadata.class_counts
+    return tuple(sum(counts) / (len(counts) * max(count, 1)) for count in counts)
 
 
 def choose_network(name: str, metadata: Metadata) -> str:
@@ -137,7 +160,7 @@ def model_fn(features, labels, mode, params, config=None):
     `config` is the Estimator's RunConfig (None outside an Estimator)."""
     settings: ModelSettings = params["settings"]
     metadata: Metadata = params["metadata"]
-    head = ClassificationHead(metadata.class_names)
+    head = ClassificationHead(metadata.class_names, settings.class_weights)
     network = build_network(settings, metadata)
     if mode != tf.estimator.ModeKeys.TRAIN:
         return head.estimator_spec(mode, network(features[metadata.feature_key], training=False), labels)

@@ -16,16 +16,16 @@ from typing import TextIO
 import tensorflow as tf
 from tqdm import tqdm
 
-from trainer.head import METRIC
-
 log = logging.getLogger("trainer")
 TERMINAL_REFRESH_SECS = 0.5
 
 
 class LastEvaluation:
-    """The latest evaluation's metrics, set by the exporter that sees them, read by the progress hook."""
+    """The latest evaluation's metrics and the one to show (--best-metric's), set by the exporter that sees
+    them, read by the progress hook."""
 
     metrics: dict = {}
+    shown: str = ""
 
 
 def describe(step: int, total: int, steps_per_sec: float, global_batch: int, loss: float | None) -> str:
@@ -39,8 +39,9 @@ def describe(step: int, total: int, steps_per_sec: float, global_batch: int, los
     if loss is not None:
         parts.append(f"loss {loss:.4f}")
     parts.append(f"ETA {_duration(left)}")
-    if METRIC in LastEvaluation.metrics:
-        parts.append(f"last eval {METRIC} {LastEvaluation.metrics[METRIC]:.4f}")
+    shown = LastEvaluation.shown
+    if shown in LastEvaluation.metrics:
+        parts.append(f"last eval {shown} {LastEvaluation.metrics[shown]:.4f}")
     return ", ".join(parts)
 
 

@@ -134,20 +134,14 @@ def _report(config: Config, metrics: dict | None) -> None:
     import tensorflow as tf
 
     from trainer import figures
-    from trainer.export import METRICS_FILE, latest_export
-    from trainer.head import LOSS, METRIC
+    from trainer import metrics as names
+    from trainer.export import METRICS_FILE, latest_export, summary
 
     if metrics is None:
         log.info("This task does not evaluate; checkpoints are in %s", config.job_dir)
         return
-    log.info(
-        "Final evaluation at step %d: %s %.4f, %s %.4f",
-        metrics["global_step"],
-        METRIC,
-        metrics[METRIC],
-        LOSS,
-        metrics[LOSS],
-    )
+    lead = names.resolve_best(config.best_metric, len(metrics[names.CONFUSION]))
+    log.info("Final evaluation at step %d: %s", metrics["global_step"], summary(metrics, lead))
     pictures = [posixpath.join(config.job_dir, name) for name in (figures.CONFUSION_FILE, figures.CURVES_FILE)]
     best = latest_export(config, "best")
     lines = {
@@ -161,7 +155,8 @@ def _report(config: Config, metrics: dict | None) -> None:
     for name, path in lines.items():
         if path:
             print(f"{name + ':':15} {_shown(path)}")
-    print(f"{METRIC + ':':15} {metrics[METRIC]:.4f}")
+    for name in dict.fromkeys([lead, names.ACCURACY]):
+        print(f"{name + ':':15} {metrics[name]:.4f}")
     if best:
         job = _shown(config.job_dir)
         print(f"{'next:':15} qt-predict --model-dir {_shown(best)} --input FILE   (or: tensorboard --logdir {job})")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from trainer.config import TUNING_METRICS, TUNING_METRICS_TEXT, Config
-from trainer.head import LOSS
+from trainer import metrics
+from trainer.config import Config
 from trainer.vertex.fields import Invalid, check_fields, is_a
 
 FIELDS = {
@@ -85,10 +85,10 @@ def check(tuning: Any) -> dict:
 
 def _check_metric(metric: str, goal: str) -> None:
     """The metric must be one the trainer's evaluation reports (submit passes it to every trial as
-    --tuning-metric), and the goal its direction: lower is better only for the loss."""
-    if not TUNING_METRICS.fullmatch(metric):
-        raise Invalid("tuning.metric", f"{metric!r} is not reported by the trainer; use {TUNING_METRICS_TEXT}")
-    direction = "MINIMIZE" if metric == LOSS else "MAXIMIZE"
+    --tuning-metric), and the goal its direction: lower is better only for the losses."""
+    if not metrics.CHOOSABLE.fullmatch(metric):
+        raise Invalid("tuning.metric", f"{metric!r} is not reported by the trainer; use {metrics.CHOOSABLE_TEXT}")
+    direction = metrics.goal(metric)
     if goal != direction:
         raise Invalid("tuning.goal", f"{goal} does not fit {metric}: use {direction}")
 

@@ -1,0 +1,56 @@
+"""The evaluation's metric names and which way each is better: one home for them, without TensorFlow,
+so that the flags, the tuning job's checks and the head (trainer/head.py, which computes them) agree.
+
+Every label reports accuracy, the loss (the mean of the batches' losses), log_loss (the mean
+cross-entropy over every example) and recall/precision per class. Binary labels add what
+TensorFlow's binary head reports: ROC and precision-recall AUC, the positive class's precision
+and recall, accuracy_baseline (the majority rate), label/mean and prediction/mean.
+"""
+
+from __future__ import annotations
+
+import re
+
+ACCURACY, LOSS, LOG_LOSS = "accuracy", "loss", "log_loss"
+AUC, PR_AUC, PRECISION, RECALL = "auc", "auc_precision_recall", "precision", "recall"
+BASELINE, LABEL_MEAN, PREDICTION_MEAN = "accuracy_baseline", "label/mean", "prediction/mean"
+CONFUSION = "confusion_matrix"  # rows: true class, columns: predicted class
+BINARY_ONLY = (AUC, PR_AUC, PRECISION, RECALL, BASELINE, LABEL_MEAN, PREDICTION_MEAN)
+LOWER_IS_BETTER = (LOSS, LOG_LOSS)
+# What --best-metric and a tuning study may optimize: the figures of the model's quality, not the
+# data's (accuracy_baseline, label/mean) nor the predictions' mean.
+CHOOSABLE = re.compile(r"accuracy|loss|log_loss|auc|auc_precision_recall|precision|recall|(recall|precision)/class_\d+")
+CHOOSABLE_TEXT = (
+    "accuracy, loss, log_loss, auc, auc_precision_recall, precision, recall, recall/class_N or precision/class_N"
+)
+
+
+def default_best(num_classes: int) -> str:
+    """--best-metric auto: ROC AUC for two classes, log loss for more. A model that predicts the
+    majority class for every row scores the majority rate in accuracy, which on imbalanced labels
+    beats most real models early in training; its AUC is 0.5 and its log loss the labels' entropy,
+    which every model that learned anything beats."""
+    return AUC if num_classes == 2 else LOG_LOSS
+
+
+def resolve_best(setting: str, num_classes: int) -> str:
+    return default_best(num_classes) if setting == "auto" else setting
+
+
+def higher_is_better(name: str) -> bool:
+    return name not in LOWER_IS_BETTER
+
+
+def goal(name: str) -> str:
+    """A Vertex AI study's goal for the metric."""
+    return "MAXIMIZE" if higher_is_better(name) else "MINIMIZE"
+
+
+def problem(name: str, num_classes: int) -> str | None:
+    """Why the metric cannot be reported for a dataset of `num_classes` classes, or None."""
+    if name in BINARY_ONLY and num_classes != 2:
+        return f"only binary labels report it, and the dataset has {num_classes} classes"
+    _, _, index = name.partition("/class_")
+    if index and int(index) >= num_classes:
+        return f"the dataset has {num_classes} classes, class_0 to class_{num_classes - 1}"
+    return None
