@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import logging
 import sys
 import time
@@ -33,6 +34,22 @@ def _image_size(text: str) -> tuple[int, int]:
     if height < 1 or width < 1:
         raise argparse.ArgumentTypeError(f"{text!r} has a zero or negative side")
     return height, width
+
+
+def _delimiter(text: str) -> str:
+    text = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(text) != 1 or text in '"\r\n':
+        raise argparse.ArgumentTypeError(f"{text!r} is not one character other than a quote or a newline")
+    return text
+
+
+def _encoding(text: str) -> str:
+    try:
+        return codecs.lookup(text).name
+    except LookupError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an encoding Python knows (e.g. utf-8, latin-1, cp1252)"
+        ) from None
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -85,6 +102,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     table = parser.add_argument_group("tables (--source csv)")
     table.add_argument(
         "--label-column", default="-1", help="name or 0-based index of the label column (default: -1, the last)"
+    )
+    table.add_argument(
+        "--delimiter",
+        type=_delimiter,
+        default="",
+        help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
+        "comma, semicolon, tab and pipe that splits the first lines alike)",
+    )
+    table.add_argument(
+        "--encoding",
+        type=_encoding,
+        default=TableOptions.encoding,
+        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8; a byte-order mark is skipped)",
+    )
+    table.add_argument(
+        "--column-names",
+        type=_names,
+        default=(),
+        metavar="A,B",
+        help="names for the columns of files without a header line (default: the first line's names, or "
+        "column_1, column_2, ... when it holds a number)",
     )
     table.add_argument(
         "--categorical-columns",
@@ -216,6 +254,9 @@ def _convert_table(args: argparse.Namespace, common: dict):
         raise UserError("--source csv needs --input")
     options = TableOptions(
         label_column=args.label_column,
+        delimiter=args.delimiter,
+        encoding=args.encoding,
+        column_names=args.column_names,
         categorical=args.categorical_columns,
         numeric=args.numeric_columns,
         ignore=args.ignore_columns,

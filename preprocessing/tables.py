@@ -18,9 +18,12 @@ Every row is checked in pass 1, and a mistake is a UserError naming the file, li
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import csv
 import ctypes
 import hashlib
+import io
 import itertools
 import logging
 import math
@@ -66,7 +69,7 @@ WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
-CSV_SUFFIXES = (".csv", ".csv.gz")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 
 
@@ -75,6 +78,9 @@ class TableOptions:
     """The flags that say how to read a table."""
 
     label_column: str = "-1"  # a name, or an index (negative counts from the end)
+    delimiter: str = ""  # "" to sniff it (a tab for .tsv)
+    encoding: str = "utf-8"
+    column_names: tuple[str, ...] = ()  # the names of a headerless file's columns
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
     numeric: tuple[str, ...] = ()  # columns that must be numbers
     ignore: tuple[str, ...] = ()  # columns to leave out
@@ -127,7 +133,7 @@ def input_files(path: str) -> list[str]:
     if storage.is_folder(path):
         names = [name for name in storage.list_names(path) if name.lower().endswith(CSV_SUFFIXES)]
         if not names:
-            raise UserError(f"--input {path}: the folder holds no .csv or .csv.gz file")
+            raise UserError(f"--input {path}: the folder holds no .csv or .tsv file (gzipped or not)")
         return [storage.join(path, name) for name in names]
     if not storage.exists(path):
         raise UserError(f"--input {path}: no such file")
@@ -141,42 +147,106 @@ def _opened(path: str) -> Iterator[pa.NativeFile]:
         yield pa.CompressedInputStream(stream, "gzip") if path.lower().endswith(".gz") else stream
 
 
-def _first_line(path: str) -> list[str]:
-    import csv
-    import io
+DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
+MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
 
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a table's files are written: found in the first file (or given by flags), shared by all."""
+
+    names: tuple[str, ...]  # every column of the files
+    has_header: bool
+    delimiter: str
+    encoding: str  # Python's name of it, as --encoding gives it (pyarrow transcodes from it)
+
+
+def _head(path: str, encoding: str) -> str:
+    """The file's first SNIFF_BYTES as text, a byte-order mark left out."""
     with _opened(path) as stream:
-        head = stream.read(1 << 16)
-    text = head.decode("utf-8", "replace").splitlines()
-    return next(csv.reader(io.StringIO(text[0] if text else "")), [])
+        head = stream.read(SNIFF_BYTES)
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+    return head.decode(codec, "replace")
 
 
-def header_of(path: str) -> tuple[list[str], bool]:
-    """(column names, whether the file has a header line): a first line with no number in it
-    is a header; otherwise the columns are named column_1, column_2, ..."""
-    first = [name.strip() for name in _first_line(path)]
+def sniff_delimiter(text: str) -> str:
+    """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
+    most of them (quoted fields read as the csv module reads them); a comma when none splits them."""
+    lines = text.splitlines()[:-1] or text.splitlines()  # the last line may be cut off
+    best, widest = ",", 1
+    for delimiter in DELIMITERS:
+        widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines[:50])), delimiter=delimiter) if row}
+        if len(widths) == 1 and widths.pop() > widest:
+            best, widest = delimiter, len(next(csv.reader(io.StringIO(lines[0]), delimiter=delimiter)))
+    return best
+
+
+def dialect_of(path: str, options: TableOptions) -> Dialect:
+    """The file's dialect: the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the
+    column names: --column-names for a file without a header, else its first line, which is a header
+    unless it holds a number (then the columns are named column_1, column_2, ...)."""
+    text = _head(path, options.encoding)
+    delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
+    first = [name.strip() for name in next(csv.reader(io.StringIO(text), delimiter=delimiter), [])]
     if not first:
         raise UserError(f"{path}: empty file")
+    if options.column_names:
+        if len(options.column_names) != len(first):
+            raise UserError(
+                f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
+                f"{len(first)} (delimiter {delimiter!r})"
+            )
+        return Dialect(options.column_names, False, delimiter, options.encoding)
     if any(tables.is_number(name) for name in first):
-        return [f"column_{i + 1}" for i in range(len(first))], False
-    return first, True
+        return Dialect(tuple(f"column_{i + 1}" for i in range(len(first))), False, delimiter, options.encoding)
+    return Dialect(tuple(first), True, delimiter, options.encoding)
 
 
-def _csv_options(names: list[str], has_header: bool, threads: bool, on_invalid_row) -> dict:
+def _stem(path: str) -> str:
+    """The file's name, lower case, without .gz."""
+    name = posixpath.basename(path).lower()
+    return name[:-3] if name.endswith(".gz") else name
+
+
+def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_row) -> dict:
     return {
         "read_options": pacsv.ReadOptions(
-            column_names=names, skip_rows=1 if has_header else 0, block_size=PARSE_BYTES, use_threads=threads
+            column_names=list(dialect.names),
+            skip_rows=1 if dialect.has_header else 0,
+            block_size=block_size,
+            use_threads=threads,
+            encoding=dialect.encoding,
         ),
-        "parse_options": pacsv.ParseOptions(invalid_row_handler=on_invalid_row),
+        # Quoted fields may hold newlines (RFC 4180): addresses, comments.
+        "parse_options": pacsv.ParseOptions(
+            delimiter=dialect.delimiter, newlines_in_values=True, invalid_row_handler=on_invalid_row
+        ),
         "convert_options": pacsv.ConvertOptions(
-            column_types={name: pa.string() for name in names}, strings_can_be_null=False
+            column_types={name: pa.string() for name in dialect.names}, strings_can_be_null=False
         ),
     }
 
 
-def _blocks(path: str, names: list[str], has_header: bool) -> Iterator[pa.RecordBatch]:
+def _blocks(path: str, dialect: Dialect) -> Iterator[pa.RecordBatch]:
     """The file's rows in blocks, every value as text; a row with another number of values than
-    the header is a UserError naming its line."""
+    the header is a UserError naming its line. A record longer than a block (a field of megabytes)
+    makes the file read again with blocks 8 times larger, from the record it stopped at."""
+    done, block_size = 0, PARSE_BYTES
+    while True:
+        try:
+            for batch in _blocks_of_size(path, dialect, block_size, skip=done):
+                done += batch.num_rows
+                yield batch
+            return
+        except pa.ArrowInvalid as error:
+            if "straddl" not in str(error) or block_size >= MAX_PARSE_BYTES:
+                raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
+            block_size *= 8
+
+
+def _blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int) -> Iterator[pa.RecordBatch]:
+    """_blocks with one block size, leaving out the first `skip` rows."""
     ragged = []
 
     def on_invalid_row(row) -> str:
@@ -185,13 +255,20 @@ def _blocks(path: str, names: list[str], has_header: bool) -> Iterator[pa.Record
 
     try:
         with _opened(path) as stream:
-            pieces = pacsv.open_csv(stream, **_csv_options(names, has_header, True, on_invalid_row))
+            pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
             while group := list(itertools.islice(pieces, PARSES_A_BLOCK)):
-                yield pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+                batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+                if skip >= batch.num_rows:
+                    skip -= batch.num_rows
+                    continue
+                yield batch.slice(skip)
+                skip = 0
     except pa.ArrowInvalid as error:
+        if "UTF8" in str(error) or "UTF-8" in str(error):
+            raise UserError(f"{path}: {_not_text(path, dialect.encoding)}") from None
         if not ragged:
-            raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
-        row = _first_ragged_row(path, names, has_header) if ragged[0].number is None else ragged[0]
+            raise
+        row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
         raise UserError(
             f"{path}: line {row.number} has {row.actual_columns} columns; expected {row.expected_columns}"
         ) from None
@@ -199,7 +276,22 @@ def _blocks(path: str, names: list[str], has_header: bool) -> Iterator[pa.Record
         raise UserError(f"{path}: cannot read ({error})") from None
 
 
-def _first_ragged_row(path: str, names: list[str], has_header: bool):
+def _not_text(path: str, encoding: str) -> str:
+    """Where the file stops being text in `encoding`: 'line N is not ... text; pass --encoding ...'."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line = 1
+    with _opened(path) as stream:
+        while chunk := stream.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                line += chunk[: error.start].count(b"\n")
+                break
+            line += chunk.count(b"\n")
+    return f"line {line} is not {encoding} text; pass --encoding with the file's encoding (latin-1, cp1252, ...)"
+
+
+def _first_ragged_row(path: str, dialect: Dialect):
     """The file's first row of another width, read again with one thread: only then does pyarrow
     number the rows (its numbers are lines of the file)."""
     ragged = []
@@ -209,10 +301,20 @@ def _first_ragged_row(path: str, names: list[str], has_header: bool):
         return "skip"
 
     with _opened(path) as stream:
-        for _ in pacsv.open_csv(stream, **_csv_options(names, has_header, False, on_invalid_row)):
+        for _ in pacsv.open_csv(stream, **_csv_options(dialect, PARSE_BYTES, False, on_invalid_row)):
             if ragged:
                 break
     return ragged[0]
+
+
+def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, int]:
+    """(each record's first line in the file, the line after the last record), from the first record's
+    line: one line a record, and one more for each newline inside its quoted fields."""
+    inside = np.zeros(batch.num_rows, np.int64)
+    for column in batch.columns:
+        inside += pc.count_substring(column, "\n").to_numpy(zero_copy_only=False)
+    ends = first_line + np.arange(1, batch.num_rows + 1) + np.cumsum(inside)  # each record's next line
+    return ends - 1 - inside, int(ends[-1]) if batch.num_rows else first_line
 
 
 # The split: hashes of (file, line), vectorized.
@@ -265,8 +367,7 @@ def stratified_train(split_hash: np.ndarray, order: np.ndarray, labels: pa.Array
 class TablePlan:
     """What reading needs to know besides the data: the columns, the flags, the split and shards."""
 
-    names: tuple[str, ...]  # every column of the files
-    has_header: bool
+    dialect: Dialect
     label: str
     features: tuple[str, ...]  # the columns kept as features
     options: TableOptions
@@ -274,6 +375,10 @@ class TablePlan:
     seed: int
     shards: dict[str, int]
     root: str  # --input's folder, that file keys are relative to ("" for a file or a glob)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.dialect.names
 
     @property
     def bucket_schema(self) -> pa.Schema:
@@ -374,19 +479,20 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
 
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     """Pass 1 over one file, block by block, checking every row."""
-    names, has_header = header_of(path)
-    if has_header != plan.has_header or tuple(names) != plan.names:
-        raise UserError(f"{path}: {_header_difference(plan.names, names)}; every file must have the first's header")
+    dialect = dialect_of(path, plan.options)
+    if dialect != plan.dialect:
+        raise UserError(
+            f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must have the first's header"
+        )
     key = file_key(path, plan.root, plan.seed)
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
-    done = 0
+    line = 2 if dialect.has_header else 1
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
-        for batch in _blocks(path, names, has_header):
-            lines = np.arange(done, done + batch.num_rows) + (2 if has_header else 1)
+        for batch in _blocks(path, dialect):
+            lines, line = record_lines(batch, line)
             block = _read_block(batch, lines, key, plan, pool, earlier, path)
             earlier = block.counts
             yield block
-            done += batch.num_rows
 
 
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
@@ -495,7 +601,12 @@ def _as_counter(value_counts: pa.StructArray) -> Counter:
     return Counter(dict(zip(value_counts.field("values").to_pylist(), value_counts.field("counts").to_pylist())))
 
 
-def _header_difference(expected: tuple[str, ...], found: list[str]) -> str:
+def _dialect_difference(first: Dialect, this: Dialect) -> str:
+    if this.delimiter != first.delimiter:
+        return f"its delimiter is {this.delimiter!r}, the first file's {first.delimiter!r}"
+    expected, found = first.names, this.names
+    if this.has_header != first.has_header:
+        return "it has no header line, the first file has one" if first.has_header else "it has a header line"
     if len(expected) != len(found):
         return f"its header has {len(found)} columns, the first file's {len(expected)}"
     index = next(i for i, (a, b) in enumerate(zip(expected, found)) if a != b)
@@ -693,13 +804,14 @@ def _size(path: str) -> int:
 def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None) -> tuple:
     """(the files of --input, the plan of the conversion), checked before anything is written."""
     files = input_files(path)
-    names, has_header = header_of(files[0])
+    dialect = dialect_of(files[0], options)
+    names = list(dialect.names)
     label, features = _plan_columns(names, options, files[0])
     size = sum(_size(file) * (GZIP_RATIO if file.lower().endswith(".gz") else 1) for file in files)
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
     root = path if storage.is_folder(path) else ""
-    plan = TablePlan(tuple(names), has_header, label, tuple(features), options, eval_fraction, seed, counts, root)
+    plan = TablePlan(dialect, label, tuple(features), options, eval_fraction, seed, counts, root)
     return files, plan
 
 

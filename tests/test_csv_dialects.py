@@ -1,0 +1,104 @@
+"""CSV as real tools write it: quoted newlines, fields of any length, other delimiters, other
+encodings, a byte-order mark, CRLF line endings and headerless files."""
+
+from __future__ import annotations
+
+import pytest
+from test_tables import read_rows
+
+import preprocessing.tables
+from dataformat.errors import UserError
+from preprocessing.cli import main as preprocess
+from preprocessing.tables import TableOptions, build_table_dataset, dialect_of, sniff_delimiter
+
+
+def build(tmp_path, source, **options):
+    return build_table_dataset(str(source), str(tmp_path / "out"), TableOptions(**options), overwrite=True)
+
+
+def all_rows(tmp_path, metadata):
+    train, train_labels = read_rows(tmp_path / "out", metadata, "train")
+    evaluation, eval_labels = read_rows(tmp_path / "out", metadata, "eval")
+    labels = [metadata.class_names[i] for i in list(train_labels) + list(eval_labels)]
+    return [{**row, "label": label} for row, label in zip(train + evaluation, labels)]
+
+
+def test_quoted_newlines_stay_inside_their_field_and_lines_are_counted(tmp_path):
+    rows = [f'{i},"line one\nline two, with a comma\n\nand ""quotes""",{"ab"[i % 2]}' for i in range(40)]
+    (tmp_path / "t.csv").write_text("n,comment,label\n" + "\n".join(rows) + "\n")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    found = all_rows(tmp_path, metadata)
+    assert len(found) == 40
+    assert {row["comment"] for row in found} == {'line one\nline two, with a comma\n\nand "quotes"'}
+    # Each record takes 4 lines: the one with the 31st record's missing label starts on line 2 + 30 x 4.
+    rows[30] = '30,"a\nb\nc\nd",'
+    (tmp_path / "t.csv").write_text("n,comment,label\n" + "\n".join(rows) + "\n")
+    with pytest.raises(UserError, match=r"t.csv: line 122, column 3 \('label'\): the label is missing"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+
+
+def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(preprocessing.tables, "PARSE_BYTES", 1024)  # blocks of 1 KiB, fields of 20 KB
+    long = "x" * 20_000
+    rows = [f"{i},{long if i % 7 == 3 else 'short'},{'ab'[i % 2]}" for i in range(100)]
+    (tmp_path / "t.csv").write_text("n,text,label\n" + "\n".join(rows) + "\n")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    found = sorted(all_rows(tmp_path, metadata), key=lambda row: row["n"])
+    assert [row["n"] for row in found] == list(range(100))  # none lost, none twice
+    assert all((row["text"] == long) == (row["n"] % 7 == 3) for row in found)
+
+
+@pytest.mark.parametrize("delimiter", [";", "\t", "|", ","])
+def test_the_delimiter_is_found_from_the_first_lines(tmp_path, delimiter):
+    lines = [delimiter.join(["price", "city", "label"])]
+    lines += [delimiter.join([f'"{i},5"' if delimiter == ";" else str(i), "Lyon", "ab"[i % 2]]) for i in range(30)]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["price", "city"]
+    assert sniff_delimiter("a;b;c\n1,5;2;3\n") == ";" and sniff_delimiter("just one column\nx\n") == ","
+
+
+def test_tsv_files_are_tab_separated_and_the_flag_overrides(tmp_path):
+    (tmp_path / "t.tsv").write_text("a,b\tlabel\n" + "".join(f"{i},{i}\t{'xy'[i % 2]}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "t.tsv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["a,b"]
+    dialect = dialect_of(str(tmp_path / "t.tsv"), TableOptions(delimiter=","))
+    assert dialect.names == ("a", "b\tlabel") and dialect.delimiter == ","
+
+
+def test_other_encodings_need_the_flag_and_its_absence_names_the_line(tmp_path):
+    text = "name,label\n" + "".join(f"{'café' if i % 2 else 'thé'},{'ab'[i % 2]}\n" for i in range(30))
+    (tmp_path / "t.csv").write_bytes(text.encode("latin-1"))
+    with pytest.raises(UserError, match=r"t.csv: line 2 is not utf-8 text; pass --encoding"):
+        build(tmp_path, tmp_path / "t.csv")
+    metadata = build(tmp_path, tmp_path / "t.csv", encoding="latin-1")
+    assert set(metadata.columns[0].vocabulary) == {"café", "thé"}
+    (tmp_path / "w.csv").write_bytes(text.replace("café", "caf€").encode("cp1252"))
+    assert "caf€" in build(tmp_path, tmp_path / "w.csv", encoding="cp1252").columns[0].vocabulary
+
+
+def test_a_byte_order_mark_and_crlf_line_endings_leave_no_trace(tmp_path):
+    text = "\ufeffsize,color,label\r\n" + "".join(f"{i},red,{'ab'[i % 2]}\r\n" for i in range(30))
+    (tmp_path / "t.csv").write_bytes(text.encode("utf-8"))
+    metadata = build(tmp_path, tmp_path / "t.csv")
+    assert [column.name for column in metadata.columns] == ["size", "color"]
+    assert metadata.columns[0].kind == "numeric" and metadata.columns[1].vocabulary == ("red",)
+    assert metadata.class_names == ("a", "b")
+
+
+def test_a_headerless_file_takes_its_names_from_the_flag(tmp_path):
+    (tmp_path / "t.csv").write_text("".join(f"{i},blue,{'ab'[i % 2]}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "t.csv", column_names=("size", "color", "label"), label_column="label")
+    assert [column.name for column in metadata.columns] == ["size", "color"]
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30  # the first line is a row
+    with pytest.raises(UserError, match=r"--column-names names 2 columns, and its first line has 3"):
+        build(tmp_path, tmp_path / "t.csv", column_names=("size", "label"))
+
+
+def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):
+    (tmp_path / "t.txt").write_bytes("".join(f"{i};é;{'ab'[i % 2]}\n" for i in range(30)).encode("latin-1"))
+    flags = ["--source", "csv", "--input", str(tmp_path / "t.txt"), "--output", str(tmp_path / "out")]
+    flags += ["--delimiter", ";", "--encoding", "latin-1", "--column-names", "n,accent,y", "--label-column", "y"]
+    assert preprocess(flags) == 0
+    assert preprocess([*flags[:-8], "--encoding", "klingon", "--overwrite"]) == 2
+    assert "argument --encoding: 'klingon' is not an encoding Python knows" in caplog.text
