@@ -89,7 +89,17 @@ SIZES = {
         mnist_steps=1000,
         table_rows=(1_000_000, 10_000_000),
         table_trainer_flags=(),
-        public_tables=("adult", "penguins", "credit_data", "TitanicSurvival", "Chile"),
+        public_tables=(
+            "adult",
+            "penguins",
+            "credit_data",
+            "TitanicSurvival",
+            "Chile",
+            "flights",
+            "movielens",
+            "loans",
+            "MplsStops",
+        ),
     ),
     "tiny": Size(
         name="tiny",

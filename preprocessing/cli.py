@@ -106,7 +106,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     table.add_argument(
         "--delimiter",
         type=_delimiter,
-        default="",
         help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
         "comma, semicolon, tab and pipe that splits the first lines alike)",
     )
@@ -254,7 +253,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         raise UserError("--source csv needs --input")
     options = TableOptions(
         label_column=args.label_column,
-        delimiter=args.delimiter,
+        delimiter=args.delimiter or "",
         encoding=args.encoding,
         column_names=args.column_names,
         categorical=args.categorical_columns,

@@ -86,7 +86,7 @@ def train_with(hook: ProgressHook, steps: int) -> None:
 
 def test_progress_without_a_terminal_is_a_plain_line_with_every_figure(caplog):
     caplog.set_level(logging.INFO)
-    LastEvaluation.metrics = {"accuracy": 0.75}
+    LastEvaluation.metrics, LastEvaluation.shown = {"accuracy": 0.75, "auc": 0.8}, "accuracy"
     train_with(ProgressHook(total_steps=40, global_batch=32, every_secs=0.0, stream=io.StringIO()), steps=40)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     assert lines[-1].startswith("step 40/40 (100%), ")

@@ -437,10 +437,10 @@ GOOD_POOL = "chief:\n  machine_type: n1-standard-8\n  replica_count: 1\n"
             "tuning.parameters.learning-rate.scale: UNIT_LOG_SCALE needs values above 0",
         ),
         (
-            GOOD_POOL + "tuning: {metric: auc, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
+            GOOD_POOL + "tuning: {metric: f1, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
             " parameters: {learning-rate: {type: DOUBLE, min: 0.001, max: 0.5}}}\n",
-            "tuning.metric: 'auc' is not reported by the trainer; use accuracy, loss, recall/class_N or "
-            "precision/class_N",
+            "tuning.metric: 'f1' is not reported by the trainer; use accuracy, loss, log_loss, auc, "
+            "auc_precision_recall, precision, recall, recall/class_N or precision/class_N",
         ),
         (
             GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
@@ -742,7 +742,9 @@ def test_every_metric_the_evaluation_reports_can_be_tuned(tmp_path, capsys, offl
         (tuning_shape("loss", "MAXIMIZE"), "tuning.goal: MAXIMIZE does not fit loss: use MINIMIZE"),
         (tuning_shape("accuracy", "MINIMIZE"), "tuning.goal: MINIMIZE does not fit accuracy: use MAXIMIZE"),
         (tuning_shape("recall/class_0", "MINIMIZE"), "tuning.goal: MINIMIZE does not fit recall/class_0: use MAXIMIZE"),
-        (tuning_shape("precision", "MAXIMIZE"), "tuning.metric: 'precision' is not reported by the trainer"),
+        (tuning_shape("log_loss", "MAXIMIZE"), "tuning.goal: MAXIMIZE does not fit log_loss: use MINIMIZE"),
+        (tuning_shape("auc", "MINIMIZE"), "tuning.goal: MINIMIZE does not fit auc: use MAXIMIZE"),
+        (tuning_shape("accuracy_baseline", "MAXIMIZE"), "tuning.metric: 'accuracy_baseline' is not reported by"),
         (tuning_shape("recall/class_a", "MAXIMIZE"), "tuning.metric: 'recall/class_a' is not reported by the trainer"),
         (tuning_shape("confusion_matrix", "MAXIMIZE"), "tuning.metric: 'confusion_matrix' is not reported by"),
         (TUNING_HEAD + "parameters: {tuning-metric: {type: CATEGORICAL, values: [loss]}}}\n",

@@ -1,0 +1,180 @@
+"""Date and timestamp columns: their formats, and the features a model gets from them.
+
+A format is a strftime-like pattern (%Y %y %m %d %H %M %S %b, other characters as they are). It
+becomes an RE2 regular expression and a rewrite template that put a value's fields in a fixed
+order, year|month|day|hour|minute|second; a pattern without %H also takes an optional time of day
+after the date (ISO 8601's 'T' or a space, seconds, fractions and a zone optional: the zone is left
+out, so times are read as written). Arrow (preprocessing) and TensorFlow (training and serving)
+both use RE2, so one value gives the same fields in both.
+
+A date becomes DATE_FEATURES numbers: days since 1970-01-01 and the year (both standardized by the
+training split's statistics), then month, day of month, day of week, day of year and hour of day,
+each as the sine and cosine of its place in its cycle, so that December sits next to January.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+FIELDS = "YmdHMS"  # the order of the rewritten fields
+DATE_FEATURES = 12
+FEATURE_NAMES = ("days", "year", "month_sin", "month_cos", "day_sin", "day_cos", "weekday_sin", "weekday_cos")
+FEATURE_NAMES += ("yearday_sin", "yearday_cos", "hour_sin", "hour_cos")
+# Tried in order when a column is detected (the first that reads a value wins ties: m/d/Y before d/m/Y).
+FORMATS = (
+    "%Y-%m-%d",
+    "%Y/%m/%d",
+    "%m/%d/%Y",
+    "%d/%m/%Y",
+    "%d.%m.%Y",
+    "%d-%m-%Y",
+    "%d %b %Y",
+    "%d-%b-%Y",
+    "%b %d, %Y",
+    "%b %d %Y",
+    "%b-%Y",
+    "%b %Y",
+)
+TIME_OF_DAY = r"(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?)?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+DIRECTIVES = {
+    "Y": r"(\d{4})",
+    "y": r"(\d{2})",
+    "m": r"(\d{1,2})",
+    "d": r"(\d{1,2})",
+    "H": r"(\d{1,2})",
+    "M": r"(\d{2})",
+    "S": r"(\d{2})",
+    "b": r"([A-Za-z]{3})[A-Za-z]*\.?",
+}
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+DAYS_PER_YEAR = 365.2425
+
+
+def pattern(date_format: str) -> tuple[str, str]:
+    """(an RE2 expression matching a whole value, the template that rewrites it to Y|m|d|H|M|S), or
+    ValueError for a format this module cannot read."""
+    expression, groups = "", []
+    parts = re.split(r"(%.)", date_format)
+    for part in parts:
+        if part.startswith("%") and len(part) == 2:
+            directive = part[1]
+            if directive not in DIRECTIVES:
+                raise ValueError(f"%{directive} is not one of %{' %'.join(DIRECTIVES)}")
+            expression += DIRECTIVES[directive]
+            groups.append(directive)
+        else:
+            expression += re.escape(part)
+    if len(set(groups)) != len(groups):
+        raise ValueError("a directive appears twice")
+    if not ({"Y", "y"} & set(groups)) or "m" not in groups and "b" not in groups:
+        raise ValueError("it needs a year (%Y or %y) and a month (%m or %b)")
+    if "H" not in groups:
+        expression += TIME_OF_DAY
+        groups += ["H", "M", "S"]
+    where = {("m" if directive == "b" else "Y" if directive == "y" else directive): i for i, directive in enumerate(groups)}
+    template = "|".join(f"\\{where[field] + 1}" if field in where else ("1" if field == "d" else "") for field in FIELDS)
+    return f"^\\s*{expression}\\s*$", template
+
+
+def month_number(names: np.ndarray) -> np.ndarray:
+    """Month names or numbers (as text) to numbers 1-12, NaN for anything else."""
+    lookup = {name: i + 1 for i, name in enumerate(MONTHS)}
+    return np.array([lookup.get(str(name)[:3].lower(), np.nan) if not str(name).isdigit() else float(name) for name in names])
+
+
+def days_from_civil(year, month, day, floor_divide, where):
+    """Days since 1970-01-01 of proleptic Gregorian dates (Howard Hinnant's algorithm), for numpy or
+    TensorFlow arrays alike (integers, through their floor_divide and where)."""
+    year = year - where(month <= 2, 1, 0)
+    era = floor_divide(year, 400)
+    year_of_era = year - era * 400
+    day_of_year = floor_divide(153 * (month + where(month > 2, -3, 9)) + 2, 5) + day - 1
+    day_of_era = year_of_era * 365 + floor_divide(year_of_era, 4) - floor_divide(year_of_era, 100) + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def valid(fields) -> bool:
+    """Whether Y|m|d|H|M|S fields (numpy [n, 6]) are a real time of a real day (day 31 of any month passes)."""
+    year, month, day, hour, minute, second = (fields[:, i] for i in range(6))
+    return (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31) & (hour <= 23) & (minute <= 59) & (second <= 60)
+
+
+def numpy_days(fields: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 (fractional with the time of day) of valid [n, 6] fields."""
+    whole = fields.astype(np.int64)
+    days = days_from_civil(whole[:, 0], whole[:, 1], whole[:, 2], np.floor_divide, np.where)
+    return days + (fields[:, 3] * 3600 + fields[:, 4] * 60 + fields[:, 5]) / 86400
+
+
+def two_digit_years(years):
+    """%y: 00-68 are 2000-2068, 69-99 are 1969-1999, as POSIX strptime has it."""
+    return years + 1900 + 100 * (years < 69)
+
+
+# TensorFlow: training, evaluation and serving.
+
+
+def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+    """[n] strings to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value does not read as a date."""
+    import tensorflow as tf
+
+    expression, template = pattern(date_format)
+    matches = tf.strings.regex_full_match(strings, expression)
+    rewritten = tf.strings.regex_replace(tf.where(matches, strings, ""), expression, template)
+    parts = tf.strings.split(rewritten, "|").to_tensor(default_value="", shape=[None, 6])
+    month_names = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(MONTHS), tf.constant(range(1, 13), tf.int64)), -1
+    )
+    month = tf.where(
+        tf.strings.regex_full_match(parts[:, 1], r"\d+"),
+        tf.strings.to_number(tf.where(tf.strings.length(parts[:, 1]) > 0, parts[:, 1], "0"), tf.int64),
+        month_names.lookup(tf.strings.lower(tf.strings.substr(parts[:, 1], 0, 3))),
+    )
+    numbers = tf.strings.to_number(tf.where(tf.strings.length(parts) > 0, parts, "0"), tf.float64)
+    year = numbers[:, 0]
+    if "%y" in date_format:
+        year = two_digit_years(year)
+    fields = tf.stack([year, tf.cast(month, tf.float64), *tf.unstack(numbers[:, 2:], num=4, axis=1)], axis=1)
+    ok = matches & _valid_tf(fields)
+    return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
+
+
+def _valid_tf(fields: tf.Tensor) -> tf.Tensor:
+    import tensorflow as tf
+
+    year, month, day, hour, minute, second = tf.unstack(fields, num=6, axis=1)
+    checks = [month >= 1, month <= 12, day >= 1, day <= 31, hour <= 23, minute <= 59, second <= 60]
+    return tf.reduce_all(tf.stack(checks, axis=1), axis=1)
+
+
+def features_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+    """[n] strings to [n, DATE_FEATURES] float32 (see the module's docstring): NaN where no date, raw
+    days and year (the network standardizes them)."""
+    import tensorflow as tf
+
+    fields = fields_tf(strings, date_format)
+    present = tf.logical_not(tf.math.is_nan(fields[:, 0]))
+    whole = tf.cast(tf.where(present[:, None], fields, tf.ones_like(fields)), tf.int64)
+    year, month, day = whole[:, 0], whole[:, 1], whole[:, 2]
+    days = days_from_civil(year, month, day, tf.math.floordiv, tf.where)
+    start_of_year = days_from_civil(year, tf.ones_like(month), tf.ones_like(day), tf.math.floordiv, tf.where)
+    seconds = fields[:, 3] * 3600 + fields[:, 4] * 60 + fields[:, 5]
+    cycles = [
+        (tf.cast(month - 1, tf.float64), 12.0),
+        (tf.cast(day - 1, tf.float64), 31.0),
+        (tf.cast(tf.math.floormod(days + 3, 7), tf.float64), 7.0),  # 1970-01-01 was a Thursday: Monday is 0
+        (tf.cast(days - start_of_year, tf.float64), 366.0),
+        (seconds / 3600.0, 24.0),
+    ]
+    columns = [tf.cast(days, tf.float64) + seconds / 86400.0, fields[:, 0]]
+    for value, period in cycles:
+        angle = 2 * np.pi * value / period
+        columns += [tf.sin(angle), tf.cos(angle)]
+    features = tf.cast(tf.stack(columns, axis=1), tf.float32)
+    return tf.where(present[:, None], features, tf.constant(np.nan, tf.float32))
