@@ -77,44 +77,70 @@ def pattern(date_format: str) -> tuple[str, str]:
     if "H" not in groups:
         expression += TIME_OF_DAY
         groups += ["H", "M", "S"]
-    where = {("m" if directive == "b" else "Y" if directive == "y" else directive): i for i, directive in enumerate(groups)}
-    template = "|".join(f"\\{where[field] + 1}" if field in where else ("1" if field == "d" else "") for field in FIELDS)
-    return f"^\\s*{expression}\\s*$", template
-
-
-def month_number(names: np.ndarray) -> np.ndarray:
-    """Month names or numbers (as text) to numbers 1-12, NaN for anything else."""
-    lookup = {name: i + 1 for i, name in enumerate(MONTHS)}
-    return np.array([lookup.get(str(name)[:3].lower(), np.nan) if not str(name).isdigit() else float(name) for name in names])
+    field_of = {"b": "m", "y": "Y"}  # a month name is the month; two digits of a year are the year
+    where = {field_of.get(directive, directive): i for i, directive in enumerate(groups)}
+    slots = [f"\\{where[field] + 1}" if field in where else ("1" if field == "d" else "") for field in FIELDS]
+    return f"^\\s*{expression}\\s*$", "|".join(slots)
 
 
 def days_from_civil(year, month, day, floor_divide, where):
     """Days since 1970-01-01 of proleptic Gregorian dates (Howard Hinnant's algorithm), for numpy or
     TensorFlow arrays alike (integers, through their floor_divide and where)."""
-    year = year - where(month <= 2, 1, 0)
+    year = where(month <= 2, year - 1, year)
     era = floor_divide(year, 400)
     year_of_era = year - era * 400
-    day_of_year = floor_divide(153 * (month + where(month > 2, -3, 9)) + 2, 5) + day - 1
+    day_of_year = floor_divide(153 * where(month > 2, month - 3, month + 9) + 2, 5) + day - 1
     day_of_era = year_of_era * 365 + floor_divide(year_of_era, 4) - floor_divide(year_of_era, 100) + day_of_year
     return era * 146097 + day_of_era - 719468
 
 
-def valid(fields) -> bool:
-    """Whether Y|m|d|H|M|S fields (numpy [n, 6]) are a real time of a real day (day 31 of any month passes)."""
-    year, month, day, hour, minute, second = (fields[:, i] for i in range(6))
+def in_range(fields):
+    """Whether Y|m|d|H|M|S fields ([n, 6], numpy or TensorFlow) are a time of a day (day 31 of any month passes)."""
+    month, day, hour, minute, second = (fields[:, i] for i in range(1, 6))
     return (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31) & (hour <= 23) & (minute <= 59) & (second <= 60)
 
 
-def numpy_days(fields: np.ndarray) -> np.ndarray:
-    """Days since 1970-01-01 (fractional with the time of day) of valid [n, 6] fields."""
-    whole = fields.astype(np.int64)
-    days = days_from_civil(whole[:, 0], whole[:, 1], whole[:, 2], np.floor_divide, np.where)
-    return days + (fields[:, 3] * 3600 + fields[:, 4] * 60 + fields[:, 5]) / 86400
+# Arrow: preprocessing's detection and statistics.
 
 
-def two_digit_years(years):
-    """%y: 00-68 are 2000-2068, 69-99 are 1969-1999, as POSIX strptime has it."""
-    return years + 1900 + 100 * (years < 69)
+def fields_arrow(values, date_format: str) -> np.ndarray:
+    """A pyarrow string array to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value is no date (or null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    expression, template = pattern(date_format)
+    matches = pc.fill_null(pc.match_substring_regex(values, expression), False)
+    rewritten = pc.replace_substring_regex(pc.if_else(matches, values, pa.scalar("")), expression, template)
+    rewritten = pc.if_else(matches, rewritten, pa.scalar("|" * 5))  # six empty fields
+    parts = pc.list_flatten(pc.split_pattern(rewritten, "|"))
+    fields = np.empty((len(values), 6))
+    for i in range(6):
+        column = parts.take(pa.array(np.arange(i, 6 * len(values), 6)))
+        digits = pc.match_substring_regex(column, r"^\d+$")
+        fields[:, i] = pc.cast(pc.if_else(digits, column, pa.scalar("0")), pa.float64()).to_numpy(zero_copy_only=False)
+        if i == 1:  # a month may be a name
+            prefix = pc.utf8_lower(pc.utf8_slice_codeunits(column, 0, 3))
+            named = pc.fill_null(pc.index_in(prefix, value_set=pa.array(MONTHS)), -2).to_numpy(zero_copy_only=False)
+            fields[:, i] = np.where(digits.to_numpy(zero_copy_only=False), fields[:, i], named + 1.0)
+    if "%y" in date_format:
+        fields[:, 0] = two_digit_years(fields[:, 0], np.where)
+    ok = matches.to_numpy(zero_copy_only=False) & in_range(fields)
+    fields[~ok] = np.nan
+    return fields
+
+
+def days(fields: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01, fractional with the time of day, of [n, 6] fields (NaN stays NaN)."""
+    present = ~np.isnan(fields[:, 0])
+    whole = np.where(present[:, None], fields, 1).astype(np.int64)
+    found = days_from_civil(whole[:, 0], whole[:, 1], whole[:, 2], np.floor_divide, np.where).astype(np.float64)
+    found += (fields[:, 3] * 3600 + fields[:, 4] * 60 + fields[:, 5]) / 86400
+    return np.where(present, found, np.nan)
+
+
+def two_digit_years(years, where):
+    """%y: 00-68 are 2000-2068, 69-99 are 1969-1999, as POSIX strptime has it (numpy or TensorFlow's where)."""
+    return where(years < 69, years + 2000, years + 1900)
 
 
 # TensorFlow: training, evaluation and serving.
@@ -128,29 +154,20 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     matches = tf.strings.regex_full_match(strings, expression)
     rewritten = tf.strings.regex_replace(tf.where(matches, strings, ""), expression, template)
     parts = tf.strings.split(rewritten, "|").to_tensor(default_value="", shape=[None, 6])
-    month_names = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.constant(MONTHS), tf.constant(range(1, 13), tf.int64)), -1
-    )
-    month = tf.where(
-        tf.strings.regex_full_match(parts[:, 1], r"\d+"),
-        tf.strings.to_number(tf.where(tf.strings.length(parts[:, 1]) > 0, parts[:, 1], "0"), tf.int64),
-        month_names.lookup(tf.strings.lower(tf.strings.substr(parts[:, 1], 0, 3))),
-    )
-    numbers = tf.strings.to_number(tf.where(tf.strings.length(parts) > 0, parts, "0"), tf.float64)
+    digits = tf.strings.regex_full_match(parts, r"\d+")
+    numbers = tf.strings.to_number(tf.where(digits, parts, "0"), tf.float64)
+    with tf.control_dependencies(None):  # a table is initialized before any queue runs (see tables.py)
+        month_names = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(MONTHS), tf.constant(list(range(1, 13)), tf.int64)), -1
+        )
+    named = tf.cast(month_names.lookup(tf.strings.lower(tf.strings.substr(parts[:, 1], 0, 3))), tf.float64)
+    month = tf.where(digits[:, 1], numbers[:, 1], named)
     year = numbers[:, 0]
     if "%y" in date_format:
-        year = two_digit_years(year)
-    fields = tf.stack([year, tf.cast(month, tf.float64), *tf.unstack(numbers[:, 2:], num=4, axis=1)], axis=1)
-    ok = matches & _valid_tf(fields)
+        year = two_digit_years(year, tf.where)
+    fields = tf.stack([year, month, *tf.unstack(numbers[:, 2:], num=4, axis=1)], axis=1)
+    ok = matches & in_range(fields)
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
-
-
-def _valid_tf(fields: tf.Tensor) -> tf.Tensor:
-    import tensorflow as tf
-
-    year, month, day, hour, minute, second = tf.unstack(fields, num=6, axis=1)
-    checks = [month >= 1, month <= 12, day >= 1, day <= 31, hour <= 23, minute <= 59, second <= 60]
-    return tf.reduce_all(tf.stack(checks, axis=1), axis=1)
 
 
 def features_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:

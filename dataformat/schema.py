@@ -183,8 +183,9 @@ class Metadata:
             ):
                 problems.append(f"the {name} split's totals differ from the sums over its shards")
         if self.is_table:
-            if self.shape != (len(self.columns),) or self.dtype != "float32":
-                problems.append(f"a table of {len(self.columns)} columns needs shape [{len(self.columns)}], float32")
+            width = tables.vector_width(self.columns)
+            if self.shape != (width,) or self.dtype != "float32":
+                problems.append(f"a table of {len(self.columns)} columns needs shape [{width}], float32")
             problems += tables.problems(self.columns, reserved=(LABEL_KEY,))
         if problems:
             raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dataformat import wire
+from dataformat import dates, wire
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-NUMERIC, CATEGORICAL = "numeric", "categorical"
+NUMERIC, CATEGORICAL, DATE = "numeric", "categorical", "date"  # a date column's values are stored as text
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing.
 MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?")
@@ -40,13 +40,29 @@ class Column:
     """One feature column of a table, as the training split described it."""
 
     name: str
-    kind: str  # NUMERIC or CATEGORICAL
+    kind: str  # NUMERIC, CATEGORICAL or DATE
     missing: int = 0  # training rows where it is missing
-    mean: float = 0.0  # numeric: of the training split's present values
+    mean: float = 0.0  # numeric: of the training split's present values; date: of their days since 1970
     std: float = 1.0
     vocabulary: tuple[str, ...] = ()  # categorical: its most frequent values, each seen --min-frequency times
     hash_buckets: int = 0  # categorical: where values outside the vocabulary go (none: to OOV_INDEX)
     hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary
+    date_format: str = ""  # date: its format (dataformat/dates.py)
+
+    @property
+    def width(self) -> int:
+        """How many numbers of the model's vector the column takes."""
+        return dates.DATE_FEATURES if self.kind == DATE else 1
+
+    def statistics(self) -> list[tuple[float, float]]:
+        """(mean, std) of each of the column's numbers in the vector, for standardizing: a date's days and
+        year from its days' statistics, its cyclic features as they are; a categorical index none."""
+        if self.kind == NUMERIC:
+            return [(self.mean, self.std)]
+        if self.kind == CATEGORICAL:
+            return [(0.0, 1.0)]
+        year = (1970 + self.mean / dates.DAYS_PER_YEAR, max(self.std / dates.DAYS_PER_YEAR, 1.0))
+        return [(self.mean, self.std), year] + [(0.0, 1.0)] * (dates.DATE_FEATURES - 2)
 
     @property
     def size(self) -> int:
@@ -56,6 +72,9 @@ class Column:
     def to_json(self) -> dict:
         if self.kind == NUMERIC:
             return {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
+        if self.kind == DATE:
+            found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
+            return {**found, "date_format": self.date_format}
         return {
             "name": self.name,
             "kind": self.kind,
@@ -76,6 +95,7 @@ class Column:
             vocabulary=tuple(str(value) for value in raw.get("vocabulary", ())),
             hash_buckets=int(raw.get("hash_buckets", 0)),
             hashed=float(raw.get("hashed", 0.0)),
+            date_format=str(raw.get("date_format", "")),
         )
 
 
@@ -86,11 +106,16 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
     if len(set(names)) != len(names):
         found.append("two columns share a name")
     for column in columns:
-        if column.kind not in (NUMERIC, CATEGORICAL):
+        if column.kind not in (NUMERIC, CATEGORICAL, DATE):
             found.append(f"column {column.name!r} has kind {column.kind!r}")
         if column.name in reserved:
             found.append(f"column {column.name!r} has a reserved name")
-        if column.kind == NUMERIC and not (np.isfinite(column.std) and column.std > 0):
+        if column.kind == DATE:
+            try:
+                dates.pattern(column.date_format)
+            except ValueError as error:
+                found.append(f"column {column.name!r} has date format {column.date_format!r}: {error}")
+        if column.kind in (NUMERIC, DATE) and not (np.isfinite(column.std) and column.std > 0):
             found.append(f"column {column.name!r} has a std that is not a positive number")
         if column.hash_buckets < 0:
             found.append(f"column {column.name!r} has a negative number of hash buckets")
@@ -203,7 +228,7 @@ def instance_columns(instances: list[dict], columns: tuple[Column, ...], names: 
                 raise UserError(f"{name}: expected an object of column values, e.g. {{{column.name!r}: ...}}")
             value = instance.get(column.name)
             missing = value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
-            if column.kind == CATEGORICAL:
+            if column.kind != NUMERIC:
                 values.append("" if missing else str(value).strip())
             elif missing:
                 values.append(float("nan"))
@@ -211,7 +236,7 @@ def instance_columns(instances: list[dict], columns: tuple[Column, ...], names: 
                 raise UserError(f"{name}: column {column.name!r}: {value!r} is not a number")
             else:
                 values.append(float(value))
-        dtype = object if column.kind == CATEGORICAL else np.float32
+        dtype = np.float32 if column.kind == NUMERIC else object
         arrays[column.name] = np.array(values, dtype=dtype)
     return arrays
 
@@ -241,14 +266,29 @@ def is_missing(strings: tf.Tensor) -> tf.Tensor:
 
 def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
     """Named column values (a [n] tensor each: float for numeric columns, NaN for missing;
-    strings for categorical ones) as the model's [n, columns] float32 vectors."""
+    strings for the others) as the model's [n, vector_width] float32 vectors: a number for each
+    numeric and categorical column, DATE_FEATURES for each date column (dataformat/dates.py)."""
     import tensorflow as tf
 
     parts = []
     for column in columns:
         value = values[column.name]
-        parts.append(tf.cast(value, tf.float32) if column.kind == NUMERIC else _category_index(value, column))
-    return tf.stack(parts, axis=1)
+        if column.kind == NUMERIC:
+            parts.append(tf.cast(value, tf.float32)[:, None])
+        elif column.kind == CATEGORICAL:
+            parts.append(_category_index(value, column)[:, None])
+        else:
+            parts.append(dates.features_tf(tf.strings.strip(value), column.date_format))
+    return tf.concat(parts, axis=1)
+
+
+def vector_width(columns: tuple[Column, ...]) -> int:
+    return sum(column.width for column in columns)
+
+
+def offsets(columns: tuple[Column, ...]) -> list[int]:
+    """Where each column's numbers start in the vector."""
+    return np.cumsum([0] + [column.width for column in columns[:-1]]).tolist()
 
 
 def _category_index(value: tf.Tensor, column: Column) -> tf.Tensor:

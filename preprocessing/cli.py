@@ -52,6 +52,16 @@ def _encoding(text: str) -> str:
         ) from None
 
 
+def _date_format(text: str) -> str:
+    from dataformat import dates
+
+    try:
+        dates.pattern(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
+    return text
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
@@ -133,6 +143,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     table.add_argument(
         "--numeric-columns", type=_names, default=(), metavar="A,B", help="columns that must hold numbers"
+    )
+    table.add_argument(
+        "--date-columns",
+        type=_names,
+        default=(),
+        metavar="A,B",
+        help="columns of dates or timestamps (default: the text columns whose values read as dates in one of the "
+        "common formats: ISO 8601 and its variants, m/d/Y, d/m/Y, d.m.Y, 'Mar 5, 2018', 'Mar-2018', ...)",
+    )
+    table.add_argument(
+        "--date-format",
+        type=_date_format,
+        help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b, e.g. '%%d/%%m/%%Y' (default: found from the "
+        "values); a format without %%H also reads a time of day after the date",
     )
     table.add_argument("--ignore-columns", type=_names, default=(), metavar="A,B", help="columns to leave out")
     table.add_argument(
@@ -258,6 +282,8 @@ def _convert_table(args: argparse.Namespace, common: dict):
         column_names=args.column_names,
         categorical=args.categorical_columns,
         numeric=args.numeric_columns,
+        dates=args.date_columns,
+        date_format=args.date_format or "",
         ignore=args.ignore_columns,
         min_frequency=args.min_frequency,
         max_categories=args.max_categories,

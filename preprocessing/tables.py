@@ -44,7 +44,7 @@ import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 from tqdm import tqdm
 
-from dataformat import storage, tables
+from dataformat import dates, storage, tables
 from dataformat.errors import UserError
 from dataformat.schema import (
     EXAMPLES_PER_RECORD,
@@ -83,6 +83,8 @@ class TableOptions:
     column_names: tuple[str, ...] = ()  # the names of a headerless file's columns
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
     numeric: tuple[str, ...] = ()  # columns that must be numbers
+    dates: tuple[str, ...] = ()  # columns that must be dates or timestamps
+    date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
     ignore: tuple[str, ...] = ()  # columns to leave out
     min_frequency: int = 3  # a value seen fewer times in training is left out of the vocabulary
     max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
@@ -94,6 +96,7 @@ BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are no
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
 SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
+DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
 ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
 
 
@@ -113,6 +116,14 @@ class ColumnCount:
     frequent: FrequentValues = field(default_factory=FrequentValues)  # training rows' values (see _count)
     distinct: int = 0  # distinct values of each counted block, added up
     distinct_of: int = 0  # the rows they were counted over
+    stopped: bool = False  # whether its numbers had too many values to count (see _count)
+    date_format: str = ""  # the format its text reads as dates in, if any (found in the file's first text block)
+    date_tried: bool = False  # whether a format was looked for
+    not_dates: int = 0  # present values, in all rows, that are no date in that format
+    not_dates_train: int = 0
+    days: float = 0.0  # training rows' dates, as days since 1970
+    days_squares: float = 0.0
+    days_counted: int = 0
 
     @property
     def nearly_unique(self) -> bool:
@@ -177,8 +188,9 @@ def sniff_delimiter(text: str) -> str:
     best, widest = ",", 1
     for delimiter in DELIMITERS:
         widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines[:50])), delimiter=delimiter) if row}
-        if len(widths) == 1 and widths.pop() > widest:
-            best, widest = delimiter, len(next(csv.reader(io.StringIO(lines[0]), delimiter=delimiter)))
+        width = widths.pop() if len(widths) == 1 else 0
+        if width > widest:
+            best, widest = delimiter, width
     return best
 
 
@@ -413,6 +425,13 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.frequent.merge(more.frequent)
     total.distinct += more.distinct
     total.distinct_of += more.distinct_of
+    total.date_format = total.date_format or more.date_format  # files agree, or the first file's holds
+    total.date_tried = total.date_tried or more.date_tried
+    total.not_dates += more.not_dates
+    total.not_dates_train += more.not_dates_train
+    total.days += more.days
+    total.days_squares += more.days_squares
+    total.days_counted += more.days_counted
 
 
 def _spellings(token: str) -> set[str]:
@@ -444,14 +463,39 @@ def _numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndar
     return numbers, finite
 
 
-def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCount, codes: bool) -> tuple:
+def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
+    """The format of `formats` that reads the most of the first DATE_SAMPLE values as dates, if it reads
+    all but BAD_CELLS_SHARE of them; "" otherwise."""
+    sample = values[:DATE_SAMPLE]
+    read = [int(np.count_nonzero(~np.isnan(dates.fields_arrow(sample, form)[:, 0]))) for form in formats]
+    best = int(np.argmax(read))
+    return formats[best] if len(sample) and read[best] >= (1 - BAD_CELLS_SHARE) * len(sample) else ""
+
+
+def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str):
+    """Counts a block of a column as dates in `date_format`: the values that are none, the days' statistics."""
+    counts.date_tried, counts.date_format = True, date_format
+    if not date_format:
+        return
+    days = dates.days(dates.fields_arrow(values, date_format))
+    bad = present & np.isnan(days)
+    counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
+    kept = days[~np.isnan(days) & train]
+    counts.days, counts.days_squares, counts.days_counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
+
+
+def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCount, flags: tuple) -> tuple:
     """One block of a column counted, and its values with the missing ones null. `where` is (the
-    file, the block's line numbers); `earlier` is the column's count in the file's block before.
+    file, the block's line numbers); `earlier` is the column's count in the file's block before;
+    `flags` are (whether --categorical-columns names it, whether its values are counted whatever they
+    are, whether --date-columns names it, the date formats to try). Text, and a --date-columns column
+    whatever it holds, is tried as dates.
 
     Its training values are counted for the vocabulary, except in a column of numbers (unless
     `codes`, --categorical-columns): those are counted only until a block has more than
     NUMBER_CODES distinct values, and again from a block that holds a value that is no number.
     """
+    codes, count_all, forced_date, date_formats = flags
     missing = _missing(values)
     present = ~missing
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
@@ -468,12 +512,18 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     kept = numbers[finite & train]
     counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
     counts.integers = bool(np.all(np.floor(kept) == kept))
-    was_counted = earlier.distinct_of > 0 or earlier.present == 0  # the file's first block is counted
-    if codes or bad.any() or was_counted:
+    if bad.any() and not codes or forced_date:  # text: it may be dates
+        date_format = earlier.date_format
+        if not earlier.date_tried:
+            date_format = find_date_format(values.filter(pa.array(present)), date_formats)
+        _count_dates(counts, values, train, present, date_format)
+    counts.stopped = earlier.stopped
+    if count_all or bad.any() or not earlier.stopped:
         distinct = pc.value_counts(values.filter(pa.array(present & train)))
-        if codes or bad.any() or len(distinct) <= NUMBER_CODES:
+        counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
+        counts.stopped = not (count_all or bad.any()) and len(distinct) > NUMBER_CODES
+        if not counts.stopped:
             counts.frequent.add(distinct.field("values"), distinct.field("counts").to_numpy())
-            counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
     return counts, pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
 
 
@@ -504,10 +554,14 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
     split_hash, order = row_hashes(key, lines)
     train = stratified_train(split_hash, order, trimmed[plan.label], plan.eval_fraction)
-    codes = plan.options.categorical
+    options = plan.options
+    date_formats = (options.date_format,) if options.date_format else dates.FORMATS
 
     def count(name: str) -> tuple:
-        return _count(trimmed[name], train, (path, lines), earlier[name], name in codes)
+        codes = name in options.categorical
+        named_like_an_id = bool(ID_NAME.search(name)) and name not in options.numeric
+        flags = (codes, codes or named_like_an_id, name in options.dates, date_formats)
+        return _count(trimmed[name], train, (path, lines), earlier[name], flags)
 
     counted = pool.map(count, plan.features)
     counts, nulled = {}, [trimmed[plan.label]]
@@ -635,11 +689,51 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
                 f"{path}: line {line}, column {plan.position(name)}: {value!r} is not a finite number, nor are "
                 f"{count.not_numbers - 1} more of its {count.present} values (--numeric-columns {name})"
             )
-        if count.counted and mostly_numbers and name not in plan.options.categorical:
-            columns.append(_numeric_column(name, count, plan))
-        else:
-            columns.append(_categorical_column(name, count, plan))
+        mostly_dates = bool(count.date_format) and count.not_dates <= BAD_CELLS_SHARE * count.present
+        if name in plan.options.dates and not mostly_dates:
+            where = f"{count.date_format!r}" if count.date_format else f"any of {', '.join(dates.FORMATS)}"
+            raise UserError(
+                f"column {plan.position(name)}: {count.not_dates or count.present} of its {count.present} values "
+                f"are no dates in {where} (--date-columns {name}); give their format with --date-format"
+            )
+        columns.append(_decide(name, count, plan, mostly_numbers, mostly_dates))
     return tuple(columns)
+
+
+def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool, mostly_dates: bool) -> tables.Column:
+    """A column's kind: what the flags say, or dates, numbers, or else categories. Integer columns named
+    like IDs (userId, movie_id) are categories: codes, not quantities."""
+    options = plan.options
+    if name in options.categorical:
+        return _categorical_column(name, count, plan)
+    if name in options.dates or mostly_dates and name not in options.numeric:
+        return _date_column(name, count, plan)
+    if not (count.counted and mostly_numbers):
+        return _categorical_column(name, count, plan)
+    if count.integers and ID_NAME.search(name) and name not in options.numeric:
+        log.warning(
+            "column %s holds integers named like IDs: they are read as categories; "
+            "pass --numeric-columns %s if they are quantities",
+            plan.position(name),
+            name,
+        )
+        return _categorical_column(name, count, plan)
+    return _numeric_column(name, count, plan)
+
+
+def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    if count.not_dates:
+        log.warning(
+            "column %s: %d value(s) are no dates in %r and are read as missing",
+            plan.position(name),
+            count.not_dates,
+            count.date_format,
+        )
+    mean = count.days / count.days_counted if count.days_counted else 0.0
+    variance = max(count.days_squares / count.days_counted - mean**2, 0.0) if count.days_counted else 0.0
+    std = math.sqrt(variance) if variance > 1e-12 else 1.0
+    missing = count.missing + count.not_dates_train
+    return tables.Column(name, tables.DATE, missing, mean, std, date_format=count.date_format)
 
 
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
@@ -652,23 +746,17 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
             cells,
             ", ..." if count.not_numbers > len(count.bad_cells) else "",
         )
-    if count.integers and looks_like_an_id(name, count):
+    if count.integers and count.nearly_unique and name not in plan.options.numeric:
         log.warning(
-            "column %s holds integers that look like IDs (%s); it is read as a number: "
+            "column %s holds integers that look like IDs (nearly every value distinct); it is read as a number: "
             "pass --categorical-columns %s if its values are codes",
             plan.position(name),
-            "named like one" if ID_NAME.search(name) else "nearly every value distinct",
             name,
         )
     mean = count.total / count.counted
     variance = max(count.squares / count.counted - mean**2, 0.0)
     std = math.sqrt(variance) if variance > 1e-12 else 1.0
     return tables.Column(name, tables.NUMERIC, count.missing + count.not_numbers_train, mean, std)
-
-
-def looks_like_an_id(name: str, count: ColumnCount) -> bool:
-    """Named like an ID (userId, movie_id, key), or nearly every value distinct."""
-    return bool(ID_NAME.search(name)) or count.nearly_unique
 
 
 def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
@@ -699,6 +787,8 @@ def describe(column: tables.Column) -> str:
     missing = f", {column.missing} missing" if column.missing else ""
     if column.kind == tables.NUMERIC:
         return f"{column.name} (numeric{missing})"
+    if column.kind == tables.DATE:
+        return f"{column.name} (date {column.date_format!r}{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     return (
         f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"
@@ -780,14 +870,18 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     for flag, chosen in (
         ("--categorical-columns", options.categorical),
         ("--numeric-columns", options.numeric),
+        ("--date-columns", options.dates),
         ("--ignore-columns", options.ignore),
     ):
         unknown = [name for name in chosen if name not in names]
         if unknown:
             raise UserError(f"{flag}: no column {unknown[0]!r} in {where} (its columns: {', '.join(names)})")
-    both = set(options.categorical) & set(options.numeric)
-    if both:
-        raise UserError(f"--categorical-columns and --numeric-columns both name {sorted(both)[0]!r}")
+    kinds = {"--categorical-columns": options.categorical, "--numeric-columns": options.numeric}
+    kinds["--date-columns"] = options.dates
+    for (flag, chosen), (other, others) in itertools.combinations(kinds.items(), 2):
+        both = set(chosen) & set(others)
+        if both:
+            raise UserError(f"{flag} and {other} both name {sorted(both)[0]!r}")
     features = [name for name in names if name != label and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
@@ -839,13 +933,13 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
         )
     columns = writer.columns
     return Metadata(
-        shape=(len(columns),),
+        shape=(tables.vector_width(columns),),
         dtype="float32",
         class_names=writer.classes,
         class_counts=tuple(labels[name] for name in writer.classes),
         splits=splits,
-        mean=tuple(c.mean if c.kind == tables.NUMERIC else 0.0 for c in columns),
-        std=tuple(c.std if c.kind == tables.NUMERIC else 1.0 for c in columns),
+        mean=tuple(mean for column in columns for mean, _ in column.statistics()),
+        std=tuple(std for column in columns for _, std in column.statistics()),
         source="csv",
         compression=writer.compression,
         examples_per_record=writer.per_record,

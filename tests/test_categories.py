@@ -101,23 +101,25 @@ def test_values_outside_the_vocabulary_and_never_seen_hash_into_the_columns_buck
     assert category_indices(no_buckets, ["never seen", "a"]) == [tables.OOV_INDEX, 2]
 
 
-def test_integer_codes_are_categorical_at_any_cardinality_when_asked(tmp_path, caplog):
+def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
     rng = np.random.default_rng(4)
     movies = rng.zipf(1.3, 6000) % 3000
     rows = [f"{i % 300},{movie},{rng.integers(1, 6)},{'ny'[movie % 2]}" for i, movie in enumerate(movies)]
-    source = write(tmp_path / "ratings.csv", "userId,movieId,stars,liked", rows)
+    source = write(tmp_path / "ratings.csv", "userId,movie_id,stars,liked", rows)
     with caplog.at_level(logging.WARNING):
-        plain = build_table_dataset(str(source), str(tmp_path / "plain"), TableOptions(label_column="liked"))
-    assert [column.kind for column in plain.columns] == [tables.NUMERIC] * 3
-    hints = [record.getMessage() for record in caplog.records if "look like IDs" in record.getMessage()]
-    assert len(hints) == 2 and "'userId'" in hints[0] and "--categorical-columns movieId" in hints[1]
-    assert "named like one" in hints[1]
-    options = TableOptions(label_column="liked", categorical=("userId", "movieId"))
-    codes = build_table_dataset(str(source), str(tmp_path / "codes"), options)
-    user, movie = codes.columns[:2]
-    assert user.kind == movie.kind == tables.CATEGORICAL
+        named = build_table_dataset(str(source), str(tmp_path / "named"), TableOptions(label_column="liked"))
+    assert [column.kind for column in named.columns] == [tables.CATEGORICAL, tables.CATEGORICAL, tables.NUMERIC]
+    hints = [record.getMessage() for record in caplog.records if "named like IDs" in record.getMessage()]
+    assert len(hints) == 2 and "'userId'" in hints[0] and "--numeric-columns movie_id" in hints[1]
+    user, movie = named.columns[:2]
     assert len(user.vocabulary) == 300 and user.hash_buckets == 0  # every user seen often enough
-    assert len(movie.vocabulary) > 100 and movie.hash_buckets > 0
+    assert len(movie.vocabulary) > 100 and movie.hash_buckets > 0  # counted past NUMBER_CODES values
+    train, _ = read_rows(tmp_path / "named", named, "train")
+    exact = Counter(row["movie_id"] for row in train)
+    assert movie.vocabulary[:50] == tuple(v for v, _ in sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:50])
+    options = TableOptions(label_column="liked", numeric=("userId",), categorical=("stars",))
+    flagged = build_table_dataset(str(source), str(tmp_path / "flagged"), options)
+    assert [column.kind for column in flagged.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.CATEGORICAL]
 
 
 def test_a_near_unique_integer_column_gets_the_id_hint(tmp_path, caplog):

@@ -23,14 +23,19 @@ from trainer.predict import Model, respond
 
 
 def census_like(rows: int, seed: int = 0) -> str:
-    """A table whose label depends on a number, a category and a missing value."""
+    """A table whose label depends on a number, a category, a date and a missing value; with a column of
+    badges, hundreds of them, most too rare for the vocabulary (they hash)."""
     rng = np.random.default_rng(seed)
     work = rng.choice(["Private", "Self-emp", "State-gov", "?"], rows)
     age = rng.integers(18, 80, rows)
     hours = np.where(rng.random(rows) < 0.1, "NA", rng.integers(10, 60, rows).astype(str))
-    rich = (age > 40) & (work != "State-gov") | (hours == "NA")
-    lines = [f"{a},{w},{h},{'>50K' if r else '<=50K'}" for a, w, h, r in zip(age, work, hours, rich)]
-    return "\n".join(["age,workclass,hours,income", *lines]) + "\n"
+    hired = np.datetime64("2000-01-01") + rng.integers(0, 24 * 365, rows)
+    when = [str(day) + (" 09:30" if i % 3 else "") if i % 17 else "" for i, day in enumerate(hired)]
+    badge = [f"b-{n}" for n in rng.zipf(1.3, rows) % 500]
+    rich = (age > 40) & (work != "State-gov") | (hours == "NA") | (hired < np.datetime64("2003-01-01"))
+    lines = [",".join(map(str, row)) for row in zip(age, work, hours, when, badge)]
+    lines = [f"{line},{'>50K' if r else '<=50K'}" for line, r in zip(lines, rich)]
+    return "\n".join(["age,workclass,hours,hired,badge,income", *lines]) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +56,16 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert metrics["global_step"] == 300 and metrics["accuracy"] > 0.85
     variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
     assert any("wide_logits" in name for name in variables)
-    assert not any("/embedding_" in name for name in variables)  # 3 workclass values: one-hot, no embedding
-    assert any("/wide_" in name for name in variables)  # its linear weights
+    assert not any("/embedding_1/" in name for name in variables)  # 3 workclass values: one-hot, no embedding
+    assert any("/wide_1/" in name for name in variables)  # its linear weights
+    assert any("/embedding_15/" in name for name in variables)  # the badges (after hired's 12 numbers): hashed
+    columns = {column.name: column for column in table_job_metadata(config).columns}
+    assert columns["hired"].kind == tables.DATE and columns["hired"].date_format == "%Y-%m-%d"
+    assert columns["badge"].hash_buckets > 0
+
+
+def table_job_metadata(config):
+    return locate(config).metadata
 
 
 def test_every_serving_input_agrees_with_estimator_predict(table_job):
@@ -88,10 +101,10 @@ def _missing(value) -> bool:
 def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_errors(table_job):
     config, _, _ = table_job
     model = Model(latest_export(config, "latest"))
-    full = {"age": 60, "workclass": "Private", "hours": 40}
+    full = {"age": 60, "workclass": "Private", "hours": 40, "hired": "2020-05-01T10:00:00Z", "badge": "b-1"}
+    never_seen = {"age": 60, "workclass": "Astronaut", "hired": "1 May 2020", "badge": "b-never-seen"}
     answers = model.predict(
-        "serving_default",
-        [full, {"age": 60, "workclass": "Astronaut"}, {"age": None, "workclass": "NA", "hours": "?"}],
+        "serving_default", [full, never_seen, {"age": None, "workclass": "NA", "hours": "?", "hired": None}]
     )
     assert all(set(answer) == {"class_ids", "classes", "probabilities", "logits"} for answer in answers)
     assert answers[0]["classes"] == ">50K"

@@ -80,9 +80,10 @@ def _classifier(network: list[layers.Layer], metadata: Metadata) -> tf.keras.Seq
 class TableNetwork(tf.keras.Model):
     """A table's encoded rows (dataformat.tables) to logits.
 
-    Numeric columns, as one block however many there are: a missing value becomes the training
-    mean, then every value is standardized, and each column that had missing values in training
-    gains a 0/1 "was missing" input. Categorical columns: one-hot for small vocabularies, learned
+    Numeric columns and date columns' features, as one block however many there are: a missing
+    value becomes the training mean, then every value is standardized (metadata.json's mean and std
+    of each number of the vector), and each column that had missing values in training gains a 0/1
+    "was missing" input. Categorical columns: one-hot for small vocabularies, learned
     embeddings for larger ones (missing, out-of-vocabulary and hashed values have indices of their
     own). Then the dense layers of `--hidden-units`. With `wide`, a linear part over the
     standardized numbers and every categorical column adds its logits, as the census samples'
@@ -92,13 +93,24 @@ class TableNetwork(tf.keras.Model):
 
     def __init__(self, settings: ModelSettings, metadata: Metadata, wide: bool):
         super().__init__(name="classifier")
-        columns = metadata.columns
-        self.numeric = [i for i, column in enumerate(columns) if column.kind == tables.NUMERIC]
-        self.means = tf.constant([columns[i].mean for i in self.numeric], tf.float32)
-        self.stds = tf.constant([columns[i].std for i in self.numeric], tf.float32)
-        self.with_missing = [j for j, i in enumerate(self.numeric) if columns[i].missing]  # within the block
+        columns, starts = metadata.columns, tables.offsets(metadata.columns)
+        # The numbers of numeric and date columns, by their place in the vector, and their statistics.
+        self.numeric = [
+            start + j
+            for column, start in zip(columns, starts)
+            if column.kind != tables.CATEGORICAL
+            for j in range(column.width)
+        ]
+        self.means = tf.constant([metadata.mean[i] for i in self.numeric], tf.float32)
+        self.stds = tf.constant([metadata.std[i] for i in self.numeric], tf.float32)
+        # Within the block: each column with missing values in training, by its first number.
+        self.with_missing = [
+            self.numeric.index(start)
+            for column, start in zip(columns, starts)
+            if column.missing and column.kind != tables.CATEGORICAL
+        ]
         self.categorical = [
-            (i, columns[i].size) for i, column in enumerate(columns) if column.kind == tables.CATEGORICAL
+            (start, column.size) for column, start in zip(columns, starts) if column.kind == tables.CATEGORICAL
         ]
         self.embeddings = {
             i: layers.Embedding(size, embedding_size(size), name=f"embedding_{i}")

@@ -1,0 +1,123 @@
+"""Date and timestamp columns: found in the common formats, read alike by preprocessing (Arrow) and by
+training and serving (TensorFlow), and expanded into the features a model can use."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import tensorflow as tf
+
+from dataformat import dates, tables
+from dataformat.errors import UserError
+from preprocessing.tables import TableOptions, build_table_dataset
+
+AWKWARD = [
+    "2013-01-01",
+    "2013-01-01T10:00:00Z",
+    " 2020-02-29 23:59:59.125+02:00 ",
+    "1999-12-31 5:07",
+    "2013-13-01",
+    "2013-01-32",
+    "2013-01-01 25:00",
+    "01/02/2013",
+    "31/12/2013",
+    "12/31/2013 08:15:00",
+    "2.3.2021",
+    "5 Mar 2018",
+    "05-mar-2018",
+    "Mar 5, 2018",
+    "March 5 2018",
+    "Sept-2019",
+    "Foo-2018",
+    "jan 2017",
+    "",
+    "NA",
+    "2013",
+    "20130101",
+    "20130101 1230",
+    "2013/01/02",
+    "3-4-2021",
+    "31/12/99",
+    "🙂 2013-01-01",
+]
+
+
+@pytest.mark.parametrize("date_format", [*dates.FORMATS, "%d/%m/%y", "%Y%m%d %H%M"])
+def test_arrow_and_tensorflow_read_every_value_alike(date_format):
+    from_arrow = dates.fields_arrow(pa.array(AWKWARD), date_format)
+    from_tensorflow = dates.fields_tf(tf.constant(AWKWARD), date_format).numpy()
+    np.testing.assert_array_equal(from_arrow, from_tensorflow)
+    assert (~np.isnan(from_arrow[:, 0])).any()
+
+
+def test_formats_read_what_they_say():
+    read = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%Y-%m-%d"))}
+    assert read["2013-01-01T10:00:00Z"].tolist() == [2013, 1, 1, 10, 0, 0]
+    assert read[" 2020-02-29 23:59:59.125+02:00 "].tolist() == [2020, 2, 29, 23, 59, 59]  # the zone is left out
+    assert all(np.isnan(read[text]).all() for text in ("2013-13-01", "2013-01-32", "2013-01-01 25:00", "2013", ""))
+    day_first = dates.fields_arrow(pa.array(["31/12/2013", "12/31/2013"]), "%d/%m/%Y")
+    assert day_first[0, :3].tolist() == [2013, 12, 31] and np.isnan(day_first[1]).all()
+    named = dates.fields_arrow(pa.array(["Sept-2019", "Foo-2018"]), "%b-%Y")
+    assert named[0, :3].tolist() == [2019, 9, 1] and np.isnan(named[1]).all()
+    assert dates.fields_arrow(pa.array(["01/02/99", "01/02/05"]), "%d/%m/%y")[:, 0].tolist() == [1999, 2005]
+    with pytest.raises(ValueError, match="needs a year"):
+        dates.pattern("%d/%m")
+
+
+def test_features_are_the_days_and_the_cycles():
+    strings = ["2024-12-31 18:00", "1970-01-01", "1969-12-31", ""]
+    features = dates.features_tf(tf.constant(strings), "%Y-%m-%d").numpy()
+    assert features.shape == (4, dates.DATE_FEATURES)
+    days, year = features[:, 0], features[:, 1]
+    assert days[:3].tolist() == [20088.75, 0.0, -1.0] and year[:3].tolist() == [2024, 1970, 1969]
+    named = dict(zip(dates.FEATURE_NAMES, features[0]))
+    angle = {"month": 11 / 12, "day": 30 / 31, "weekday": 1 / 7, "yearday": 365 / 366, "hour": 18 / 24}
+    for name, turn in angle.items():  # 2024-12-31 was a Tuesday (Monday is 0), the 366th day of a leap year
+        assert named[f"{name}_sin"] == pytest.approx(np.sin(2 * np.pi * turn), abs=1e-6)
+        assert named[f"{name}_cos"] == pytest.approx(np.cos(2 * np.pi * turn), abs=1e-6)
+    assert dict(zip(dates.FEATURE_NAMES, features[1]))["weekday_sin"] == pytest.approx(np.sin(2 * np.pi * 3 / 7))
+    assert np.isnan(features[3]).all()
+    assert dates.days(dates.fields_arrow(pa.array(strings), "%Y-%m-%d"))[:3].tolist() == [20088.75, 0.0, -1.0]
+
+
+def write(path, header, rows):
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+def test_date_columns_are_found_in_their_format(tmp_path, caplog):
+    rng = np.random.default_rng(0)
+    days = np.datetime64("2010-01-01") + rng.integers(0, 3000, 400)
+    rows = []
+    for i, day in enumerate(days):
+        year, month, dom = str(day).split("-")
+        stamp = f"{day}T{i % 24:02d}:15:00Z"
+        european = f"{dom}/{month}/{year}" if i != 7 else "soon"  # one bad cell
+        rows.append(f"{stamp},{european},{['Jan', 'Feb', 'Mar'][i % 3]}-{year},{i % 4},{'ab'[i % 2]}")
+    source = write(tmp_path / "t.csv", "stamp,european,month,n,label", rows)
+    with caplog.at_level(logging.INFO):
+        metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    stamp, european, month, n = metadata.columns
+    assert [stamp.kind, european.kind, month.kind, n.kind] == [tables.DATE] * 3 + [tables.NUMERIC]
+    assert [stamp.date_format, european.date_format, month.date_format] == ["%Y-%m-%d", "%d/%m/%Y", "%b-%Y"]
+    assert metadata.shape == (3 * dates.DATE_FEATURES + 1,) and len(metadata.mean) == metadata.shape[0]
+    every_day = (days - np.datetime64("1970-01-01")).astype(float)
+    assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
+    assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
+    assert "stamp (date '%Y-%m-%d')" in caplog.text
+
+
+def test_the_flags_name_date_columns_and_their_format(tmp_path):
+    rows = [f"{2000 + i % 20}{1 + i % 12:02d}{1 + i % 28:02d},{'ab'[i % 2]}" for i in range(100)]  # 20130101
+    source = write(tmp_path / "t.csv", "day,label", rows)
+    assert build_table_dataset(str(source), str(tmp_path / "a"), TableOptions()).columns[0].kind == tables.NUMERIC
+    options = TableOptions(dates=("day",), date_format="%Y%m%d")
+    column = build_table_dataset(str(source), str(tmp_path / "b"), options).columns[0]
+    assert column.kind == tables.DATE and column.date_format == "%Y%m%d"
+    with pytest.raises(UserError, match=r"column 1 \('day'\): 100 of its 100 values are no dates in any of %Y-%m-%d"):
+        build_table_dataset(str(source), str(tmp_path / "c"), TableOptions(dates=("day",)))
+    with pytest.raises(UserError, match="--numeric-columns and --date-columns both name 'day'"):
+        build_table_dataset(str(source), str(tmp_path / "d"), TableOptions(dates=("day",), numeric=("day",)))
