@@ -51,8 +51,14 @@ class Column:
 
     @property
     def width(self) -> int:
-        """How many numbers of the model's vector the column takes."""
-        return dates.DATE_FEATURES if self.kind == DATE else 1
+        """How many numbers of the model's vector the column takes: a date's features, then its value's
+        index as a category (a day or hour that repeats, as in a table of flights, is a category too)."""
+        return dates.DATE_FEATURES + 1 if self.kind == DATE else 1
+
+    @property
+    def category_slot(self) -> int | None:
+        """Where, within its numbers, the column's category index is (None: it has none)."""
+        return {CATEGORICAL: 0, DATE: dates.DATE_FEATURES}.get(self.kind)
 
     def statistics(self) -> list[tuple[float, float]]:
         """(mean, std) of each of the column's numbers in the vector, for standardizing: a date's days and
@@ -62,7 +68,7 @@ class Column:
         if self.kind == CATEGORICAL:
             return [(0.0, 1.0)]
         year = (1970 + self.mean / dates.DAYS_PER_YEAR, max(self.std / dates.DAYS_PER_YEAR, 1.0))
-        return [(self.mean, self.std), year] + [(0.0, 1.0)] * (dates.DATE_FEATURES - 2)
+        return [(self.mean, self.std), year] + [(0.0, 1.0)] * (dates.DATE_FEATURES - 1)
 
     @property
     def size(self) -> int:
@@ -72,17 +78,10 @@ class Column:
     def to_json(self) -> dict:
         if self.kind == NUMERIC:
             return {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
+        found = {"name": self.name, "kind": self.kind, "missing": self.missing}
         if self.kind == DATE:
-            found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
-            return {**found, "date_format": self.date_format}
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "missing": self.missing,
-            "hash_buckets": self.hash_buckets,
-            "hashed": self.hashed,
-            "vocabulary": list(self.vocabulary),
-        }
+            found.update(mean=self.mean, std=self.std, date_format=self.date_format)
+        return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
 
     @classmethod
     def from_json(cls, raw: dict) -> Column:
@@ -278,7 +277,8 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
         elif column.kind == CATEGORICAL:
             parts.append(_category_index(value, column)[:, None])
         else:
-            parts.append(dates.features_tf(tf.strings.strip(value), column.date_format))
+            features = dates.features_tf(tf.strings.strip(value), column.date_format)
+            parts += [features, _category_index(value, column)[:, None]]
     return tf.concat(parts, axis=1)
 
 

@@ -177,9 +177,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--hash-buckets",
         type=commandline.non_negative_int,
         default=TableOptions.hash_buckets,
-        help="values outside a column's vocabulary, and values never seen in training, hash into buckets of their "
-        "own: about one for every 10 training rows they hold, at most this many a column; 0 sends them all to "
-        f"one out-of-vocabulary index (default: {TableOptions.hash_buckets})",
+        help="frequent values that a column's vocabulary has no room for hash into buckets: about one for every "
+        "10 training rows they hold, at most this many a column; values never seen in training hash into them "
+        "too. Rare values, and every value outside the vocabulary with 0, share one out-of-vocabulary index "
+        f"(default: {TableOptions.hash_buckets})",
     )
     parser.add_argument(
         "--image-size",

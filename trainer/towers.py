@@ -66,7 +66,8 @@ def train_step(
             if tower == 0:  # Keras layers keep batch norm's updates to themselves; run the first tower's
                 updates, examples = network.updates[known_updates:], data[:SUMMARY_EXAMPLES]
             loss = head.loss(logits, labels)
-            gradients.append(optimizer.compute_gradients(loss))
+            penalties = network.losses  # the layers' weight penalties, if any
+            gradients.append(optimizer.compute_gradients(loss + tf.add_n(penalties) if penalties else loss))
         losses.append(loss)
         accuracies.append(head.accuracy(logits, labels))
         puts += [batch.put] if batch.put is not None else []
