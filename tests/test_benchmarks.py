@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import tables, training, writing
+from benchmarks import clicks, tables, training, writing
 from benchmarks.common import SIZES
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
@@ -144,6 +144,30 @@ def test_tables_benchmark(tmp_path):
         assert positive(row["ours"]["train_seconds"]) and positive(row["gradient_boosting"]["seconds"])
     assert_targets(result)
     assert "## 5. Tables" in (tmp_path / "README.md").read_text()
+
+
+def test_clicks_benchmark(tmp_path):
+    result = run_benchmark("clicks", tmp_path)
+    small, large = result["sizes"]
+    runs = {(row["reader"], row["rows"]) for row in result["rows"]}
+    assert runs == {(reader, rows) for reader in (clicks.NEW, clicks.PYARROW) for rows in (small, large)}
+    for row in result["rows"]:
+        for key in ("seconds", "rows_per_second", "peak_rss_mib"):
+            assert_measurement(row[key])
+    assert "i1 (numeric" in result["columns"] and "c1 (categorical: " in result["columns"]
+    assert_targets(result)
+    assert "## 6. A click log" in (tmp_path / "README.md").read_text()
+
+
+def test_wide_tables_benchmark(tmp_path):
+    result = run_benchmark("wide", tmp_path)
+    runs = {(row["columns"], row["kind"]) for row in result["rows"]}
+    assert runs == {(columns, kind) for columns in SIZES["tiny"].wide_columns for kind in ("table", "vector")}
+    for row in result["rows"]:
+        assert all(positive(row[key]) for key in ("first_step_seconds", "steps_per_second", "export_seconds"))
+        assert row["first_step_seconds"] < row["total_seconds"]
+    assert_targets(result)
+    assert "## 7. Wide tables" in (tmp_path / "README.md").read_text()
 
 
 def test_an_unknown_benchmark_stops_with_a_message(tmp_path):

@@ -132,7 +132,8 @@ class TableNetwork(tf.keras.Model):
 
     def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:
         numbers = self._numbers(rows)
-        indices = tf.cast(tf.gather(rows, [i for i, _ in self.categorical], axis=1), tf.int32)
+        where = tf.constant([i for i, _ in self.categorical], tf.int32)  # int32 even when there are none
+        indices = tf.cast(tf.gather(rows, where, axis=1), tf.int32)
         categories = []
         for j, (i, size) in enumerate(self.categorical):
             index = indices[:, j]
