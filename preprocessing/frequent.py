@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 CAPACITY = 40_000  # counters a column keeps: 4x the default vocabulary, so its last entries are sure
 
@@ -51,8 +52,9 @@ class FrequentValues:
     def most_frequent(self) -> tuple[list[str], list[int]]:
         """(values, their counts), most frequent first, ties in value order."""
         self._compact()
-        order = np.lexsort((np.arange(len(self.counts)), -self.counts))  # values are already sorted
-        return [self.values[int(i)].as_py() for i in order], self.counts[order].tolist()
+        table = pa.table({"value": self.values, "count": self.counts})
+        order = pc.sort_indices(table, [("count", "descending"), ("value", "ascending")])
+        return self.values.take(order).to_pylist(), self.counts[order.to_numpy()].tolist()
 
     def _compact(self) -> None:
         if not self._pending:
@@ -64,7 +66,7 @@ class FrequentValues:
             }
         )
         self._pending, self._pending_size = [], 0
-        grouped = table.group_by("value").aggregate([("count", "sum")]).sort_by("value")
+        grouped = table.group_by("value").aggregate([("count", "sum")])
         values, counts = grouped.column("value").combine_chunks(), grouped.column("count_sum").to_numpy()
         if len(counts) > self.capacity:
             self.overflowed = True

@@ -788,7 +788,8 @@ def _vocabulary(count: ColumnCount, options: TableOptions) -> tuple[tuple[str, .
     seen in training take a bucket where the column has buckets, the out-of-vocabulary index where not.
     """
     values, frequencies = count.frequent.most_frequent()
-    frequent = sum(n >= options.min_frequency for n in frequencies)  # most frequent first
+    # A kept count is low by at most the summary's error: a value may have been seen that many more times.
+    frequent = sum(n + count.frequent.error >= options.min_frequency for n in frequencies)  # most frequent first
     size = min(frequent, options.max_categories)
     outside = max(count.distinct_of - sum(frequencies[:size]), 0)
     left_out = outside if count.frequent.overflowed else sum(frequencies[size:frequent])
