@@ -62,6 +62,7 @@ def test_the_tuning_metrics_are_the_names_the_evaluation_gives(classes):
     with tf.Graph().as_default():
         names = set(head.metrics(tf.constant([0]), head.predictions(tf.constant([[0.0] * len(classes)]))))
     not_choosable = {metrics.CONFUSION, metrics.BASELINE, metrics.LABEL_MEAN, metrics.PREDICTION_MEAN}
+    not_choosable |= set(metrics.CURVE_COUNTS)
     choosable = {name for name in names | {metrics.LOSS} if metrics.CHOOSABLE.fullmatch(name)}
     assert choosable == (names - not_choosable) | {metrics.LOSS}
     assert all(metrics.problem(name, len(classes)) is None for name in names)

@@ -12,6 +12,7 @@ import tensorflow as tf
 from PIL import Image
 
 from trainer import figures
+from trainer import metrics as metric_names
 
 CLASSES = ("cat", "dog", "bird | other")
 MATRIX = [[50, 3, 2], [4, 40, 1], [0, 2, 18]]
@@ -156,3 +157,32 @@ def test_cells_hold_their_counts_up_to_20_classes(tmp_path, monkeypatch, classes
 
     cells = [text.get_text() for text in drawn[0].axes[0].texts]
     assert cells == ([] if classes > 20 else [str(count) for count in counts.flat])
+
+
+def binary_metrics(scores_of_positives, scores_of_negatives) -> dict:
+    """A binary evaluation's metrics as the head reports them, from each row's probability of class 1."""
+    thresholds = np.asarray(metric_names.CURVE_THRESHOLDS)
+    positives = np.asarray(scores_of_positives)[:, None] > thresholds
+    negatives = np.asarray(scores_of_negatives)[:, None] > thresholds
+    counts = [positives.sum(0), negatives.sum(0), (~negatives).sum(0), (~positives).sum(0)]
+    found = {name: count.tolist() for name, count in zip(metric_names.CURVE_COUNTS, counts)}
+    return {**found, "auc": 0.9, "auc_precision_recall": 0.8, "accuracy": 0.85, "loss": 0.3, "global_step": 10}
+
+
+def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table(tmp_path):
+    rng = np.random.default_rng(0)
+    scores = binary_metrics(rng.beta(5, 2, 300), rng.beta(2, 5, 700))  # positives score higher
+    table = figures.at_thresholds(scores)
+    best = int(np.nanargmax(table["f1"]))
+    assert 0.3 < table["threshold"][best] < 0.7
+    assert table["recall"][0] == 1.0 and table["fpr"][0] == 1.0  # above 0: every row is positive
+    assert np.all(np.diff(table["recall"]) <= 0)  # recall falls as the threshold rises
+    written = figures.write_figures(str(tmp_path), scores, ("no", "yes"))
+    assert Image.open(written["ROC and precision-recall curves"]).size[0] > 500
+    report = (tmp_path / "report.md").read_text()
+    assert "## Thresholds (class 1 is positive)" in report
+    assert f"The F1-best threshold is **{table['threshold'][best]:.2f}**" in report
+    assert f"| {table['threshold'][best]:.2f} (F1-best) | " in report and "| 0.90 | " in report
+    (tmp_path / "multi").mkdir()
+    multi = figures.write_figures(str(tmp_path / "multi"), {"accuracy": 0.5}, ("a", "b", "c"))
+    assert "ROC and precision-recall curves" not in multi

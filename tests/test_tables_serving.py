@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,6 +63,13 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     columns = {column.name: column for column in table_job_metadata(config).columns}
     assert columns["hired"].kind == tables.DATE and columns["hired"].date_format == "%Y-%m-%d"
     assert columns["badge"].hash_buckets > 0
+    report = (Path(config.job_dir) / "report.md").read_text()  # a binary label: its curves and thresholds
+    assert "## Thresholds (class 1 is positive)" in report and "roc_and_precision_recall.png" in report
+    assert (
+        0.5 < metrics["auc"] <= 1
+        and metrics["auc_precision_recall"] > 0
+        and len(metrics["curve/true_positives"]) == 101
+    )
 
 
 def table_job_metadata(config):

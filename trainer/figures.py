@@ -17,9 +17,13 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from trainer.metrics import CURVE_COUNTS, CURVE_THRESHOLDS
+
 log = logging.getLogger(__name__)
 
 CONFUSION_FILE = "confusion_matrix.png"
+CURVES_OF_THRESHOLDS_FILE = "roc_and_precision_recall.png"  # binary labels
+TABLE_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 CURVES_FILE = "training_curves.png"
 REPORT_FILE = "report.md"
 EVAL_DIR = "eval"  # where the Estimator writes its evaluation summaries, under the job dir
@@ -234,6 +238,7 @@ def write_report(
         "## Per class",
         "",
         *_class_table(metrics, class_names),
+        *_threshold_section(metrics),
     ]
     path = posixpath.join(job_dir, REPORT_FILE)
     with tf.io.gfile.GFile(path, "w") as file:
@@ -281,6 +286,77 @@ def _class_table(metrics: Mapping[str, Any], class_names: Sequence[str]) -> list
     return lines
 
 
+def at_thresholds(metrics: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
+    """Binary labels: {"threshold", "precision", "recall", "f1", "false_positive_rate"} at each of the
+    evaluation's thresholds (a row is positive above one); None for other labels."""
+    if CURVE_COUNTS[0] not in metrics:
+        return None
+    tp, fp, tn, fn = (np.asarray(metrics[name], np.float64) for name in CURVE_COUNTS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
+        recall = np.where(tp + fn > 0, tp / (tp + fn), np.nan)
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+        false_positive_rate = np.where(fp + tn > 0, fp / (fp + tn), np.nan)
+    thresholds = np.asarray(CURVE_THRESHOLDS)
+    return {"threshold": thresholds, "precision": precision, "recall": recall, "f1": f1, "fpr": false_positive_rate}
+
+
+def _threshold_section(metrics: Mapping[str, Any]) -> list[str]:
+    """Binary labels: the ROC and PR AUCs, and precision, recall and F1 at thresholds, with the F1-best one."""
+    table = at_thresholds(metrics)
+    if table is None:
+        return []
+    best = int(np.nanargmax(table["f1"]))
+    shown = sorted({*(int(round(t * 100)) for t in TABLE_THRESHOLDS), best})
+    lines = [
+        "",
+        "## Thresholds (class 1 is positive)",
+        "",
+        f"ROC AUC **{_number(metrics.get('auc'))}**, "
+        f"precision-recall AUC **{_number(metrics.get('auc_precision_recall'))}**. "
+        f"The F1-best threshold is **{table['threshold'][best]:.2f}** (F1 {table['f1'][best]:.3f}); "
+        "a row is predicted positive when its probability is above the threshold.",
+        "",
+        "| threshold | precision | recall | F1 | false positive rate |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for i in shown:
+        mark = " (F1-best)" if i == best else ""
+        values = [_percent(_finite(table[key][i])) for key in ("precision", "recall")]
+        values += [_number(_finite(table["f1"][i])), _percent(_finite(table["fpr"][i]))]
+        lines.append(f"| {table['threshold'][i]:.2f}{mark} | " + " | ".join(values) + " |")
+    return lines
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def curves_of_thresholds_png(metrics: Mapping[str, Any], path: str) -> str:
+    """The ROC curve and the precision-recall curve, side by side."""
+    table = at_thresholds(metrics)
+    figure = _figure(10, 4.5)
+    roc, pr = figure.subplots(1, 2)
+    roc.plot(np.append(table["fpr"], 0.0), np.append(table["recall"], 0.0), marker=".")
+    roc.plot([0, 1], [0, 1], linestyle="--", color="grey")
+    roc.set(
+        xlabel="false positive rate",
+        ylabel="true positive rate (recall)",
+        title=f"ROC, AUC {_number(metrics.get('auc'))}",
+    )
+    pr.plot(table["recall"], table["precision"], marker=".")
+    pr.set(
+        xlabel="recall",
+        ylabel="precision",
+        title=f"precision-recall, AUC {_number(metrics.get('auc_precision_recall'))}",
+    )
+    for axes in (roc, pr):
+        axes.set_xlim(0, 1)
+        axes.set_ylim(0, 1.02)
+        axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
 def _cell(text: str) -> str:
     """Text safe in a Markdown table cell."""
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -319,4 +395,7 @@ def draw_figures(job_dir: str, metrics: Mapping[str, Any], class_names: Sequence
     else:
         log.warning("no confusion_matrix in the evaluation metrics: no %s", CONFUSION_FILE)
     figures["training curves"] = training_curves_png(read_curves(job_dir), posixpath.join(job_dir, CURVES_FILE))
+    if at_thresholds(metrics) is not None:
+        path = posixpath.join(job_dir, CURVES_OF_THRESHOLDS_FILE)
+        figures["ROC and precision-recall curves"] = curves_of_thresholds_png(metrics, path)
     return figures

@@ -104,7 +104,21 @@ def _binary_metrics(labels: tf.Tensor, class_ids: tf.Tensor, positive: tf.Tensor
         names.LABEL_MEAN: label_mean,
         names.PREDICTION_MEAN: tf.compat.v1.metrics.mean(positive),
         names.BASELINE: (baseline, tf.group(label_mean[1])),
+        **_counts_at_thresholds(is_positive, positive),
     }
+
+
+def _counts_at_thresholds(is_positive: tf.Tensor, positive: tf.Tensor) -> dict:
+    """True and false positives and negatives at each of CURVE_THRESHOLDS (a prediction is positive at
+    a threshold when its probability is above it), for the curves and the threshold table of report.md."""
+    thresholds = list(names.CURVE_THRESHOLDS)
+    counters = (
+        tf.compat.v1.metrics.true_positives_at_thresholds,
+        tf.compat.v1.metrics.false_positives_at_thresholds,
+        tf.compat.v1.metrics.true_negatives_at_thresholds,
+        tf.compat.v1.metrics.false_negatives_at_thresholds,
+    )
+    return {name: count(is_positive, positive, thresholds) for name, count in zip(names.CURVE_COUNTS, counters)}
 
 
 def better_by(metric: str) -> Callable[[dict, dict], bool]:

@@ -15,7 +15,10 @@ ACCURACY, LOSS, LOG_LOSS = "accuracy", "loss", "log_loss"
 AUC, PR_AUC, PRECISION, RECALL = "auc", "auc_precision_recall", "precision", "recall"
 BASELINE, LABEL_MEAN, PREDICTION_MEAN = "accuracy_baseline", "label/mean", "prediction/mean"
 CONFUSION = "confusion_matrix"  # rows: true class, columns: predicted class
-BINARY_ONLY = (AUC, PR_AUC, PRECISION, RECALL, BASELINE, LABEL_MEAN, PREDICTION_MEAN)
+# Binary labels: the counts at each of CURVE_THRESHOLDS, for the ROC and precision-recall curves of report.md.
+CURVE_COUNTS = ("curve/true_positives", "curve/false_positives", "curve/true_negatives", "curve/false_negatives")
+CURVE_THRESHOLDS = tuple(i / 100 for i in range(101))
+BINARY_ONLY = (AUC, PR_AUC, PRECISION, RECALL, BASELINE, LABEL_MEAN, PREDICTION_MEAN, *CURVE_COUNTS)
 LOWER_IS_BETTER = (LOSS, LOG_LOSS)
 # What --best-metric and a tuning study may optimize: the figures of the model's quality, not the
 # data's (accuracy_baseline, label/mean) nor the predictions' mean.
