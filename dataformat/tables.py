@@ -48,6 +48,7 @@ class Column:
     hash_buckets: int = 0  # categorical: where values outside the vocabulary go (none: to OOV_INDEX)
     hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary
     date_format: str = ""  # date: its format (dataformat/dates.py)
+    boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
 
     @property
     def width(self) -> int:
@@ -77,7 +78,8 @@ class Column:
 
     def to_json(self) -> dict:
         if self.kind == NUMERIC:
-            return {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
+            found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
+            return {**found, "boundaries": list(self.boundaries)}
         found = {"name": self.name, "kind": self.kind, "missing": self.missing}
         if self.kind == DATE:
             found.update(mean=self.mean, std=self.std, date_format=self.date_format)
@@ -95,6 +97,7 @@ class Column:
             hash_buckets=int(raw.get("hash_buckets", 0)),
             hashed=float(raw.get("hashed", 0.0)),
             date_format=str(raw.get("date_format", "")),
+            boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
         )
 
 
@@ -116,6 +119,8 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
                 found.append(f"column {column.name!r} has date format {column.date_format!r}: {error}")
         if column.kind in (NUMERIC, DATE) and not (np.isfinite(column.std) and column.std > 0):
             found.append(f"column {column.name!r} has a std that is not a positive number")
+        if list(column.boundaries) != sorted(set(column.boundaries)) or not np.isfinite(column.boundaries).all():
+            found.append(f"column {column.name!r} has boundaries that are not finite and increasing")
         if column.hash_buckets < 0:
             found.append(f"column {column.name!r} has a negative number of hash buckets")
     return found

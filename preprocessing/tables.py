@@ -96,6 +96,8 @@ BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are no
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
 SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
+QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
+QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
 ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
 
@@ -124,6 +126,7 @@ class ColumnCount:
     days: float = 0.0  # training rows' dates, as days since 1970
     days_squares: float = 0.0
     days_counted: int = 0
+    sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
 
     @property
     def nearly_unique(self) -> bool:
@@ -432,6 +435,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.days += more.days
     total.days_squares += more.days_squares
     total.days_counted += more.days_counted
+    total.sample = _lowest(total.sample, more.sample)
 
 
 def _spellings(token: str) -> set[str]:
@@ -463,6 +467,28 @@ def _numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndar
     return numbers, finite
 
 
+def _lowest(first: tuple, second: tuple) -> tuple:
+    """The QUANTILE_SAMPLE pairs of the lowest hashes of two samples (hashes, values): a uniform sample
+    of the rows, the same whatever order blocks and files are merged in."""
+    if not first or not second:
+        found = first or second
+    else:
+        found = (np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]]))
+    if not found or len(found[0]) <= QUANTILE_SAMPLE:
+        return found
+    lowest = np.argpartition(found[0], QUANTILE_SAMPLE - 1)[:QUANTILE_SAMPLE]
+    return found[0][lowest], found[1][lowest]
+
+
+def boundaries(count: ColumnCount) -> tuple[float, ...]:
+    """The column's quantile boundaries (QUANTILE_BUCKETS buckets), from the sample of its training numbers;
+    fewer where values repeat."""
+    if not count.sample:
+        return ()
+    values = np.quantile(count.sample[1], np.linspace(0, 1, QUANTILE_BUCKETS + 1)[1:-1])
+    return tuple(float(value) for value in np.unique(values))
+
+
 def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
     """The format of `formats` that reads the most of the first DATE_SAMPLE values as dates, if it reads
     all but BAD_CELLS_SHARE of them; "" otherwise."""
@@ -486,7 +512,8 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
 
 def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCount, flags: tuple) -> tuple:
     """One block of a column counted, and its values with the missing ones null. `where` is (the
-    file, the block's line numbers); `earlier` is the column's count in the file's block before;
+    file, the block's line numbers, its rows' split hashes); `earlier` is the column's count in the file's
+    block before;
     `flags` are (whether --categorical-columns names it, whether its values are counted whatever they
     are, whether --date-columns names it, the date formats to try). Text, and a --date-columns column
     whatever it holds, is tried as dates.
@@ -505,10 +532,12 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         numbers, finite = _numbers(values, present)
     bad = present & ~finite
     if bad.any() and not codes:
-        path, lines = where
+        path, lines, _ = where
         first = np.flatnonzero(bad)[:SHOWN_BAD_CELLS]
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
+    if finite.any():
+        counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]
     counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
     counts.integers = bool(np.all(np.floor(kept) == kept))
@@ -561,7 +590,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         codes = name in options.categorical
         named_like_an_id = bool(ID_NAME.search(name)) and name not in options.numeric
         flags = (codes, codes or named_like_an_id, name in options.dates, date_formats)
-        return _count(trimmed[name], train, (path, lines), earlier[name], flags)
+        return _count(trimmed[name], train, (path, lines, split_hash), earlier[name], flags)
 
     counted = pool.map(count, plan.features)
     counts, nulled = {}, [trimmed[plan.label]]
@@ -759,7 +788,8 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
     mean = count.total / count.counted
     variance = max(count.squares / count.counted - mean**2, 0.0)
     std = math.sqrt(variance) if variance > 1e-12 else 1.0
-    return tables.Column(name, tables.NUMERIC, count.missing + count.not_numbers_train, mean, std)
+    missing = count.missing + count.not_numbers_train
+    return tables.Column(name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count))
 
 
 def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:

@@ -95,7 +95,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     assert [(c.hash_buckets, c.hashed) for c in beam.columns] == [(c.hash_buckets, c.hashed) for c in local.columns]
     assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
     for ours, theirs in zip(beam.columns, local.columns):  # sums of floats in another order: the last bits
-        assert ours.kind == theirs.kind and ours.missing == theirs.missing
+        assert ours.kind == theirs.kind and ours.missing == theirs.missing and ours.boundaries == theirs.boundaries
         np.testing.assert_allclose([ours.mean, ours.std], [theirs.mean, theirs.std], rtol=1e-9)
     assert beam.splits == local.splits and beam.class_names == local.class_names
 

@@ -167,3 +167,51 @@ def test_a_column_of_mostly_words_is_categorical(tmp_path):
     source = write(tmp_path / "t.csv", "size,label", rows)
     metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
     assert metadata.columns[0].kind == tables.CATEGORICAL and metadata.columns[0].vocabulary[0] == "small"
+
+
+def test_numeric_columns_get_quantile_boundaries_from_the_training_rows(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = [f"{value:.3f},{rng.integers(0, 3)},{'ab'[i % 2]}" for i, value in enumerate(rng.uniform(0, 1000, 5000))]
+    source = write(tmp_path / "t.csv", "amount,level,label", rows)
+    metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    amount, level = metadata.columns
+    assert len(amount.boundaries) == 9
+    np.testing.assert_allclose(amount.boundaries, np.arange(100, 1000, 100), atol=40)  # deciles, from 1,024 rows
+    assert level.boundaries == (0.0, 1.0, 2.0)[: len(level.boundaries)] and len(level.boundaries) <= 3
+
+
+def test_the_linear_part_buckets_numbers_and_crosses_columns():
+    from trainer.networks import CROSS_BUCKETS, LinearPart, cross_bucket
+
+    columns = (
+        tables.Column("amount", tables.NUMERIC, missing=1, boundaries=(10.0, 20.0)),
+        tables.Column("size", tables.NUMERIC, boundaries=(5.0,)),
+        tables.Column("color", tables.CATEGORICAL, vocabulary=("red", "blue")),
+    )
+    linear = LinearPart.__new__(LinearPart)  # only its bucketing, without building a model
+    linear.bucketized, linear.bucket_count = [0, 1], 4
+    linear.boundaries = tf.constant([[10.0, 20.0], [5.0, np.inf]])
+    rows = tf.constant([[3.0, 5.0, 2.0], [10.0, 7.0, 3.0], [25.0, np.nan, 1.0]])
+    assert linear._buckets(rows).numpy().tolist() == [[0, 1], [1, 1], [2, 3]]  # at a boundary: above it
+    crossed = cross_bucket([tf.constant([0, 1, 1]), tf.constant([2, 2, 3])]).numpy()
+    assert crossed[0] != crossed[1] != crossed[2] and all(0 <= c < CROSS_BUCKETS for c in crossed)
+    assert columns[0].to_json()["boundaries"] == [10.0, 20.0]
+
+
+def test_a_cross_of_a_column_the_table_lacks_is_one_line():
+    from tiny import VECTORS
+
+    from dataformat.errors import UserError
+    from trainer.model import resolve_crosses
+
+    metadata = VECTORS.__class__(**{**VECTORS.__dict__, "shape": (2,), "mean": (0.0, 0.0), "std": (1.0, 1.0)})
+    table = metadata.__class__(
+        **{**metadata.__dict__, "columns": (tables.Column("a", tables.NUMERIC), tables.Column("b", tables.NUMERIC))}
+    )
+    assert resolve_crosses("a:b", table) == (("a", "b"),)
+    with pytest.raises(UserError, match=r"--crosses a:c: a:c: no column 'c' \(its columns: a, b\)"):
+        resolve_crosses("a:c", table)
+    with pytest.raises(UserError, match=r"--crosses a: a: cross 2 to 8 columns"):
+        resolve_crosses("a", table)
+    with pytest.raises(UserError, match="crosses are for tables"):
+        resolve_crosses("a:b", metadata)

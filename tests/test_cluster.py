@@ -73,3 +73,34 @@ def test_num_epochs_is_refused_in_a_cluster_instead_of_leaving_the_evaluator_wai
     )
     assert result.returncode == 2
     assert "--num-epochs: not for a TF_CONFIG cluster" in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster(tmp_path):
+    """Chief, a worker, a parameter server and the evaluator, as processes, on a table whose badges hash
+    into buckets and whose hire dates become features: the embeddings live on the parameter server."""
+    from test_tables_serving import census_like
+
+    from preprocessing.tables import TableOptions, build_table_dataset
+
+    (tmp_path / "census.csv").write_text(census_like(3000))
+    data_dir, job_dir = str(tmp_path / "data"), str(tmp_path / "job")
+    options = TableOptions(label_column="income", max_categories=20)
+    metadata = build_table_dataset(str(tmp_path / "census.csv"), data_dir, options, shards=4)
+    assert {column.name: column.hash_buckets > 0 for column in metadata.columns}["badge"]
+    target = 1500
+    result = subprocess.run(
+        [
+            sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
+            "--data-dir", data_dir, "--job-dir", job_dir, "--train-steps", str(target),
+            "--save-checkpoints-steps", "500", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+        ],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    steps = {name: int(n) for name, n in re.findall(r"^(\w+-\d): (\d+) steps$", result.stdout, re.M)}
+    assert set(steps) == {"chief-0", "worker-0"} and all(n > 0 for n in steps.values()), steps
+    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
+        metrics = json.load(file)
+    assert metrics["global_step"] >= target and metrics["accuracy"] > 0.8 and metrics["auc"] > 0.85
+    exported = os.path.join(job_dir, "export", "best")
+    assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))

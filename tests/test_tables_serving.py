@@ -46,7 +46,11 @@ def table_job(tmp_path_factory):
     options = TableOptions(label_column="income", max_categories=20)  # a vocabulary too small for every badge
     build_table_dataset(str(folder / "census.csv"), str(folder / "data"), options, examples_per_record=1)
     config = Config(
-        data_dir=str(folder / "data"), job_dir=str(folder / "job"), train_steps=300, save_checkpoints_steps=300
+        data_dir=str(folder / "data"),
+        job_dir=str(folder / "job"),
+        train_steps=300,
+        save_checkpoints_steps=300,
+        crosses="workclass:age,badge:hired:hours",  # categorical with numeric, and a date's values among three
     )
     metrics = experiment.run(config)
     return config, metrics, folder
@@ -59,6 +63,8 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert any("wide_logits" in name for name in variables)
     assert not any("/embedding_1/" in name for name in variables)  # 3 workclass values: one-hot, no embedding
     assert any("/wide_1/" in name for name in variables)  # its linear weights
+    assert any("/cross_0/" in name for name in variables) and any("/cross_1/" in name for name in variables)
+    assert any("/wide_buckets/" in name for name in variables)
     assert any("/embedding_16/" in name for name in variables)  # the badges (after hired's 13 numbers): hashed
     columns = {column.name: column for column in table_job_metadata(config).columns}
     assert columns["hired"].kind == tables.DATE and columns["hired"].date_format == "%Y-%m-%d"

@@ -63,6 +63,11 @@ class Config:
         None, "dropout rate of the dense layers (default: 0.5 for tables, which are often small; 0.3 otherwise)"
     )
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
+    crosses: str = _option(
+        "",
+        "hashed feature crosses in the linear part of wide_deep, e.g. education:occupation,age:hours:sex "
+        "(numeric columns by their quantile bucket; default: none)",
+    )
     embedding_l2: Optional[float] = _option(
         None,
         "L2 penalty on a table's embeddings and linear weights, per example (default: 64 / training rows, "

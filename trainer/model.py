@@ -55,6 +55,7 @@ class ModelSettings:
     checkpoint_steps: int = 500  # --save-checkpoints-steps, where a run of the loop ends early
     class_weights: tuple[float, ...] | None = None  # --class-weights, resolved (None: every class 1)
     embedding_l2: float = 0.0  # --embedding-l2, resolved
+    crosses: tuple[tuple[str, ...], ...] = ()  # --crosses: each the names of two or more columns
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -75,6 +76,7 @@ class ModelSettings:
             checkpoint_steps=config.save_checkpoints_steps,
             class_weights=resolve_class_weights(config.class_weights, metadata),
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
+            crosses=resolve_crosses(config.crosses, metadata),
         )
 
 
@@ -83,6 +85,22 @@ def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
     if dropout is not None:
         return dropout
     return TABLE_DROPOUT if metadata.is_table else DROPOUT
+
+
+def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], ...]:
+    """`--crosses a:b,c:d:e`: the column names of each cross, checked against the table's columns."""
+    if not setting:
+        return ()
+    if not metadata.is_table:
+        raise UserError(f"--crosses {setting}: crosses are for tables, and this dataset is not one")
+    names = [column.name for column in metadata.columns]
+    crosses = tuple(tuple(name.strip() for name in cross.split(":")) for cross in setting.split(","))
+    for cross in crosses:
+        unknown = [name for name in cross if name not in names]
+        if unknown or not 2 <= len(cross) <= 8:
+            why = f"no column {unknown[0]!r} (its columns: {', '.join(names)})" if unknown else "cross 2 to 8 columns"
+            raise UserError(f"--crosses {setting}: {':'.join(cross)}: {why}")
+    return crosses
 
 
 def resolve_embedding_l2(setting: float | None, metadata: Metadata) -> float:

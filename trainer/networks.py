@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import tensorflow as tf
 
 from dataformat import tables
@@ -122,13 +123,7 @@ class TableNetwork(tf.keras.Model):
         }
         self.hidden = _dense_layers(settings)
         self.logits = layers.Dense(metadata.num_classes, name="logits")
-        self.wide = None
-        if wide:
-            self.wide = layers.Dense(metadata.num_classes, name="wide_logits")
-            self.wide_weights = {
-                i: layers.Embedding(size, metadata.num_classes, embeddings_regularizer=penalty, name=f"wide_{i}")
-                for i, size in self.categorical
-            }
+        self.wide = LinearPart(settings, metadata, self.categorical, penalty) if wide else None
 
     def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:
         numbers = self._numbers(rows)
@@ -143,9 +138,7 @@ class TableNetwork(tf.keras.Model):
             deep = layer(deep, training=training)
         logits = self.logits(deep)
         if self.wide is not None:
-            logits += self.wide(numbers[0] if numbers else tf.zeros_like(logits[:, :0]))
-            for j, (i, _) in enumerate(self.categorical):
-                logits += self.wide_weights[i](indices[:, j])
+            logits += self.wide(rows, numbers[0] if numbers else tf.zeros_like(logits[:, :0]), indices)
         return logits
 
     def _numbers(self, rows: tf.Tensor) -> list[tf.Tensor]:
@@ -158,6 +151,82 @@ class TableNetwork(tf.keras.Model):
         if not self.with_missing:
             return [standardized]
         return [tf.concat([standardized, tf.cast(tf.gather(missing, self.with_missing, axis=1), tf.float32)], axis=1)]
+
+
+class LinearPart(layers.Layer):
+    """The wide part of wide_deep: logits linear in the standardized numbers, in every categorical (and
+    date) column's index, in each numeric column's quantile bucket (its boundaries from metadata.json;
+    missing values a bucket of their own), and in each hashed cross of --crosses. Each column's weights
+    are an embedding as wide as the classes: its one-hot times a matrix, without making the one-hot. The
+    buckets of every numeric column are one searchsorted and one gather, however many columns there are."""
+
+    def __init__(self, settings: ModelSettings, metadata: Metadata, categorical: list, penalty):
+        super().__init__(name="linear")
+        classes, columns, starts = metadata.num_classes, metadata.columns, tables.offsets(metadata.columns)
+        self.categorical = categorical
+        self.numbers = layers.Dense(classes, name="wide_logits")
+        self.weights_of = {
+            i: layers.Embedding(size, classes, embeddings_regularizer=penalty, name=f"wide_{i}")
+            for i, size in categorical
+        }
+        numeric = [(start, column) for column, start in zip(columns, starts) if column.kind == tables.NUMERIC]
+        self.bucketized = [start for start, _ in numeric]
+        most = max([len(column.boundaries) for _, column in numeric], default=0)
+        self.bucket_count = most + 2  # buckets 0..most, then missing
+        padded = [list(column.boundaries) + [np.inf] * (most - len(column.boundaries)) for _, column in numeric]
+        self.boundaries = tf.constant(padded or np.zeros((0, most)), tf.float32)
+        self.bucket_weights = layers.Embedding(
+            max(len(numeric), 1) * self.bucket_count, classes, embeddings_regularizer=penalty, name="wide_buckets"
+        )
+        where = {column.name: (column, start) for column, start in zip(columns, starts)}
+        self.crosses = [(self._members(cross, where), layers.Embedding(
+            CROSS_BUCKETS, classes, embeddings_regularizer=penalty, name=f"cross_{k}"
+        )) for k, cross in enumerate(settings.crosses)]  # fmt: skip
+
+    def _members(self, cross: tuple[str, ...], where: dict) -> list[tuple[str, int]]:
+        """Each crossed column as ("bucket", its place among the bucketized numbers) or ("index", its place
+        among the categorical indices)."""
+        members = []
+        for name in cross:
+            column, start = where[name]
+            if column.kind == tables.NUMERIC:
+                members.append(("bucket", self.bucketized.index(start)))
+            else:
+                slots = [i for i, _ in self.categorical]
+                members.append(("index", slots.index(start + column.category_slot)))
+        return members
+
+    def call(self, rows: tf.Tensor, numbers: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
+        logits = self.numbers(numbers)
+        for j, (i, _) in enumerate(self.categorical):
+            logits += self.weights_of[i](indices[:, j])
+        buckets = self._buckets(rows)
+        if self.bucketized:
+            offsets = tf.range(len(self.bucketized)) * self.bucket_count
+            logits += tf.reduce_sum(self.bucket_weights(buckets + offsets), axis=1)
+        for members, weights in self.crosses:
+            parts = [buckets[:, j] if kind == "bucket" else indices[:, j] for kind, j in members]
+            logits += weights(cross_bucket(parts))
+        return logits
+
+    def _buckets(self, rows: tf.Tensor) -> tf.Tensor:
+        """[n, numeric columns] bucket indices: how many of a column's boundaries its value is at or above."""
+        if not self.bucketized:
+            return tf.zeros_like(rows[:, :0], tf.int32)
+        values = tf.gather(rows, self.bucketized, axis=1)
+        found = tf.transpose(tf.searchsorted(self.boundaries, tf.transpose(values), side="right", out_type=tf.int32))
+        return tf.where(tf.math.is_nan(values), self.bucket_count - 1, found)
+
+
+CROSS_BUCKETS = 10_000  # hash buckets of each feature cross
+CROSS_PRIMES = (1_000_003, 2_000_029, 3_000_017, 4_000_037, 5_000_011, 6_000_047, 7_000_003, 8_000_009)
+
+
+def cross_bucket(parts: list[tf.Tensor]) -> tf.Tensor:
+    """A cross of integer indices (each below 2**24) to one of CROSS_BUCKETS: a sum of each times its own
+    prime, modulo the buckets (int64 arithmetic: no overflow for up to 8 columns)."""
+    mixed = tf.add_n([tf.cast(part, tf.int64) * prime for part, prime in zip(parts, CROSS_PRIMES)])
+    return tf.math.floormod(mixed, CROSS_BUCKETS)
 
 
 def embedding_size(indices: int) -> int:
