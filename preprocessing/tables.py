@@ -1,14 +1,15 @@
-"""CSV tables to sharded TFRecord files plus metadata.json, streaming: memory stays flat however
-many rows there are.
+"""Tables (CSV in any dialect, JSON lines, Parquet) to sharded TFRecord files plus metadata.json,
+streaming: memory stays flat however many rows and distinct values there are.
 
-  pass 1  every file is read in blocks by pyarrow's multi-threaded CSV reader, each value as
-          text. A block's rows are split by class, --eval-fraction of each to
-          evaluation, chosen by a hash of their file and line, which also gives their shard:
-          nothing depends on the order of the files. Per column, the training rows' missing
-          values, numbers and distinct values are counted; the block's rows go to their shard's
-          temporary Arrow file.
-  decide  each column is numeric or categorical (the data, then the flags); vocabularies
-          (--min-frequency), means and standard deviations, from the training rows only.
+  pass 1  every file is read in blocks of text columns (table_files.py). A block's rows are
+          split by class, --eval-fraction of each to evaluation, chosen by a hash of their
+          file and line, which also gives their shard: nothing depends on the order of the
+          files. Per column, the training rows' missing values, numbers, dates and most
+          frequent values (a Misra-Gries summary, frequent.py) are counted; the block's rows go
+          to their shard's temporary Arrow file.
+  decide  each column is numeric, a date or categorical (the data, then the flags);
+          vocabularies and hash buckets, means, standard deviations and quantile boundaries,
+          from the training rows only.
   pass 2  each shard's rows, from its temporary file, are put in a seeded random order,
           converted and written as packed records (dataformat.tables), a piece at a time;
           metadata.json last.
@@ -18,12 +19,9 @@ Every row is checked in pass 1, and a mistake is a UserError naming the file, li
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import csv
 import ctypes
 import hashlib
-import io
 import itertools
 import logging
 import math
@@ -40,7 +38,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 from tqdm import tqdm
 
@@ -58,18 +55,16 @@ from dataformat.schema import (
 from dataformat.tfrecord import frame
 from preprocessing.frequent import FrequentValues
 from preprocessing.split import shard_name
+from preprocessing.table_files import Dialect, blocks, dialect_of, input_files
 from preprocessing.writer import clear_output, shard_output, usable_cores
 
 log = logging.getLogger(__name__)
 
-PARSE_BYTES = 2**20  # CSV text pyarrow parses at a time; it reads up to 32 of these ahead
-PARSES_A_BLOCK = 4  # parsed pieces counted and placed together: fewer, larger steps for Python
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
 WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
-CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 
 
@@ -135,201 +130,6 @@ class ColumnCount:
 
 
 # Files.
-
-
-def input_files(path: str) -> list[str]:
-    """The CSV files of --input: a file, a glob, or a folder's *.csv and *.csv.gz."""
-    if any(char in path for char in "*?["):
-        files = storage.matching(path)
-        if not files:
-            raise UserError(f"--input {path}: no file matches")
-        return files
-    if storage.is_folder(path):
-        names = [name for name in storage.list_names(path) if name.lower().endswith(CSV_SUFFIXES)]
-        if not names:
-            raise UserError(f"--input {path}: the folder holds no .csv or .tsv file (gzipped or not)")
-        return [storage.join(path, name) for name in names]
-    if not storage.exists(path):
-        raise UserError(f"--input {path}: no such file")
-    return [path]
-
-
-@contextlib.contextmanager
-def _opened(path: str) -> Iterator[pa.NativeFile]:
-    with storage.open_read(path) as file:
-        stream = pa.PythonFile(file, mode="r")
-        yield pa.CompressedInputStream(stream, "gzip") if path.lower().endswith(".gz") else stream
-
-
-DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
-SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
-MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """How a table's files are written: found in the first file (or given by flags), shared by all."""
-
-    names: tuple[str, ...]  # every column of the files
-    has_header: bool
-    delimiter: str
-    encoding: str  # Python's name of it, as --encoding gives it (pyarrow transcodes from it)
-
-
-def _head(path: str, encoding: str) -> str:
-    """The file's first SNIFF_BYTES as text, a byte-order mark left out."""
-    with _opened(path) as stream:
-        head = stream.read(SNIFF_BYTES)
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    return head.decode(codec, "replace")
-
-
-def sniff_delimiter(text: str) -> str:
-    """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
-    most of them (quoted fields read as the csv module reads them); a comma when none splits them."""
-    lines = text.splitlines()[:-1] or text.splitlines()  # the last line may be cut off
-    best, widest = ",", 1
-    for delimiter in DELIMITERS:
-        widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines[:50])), delimiter=delimiter) if row}
-        width = widths.pop() if len(widths) == 1 else 0
-        if width > widest:
-            best, widest = delimiter, width
-    return best
-
-
-def dialect_of(path: str, options: TableOptions) -> Dialect:
-    """The file's dialect: the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the
-    column names: --column-names for a file without a header, else its first line, which is a header
-    unless it holds a number (then the columns are named column_1, column_2, ...)."""
-    text = _head(path, options.encoding)
-    delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
-    first = [name.strip() for name in next(csv.reader(io.StringIO(text), delimiter=delimiter), [])]
-    if not first:
-        raise UserError(f"{path}: empty file")
-    if options.column_names:
-        if len(options.column_names) != len(first):
-            raise UserError(
-                f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
-                f"{len(first)} (delimiter {delimiter!r})"
-            )
-        return Dialect(options.column_names, False, delimiter, options.encoding)
-    if any(tables.is_number(name) for name in first):
-        return Dialect(tuple(f"column_{i + 1}" for i in range(len(first))), False, delimiter, options.encoding)
-    return Dialect(tuple(first), True, delimiter, options.encoding)
-
-
-def _stem(path: str) -> str:
-    """The file's name, lower case, without .gz."""
-    name = posixpath.basename(path).lower()
-    return name[:-3] if name.endswith(".gz") else name
-
-
-def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_row) -> dict:
-    return {
-        "read_options": pacsv.ReadOptions(
-            column_names=list(dialect.names),
-            skip_rows=1 if dialect.has_header else 0,
-            block_size=block_size,
-            use_threads=threads,
-            encoding=dialect.encoding,
-        ),
-        # Quoted fields may hold newlines (RFC 4180): addresses, comments.
-        "parse_options": pacsv.ParseOptions(
-            delimiter=dialect.delimiter, newlines_in_values=True, invalid_row_handler=on_invalid_row
-        ),
-        "convert_options": pacsv.ConvertOptions(
-            column_types={name: pa.string() for name in dialect.names}, strings_can_be_null=False
-        ),
-    }
-
-
-def _blocks(path: str, dialect: Dialect) -> Iterator[pa.RecordBatch]:
-    """The file's rows in blocks, every value as text; a row with another number of values than
-    the header is a UserError naming its line. A record longer than a block (a field of megabytes)
-    makes the file read again with blocks 8 times larger, from the record it stopped at."""
-    done, block_size = 0, PARSE_BYTES
-    while True:
-        try:
-            for batch in _blocks_of_size(path, dialect, block_size, skip=done):
-                done += batch.num_rows
-                yield batch
-            return
-        except pa.ArrowInvalid as error:
-            if "straddl" not in str(error) or block_size >= MAX_PARSE_BYTES:
-                raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
-            block_size *= 8
-
-
-def _blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int) -> Iterator[pa.RecordBatch]:
-    """_blocks with one block size, leaving out the first `skip` rows."""
-    ragged = []
-
-    def on_invalid_row(row) -> str:
-        ragged.append(row)
-        return "error"
-
-    try:
-        with _opened(path) as stream:
-            pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
-            while group := list(itertools.islice(pieces, PARSES_A_BLOCK)):
-                batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
-                if skip >= batch.num_rows:
-                    skip -= batch.num_rows
-                    continue
-                yield batch.slice(skip)
-                skip = 0
-    except pa.ArrowInvalid as error:
-        if "UTF8" in str(error) or "UTF-8" in str(error):
-            raise UserError(f"{path}: {_not_text(path, dialect.encoding)}") from None
-        if not ragged:
-            raise
-        row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
-        raise UserError(
-            f"{path}: line {row.number} has {row.actual_columns} columns; expected {row.expected_columns}"
-        ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"{path}: cannot read ({error})") from None
-
-
-def _not_text(path: str, encoding: str) -> str:
-    """Where the file stops being text in `encoding`: 'line N is not ... text; pass --encoding ...'."""
-    decoder = codecs.getincrementaldecoder(encoding)()
-    line = 1
-    with _opened(path) as stream:
-        while chunk := stream.read(1 << 20):
-            try:
-                decoder.decode(chunk)
-            except UnicodeDecodeError as error:
-                line += chunk[: error.start].count(b"\n")
-                break
-            line += chunk.count(b"\n")
-    return f"line {line} is not {encoding} text; pass --encoding with the file's encoding (latin-1, cp1252, ...)"
-
-
-def _first_ragged_row(path: str, dialect: Dialect):
-    """The file's first row of another width, read again with one thread: only then does pyarrow
-    number the rows (its numbers are lines of the file)."""
-    ragged = []
-
-    def on_invalid_row(row) -> str:
-        ragged.append(row)
-        return "skip"
-
-    with _opened(path) as stream:
-        for _ in pacsv.open_csv(stream, **_csv_options(dialect, PARSE_BYTES, False, on_invalid_row)):
-            if ragged:
-                break
-    return ragged[0]
-
-
-def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, int]:
-    """(each record's first line in the file, the line after the last record), from the first record's
-    line: one line a record, and one more for each newline inside its quoted fields."""
-    inside = np.zeros(batch.num_rows, np.int64)
-    for column in batch.columns:
-        inside += pc.count_substring(column, "\n").to_numpy(zero_copy_only=False)
-    ends = first_line + np.arange(1, batch.num_rows + 1) + np.cumsum(inside)  # each record's next line
-    return ends - 1 - inside, int(ends[-1]) if batch.num_rows else first_line
 
 
 # The split: hashes of (file, line), vectorized.
@@ -565,10 +365,8 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
         )
     key = file_key(path, plan.root, plan.seed)
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
-    line = 2 if dialect.has_header else 1
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
-        for batch in _blocks(path, dialect):
-            lines, line = record_lines(batch, line)
+        for batch, lines in blocks(path, dialect):
             block = _read_block(batch, lines, key, plan, pool, earlier, path)
             earlier = block.counts
             yield block

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from test_tables import read_rows
 
-import preprocessing.tables
+import preprocessing.table_files
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
-from preprocessing.tables import TableOptions, build_table_dataset, dialect_of, sniff_delimiter
+from preprocessing.table_files import dialect_of, sniff_delimiter
+from preprocessing.tables import TableOptions, build_table_dataset
 
 
 def build(tmp_path, source, **options):
@@ -38,7 +39,7 @@ def test_quoted_newlines_stay_inside_their_field_and_lines_are_counted(tmp_path)
 
 
 def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(preprocessing.tables, "PARSE_BYTES", 1024)  # blocks of 1 KiB, fields of 20 KB
+    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 1024)  # blocks of 1 KiB, fields of 20 KB
     long = "x" * 20_000
     rows = [f"{i},{long if i % 7 == 3 else 'short'},{'ab'[i % 2]}" for i in range(100)]
     (tmp_path / "t.csv").write_text("n,text,label\n" + "\n".join(rows) + "\n")

@@ -90,6 +90,21 @@ def write_raw(source: str, folder) -> str:
         (folder / "a.csv").write_text("\n".join(["x,letter,label", *rows[:30]]) + "\n")
         (folder / "b.csv.gz").write_bytes(gzip.compress(("\n".join(["x,letter,label", *rows[30:]]) + "\n").encode()))
         return "."
+    if source == "csv parquet":  # BigQuery's exports: a folder of Parquet parts, and JSON lines
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for part in range(2):
+            x = rng.normal(size=30).round(3)
+            pq.write_table(pa.table({"x": x, "letter": ["abc"[i % 3] for i in range(30)], "label": x > 0}),
+                           folder / f"part-{part}.parquet")  # fmt: skip
+        return "."
+    if source == "csv jsonl":
+        rows = [
+            json.dumps({"x": round(float(rng.normal()), 3), "letter": "abc"[i % 3], "label": i % 2}) for i in range(60)
+        ]
+        (folder / "t.jsonl").write_text("\n".join(rows) + "\n")
+        return "t.jsonl"
     if source == "npz":
         np.savez(folder / "a.npz", x=rng.integers(0, 255, (60, 5, 5), dtype=np.uint8), y=np.arange(60) % 2)
         return "a.npz"
@@ -106,7 +121,7 @@ def write_raw(source: str, folder) -> str:
     return "."
 
 
-@pytest.mark.parametrize("source", ["csv", "csv folder", "npz", "mnist", "images"])
+@pytest.mark.parametrize("source", ["csv", "csv folder", "csv parquet", "csv jsonl", "npz", "mnist", "images"])
 def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
     relative = write_raw(source, tmp_path / "raw")
     remote = upload_folder(gcs_server, tmp_path / "raw", unique(f"raw-{source.replace(' ', '-')}"))

@@ -12,7 +12,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import preprocessing.tables
+import preprocessing.table_files
 from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.schema import LABEL_KEY, Metadata, decode_record, parse_records
@@ -254,7 +254,7 @@ def test_the_split_is_stratified_by_class(tmp_path):
 
 
 def test_a_class_seen_once_a_block_still_reaches_evaluation(tmp_path, monkeypatch):
-    monkeypatch.setattr(preprocessing.tables, "PARSE_BYTES", 256)  # blocks of about 100 rows
+    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 256)  # blocks of about 100 rows
     rows = [f"{i},{'rare' if i % 100 == 0 else 'common'}" for i in range(10_000)]
     (tmp_path / "t.csv").write_text("\n".join(["x,y", *rows]) + "\n")
     metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())

@@ -1,0 +1,361 @@
+"""A table's files: which they are, how they are written, and their rows in blocks of text.
+
+Three formats, told by the file's suffix (gzipped or not): CSV in any dialect (`.csv`, `.tsv`,
+anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`) and Parquet (`.parquet`), the export
+formats of spreadsheets, databases and BigQuery. Whatever the format, a block is a RecordBatch of
+the table's columns as text (a missing value empty), with each row's line (CSV: the record's
+first line; JSON lines: its line; Parquet: its row, from 1), so that the rest of preprocessing
+reads every format alike and errors name where a row is.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import io
+import itertools
+import json
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from dataformat import storage, tables
+from dataformat.errors import UserError
+
+if TYPE_CHECKING:
+    from preprocessing.tables import TableOptions
+
+CSV, JSON_LINES, PARQUET = "csv", "jsonl", "parquet"
+SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
+SUFFIXES[".parquet"] = PARQUET
+PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
+PARSES_A_BLOCK = 4  # parsed pieces counted and placed together: fewer, larger steps for Python
+DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
+MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
+PARQUET_ROWS = 65_536  # rows of a Parquet file converted at a time
+
+
+def input_files(path: str) -> list[str]:
+    """The table files of --input: a file, a glob, or a folder's files of the known suffixes."""
+    if any(char in path for char in "*?["):
+        files = storage.matching(path)
+        if not files:
+            raise UserError(f"--input {path}: no file matches")
+        return files
+    if storage.is_folder(path):
+        names = [name for name in storage.list_names(path) if _stem(name).endswith(tuple(SUFFIXES))]
+        if not names:
+            kinds = ", ".join(SUFFIXES)
+            raise UserError(f"--input {path}: the folder holds no table file ({kinds}, gzipped or not)")
+        return [storage.join(path, name) for name in names]
+    if not storage.exists(path):
+        raise UserError(f"--input {path}: no such file")
+    return [path]
+
+
+def file_format(path: str) -> str:
+    stem = _stem(path)
+    return next((kind for suffix, kind in SUFFIXES.items() if stem.endswith(suffix)), CSV)
+
+
+def _stem(path: str) -> str:
+    """The file's name, lower case, without .gz."""
+    name = posixpath.basename(path).lower()
+    return name[:-3] if name.endswith(".gz") else name
+
+
+@contextlib.contextmanager
+def _opened(path: str) -> Iterator[pa.NativeFile]:
+    with storage.open_read(path) as file:
+        stream = pa.PythonFile(file, mode="r")
+        yield pa.CompressedInputStream(stream, "gzip") if path.lower().endswith(".gz") else stream
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a table's files are written: found in the first file (or given by flags), shared by all."""
+
+    names: tuple[str, ...]  # every column of the files
+    has_header: bool
+    delimiter: str  # CSV's
+    encoding: str  # Python's name of it, as --encoding gives it (pyarrow transcodes from it)
+    format: str = CSV
+
+    @property
+    def first_line(self) -> int:
+        return 2 if self.has_header else 1
+
+
+def dialect_of(path: str, options: TableOptions) -> Dialect:
+    """The file's dialect. JSON lines: the keys of its first objects; Parquet: its schema's fields. CSV:
+    the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the column names: --column-names
+    for a file without a header, else its first line, which is a header unless it holds a number (then
+    the columns are named column_1, column_2, ...)."""
+    kind = file_format(path)
+    if kind == PARQUET:
+        with _opened(path) as stream:
+            names = tuple(pq.ParquetFile(stream).schema_arrow.names)
+        return Dialect(names, False, "", options.encoding, PARQUET)
+    text = _head(path, options.encoding)
+    if kind == JSON_LINES:  # the keys of the first lines' objects, in the order they first appear
+        lines = text.splitlines()[:-1] or text.splitlines()  # the last line may be cut off
+        keys = {
+            key: None
+            for number, line in enumerate(lines, 1)
+            if line.strip()
+            for key in _json_object(line, path, number)
+        }
+        if not keys:
+            raise UserError(f"{path}: empty file")
+        return Dialect(tuple(keys), False, "", options.encoding, JSON_LINES)
+    delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
+    first = [name.strip() for name in next(csv.reader(io.StringIO(text), delimiter=delimiter), [])]
+    if not first:
+        raise UserError(f"{path}: empty file")
+    if options.column_names:
+        if len(options.column_names) != len(first):
+            raise UserError(
+                f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
+                f"{len(first)} (delimiter {delimiter!r})"
+            )
+        return Dialect(options.column_names, False, delimiter, options.encoding)
+    if any(tables.is_number(name) for name in first):
+        return Dialect(tuple(f"column_{i + 1}" for i in range(len(first))), False, delimiter, options.encoding)
+    return Dialect(tuple(first), True, delimiter, options.encoding)
+
+
+def _head(path: str, encoding: str) -> str:
+    """The file's first SNIFF_BYTES as text, a byte-order mark left out."""
+    with _opened(path) as stream:
+        head = stream.read(SNIFF_BYTES)
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+    return head.decode(codec, "replace")
+
+
+def sniff_delimiter(text: str) -> str:
+    """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
+    most of them (quoted fields read as the csv module reads them); a comma when none splits them."""
+    lines = text.splitlines()[:-1] or text.splitlines()  # the last line may be cut off
+    best, widest = ",", 1
+    for delimiter in DELIMITERS:
+        widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines[:50])), delimiter=delimiter) if row}
+        width = widths.pop() if len(widths) == 1 else 0
+        if width > widest:
+            best, widest = delimiter, width
+    return best
+
+
+def blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """The file's rows in blocks, every value as text, each block with its rows' lines."""
+    if dialect.format == PARQUET:
+        yield from _parquet_blocks(path, dialect)
+    elif dialect.format == JSON_LINES:
+        yield from _json_blocks(path, dialect)
+    else:
+        line = dialect.first_line
+        for batch in _csv_blocks(path, dialect):
+            lines, line = record_lines(batch, line)
+            yield batch, lines
+
+
+# CSV.
+
+
+def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_row) -> dict:
+    return {
+        "read_options": pacsv.ReadOptions(
+            column_names=list(dialect.names),
+            skip_rows=1 if dialect.has_header else 0,
+            block_size=block_size,
+            use_threads=threads,
+            encoding=dialect.encoding,
+        ),
+        # Quoted fields may hold newlines (RFC 4180): addresses, comments.
+        "parse_options": pacsv.ParseOptions(
+            delimiter=dialect.delimiter, newlines_in_values=True, invalid_row_handler=on_invalid_row
+        ),
+        "convert_options": pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in dialect.names}, strings_can_be_null=False
+        ),
+    }
+
+
+def _csv_blocks(path: str, dialect: Dialect) -> Iterator[pa.RecordBatch]:
+    """A CSV file's rows in blocks; a row with another number of values than the header is a UserError
+    naming its line. A record longer than a block (a field of megabytes) makes the file read again with
+    blocks 8 times larger, from the record it stopped at."""
+    done, block_size = 0, PARSE_BYTES
+    while True:
+        try:
+            for batch in _csv_blocks_of_size(path, dialect, block_size, skip=done):
+                done += batch.num_rows
+                yield batch
+            return
+        except pa.ArrowInvalid as error:
+            if "straddl" not in str(error) or block_size >= MAX_PARSE_BYTES:
+                raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
+            block_size *= 8
+
+
+def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int) -> Iterator[pa.RecordBatch]:
+    """_csv_blocks with one block size, leaving out the first `skip` rows."""
+    ragged = []
+
+    def on_invalid_row(row) -> str:
+        ragged.append(row)
+        return "error"
+
+    try:
+        with _opened(path) as stream:
+            pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
+            while group := list(itertools.islice(pieces, PARSES_A_BLOCK)):
+                batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+                if skip >= batch.num_rows:
+                    skip -= batch.num_rows
+                    continue
+                yield batch.slice(skip)
+                skip = 0
+    except pa.ArrowInvalid as error:
+        if "UTF8" in str(error) or "UTF-8" in str(error):
+            raise UserError(f"{path}: {_not_text(path, dialect.encoding)}") from None
+        if not ragged:
+            raise
+        row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
+        raise UserError(
+            f"{path}: line {row.number} has {row.actual_columns} columns; expected {row.expected_columns}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot read ({error})") from None
+
+
+def _not_text(path: str, encoding: str) -> str:
+    """Where the file stops being text in `encoding`: 'line N is not ... text; pass --encoding ...'."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    line = 1
+    with _opened(path) as stream:
+        while chunk := stream.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as error:
+                line += chunk[: error.start].count(b"\n")
+                break
+            line += chunk.count(b"\n")
+    return f"line {line} is not {encoding} text; pass --encoding with the file's encoding (latin-1, cp1252, ...)"
+
+
+def _first_ragged_row(path: str, dialect: Dialect):
+    """The file's first row of another width, read again with one thread: only then does pyarrow
+    number the rows (its numbers are lines of the file)."""
+    ragged = []
+
+    def on_invalid_row(row) -> str:
+        ragged.append(row)
+        return "skip"
+
+    with _opened(path) as stream:
+        for _ in pacsv.open_csv(stream, **_csv_options(dialect, PARSE_BYTES, False, on_invalid_row)):
+            if ragged:
+                break
+    return ragged[0]
+
+
+def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, int]:
+    """(each record's first line in the file, the line after the last record), from the first record's
+    line: one line a record, and one more for each newline inside its quoted fields."""
+    inside = np.zeros(batch.num_rows, np.int64)
+    for column in batch.columns:
+        inside += pc.count_substring(column, "\n").to_numpy(zero_copy_only=False)
+    ends = first_line + np.arange(1, batch.num_rows + 1) + np.cumsum(inside)  # each record's next line
+    return ends - 1 - inside, int(ends[-1]) if batch.num_rows else first_line
+
+
+# JSON lines: Python's json module reads each line, so that a column may hold numbers in one row and
+# text in the next, as exports have them (pyarrow's reader stops there).
+
+
+def _json_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    line, rest = 1, b""
+    with _opened(path) as stream:
+        while True:
+            chunk = stream.read(PARSE_BYTES * PARSES_A_BLOCK)
+            text = rest + chunk
+            cut = len(text) if not chunk else text.rfind(b"\n") + 1
+            whole, rest = text[:cut], text[cut:]
+            if whole:
+                batch, lines = _json_batch(whole, path, dialect, line)
+                line += whole.count(b"\n") + (0 if whole.endswith(b"\n") else 1)
+                if batch.num_rows:
+                    yield batch, lines
+            if not chunk:
+                return
+
+
+def _json_batch(text: bytes, path: str, dialect: Dialect, first_line: int) -> tuple[pa.RecordBatch, np.ndarray]:
+    """Whole lines of JSON objects to a block of text columns (a key left out or null: empty)."""
+    try:
+        decoded = text.decode(dialect.encoding)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: {_not_text(path, dialect.encoding)}") from None
+    columns = {name: [] for name in dialect.names}
+    lines = []
+    for offset, line in enumerate(decoded.split("\n")):
+        if not line.strip():
+            continue
+        row = _json_object(line, path, first_line + offset)
+        for name, values in columns.items():
+            values.append(_as_text(row.get(name), path, first_line + offset, name))
+        lines.append(first_line + offset)
+    batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], dialect.names)
+    return batch, np.array(lines, np.int64)
+
+
+def _json_object(line: str, path: str, number: int) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path}: line {number} is not JSON ({error.msg}, column {error.colno})") from None
+    if not isinstance(row, dict):
+        raise UserError(f"{path}: line {number} is not a JSON object of column values")
+    return row
+
+
+def _as_text(value, path: str, line: int, name: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        raise UserError(f"{path}: line {line}, column {name!r}: a nested value; tables take one value a column")
+    return str(value)
+
+
+# Parquet: typed columns, cast to text (numbers as numbers, timestamps in ISO 8601).
+
+
+def _parquet_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    row = 1
+    with _opened(path) as stream:
+        try:
+            for batch in pq.ParquetFile(stream).iter_batches(batch_size=PARQUET_ROWS, columns=list(dialect.names)):
+                texts = [_parquet_text(batch.column(i), path, name) for i, name in enumerate(dialect.names)]
+                yield pa.RecordBatch.from_arrays(texts, dialect.names), np.arange(row, row + batch.num_rows)
+                row += batch.num_rows
+        except (pa.ArrowInvalid, OSError) as error:
+            raise UserError(f"{path}: cannot read as Parquet ({str(error).splitlines()[0]})") from None
+
+
+def _parquet_text(values: pa.Array, path: str, name: str) -> pa.Array:
+    if pa.types.is_nested(values.type):
+        raise UserError(f"{path}: column {name!r} holds nested values ({values.type}); tables take one value a column")
+    if pa.types.is_boolean(values.type):
+        values = pc.if_else(values, "true", "false")
+    return pc.fill_null(values.cast(pa.string()), "")

@@ -1,0 +1,92 @@
+"""Tables as JSON lines and Parquet, BigQuery's export formats: read with the same column rules as CSV,
+locally and on gs://, into the same dataset."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_tables import read_rows
+
+from dataformat import tables
+from dataformat.errors import UserError
+from preprocessing.tables import TableOptions, build_table_dataset
+
+ROWS = 300
+
+
+def frame(rows: int = ROWS) -> dict[str, list]:
+    rng = np.random.default_rng(0)
+    return {
+        "age": [int(n) if i % 10 else None for i, n in enumerate(rng.integers(18, 80, rows))],
+        "city": [["Lyon", "Nantes", "Lille"][i % 3] for i in range(rows)],
+        "joined": [f"20{10 + i % 10}-0{1 + i % 9}-1{i % 10}" for i in range(rows)],
+        "member": [bool(i % 2) for i in range(rows)],
+        "label": ["yes" if i % 4 == 0 else "no" for i in range(rows)],
+    }
+
+
+def as_csv(columns: dict[str, list]) -> str:
+    def text(value) -> str:
+        return "" if value is None else ("true" if value is True else "false" if value is False else str(value))
+
+    lines = [",".join(columns)] + [",".join(text(v) for v in row) for row in zip(*columns.values())]
+    return "\n".join(lines) + "\n"
+
+
+def build(tmp_path, source, name="out", **options):
+    return build_table_dataset(str(source), str(tmp_path / name), TableOptions(label_column="label", **options))
+
+
+def summary(metadata) -> dict[str, tuple]:
+    """Each column's kind and format, and a categorical column's vocabulary (a date's depends on the split)."""
+    return {
+        c.name: (c.kind, sorted(c.vocabulary) if c.kind == tables.CATEGORICAL else (), c.date_format)
+        for c in metadata.columns
+    }
+
+
+def every_row(folder, metadata) -> list:
+    rows = []
+    for split in ("train", "eval"):
+        instances, labels = read_rows(folder, metadata, split)
+        for instance, label in zip(instances, labels):
+            values = sorted((name, None if value != value else value) for name, value in instance.items())  # NaN
+            rows.append((values, metadata.class_names[label]))
+    return sorted(rows, key=repr)
+
+
+def test_json_lines_and_parquet_make_the_dataset_csv_makes(tmp_path):
+    """The same columns, kinds and rows (the split differs: a CSV's first row is its line 2, a JSON line's
+    line 1, and the split hashes lines)."""
+    columns = frame()
+    (tmp_path / "t.csv").write_text(as_csv(columns))
+    rows = [{key: value for key, value in zip(columns, row) if value is not None} for row in zip(*columns.values())]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress((tmp_path / "t.jsonl").read_bytes()))
+    pq.write_table(pa.table(columns), tmp_path / "t.parquet", row_group_size=100)
+    from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
+    assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
+    expected = every_row(tmp_path / "csv", from_csv)
+    for name in ("t.jsonl", "t.jsonl.gz", "t.parquet"):
+        found = build(tmp_path, tmp_path / name, f"out-{name}")
+        assert summary(found) == summary(from_csv), name
+        assert every_row(tmp_path / f"out-{name}", found) == expected, name
+
+
+def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_path):
+    lines = [json.dumps({"code": 7 if i % 2 else "7", "label": "ab"[i % 2]}) for i in range(50)]
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    assert build(tmp_path, tmp_path / "t.jsonl").columns[0].kind == tables.NUMERIC
+    lines[20] = '{"code": 3, "label": '
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=r"t.jsonl: line 21 is not JSON"):
+        build(tmp_path, tmp_path / "t.jsonl", "bad")
+    lines[20] = '{"code": [1, 2], "label": "a"}'
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a nested value"):
+        build(tmp_path, tmp_path / "t.jsonl", "nested")
