@@ -287,9 +287,22 @@ def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
     the stored dtype: what the serving signature for tf.Example strings takes."""
     import tensorflow as tf
 
-    if metadata.is_table:
-        parsed = tf.io.parse_example(serialized, tables.parse_spec(metadata.columns, ragged=False))
-        return tables.to_vector(parsed, metadata.columns)
+    if metadata.is_table:  # one parse op for every column (see _parse_table_records); one left out is missing
+        columns = metadata.columns
+        parsed = tf.raw_ops.ParseExampleV2(
+            serialized=serialized,
+            names=[],
+            sparse_keys=[],
+            dense_keys=[column.name for column in columns],
+            ragged_keys=[],
+            dense_defaults=[tf.constant(np.nan if c.kind == tables.NUMERIC else "", shape=[]) for c in columns],
+            num_sparse=0,
+            sparse_types=[],
+            ragged_value_types=[],
+            ragged_split_types=[],
+            dense_shapes=[[]] * len(columns),
+        )
+        return tables.to_vector(dict(zip([column.name for column in columns], parsed.dense_values)), columns)
     if metadata.dtype == "uint8":
         strings = tf.io.parse_example(serialized, {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)})[IMAGE_KEY]
         return tf.reshape(tf.io.decode_raw(strings, tf.uint8), [-1, *metadata.shape])

@@ -346,22 +346,6 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...]) -> dict[str, 
     return fields
 
 
-def parse_spec(columns: tuple[Column, ...], ragged: bool) -> dict:
-    """parse_example's spec of the columns: ragged lists (packed records) or one value each, a
-    missing feature being a missing value (serving)."""
-    import tensorflow as tf
-
-    spec = {}
-    for column in columns:
-        dtype = tf.float32 if column.kind == NUMERIC else tf.string
-        if ragged:
-            spec[column.name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
-        else:
-            default = float("nan") if column.kind == NUMERIC else ""
-            spec[column.name] = tf.io.FixedLenFeature([], dtype, default_value=default)
-    return spec
-
-
 def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
     """The columns' values in a parsed tf.train.Example (numpy side, for error messages and
     predictions from shards); raises KeyError or ValueError on a malformed one."""
