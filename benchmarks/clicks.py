@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from benchmarks import report
-from benchmarks.common import Bench, stats, target
+from benchmarks.common import Bench, target
 from benchmarks.tables import MEMORY_GOAL, MIB, run_child
 
 INTEGERS, CATEGORIES = 13, 26
@@ -93,7 +93,7 @@ def run(bench: Bench) -> dict:
             summary = _summary_line(log) if os.path.exists(log) else ""
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # gigabytes at full size
-    rows = [_row(reader, count, runs, file_bytes[count]) for (reader, count), runs in measured.items()]
+    rows = [reading_row(reader, count, runs, file_bytes[count]) for (reader, count), runs in measured.items()]
     result = {"sizes": list(size.click_rows), "rows": rows, "columns": summary}
     return {**result, "targets": _targets(result)}
 
@@ -103,17 +103,6 @@ def _summary_line(log_path: str) -> str:
     with open(log_path, errors="replace") as log:
         lines = [line for line in log if " Read " in line]
     return lines[-1].split(": ", 1)[-1].strip() if lines else ""
-
-
-def _row(reader: str, rows: int, runs: list[tuple[float, int]], file_bytes: int) -> dict:
-    return {
-        "reader": reader,
-        "rows": rows,
-        "file_mib": file_bytes / MIB,
-        "seconds": stats([seconds for seconds, _ in runs]),
-        "rows_per_second": stats([rows / seconds for seconds, _ in runs]),
-        "peak_rss_mib": stats([rss / MIB for _, rss in runs]),
-    }
 
 
 def _targets(result: dict) -> list[dict]:

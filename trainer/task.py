@@ -142,8 +142,8 @@ def _report(config: Config, metrics: dict | None) -> None:
         return
     lead = names.resolve_best(config.best_metric, len(metrics[names.CONFUSION]))
     log.info("Final evaluation at step %d: %s", metrics["global_step"], summary(metrics, lead))
-    names = (figures.CONFUSION_FILE, figures.CURVES_FILE, figures.CURVES_OF_THRESHOLDS_FILE)
-    pictures = [posixpath.join(config.job_dir, name) for name in names]
+    files = (figures.CONFUSION_FILE, figures.CURVES_FILE, figures.CURVES_OF_THRESHOLDS_FILE)
+    pictures = [posixpath.join(config.job_dir, name) for name in files]
     best = latest_export(config, "best")
     lines = {
         "checkpoints": config.job_dir,
