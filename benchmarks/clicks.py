@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 
 from benchmarks import report
 from benchmarks.common import Bench, target
-from benchmarks.tables import MEMORY_GOAL, MIB, run_child
+from benchmarks.tables import MEMORY_GOAL, reading_row, run_child
 
 INTEGERS, CATEGORIES = 13, 26
 DISTINCT = 10_000_000  # the most distinct values a categorical column draws from
