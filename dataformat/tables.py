@@ -271,7 +271,7 @@ def is_missing(strings: tf.Tensor) -> tf.Tensor:
 def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
     """Named column values (a [n] tensor each: float for numeric columns, NaN for missing;
     strings for the others) as the model's [n, vector_width] float32 vectors: a number for each
-    numeric and categorical column, DATE_FEATURES for each date column (dataformat/dates.py)."""
+    numeric and categorical column, Column.width for each date column (its features, then its index)."""
     import tensorflow as tf
 
     # The numeric columns as one block (one stack, however many), the others a part each; then one
@@ -288,12 +288,10 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
                 _category_index(value, column)[:, None],
             ]
     found = tf.concat(parts, axis=1) if len(parts) > 1 else parts[0]
-    places = [start for column, start in zip(columns, offsets(columns)) if column.kind == NUMERIC]
+    starts = offsets(columns)
+    places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
     places += [
-        start + j
-        for column, start in zip(columns, offsets(columns))
-        if column.kind != NUMERIC
-        for j in range(column.width)
+        start + j for column, start in zip(columns, starts) if column.kind != NUMERIC for j in range(column.width)
     ]
     if places == sorted(places):
         return found

@@ -129,9 +129,6 @@ class ColumnCount:
         return self.distinct_of >= 100 and self.distinct >= NEAR_UNIQUE * self.distinct_of
 
 
-# Files.
-
-
 # The split: hashes of (file, line), vectorized.
 
 
@@ -267,6 +264,18 @@ def _numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndar
     return numbers, finite
 
 
+def sums(values: np.ndarray) -> tuple[float, float, int]:
+    """(sum, sum of squares, count) of values: what a mean and a standard deviation are added up from."""
+    return float(values.sum()), float(np.square(values).sum()), len(values)
+
+
+def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:
+    """From sums(): the mean (0 of nothing) and the standard deviation (1 where there is no spread)."""
+    mean = total / counted if counted else 0.0
+    variance = max(squares / counted - mean**2, 0.0) if counted else 0.0
+    return mean, math.sqrt(variance) if variance > 1e-12 else 1.0
+
+
 def _lowest(first: tuple, second: tuple) -> tuple:
     """The QUANTILE_SAMPLE pairs of the lowest hashes of two samples (hashes, values): a uniform sample
     of the rows, the same whatever order blocks and files are merged in."""
@@ -307,7 +316,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     bad = present & np.isnan(days)
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
     kept = days[~np.isnan(days) & train]
-    counts.days, counts.days_squares, counts.days_counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
+    counts.days, counts.days_squares, counts.days_counted = sums(kept)
 
 
 def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCount, flags: tuple) -> tuple:
@@ -339,7 +348,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]
-    counts.total, counts.squares, counts.counted = float(kept.sum()), float(np.square(kept).sum()), len(kept)
+    counts.total, counts.squares, counts.counted = sums(kept)
     counts.integers = bool(np.all(np.floor(kept) == kept))
     if bad.any() and not codes or forced_date:  # text: it may be dates
         date_format = earlier.date_format
@@ -556,9 +565,7 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
             count.not_dates,
             count.date_format,
         )
-    mean = count.days / count.days_counted if count.days_counted else 0.0
-    variance = max(count.days_squares / count.days_counted - mean**2, 0.0) if count.days_counted else 0.0
-    std = math.sqrt(variance) if variance > 1e-12 else 1.0
+    mean, std = mean_and_std(count.days, count.days_squares, count.days_counted)
     missing = count.missing + count.not_dates_train
     vocabulary, buckets, hashed = _vocabulary(count, plan.options)
     return tables.Column(
@@ -583,9 +590,7 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
             plan.position(name),
             name,
         )
-    mean = count.total / count.counted
-    variance = max(count.squares / count.counted - mean**2, 0.0)
-    std = math.sqrt(variance) if variance > 1e-12 else 1.0
+    mean, std = mean_and_std(count.total, count.squares, count.counted)
     missing = count.missing + count.not_numbers_train
     return tables.Column(name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count))
 
