@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,10 +30,10 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-# 4 added categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record; version 1 held one
-# example a record
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+# 5 added text columns; 4 added categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record;
+# version 1 held one example a record
+FORMAT_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 EXAMPLES_PER_RECORD = 64
 METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
@@ -152,6 +152,10 @@ class Metadata:
             raise UserError(f"{where}: bad metadata: num_classes {raw['num_classes']} but {metadata.num_classes} names")
         return metadata
 
+    def located(self, folder: str) -> Metadata:
+        """The metadata of the dataset in `folder`, its text columns' vocabulary files found there."""
+        return replace(self, columns=tuple(column.located(folder) for column in self.columns))
+
     def check(self, where: str) -> None:
         """Raises UserError when the metadata contradicts itself."""
         problems = []
@@ -255,8 +259,10 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
     import tensorflow as tf
 
     columns = metadata.columns
-    keys = [column.name for column in columns] + [LABEL_KEY]
-    types = [tf.float32 if column.kind == tables.NUMERIC else tf.string for column in columns] + [tf.int64]
+    texts = [column for column in columns if column.kind == tables.TEXT]
+    keys = [column.name for column in columns] + [column.name + tables.LENGTHS for column in texts] + [LABEL_KEY]
+    record_type = {tables.NUMERIC: tf.float32, tables.TEXT: tf.int64}  # the others: strings
+    types = [record_type.get(column.kind, tf.string) for column in columns] + [tf.int64] * (len(texts) + 1)
     parsed = tf.raw_ops.ParseExampleV2(
         serialized=serialized,
         names=[],
@@ -270,12 +276,16 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
         ragged_split_types=[tf.int64] * len(keys),
         dense_shapes=[],
     )
-    values, splits = parsed.ragged_values, parsed.ragged_row_splits
-    # Every column's row splits are the labels': one comparison of them all.
-    check = tf.debugging.assert_equal(tf.stack(splits[:-1]), splits[-1][None, :], message=COUNTS_DIFFER)
+    values, splits = dict(zip(keys, parsed.ragged_values)), dict(zip(keys, parsed.ragged_row_splits))
+    # Every column's row splits are the labels' (a text column's: its lengths'): one comparison of them all.
+    rows = [splits[key] for key in keys if key not in {column.name for column in texts}]
+    check = tf.debugging.assert_equal(tf.stack(rows[:-1]), rows[-1][None, :], message=COUNTS_DIFFER)
     with tf.control_dependencies([check]):
-        vector = tables.to_vector(dict(zip(keys, values[:-1])), columns)
-    return vector, values[-1]
+        for column in texts:  # a row's word IDs, by the row lengths its record holds
+            words = tf.RaggedTensor.from_row_lengths(values[column.name], values[column.name + tables.LENGTHS])
+            values[column.name] = words.to_tensor(shape=[None, column.max_length])
+        vector = tables.to_vector(values, columns)
+    return vector, values[LABEL_KEY]
 
 
 ONE_STRING = "a record's image feature does not hold exactly one byte string"

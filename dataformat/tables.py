@@ -1,11 +1,13 @@
-"""The record format of tables: named columns, each numeric or categorical, with missing values.
+"""The record format of tables: named columns, each numeric, categorical, a date or text, with missing values.
 
 A table's record packs up to `examples_per_record` consecutive rows column by column: each
 column is one feature named after it, holding one value a row (a float list for a numeric
-column, NaN where the value is missing; a bytes list for a categorical column, the empty
-string where it is missing), and LABEL_KEY holds the rows' class indices. With one row a
-record this is the plain one-feature-per-column tf.train.Example that TFX and TFDV read, and
-what the export's `examples` signature takes.
+column, NaN where the value is missing; a bytes list for a categorical or date column, the empty
+string where it is missing), and LABEL_KEY holds the rows' class indices. A text column holds its
+rows' word IDs (dataformat/text.py), one after another in an int64 list, and how many each row has
+in the int64 list `<name>` + LENGTHS. With one row a record and no text column, this is the plain
+one-feature-per-column tf.train.Example that TFX and TFDV read, and what the export's `examples`
+signature takes (where a text column is its raw string).
 
 The model sees a row as one float32 vector, a value a column, in the order of the metadata's
 columns: numeric values as they are (NaN for missing), categorical values as an index:
@@ -19,17 +21,19 @@ alike, so they can never disagree. Indices stay far below 2**24, where float32 i
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dataformat import dates, wire
+from dataformat import dates, storage, text, wire
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
 NUMERIC, CATEGORICAL, DATE = "numeric", "categorical", "date"  # a date column's values are stored as text
+TEXT = "text"  # free text: word IDs in the records, its words' vocabulary in a file beside metadata.json
+LENGTHS = "/lengths"  # a text column's feature of its rows' word counts is named after it with this suffix
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing.
 MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?")
@@ -40,21 +44,28 @@ class Column:
     """One feature column of a table, as the training split described it."""
 
     name: str
-    kind: str  # NUMERIC, CATEGORICAL or DATE
+    kind: str  # NUMERIC, CATEGORICAL, DATE or TEXT
     missing: int = 0  # training rows where it is missing
     mean: float = 0.0  # numeric: of the training split's present values; date: of their days since 1970
     std: float = 1.0
-    vocabulary: tuple[str, ...] = ()  # categorical: its most frequent values, each seen --min-frequency times
+    # categorical: its most frequent values, each seen --min-frequency times; text: its most frequent words
+    # (held while preprocessing writes them to vocabulary_file, not in metadata.json)
+    vocabulary: tuple[str, ...] = ()
     hash_buckets: int = 0  # categorical: where values outside the vocabulary go (none: to OOV_INDEX)
-    hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary
+    hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary; text: of words
     date_format: str = ""  # date: its format (dataformat/dates.py)
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
+    max_length: int = 0  # text: the words a row keeps (--max-length)
+    vocabulary_file: str = ""  # text: its vocabulary, one word a line (a name beside metadata.json, or a path)
+    vocabulary_size: int = 0  # text: the words in it
+    bigram_buckets: int = 0  # text: where the network hashes pairs of neighbouring words
+    cut: float = 0.0  # text: the share of training rows with more than max_length words
 
     @property
     def width(self) -> int:
         """How many numbers of the model's vector the column takes: a date's features, then its value's
         index as a category (a day or hour that repeats, as in a table of flights, is a category too)."""
-        return dates.DATE_FEATURES + 1 if self.kind == DATE else 1
+        return {DATE: dates.DATE_FEATURES + 1, TEXT: self.max_length}.get(self.kind, 1)
 
     @property
     def category_slot(self) -> int | None:
@@ -66,14 +77,17 @@ class Column:
         year from its days' statistics, its cyclic features as they are; a categorical index none."""
         if self.kind == NUMERIC:
             return [(self.mean, self.std)]
-        if self.kind == CATEGORICAL:
-            return [(0.0, 1.0)]
+        if self.kind in (CATEGORICAL, TEXT):
+            return [(0.0, 1.0)] * self.width
         year = (1970 + self.mean / dates.DAYS_PER_YEAR, max(self.std / dates.DAYS_PER_YEAR, 1.0))
         return [(self.mean, self.std), year] + [(0.0, 1.0)] * (dates.DATE_FEATURES - 1)
 
     @property
     def size(self) -> int:
-        """Categorical: how many indices the column's values take (missing, out of vocabulary, vocabulary, buckets)."""
+        """Categorical: how many indices the column's values take (missing, out of vocabulary, vocabulary,
+        buckets); text: how many word IDs (padding, out of vocabulary, vocabulary)."""
+        if self.kind == TEXT:
+            return text.FIRST_ID + self.vocabulary_size
         return OOV_INDEX + 1 + len(self.vocabulary) + self.hash_buckets
 
     def to_json(self) -> dict:
@@ -81,6 +95,10 @@ class Column:
             found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
             return {**found, "boundaries": list(self.boundaries)}
         found = {"name": self.name, "kind": self.kind, "missing": self.missing}
+        if self.kind == TEXT:
+            sizes = {"max_length": self.max_length, "vocabulary_size": self.vocabulary_size}
+            found.update(sizes, bigram_buckets=self.bigram_buckets, outside=self.hashed, cut=self.cut)
+            return {**found, "vocabulary_file": self.vocabulary_file.rsplit("/", 1)[-1]}
         if self.kind == DATE:
             found.update(mean=self.mean, std=self.std, date_format=self.date_format)
         return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
@@ -95,10 +113,31 @@ class Column:
             std=float(raw.get("std", 1.0)),
             vocabulary=tuple(str(value) for value in raw.get("vocabulary", ())),
             hash_buckets=int(raw.get("hash_buckets", 0)),
-            hashed=float(raw.get("hashed", 0.0)),
+            hashed=float(raw.get("hashed", raw.get("outside", 0.0))),
             date_format=str(raw.get("date_format", "")),
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
+            max_length=int(raw.get("max_length", 0)),
+            vocabulary_file=str(raw.get("vocabulary_file", "")),
+            vocabulary_size=int(raw.get("vocabulary_size", 0)),
+            bigram_buckets=int(raw.get("bigram_buckets", 0)),
+            cut=float(raw.get("cut", 0.0)),
         )
+
+    def located(self, folder: str) -> Column:
+        """The column with its vocabulary file's path in the dataset's folder (text; others as they are)."""
+        if self.kind != TEXT or not self.vocabulary_file:
+            return self
+        return replace(self, vocabulary_file=storage.join(folder, self.vocabulary_file.rsplit("/", 1)[-1]))
+
+    @property
+    def vocabulary_name(self) -> str:
+        """Text: the vocabulary file's name beside metadata.json."""
+        return vocabulary_name(self.name)
+
+
+def vocabulary_name(column: str) -> str:
+    """A text column's vocabulary file's name: its name, made safe for a file name."""
+    return "".join(char if char.isalnum() or char in "-_." else "_" for char in column) + text.VOCABULARY_SUFFIX
 
 
 def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str]:
@@ -108,9 +147,9 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
     if len(set(names)) != len(names):
         found.append("two columns share a name")
     for column in columns:
-        if column.kind not in (NUMERIC, CATEGORICAL, DATE):
+        if column.kind not in (NUMERIC, CATEGORICAL, DATE, TEXT):
             found.append(f"column {column.name!r} has kind {column.kind!r}")
-        if column.name in reserved:
+        if column.name in reserved or column.name.endswith(LENGTHS):
             found.append(f"column {column.name!r} has a reserved name")
         if column.kind == DATE:
             try:
@@ -121,6 +160,8 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
             found.append(f"column {column.name!r} has a std that is not a positive number")
         if list(column.boundaries) != sorted(set(column.boundaries)) or not np.isfinite(column.boundaries).all():
             found.append(f"column {column.name!r} has boundaries that are not finite and increasing")
+        if column.kind == TEXT and (column.max_length < 1 or not column.vocabulary_file or column.bigram_buckets < 0):
+            found.append(f"column {column.name!r} is text without a max_length, a vocabulary file or bigram buckets")
         if column.hash_buckets < 0:
             found.append(f"column {column.name!r} has a negative number of hash buckets")
     return found
@@ -179,6 +220,7 @@ def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def encode_table_records(
     numeric: dict[str, np.ndarray],
     strings: dict[str, tuple[np.ndarray, np.ndarray]],
+    words: dict[str, tuple[np.ndarray, np.ndarray]],
     labels: np.ndarray,
     per_record: int,
     label_key: str,
@@ -187,7 +229,8 @@ def encode_table_records(
     time (a shard's records are written as they are made, never all held).
 
     `numeric` maps a column to float32 values (NaN: missing); `strings` maps a column to its
-    values in Arrow's layout (offsets, bytes; empty: missing). The bytes are those of
+    values in Arrow's layout (offsets, bytes; empty: missing); `words` maps a text column to its
+    rows' word IDs (all of them, and where each row's start: n + 1 row splits). The bytes are those of
     TensorFlow's deterministic serialization (see wire.py). Every column is first encoded whole,
     vectorized; a record is then one slice of each, behind its cached entry header.
     """
@@ -199,9 +242,16 @@ def encode_table_records(
     for name, layout in strings.items():
         data, starts = string_fields(*layout)
         encoded[name] = (BYTES_VALUES, data, starts[firsts])
+    for name, (ids, splits) in words.items():
+        data, starts = _varints(ids)
+        encoded[name] = (INT64_VALUES, data, starts[splits[firsts]])
+        data, starts = _varints(np.diff(splits))
+        encoded[name + LENGTHS] = (INT64_VALUES, data, starts[firsts])
     data, starts = _varints(labels)
     encoded[label_key] = (INT64_VALUES, data, starts[firsts])
-    columns = [(key, path, data, bounds.tolist()) for key, (path, data, bounds) in sorted(encoded.items())]
+    # In protobuf's deterministic order: by name, a name before any it begins ("review/lengths", "review").
+    ordered = sorted(encoded.items(), key=lambda item: item[0].encode() + b"\xff")
+    columns = [(key, path, data, bounds.tolist()) for key, (path, data, bounds) in ordered]
     for record in range(len(firsts) - 1):
         parts = []
         for key, path, data, bounds in columns:
@@ -270,8 +320,9 @@ def is_missing(strings: tf.Tensor) -> tf.Tensor:
 
 def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
     """Named column values (a [n] tensor each: float for numeric columns, NaN for missing;
-    strings for the others) as the model's [n, vector_width] float32 vectors: a number for each
-    numeric and categorical column, Column.width for each date column (its features, then its index)."""
+    strings for the others; a text column's words as IDs, [n, max_length], or as its raw strings) as
+    the model's [n, vector_width] float32 vectors: a number for each numeric and categorical column,
+    Column.width for each date column (its features, then its index) and each text column (its word IDs)."""
     import tensorflow as tf
 
     # The numeric columns as one block (one stack, however many), the others a part each; then one
@@ -287,6 +338,8 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
                 dates.features_tf(tf.strings.strip(value), column.date_format),
                 _category_index(value, column)[:, None],
             ]
+        elif column.kind == TEXT:
+            parts.append(_word_ids(values[column.name], column))
     found = tf.concat(parts, axis=1) if len(parts) > 1 else parts[0]
     starts = offsets(columns)
     places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
@@ -305,6 +358,16 @@ def vector_width(columns: tuple[Column, ...]) -> int:
 def offsets(columns: tuple[Column, ...]) -> list[int]:
     """Where each column's numbers start in the vector."""
     return np.cumsum([0] + [column.width for column in columns[:-1]]).tolist()
+
+
+def _word_ids(value: tf.Tensor, column: Column) -> tf.Tensor:
+    """A text column's [n, max_length] word IDs, as float32: from its raw strings, or as records hold them."""
+    import tensorflow as tf
+
+    if value.dtype != tf.string:
+        return tf.cast(value, tf.float32)
+    lookup = text.vocabulary_lookup(column.vocabulary or column.vocabulary_file)
+    return text.padded(text.token_ids(value, lookup, column.max_length), column.max_length)
 
 
 def _category_index(value: tf.Tensor, column: Column) -> tf.Tensor:
@@ -351,11 +414,17 @@ def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
     values = {}
     for column in columns:
         feature = features[column.name]
-        kind = "float_list" if column.kind == NUMERIC else "bytes_list"
+        kind = {NUMERIC: "float_list", TEXT: "int64_list"}.get(column.kind, "bytes_list")
         if feature.WhichOneof("kind") != kind:
             raise ValueError(f"feature {column.name!r} is a {feature.WhichOneof('kind')}, expected a {kind}")
         if column.kind == NUMERIC:
             values[column.name] = list(feature.float_list.value)
+        elif column.kind == TEXT:  # each row's word IDs
+            ids, lengths = list(feature.int64_list.value), list(features[column.name + LENGTHS].int64_list.value)
+            if sum(lengths) != len(ids):
+                raise ValueError(f"feature {column.name!r} holds {len(ids)} word IDs, its lengths {sum(lengths)}")
+            ends = np.cumsum(lengths).tolist()
+            values[column.name] = [ids[end - length : end] for end, length in zip(ends, lengths)]
         else:
             values[column.name] = [value.decode("utf-8", "replace") for value in feature.bytes_list.value]
     return values

@@ -21,6 +21,8 @@ examples:
   qt-preprocess --source digits --output data/digits
   qt-preprocess --source mnist --input raw/mnist --output data/mnist --shards 8
   qt-preprocess --source csv --input raw/table.csv --label-column label --output data/table
+  qt-preprocess --source csv --input raw/reviews.csv --label-column stars --output data/reviews
+  qt-preprocess --source text --input raw/tickets --output data/tickets
   qt-preprocess --source npz --input raw/arrays.npz --output data/arrays
   qt-preprocess --source images --input raw/photos --image-size 64x64 --output data/photos
 """
@@ -77,18 +79,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--source",
-        choices=sorted([*SOURCES, "csv"]),
+        choices=sorted([*SOURCES, "csv", "text"]),
         default="digits",
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
         "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines or Parquet) of "
-        "numeric, categorical and date columns with missing values, in one or many files, of any size (streamed); "
+        "numeric, categorical, date and free-text columns with missing values, in one or many files, of any size "
+        "(streamed); text = a folder with one sub-folder of .txt files per class (streamed); "
         "npz = arrays x and y; images = one sub-folder of PNG/JPEG files per class (default: digits)",
     )
     parser.add_argument(
         "--input",
         help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .jsonl, .ndjson, .json and "
         ".parquet files, gzipped or not (csv); "
-        "a folder (mnist, images)",
+        "a folder (mnist, images, text)",
     )
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")
     parser.add_argument(
@@ -159,6 +162,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b, e.g. '%%d/%%m/%%Y' (default: found from the "
         "values); a format without %%H also reads a time of day after the date",
     )
+    table.add_argument(
+        "--text-columns",
+        type=_names,
+        default=(),
+        metavar="A,B",
+        help="columns of free text: reviews, tickets, comments, tokenized into words (default: the columns whose "
+        "values are mostly distinct and mostly of 3 words or more)",
+    )
     table.add_argument("--ignore-columns", type=_names, default=(), metavar="A,B", help="columns to leave out")
     table.add_argument(
         "--min-frequency",
@@ -182,6 +193,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "10 training rows they hold, at most this many a column; values never seen in training hash into them "
         "too. Rare values, and every value outside the vocabulary with 0, share one out-of-vocabulary index "
         f"(default: {TableOptions.hash_buckets})",
+    )
+    words = parser.add_argument_group("text (text columns of --source csv, and --source text)")
+    words.add_argument(
+        "--max-tokens",
+        type=commandline.positive_int,
+        default=TableOptions.max_tokens,
+        help="a text column's vocabulary keeps at most this many of its most frequent words, each seen "
+        f"--min-frequency times in the training rows; other words share one index (default: {TableOptions.max_tokens})",
+    )
+    words.add_argument(
+        "--max-length",
+        type=commandline.positive_int,
+        default=TableOptions.max_length,
+        help=f"a text keeps its first this many words (default: {TableOptions.max_length})",
+    )
+    words.add_argument(
+        "--bigram-buckets",
+        type=commandline.non_negative_int,
+        help="pairs of neighbouring words hash into this many buckets a text column, as fastText's word bigrams "
+        "(default: one for every 10 training words, from 1,000 to 200,000; 0: no bigrams)",
     )
     parser.add_argument(
         "--image-size",
@@ -254,7 +285,7 @@ def _convert(argv: list[str] | None) -> int:
         examples_per_record=args.examples_per_record,
     )
     with lease.held(args.output, what="preprocessing", flag="--output"):  # one run writes a folder at a time
-        if args.source == "csv":
+        if args.source in ("csv", "text"):
             metadata = _convert_table(args, common)
         else:
             data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
@@ -272,13 +303,15 @@ def _convert(argv: list[str] | None) -> int:
 
 
 def _convert_table(args: argparse.Namespace, common: dict):
-    """--source csv, locally or with Beam; None when Beam only wrote a Dataflow job."""
+    """--source csv or text, locally or with Beam; None when Beam only wrote a Dataflow job."""
+    from preprocessing.table_files import TEXT_COLUMNS
     from preprocessing.tables import build_table_dataset
 
     if not args.input:
-        raise UserError("--source csv needs --input")
+        raise UserError(f"--source {args.source} needs --input")
+    text_folder = args.source == "text"
     options = TableOptions(
-        label_column=args.label_column,
+        label_column=TEXT_COLUMNS[1] if text_folder else args.label_column,
         delimiter=args.delimiter or "",
         encoding=args.encoding,
         column_names=args.column_names,
@@ -290,6 +323,11 @@ def _convert_table(args: argparse.Namespace, common: dict):
         min_frequency=args.min_frequency,
         max_categories=args.max_categories,
         hash_buckets=args.hash_buckets,
+        text=(TEXT_COLUMNS[0],) if text_folder else args.text_columns,
+        max_tokens=args.max_tokens,
+        max_length=args.max_length,
+        bigram_buckets=args.bigram_buckets,
+        text_folder=text_folder,
     )
     if args.runner == "beam":
         return _beam().build_table_dataset_with_beam(args.input, args.output, options, args.pipeline_args, **common)

@@ -45,6 +45,7 @@ class FrequentValues:
     def merge(self, other: FrequentValues) -> None:
         """Adds another summary (of other rows) to this one."""
         other._compact()
+        self.capacity = max(self.capacity, other.capacity)  # a text column's summary keeps more than the default
         self.error += other.error
         self.overflowed = self.overflowed or other.overflowed
         self.add(other.values, other.counts)

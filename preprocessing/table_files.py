@@ -6,6 +6,10 @@ formats of spreadsheets, databases and BigQuery. Whatever the format, a block is
 the table's columns as text (a missing value empty), with each row's line (CSV: the record's
 first line; JSON lines: its line; Parquet: its row, from 1), so that the rest of preprocessing
 reads every format alike and errors name where a row is.
+
+A fourth, `--source text`, is a folder of texts with one sub-folder of `.txt` files per class, as
+Keras's text_dataset_from_directory reads: a table of two columns, TEXT_COLUMNS, a file a row (its
+"line" is its place among the folder's files, from 1).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import itertools
 import json
 import posixpath
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,6 +41,11 @@ if TYPE_CHECKING:
 CSV, JSON_LINES, PARQUET = "csv", "jsonl", "parquet"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES[".parquet"] = PARQUET
+TEXT_FOLDER = "text folder"
+TEXT_COLUMNS = ("text", "label")  # a text folder's columns
+TEXT_SUFFIX = ".txt"
+TEXTS_A_BLOCK = 1024  # text files read into one block
+READING_THREADS = 16  # text files read at once: on gs:// each is a request
 PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
 PARSES_A_BLOCK = 4  # parsed pieces counted and placed together: fewer, larger steps for Python
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
@@ -100,6 +110,8 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
     the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the column names: --column-names
     for a file without a header, else its first line, which is a header unless it holds a number (then
     the columns are named column_1, column_2, ...)."""
+    if options.text_folder:
+        return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
     if kind == PARQUET:
         with _opened(path) as stream:
@@ -156,7 +168,9 @@ def sniff_delimiter(text: str) -> str:
 
 def blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines."""
-    if dialect.format == PARQUET:
+    if dialect.format == TEXT_FOLDER:
+        yield from _text_folder_blocks(path, dialect)
+    elif dialect.format == PARQUET:
         yield from _parquet_blocks(path, dialect)
     elif dialect.format == JSON_LINES:
         yield from _json_blocks(path, dialect)
@@ -359,3 +373,50 @@ def _parquet_text(values: pa.Array, path: str, name: str) -> pa.Array:
     if pa.types.is_boolean(values.type):
         values = pc.if_else(values, "true", "false")
     return pc.fill_null(values.cast(pa.string()), "")
+
+
+# A folder of texts, a sub-folder a class.
+
+
+def text_files(folder: str) -> list[tuple[str, str]]:
+    """(path, class) of every .txt file in the folder's sub-folders, sorted; UserError for a folder with no
+    sub-folder, or a sub-folder without a .txt file."""
+    if not storage.is_folder(folder):
+        raise UserError(f"--input {folder}: not a folder (--source text takes one sub-folder of .txt files a class)")
+    classes = [name.rstrip("/") for name in storage.list_names(folder) if storage.is_folder(storage.join(folder, name))]
+    if not classes:
+        raise UserError(f"--input {folder}: no sub-folders; --source text takes one sub-folder of .txt files a class")
+    found = []
+    for name in classes:
+        place = storage.join(folder, name)
+        files = [storage.join(place, file) for file in storage.list_names(place) if file.lower().endswith(TEXT_SUFFIX)]
+        if not files:
+            raise UserError(f"{place}: no {TEXT_SUFFIX} files in the class folder {name!r}")
+        found += [(path, name) for path in files]
+    return found
+
+
+def _text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    files = text_files(folder)
+    with ThreadPoolExecutor(READING_THREADS) as pool:
+        for start in range(0, len(files), TEXTS_A_BLOCK):
+            chosen = files[start : start + TEXTS_A_BLOCK]
+            texts = list(pool.map(lambda path: _read_text(path, dialect.encoding), [path for path, _ in chosen]))
+            labels = [label for _, label in chosen]
+            columns = [pa.array(texts, pa.string()), pa.array(labels, pa.string())]
+            batch = pa.RecordBatch.from_arrays(columns, TEXT_COLUMNS)
+            yield batch, np.arange(start + 1, start + 1 + len(chosen))
+
+
+def _read_text(path: str, encoding: str) -> str:
+    with storage.open_read(path) as file:
+        data = file.read()
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise UserError(
+            f"{path}: line {line} is not {encoding} text; "
+            "pass --encoding with the files' encoding (latin-1, cp1252, ...)"
+        ) from None

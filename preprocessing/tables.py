@@ -7,9 +7,11 @@ streaming: memory stays flat however many rows and distinct values there are.
           files. Per column, the training rows' missing values, numbers, dates and most
           frequent values (a Misra-Gries summary, frequent.py) are counted; the block's rows go
           to their shard's temporary Arrow file.
-  decide  each column is numeric, a date or categorical (the data, then the flags);
+  decide  each column is numeric, a date, text or categorical (the data, then the flags);
           vocabularies and hash buckets, means, standard deviations and quantile boundaries,
-          from the training rows only.
+          from the training rows only; a text column's words are counted as it is read, once its
+          file's first block looks like text (or --text-columns names it), and its vocabulary is
+          written beside metadata.json.
   pass 2  each shard's rows, from its temporary file, are put in a seeded random order,
           converted and written as packed records (dataformat.tables), a piece at a time;
           metadata.json last.
@@ -41,7 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from tqdm import tqdm
 
-from dataformat import dates, storage, tables
+from dataformat import dates, storage, tables, text
 from dataformat.errors import UserError
 from dataformat.schema import (
     EXAMPLES_PER_RECORD,
@@ -53,9 +55,10 @@ from dataformat.schema import (
     SplitInfo,
 )
 from dataformat.tfrecord import frame
+from preprocessing import frequent
 from preprocessing.frequent import FrequentValues
 from preprocessing.split import shard_name
-from preprocessing.table_files import Dialect, blocks, dialect_of, input_files
+from preprocessing.table_files import Dialect, blocks, dialect_of, input_files, text_files
 from preprocessing.writer import clear_output, shard_output, usable_cores
 
 log = logging.getLogger(__name__)
@@ -84,6 +87,11 @@ class TableOptions:
     min_frequency: int = 3  # a value seen fewer times in training is left out of the vocabulary
     max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
     hash_buckets: int = 1000  # at most this many buckets a column for the values outside its vocabulary
+    text: tuple[str, ...] = ()  # columns of free text whatever they look like
+    max_tokens: int = 20_000  # a text column's vocabulary keeps at most this many words, the most frequent
+    max_length: int = 300  # a text keeps its first this many words
+    bigram_buckets: int | None = None  # a text column's buckets of hashed word pairs (None: by its words)
+    text_folder: bool = False  # --source text: --input is a folder of .txt files, a sub-folder a class
 
 
 NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones
@@ -94,6 +102,10 @@ SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
 QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
 QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
+TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
+TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of mostly such, mostly distinct, is text
+WORDS_A_BIGRAM_BUCKET = 10  # a text column gets a bigram bucket for about every this many training words
+BIGRAM_BUCKETS = (1000, 200_000)  # the fewest and the most it gets by default
 ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
 
 
@@ -122,6 +134,11 @@ class ColumnCount:
     days_squares: float = 0.0
     days_counted: int = 0
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
+    text: bool = False  # whether its values are counted as text: `frequent` then counts their words
+    text_tried: bool = False  # whether its file's first block was looked at for text
+    words: int = 0  # text: training rows' words (up to max_length a row)
+    texts: int = 0  # text: training rows with a text
+    cut: int = 0  # text: training rows with more than max_length words
 
     @property
     def nearly_unique(self) -> bool:
@@ -233,6 +250,11 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.days_squares += more.days_squares
     total.days_counted += more.days_counted
     total.sample = _lowest(total.sample, more.sample)
+    total.text = total.text or more.text
+    total.text_tried = total.text_tried or more.text_tried
+    total.words += more.words
+    total.texts += more.texts
+    total.cut += more.cut
 
 
 def _spellings(token: str) -> set[str]:
@@ -319,21 +341,57 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     counts.days, counts.days_squares, counts.days_counted = sums(kept)
 
 
+def looks_like_text(values: pa.Array) -> bool:
+    """Whether a column's present values (its first TEXT_SAMPLE) are free text: most of them of TEXT_WORDS
+    words or more, and most distinct (unlike a category's few repeated values, such as "New York City")."""
+    sample = values[:TEXT_SAMPLE]
+    if not len(sample):
+        return False
+    words = pc.list_value_length(pc.utf8_split_whitespace(sample)).to_numpy(zero_copy_only=False)
+    distinct = pc.count_distinct(sample).as_py()
+    return np.count_nonzero(words >= TEXT_WORDS) >= len(sample) / 2 and distinct >= len(sample) / 2
+
+
+def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions) -> ColumnCount:
+    """A block of a text column counted: its training rows' words (text.words, as the records will hold
+    them), how many, and the rows cut at --max-length."""
+    import tensorflow as tf  # only for text: TensorFlow's own ops tokenize, here as in the serving graph
+
+    counts = ColumnCount(missing=int(np.count_nonzero(~present & train)), present=int(np.count_nonzero(present)))
+    counts.text = counts.text_tried = True
+    counts.frequent = FrequentValues(max(frequent.CAPACITY, 2 * options.max_tokens))
+    kept = values.filter(pa.array(present & train)).to_numpy(zero_copy_only=False)
+    if not len(kept):
+        return counts
+    found = text.words(tf.constant(kept, tf.string), options.max_length + 1)  # one more, to see which are cut
+    lengths = found.row_lengths().numpy()
+    words = found[:, : options.max_length].flat_values
+    unique, _, word_counts = tf.unique_with_counts(words, out_idx=tf.int64)
+    counts.frequent.add(pa.array(unique.numpy(), pa.binary()).cast(pa.string()), word_counts.numpy())
+    counts.words = int(np.minimum(lengths, options.max_length).sum())
+    counts.texts, counts.cut = len(kept), int(np.count_nonzero(lengths > options.max_length))
+    return counts
+
+
 def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCount, flags: tuple) -> tuple:
     """One block of a column counted, and its values with the missing ones null. `where` is (the
     file, the block's line numbers, its rows' split hashes); `earlier` is the column's count in the file's
-    block before;
-    `flags` are (whether --categorical-columns names it, whether its values are counted whatever they
-    are, whether --date-columns names it, the date formats to try). Text, and a --date-columns column
-    whatever it holds, is tried as dates.
+    block before; `flags` are (whether --categorical-columns names it, whether its values are counted
+    whatever they are, whether --date-columns names it, the date formats to try, whether it is text: True
+    (--text-columns names it), False (another flag gives its kind) or None (its values tell), the options).
+    A column of values that are not numbers is tried as free text (in its file's first block), then as
+    dates, as is a --date-columns column whatever it holds.
 
     Its training values are counted for the vocabulary, except in a column of numbers (unless
     `codes`, --categorical-columns): those are counted only until a block has more than
     NUMBER_CODES distinct values, and again from a block that holds a value that is no number.
     """
-    codes, count_all, forced_date, date_formats = flags
+    codes, count_all, forced_date, date_formats, is_text, options = flags
     missing = _missing(values)
     present = ~missing
+    nulled = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
+    if is_text or earlier.text:
+        return _count_text(values, train, present, options), nulled
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
     if codes or earlier.not_numbers > BAD_CELLS_SHARE * earlier.present:  # text: no number is looked for
         numbers, finite = np.full(len(values), np.nan), np.zeros(len(values), bool)
@@ -345,6 +403,9 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         first = np.flatnonzero(bad)[:SHOWN_BAD_CELLS]
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
+    counts.text_tried = earlier.text_tried or bool(bad.any())
+    if bad.any() and is_text is None and not earlier.text_tried and looks_like_text(values.filter(pa.array(bad))):
+        return _count_text(values, train, present, options), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]
@@ -362,7 +423,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         counts.stopped = not (count_all or bad.any()) and len(distinct) > NUMBER_CODES
         if not counts.stopped:
             counts.frequent.add(distinct.field("values"), distinct.field("counts").to_numpy())
-    return counts, pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
+    return counts, nulled
 
 
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
@@ -396,7 +457,9 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
     def count(name: str) -> tuple:
         codes = name in options.categorical
         named_like_an_id = bool(ID_NAME.search(name)) and name not in options.numeric
-        flags = (codes, codes or named_like_an_id, name in options.dates, date_formats)
+        kind_given = codes or name in options.dates or name in options.numeric
+        is_text = True if name in options.text else False if kind_given else None
+        flags = (codes, codes or named_like_an_id, name in options.dates, date_formats, is_text, options)
         return _count(trimmed[name], train, (path, lines, split_hash), earlier[name], flags)
 
     counted = pool.map(count, plan.features)
@@ -542,6 +605,8 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
     options = plan.options
     if name in options.categorical:
         return _categorical_column(name, count, plan)
+    if count.text:
+        return _text_column(name, count, plan)
     if name in options.dates or mostly_dates and name not in options.numeric:
         return _date_column(name, count, plan)
     if not (count.counted and mostly_numbers):
@@ -571,6 +636,38 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     return tables.Column(
         name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, date_format=count.date_format
     )
+
+
+def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    """A text column: its vocabulary, the most frequent words seen --min-frequency times, at most --max-tokens;
+    bigram buckets, one for about every WORDS_A_BIGRAM_BUCKET training words (--bigram-buckets)."""
+    options = plan.options
+    words, frequencies = count.frequent.most_frequent()
+    size = min(sum(n + count.frequent.error >= options.min_frequency for n in frequencies), options.max_tokens)
+    buckets = options.bigram_buckets
+    if buckets is None:
+        buckets = int(np.clip(count.words // WORDS_A_BIGRAM_BUCKET, *BIGRAM_BUCKETS))
+    return tables.Column(
+        name,
+        tables.TEXT,
+        count.missing,
+        vocabulary=tuple(words[:size]),
+        hashed=round(1 - sum(frequencies[:size]) / count.words, 4) if count.words else 0.0,
+        max_length=options.max_length,
+        vocabulary_file=tables.vocabulary_name(name),
+        vocabulary_size=size,
+        bigram_buckets=buckets,
+        cut=round(count.cut / count.texts, 4) if count.texts else 0.0,
+    )
+
+
+def write_vocabularies(output: str, columns: tuple[tables.Column, ...]) -> tuple[tables.Column, ...]:
+    """Writes each text column's vocabulary beside metadata.json, one word a line; the columns, located there."""
+    for column in columns:
+        if column.kind == tables.TEXT:
+            words = "".join(word + "\n" for word in column.vocabulary)
+            storage.write_text_atomically(storage.join(output, column.vocabulary_file), words)
+    return tuple(column.located(output) for column in columns)
 
 
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
@@ -635,6 +732,11 @@ def describe(column: tables.Column) -> str:
     missing = f", {column.missing} missing" if column.missing else ""
     if column.kind == tables.NUMERIC:
         return f"{column.name} (numeric{missing})"
+    if column.kind == tables.TEXT:
+        return (
+            f"{column.name} (text: {column.vocabulary_size} words + {column.bigram_buckets} bigram buckets, "
+            f"{column.hashed:.1%} of words outside, {column.cut:.1%} of rows cut at {column.max_length} words{missing})"
+        )
     if column.kind == tables.DATE:
         return f"{column.name} (date {column.date_format!r}, {len(column.vocabulary)} frequent values{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
@@ -678,16 +780,27 @@ class ShardWriter:
 
     def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:
         """The records of the chosen rows, in that order, converted one column at a time."""
-        numeric, strings = {}, {}
+        numeric, strings, words = {}, {}, {}
         for column in self.columns:
             values = rows.column(column.name).take(chosen).combine_chunks()  # null where missing
             if column.kind == tables.NUMERIC:  # a value that is not a number is missing, as its statistics had it
                 numeric[column.name] = _numbers(values, values.is_valid().to_numpy(zero_copy_only=False))[0]
+            elif column.kind == tables.TEXT:
+                words[column.name] = _word_ids(pc.fill_null(values, "").to_numpy(zero_copy_only=False), column)
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
         label_values = rows.column(self.label).take(chosen)
         labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
-        return tables.encode_table_records(numeric, strings, labels.astype(np.int64), self.per_record, LABEL_KEY)
+        return tables.encode_table_records(numeric, strings, words, labels.astype(np.int64), self.per_record, LABEL_KEY)
+
+
+def _word_ids(texts: np.ndarray, column: tables.Column) -> tuple[np.ndarray, np.ndarray]:
+    """A text column's values as the records hold them (text.token_ids): (every word ID, each row's row split)."""
+    import tensorflow as tf
+
+    lookup = text.vocabulary_lookup(column.vocabulary or column.vocabulary_file)
+    ids = text.token_ids(tf.constant(texts, tf.string), lookup, column.max_length)
+    return ids.flat_values.numpy(), ids.row_splits.numpy()
 
 
 def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -719,13 +832,14 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         ("--categorical-columns", options.categorical),
         ("--numeric-columns", options.numeric),
         ("--date-columns", options.dates),
+        ("--text-columns", options.text),
         ("--ignore-columns", options.ignore),
     ):
         unknown = [name for name in chosen if name not in names]
         if unknown:
             raise UserError(f"{flag}: no column {unknown[0]!r} in {where} (its columns: {', '.join(names)})")
     kinds = {"--categorical-columns": options.categorical, "--numeric-columns": options.numeric}
-    kinds["--date-columns"] = options.dates
+    kinds.update({"--date-columns": options.dates, "--text-columns": options.text})
     for (flag, chosen), (other, others) in itertools.combinations(kinds.items(), 2):
         both = set(chosen) & set(others)
         if both:
@@ -745,11 +859,15 @@ def _size(path: str) -> int:
 
 def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None) -> tuple:
     """(the files of --input, the plan of the conversion), checked before anything is written."""
-    files = input_files(path)
+    files = [path] if options.text_folder else input_files(path)
     dialect = dialect_of(files[0], options)
     names = list(dialect.names)
     label, features = _plan_columns(names, options, files[0])
-    size = sum(_size(file) * (GZIP_RATIO if file.lower().endswith(".gz") else 1) for file in files)
+    if options.text_folder:  # its files' count times the first ones' mean size
+        texts = [text_path for text_path, _ in text_files(path)]
+        size = len(texts) * sum(map(_size, texts[:100])) // len(texts[:100])
+    else:
+        size = sum(_size(file) * (GZIP_RATIO if file.lower().endswith(".gz") else 1) for file in files)
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
     root = path if storage.is_folder(path) else ""
@@ -788,7 +906,7 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
         splits=splits,
         mean=tuple(mean for column in columns for mean, _ in column.statistics()),
         std=tuple(std for column in columns for _, std in column.statistics()),
-        source="csv",
+        source="text" if plan.options.text_folder else "csv",
         compression=writer.compression,
         examples_per_record=writer.per_record,
         extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, **extra},
@@ -817,7 +935,7 @@ def build_table_dataset(
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         counts, labels, rows = _read_pass(files, plan, folder)
         release_memory()  # pass 1's blocks are gone
-        columns = decide_columns(plan, counts, files)
+        columns = write_vocabularies(output, decide_columns(plan, counts, files))
         writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
         paths = shard_paths(plan, output, compression)

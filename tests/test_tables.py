@@ -97,18 +97,18 @@ def test_records_are_tensorflows_own_serialization(tmp_path):
 
 
 def test_record_encoding_matches_tensorflow_with_long_values_and_large_labels():
-    """Varints of more than one byte: strings of 200 bytes, labels from 0 to 299, records of up
-    to 70 rows (lengths past 16,383 bytes), and a last record that is short."""
+    """Varints of more than one byte: strings of 200 bytes, labels from 0 to 299, word IDs up to 272,
+    records of up to 70 rows (lengths past 16,383 bytes), and a last record that is short."""
     rows, per_record = 150, 70
     words = [("w" * (i % 3 * 100)).encode() for i in range(rows)]  # '', 100 and 200 bytes
     offsets = np.concatenate([[0], np.cumsum([len(word) for word in words])])
     numbers = np.linspace(-1, 1, rows, dtype=np.float32)
     labels = np.arange(rows) * 2
-    records = list(
-        tables.encode_table_records(
-            {"x": numbers}, {"word": (offsets, np.frombuffer(b"".join(words), np.uint8))}, labels, per_record, LABEL_KEY
-        )
-    )
+    ids = [list(range(i % 4 * 90, i % 4 * 90 + i % 4)) for i in range(rows)]  # 0 to 3 word IDs, up to 272
+    splits = np.concatenate([[0], np.cumsum([len(row) for row in ids])])
+    text = {"review": (np.concatenate(ids).astype(np.int64), splits)}
+    strings = {"word": (offsets, np.frombuffer(b"".join(words), np.uint8))}
+    records = list(tables.encode_table_records({"x": numbers}, strings, text, labels, per_record, LABEL_KEY))
     assert len(records) == 3
     for index, record in enumerate(records):
         chosen = slice(index * per_record, (index + 1) * per_record)
@@ -116,6 +116,10 @@ def test_record_encoding_matches_tensorflow_with_long_values_and_large_labels():
             "x": tf.train.Feature(float_list=tf.train.FloatList(value=numbers[chosen])),
             "word": tf.train.Feature(bytes_list=tf.train.BytesList(value=words[chosen])),
             LABEL_KEY: tf.train.Feature(int64_list=tf.train.Int64List(value=labels[chosen])),
+            "review": tf.train.Feature(int64_list=tf.train.Int64List(value=sum(ids[chosen], []))),
+            "review" + tables.LENGTHS: tf.train.Feature(
+                int64_list=tf.train.Int64List(value=[len(row) for row in ids[chosen]])
+            ),
         }
         expected = tf.train.Example(features=tf.train.Features(feature=feature))
         assert record == expected.SerializeToString(deterministic=True)

@@ -36,7 +36,7 @@ def read_metadata(path: str) -> Metadata:
             "(preprocessing writes metadata.json last; rerun it if it was interrupted)"
         )
     with tf.io.gfile.GFile(path) as file:
-        return Metadata.from_json(file.read(), path)
+        return Metadata.from_json(file.read(), path).located(posixpath.dirname(path))
 
 
 def expand(patterns: str, flag: str) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import tensorflow as tf
 
-from dataformat import tables
+from dataformat import tables, text
 
 if TYPE_CHECKING:
     from dataformat.schema import Metadata
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 layers = tf.keras.layers
 ONE_HOT_MAX = 12  # categorical columns with at most this many indices go in one-hot, larger ones through embeddings
+WORD_WIDTH = 64  # a text column's word and bigram embeddings
+CNN_FILTERS, CNN_WIDTH = 128, 5  # text_cnn's convolution: filters, and words each sees
 
 
 def image_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
@@ -86,8 +88,9 @@ class TableNetwork(tf.keras.Model):
     of each number of the vector), and each column that had missing values in training gains a 0/1
     "was missing" input. Categorical columns: one-hot for small vocabularies, learned
     embeddings for larger ones (missing, out-of-vocabulary and hashed values have indices of their
-    own). Then the dense layers of `--hidden-units`. With `wide`, a linear part over the
-    standardized numbers and every categorical column adds its logits, as the census samples'
+    own). Text columns: the mean of their words' and word bigrams' embeddings (WordBag). Then the
+    dense layers of `--hidden-units`. With `wide`, a linear part over the standardized numbers, every
+    categorical column and every text column's words adds its logits, as the census samples'
     wide-and-deep model does; a column's linear weights are an embedding as wide as the classes,
     which is its one-hot times a matrix without making the one-hot.
     """
@@ -100,7 +103,7 @@ class TableNetwork(tf.keras.Model):
             start + j
             for column, start in zip(columns, starts)
             for j in range(column.width)
-            if column.kind != tables.CATEGORICAL and j != column.category_slot
+            if column.kind in (tables.NUMERIC, tables.DATE) and j != column.category_slot
         ]
         self.means = tf.constant([metadata.mean[i] for i in self.numeric], tf.float32)
         self.stds = tf.constant([metadata.std[i] for i in self.numeric], tf.float32)
@@ -108,7 +111,7 @@ class TableNetwork(tf.keras.Model):
         self.with_missing = [
             self.numeric.index(start)
             for column, start in zip(columns, starts)
-            if column.missing and column.kind != tables.CATEGORICAL
+            if column.missing and column.kind in (tables.NUMERIC, tables.DATE)
         ]
         self.categorical = [  # (where its index is, how many indices it has): categorical and date columns
             (start + column.category_slot, column.size)
@@ -121,6 +124,8 @@ class TableNetwork(tf.keras.Model):
             for i, size in self.categorical
             if size > ONE_HOT_MAX
         }
+        self.texts = text_columns(metadata)
+        self.bags = [WordBag(column, WORD_WIDTH, f"words_{start}") for start, column in self.texts]
         self.hidden = _dense_layers(settings)
         self.logits = layers.Dense(metadata.num_classes, name="logits")
         self.wide = LinearPart(settings, metadata, self.categorical, penalty) if wide else None
@@ -133,7 +138,8 @@ class TableNetwork(tf.keras.Model):
         for j, (i, size) in enumerate(self.categorical):
             index = indices[:, j]
             categories.append(self.embeddings[i](index) if i in self.embeddings else tf.one_hot(index, size))
-        deep = tf.concat(numbers + categories, axis=1)
+        words = [bag(word_ids(rows, start, column)) for (start, column), bag in zip(self.texts, self.bags)]
+        deep = tf.concat(numbers + categories + words, axis=1)
         for layer in self.hidden:
             deep = layer(deep, training=training)
         logits = self.logits(deep)
@@ -182,6 +188,8 @@ class LinearPart(layers.Layer):
         self.crosses = [(self._members(cross, where), layers.Embedding(
             CROSS_BUCKETS, classes, embeddings_regularizer=penalty, name=f"cross_{k}"
         )) for k, cross in enumerate(settings.crosses)]  # fmt: skip
+        self.texts = text_columns(metadata)
+        self.bags = [WordBag(column, classes, f"wide_words_{start}") for start, column in self.texts]
 
     def _members(self, cross: tuple[str, ...], where: dict) -> list[tuple[str, int]]:
         """Each crossed column as ("bucket", its place among the bucketized numbers) or ("index", its place
@@ -207,6 +215,8 @@ class LinearPart(layers.Layer):
         for members, weights in self.crosses:
             parts = [buckets[:, j] if kind == "bucket" else indices[:, j] for kind, j in members]
             logits += weights(cross_bucket(parts))
+        for (start, column), bag in zip(self.texts, self.bags):
+            logits += bag(word_ids(rows, start, column))
         return logits
 
     def _buckets(self, rows: tf.Tensor) -> tf.Tensor:
@@ -222,11 +232,75 @@ CROSS_BUCKETS = 10_000  # hash buckets of each feature cross
 CROSS_PRIMES = (1_000_003, 2_000_029, 3_000_017, 4_000_037, 5_000_011, 6_000_047, 7_000_003, 8_000_009)
 
 
-def cross_bucket(parts: list[tf.Tensor]) -> tf.Tensor:
-    """A cross of integer indices (each below 2**24) to one of CROSS_BUCKETS: a sum of each times its own
+def cross_bucket(parts: list[tf.Tensor], buckets: int = CROSS_BUCKETS) -> tf.Tensor:
+    """A cross of integer indices (each below 2**24) to one of `buckets`: a sum of each times its own
     prime, modulo the buckets (int64 arithmetic: no overflow for up to 8 columns)."""
     mixed = tf.add_n([tf.cast(part, tf.int64) * prime for part, prime in zip(parts, CROSS_PRIMES)])
-    return tf.math.floormod(mixed, CROSS_BUCKETS)
+    return tf.math.floormod(mixed, buckets)
+
+
+def text_columns(metadata: Metadata) -> list[tuple[int, tables.Column]]:
+    """(where its word IDs start in the vector, the column) of each text column."""
+    columns = metadata.columns
+    return [(start, column) for column, start in zip(columns, tables.offsets(columns)) if column.kind == tables.TEXT]
+
+
+def word_ids(rows: tf.Tensor, start: int, column: tables.Column) -> tf.Tensor:
+    """A text column's [n, max_length] word IDs (text.PADDING after its words), as int32."""
+    return tf.cast(rows[:, start : start + column.max_length], tf.int32)
+
+
+class WordBag(layers.Layer):
+    """A text column's word IDs to the mean of the embeddings of its words and of its pairs of neighbouring
+    words (hashed into the column's bigram buckets), as fastText's bag of words and bigrams: [n, width]."""
+
+    def __init__(self, column: tables.Column, width: int, name: str):
+        super().__init__(name=name)
+        self.words = layers.Embedding(column.size, width, name="words")
+        self.buckets = column.bigram_buckets
+        self.bigrams = layers.Embedding(self.buckets, width, name="bigrams") if self.buckets else None
+
+    def call(self, ids: tf.Tensor) -> tf.Tensor:
+        present = tf.cast(tf.not_equal(ids, text.PADDING), tf.float32)
+        total = tf.reduce_sum(self.words(ids) * present[..., None], axis=1)
+        count = tf.reduce_sum(present, axis=1)
+        if self.bigrams is not None:
+            pairs = cross_bucket([ids[:, :-1], ids[:, 1:]], self.buckets)
+            both = present[:, :-1] * present[:, 1:]
+            total += tf.reduce_sum(self.bigrams(pairs) * both[..., None], axis=1)
+            count += tf.reduce_sum(both, axis=1)
+        return total / tf.maximum(count, 1.0)[:, None]
+
+
+def text_bag(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
+    """fastText's classifier: each text column's bag of words and bigrams (WordBag), then the logits."""
+    texts = text_columns(metadata)
+    ids = layers.Input([metadata.shape[0]], dtype=tf.float32)
+    bags = [WordBag(column, WORD_WIDTH, f"words_{start}")(word_ids(ids, start, column)) for start, column in texts]
+    found = bags[0] if len(bags) == 1 else layers.Concatenate()(bags)
+    return tf.keras.Model(ids, layers.Dense(metadata.num_classes, name="logits")(found), name="classifier")
+
+
+def text_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
+    """Convolutions over each text column's word embeddings (CNN_FILTERS of CNN_WIDTH words, ReLU), max
+    pooled over the text, then dense_mlp's layers, as Keras's text classification from scratch."""
+    ids = layers.Input([metadata.shape[0]], dtype=tf.float32)
+    found = []
+    for start, column in text_columns(metadata):
+        words = word_ids(ids, start, column)
+        vectors = layers.Embedding(column.size, WORD_WIDTH, name=f"words_{start}")(words)
+        vectors = vectors * tf.cast(tf.not_equal(words, text.PADDING), tf.float32)[..., None]
+        vectors = layers.Dropout(settings.dropout, seed=settings.seed)(vectors)
+        convolved = layers.Conv1D(CNN_FILTERS, CNN_WIDTH, padding="same", activation="relu")(vectors)
+        found.append(layers.GlobalMaxPool1D()(convolved))
+    network = found[0] if len(found) == 1 else layers.Concatenate()(found)
+    for layer in _dense_layers(settings):
+        network = layer(network)
+    return tf.keras.Model(ids, layers.Dense(metadata.num_classes, name="logits")(network), name="classifier")
+
+
+def only_text(metadata: Metadata) -> bool:
+    return metadata.is_table and all(column.kind == tables.TEXT for column in metadata.columns)
 
 
 def embedding_size(indices: int) -> int:
@@ -250,6 +324,8 @@ class Network:
 
 
 NETWORKS = {
+    "text": Network(text_bag, only_text, "text: fastText's bag of words and bigrams"),
+    "text_cnn": Network(text_cnn, only_text, "text: convolutions over the words"),
     "cnn": Network(image_cnn, lambda metadata: metadata.is_image, "convolutions for images (H, W, C)"),
     "wide_deep": Network(
         table_wide_deep, lambda metadata: metadata.is_table, "tables: dense layers beside a linear part"

@@ -1,0 +1,107 @@
+"""Text columns: how free text becomes token IDs, one TensorFlow function for preprocessing and serving.
+
+Preprocessing (pass 1: counting words; pass 2: writing IDs) and the exported serving graph call the
+same `words` and `token_ids`, so a text is tokenized alike wherever it is read. The steps:
+
+  1. at most `max_length` x CHARS_A_TOKEN characters are read (a text of megabytes costs no more);
+  2. each character becomes its NFKC compatibility form, lower-cased, where that is one character
+     (FOLD: fullwidth "Ａ" to "a", "É" to "é", a non-breaking space to a space); TensorFlow has no
+     Unicode normalization op, so this is a table of code points, made from Python's unicodedata;
+  3. HTML tags (`<br />`) become spaces;
+  4. punctuation and symbols (Unicode categories P and S, emoji among them) become tokens of their own;
+  5. the text is split at spaces, separators and control characters; the first `max_length` words kept.
+
+A word's ID is its place in the column's vocabulary plus FIRST_ID: PADDING (0) fills a row to
+`max_length`, OUT_OF_VOCABULARY (1) is any word outside the vocabulary. The vocabulary is a text file,
+one word a line, most frequent first, that TensorFlow's lookup tables read directly; an export carries
+it as an asset. Word bigrams are not stored: the network hashes each pair of neighbouring IDs into the
+column's bigram buckets (trainer/networks.py), as fastText hashes word n-grams.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+PADDING, OUT_OF_VOCABULARY, FIRST_ID = 0, 1, 2
+CHARS_A_TOKEN = 16  # characters read for each word a row keeps: room for long words and markup
+HTML_TAG = r"<[^<>]{0,256}>"
+PUNCTUATION = r"([\pP\pS])"  # one character a token
+SPACES = r"[\pZ\p{Cc}]+"  # separators (spaces of every script) and control characters (tabs, newlines)
+VOCABULARY_SUFFIX = ".vocabulary.txt"
+
+
+@functools.lru_cache(maxsize=1)
+def fold() -> tuple[np.ndarray, np.ndarray]:
+    """(code points, what each becomes): every character whose NFKC form, lower-cased, is one other character."""
+    keys, values = [], []
+    for point in range(0x110000):
+        if 0xD800 <= point < 0xE000:  # surrogates are no characters
+            continue
+        folded = unicodedata.normalize("NFKC", chr(point)).lower()
+        if len(folded) == 1 and folded != chr(point):
+            keys.append(point)
+            values.append(ord(folded))
+    return np.array(keys, np.int32), np.array(values, np.int32)
+
+
+def _folded(strings: tf.Tensor, max_chars: int) -> tf.Tensor:
+    """Steps 1 and 2: the first `max_chars` characters of each string, folded (invalid UTF-8 becomes U+FFFD)."""
+    import tensorflow as tf
+
+    points = tf.strings.unicode_decode(strings, "UTF-8", errors="replace")[:, :max_chars]
+    keys, values = fold()
+    flat = points.flat_values
+    place = tf.minimum(tf.searchsorted(keys, flat), len(keys) - 1)
+    folded = tf.where(tf.equal(tf.gather(keys, place), flat), tf.gather(values, place), flat)
+    return tf.strings.unicode_encode(points.with_flat_values(folded), "UTF-8")
+
+
+def words(strings: tf.Tensor, max_length: int) -> tf.RaggedTensor:
+    """A [n] string tensor's texts as their words, standardized (see the module's docstring): [n, <= max_length]."""
+    import tensorflow as tf
+
+    text = _folded(strings, max_length * CHARS_A_TOKEN)
+    text = tf.strings.regex_replace(text, HTML_TAG, " ")
+    text = tf.strings.regex_replace(text, PUNCTUATION, r" \1 ")
+    text = tf.strings.regex_replace(text, SPACES, " ")
+    return tf.strings.split(text)[:, :max_length]
+
+
+def vocabulary_lookup(vocabulary: tuple[str, ...] | str) -> tf.lookup.StaticHashTable:
+    """A word's place in the vocabulary (a tuple of words, or the path of its file), -1 outside it."""
+    import tensorflow as tf
+
+    with tf.control_dependencies(None):  # initialized with the tables, never waiting for a record
+        if isinstance(vocabulary, str):
+            initializer = tf.lookup.TextFileInitializer(
+                vocabulary, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER
+            )
+        else:
+            keys = tf.constant(list(vocabulary) or [""], tf.string)
+            initializer = tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(vocabulary) or 1, dtype=tf.int64))
+        return tf.lookup.StaticHashTable(initializer, default_value=-1, name="words")
+
+
+def token_ids(strings: tf.Tensor, lookup: tf.lookup.StaticHashTable, max_length: int) -> tf.RaggedTensor:
+    """A [n] string tensor's texts as word IDs (see the module's docstring): [n, <= max_length] int64."""
+    import tensorflow as tf
+
+    found = words(strings, max_length)
+    places = tf.ragged.map_flat_values(lookup.lookup, found)
+    outside = tf.constant(OUT_OF_VOCABULARY, tf.int64)
+    return tf.ragged.map_flat_values(lambda place: tf.where(place < 0, outside, place + FIRST_ID), places)
+
+
+def padded(ids: tf.RaggedTensor, max_length: int) -> tf.Tensor:
+    """Ragged word IDs as a [n, max_length] float32 block, PADDING after each row's words (IDs stay far
+    below 2**24, where float32 is exact)."""
+    import tensorflow as tf
+
+    return tf.cast(ids.to_tensor(default_value=PADDING, shape=[None, max_length]), tf.float32)
