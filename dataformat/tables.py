@@ -367,6 +367,7 @@ def _word_ids(value: tf.Tensor, column: Column) -> tf.Tensor:
     if value.dtype != tf.string:
         return tf.cast(value, tf.float32)
     lookup = text.vocabulary_lookup(column.vocabulary or column.vocabulary_file)
+    value = tf.where(is_missing(value), "", value)  # "NA" is a missing text, as preprocessing reads it
     return text.padded(text.token_ids(value, lookup, column.max_length), column.max_length)
 
 

@@ -253,7 +253,7 @@ def build_table_dataset_with_beam(
 
     def decide(summary) -> tables.ShardWriter:
         counts, labels, rows = summary
-        columns = tables.decide_columns(plan, counts, files)
+        columns = tables.write_vocabularies(output, tables.decide_columns(plan, counts, files))
         return tables.ShardWriter(plan.label, columns, tables.class_names(labels), compression, examples_per_record)
 
     def keep(writer: tables.ShardWriter, summary) -> None:
@@ -279,7 +279,7 @@ def build_table_dataset_with_beam(
     with storage.open_read(summary_path) as file:
         summary = json.loads(file.read())
     storage.remove(summary_path)
-    writer = _writer_from_json(summary["writer"])
+    writer = _writer_from_json(summary["writer"], output)
     written = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
     metadata = tables.table_metadata(plan, writer, written, Counter(summary["labels"]), extra)
@@ -291,8 +291,8 @@ def _writer_json(writer: tables.ShardWriter) -> dict:
     return {**dataclasses.asdict(writer), "columns": [column.to_json() for column in writer.columns]}
 
 
-def _writer_from_json(raw: dict) -> tables.ShardWriter:
-    columns = tuple(Column.from_json(column) for column in raw["columns"])
+def _writer_from_json(raw: dict, output: str) -> tables.ShardWriter:
+    columns = tuple(Column.from_json(column).located(output) for column in raw["columns"])
     return tables.ShardWriter(raw["label"], columns, tuple(raw["classes"]), raw["compression"], raw["per_record"])
 
 

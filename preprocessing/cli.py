@@ -174,9 +174,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     table.add_argument(
         "--min-frequency",
         type=commandline.positive_int,
-        default=TableOptions.min_frequency,
-        help="a categorical value seen fewer times in the training rows shares the out-of-vocabulary index "
-        f"with values never seen (default: {TableOptions.min_frequency})",
+        default=None,
+        help="a categorical value (or a text's word) seen fewer times in the training rows shares the "
+        "out-of-vocabulary index with values never seen (default: 3 for categories, 2 for words)",
     )
     table.add_argument(
         "--max-categories",
@@ -212,7 +212,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--bigram-buckets",
         type=commandline.non_negative_int,
         help="pairs of neighbouring words hash into this many buckets a text column, as fastText's word bigrams "
-        "(default: one for every 10 training words, from 1,000 to 200,000; 0: no bigrams)",
+        "(default: none below 5 million training words, where they measured worse; from there one for every 10 "
+        "training words, at most 1,000,000)",
     )
     parser.add_argument(
         "--image-size",

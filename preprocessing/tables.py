@@ -84,7 +84,8 @@ class TableOptions:
     dates: tuple[str, ...] = ()  # columns that must be dates or timestamps
     date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
     ignore: tuple[str, ...] = ()  # columns to leave out
-    min_frequency: int = 3  # a value seen fewer times in training is left out of the vocabulary
+    min_frequency: int | None = None  # a value or word seen fewer times in training is left out of the vocabulary
+    # (None: MIN_FREQUENCY[kind])
     max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
     hash_buckets: int = 1000  # at most this many buckets a column for the values outside its vocabulary
     text: tuple[str, ...] = ()  # columns of free text whatever they look like
@@ -104,8 +105,14 @@ QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
 TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
 TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of mostly such, mostly distinct, is text
-WORDS_A_BIGRAM_BUCKET = 10  # a text column gets a bigram bucket for about every this many training words
-BIGRAM_BUCKETS = (1000, 200_000)  # the fewest and the most it gets by default
+# By default, words seen twice make a text's vocabulary: on rotten tomatoes' reviews, 0.779 accuracy against
+# 0.776 with three times (--min-frequency's default for categories).
+MIN_FREQUENCY = {tables.CATEGORICAL: 3, tables.TEXT: 2}
+# Bigrams only for large texts: on rotten tomatoes' reviews (266,000 training words) hashed bigrams cost 1.7
+# points of accuracy (noise of rare pairs); fastText's paper reports their gains on sets of millions of words.
+BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets bigram buckets by default
+WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many training words
+MOST_BIGRAM_BUCKETS = 1_000_000
 ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
 
 
@@ -640,13 +647,15 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
 
 def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
     """A text column: its vocabulary, the most frequent words seen --min-frequency times, at most --max-tokens;
-    bigram buckets, one for about every WORDS_A_BIGRAM_BUCKET training words (--bigram-buckets)."""
+    bigram buckets for a large text (--bigram-buckets; see BIGRAMS_FROM_WORDS)."""
     options = plan.options
     words, frequencies = count.frequent.most_frequent()
-    size = min(sum(n + count.frequent.error >= options.min_frequency for n in frequencies), options.max_tokens)
+    least = options.min_frequency or MIN_FREQUENCY[tables.TEXT]
+    size = min(sum(n + count.frequent.error >= least for n in frequencies), options.max_tokens)
     buckets = options.bigram_buckets
     if buckets is None:
-        buckets = int(np.clip(count.words // WORDS_A_BIGRAM_BUCKET, *BIGRAM_BUCKETS))
+        many = count.words >= BIGRAMS_FROM_WORDS
+        buckets = min(count.words // WORDS_A_BIGRAM_BUCKET, MOST_BIGRAM_BUCKETS) if many else 0
     return tables.Column(
         name,
         tables.TEXT,
@@ -719,7 +728,8 @@ def _vocabulary(count: ColumnCount, options: TableOptions) -> tuple[tuple[str, .
     """
     values, frequencies = count.frequent.most_frequent()
     # A kept count is low by at most the summary's error: a value may have been seen that many more times.
-    frequent = sum(n + count.frequent.error >= options.min_frequency for n in frequencies)  # most frequent first
+    least = options.min_frequency or MIN_FREQUENCY[tables.CATEGORICAL]
+    frequent = sum(n + count.frequent.error >= least for n in frequencies)  # most frequent first
     size = min(frequent, options.max_categories)
     outside = max(count.distinct_of - sum(frequencies[:size]), 0)
     left_out = outside if count.frequent.overflowed else sum(frequencies[size:frequent])

@@ -117,7 +117,7 @@ def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():
     ):
         params(VECTORS, model="cnn")
     with pytest.raises(
-        UserError, match="--model resnet: not a network; choose auto or one of cnn, wide_deep, table, mlp"
+        UserError, match="--model resnet: not a network; choose auto or one of text, text_cnn, cnn, wide_deep, table"
     ):
         params(IMAGES, model="resnet")
 

@@ -56,7 +56,11 @@ class Config:
     eval_batch_size: int = _option(256, "examples per evaluation batch")
     seed: int = _option(0, "seed for weights, dropout and shuffling")
     # Model.
-    model: str = _option("auto", "the network: cnn (images), mlp (any shape), or auto (the first that reads the data)")
+    model: str = _option(
+        "auto",
+        "the network: text or text_cnn (texts), cnn (images), wide_deep or table (tables), mlp (any shape), "
+        "or auto (the first that reads the data)",
+    )
     conv_filters: tuple[int, ...] = _option((32, 64), "filters of each convolution block (image inputs; '' for none)")
     hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions ('' for none)")
     dropout: Optional[float] = _option(

@@ -1,0 +1,272 @@
+"""Text: free-text columns of tables and folders of .txt files, tokenized alike by preprocessing and by the
+serving graph, stored as word IDs, trained with word bags or convolutions, and served from raw strings."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dataformat import tables, text
+from dataformat.errors import UserError
+from dataformat.schema import METADATA_FILE, decode_record, parse_examples
+from preprocessing.tables import TableOptions, build_table_dataset
+from trainer import experiment
+from trainer.config import Config
+from trainer.export import latest_export
+from trainer.predict import Model
+
+GOOD = ["great", "wonderful", "loved", "excellent", "superb"]
+BAD = ["awful", "boring", "hated", "terrible", "dull"]
+FILLER = ["the", "movie", "was", "and", "a", "plot", "actors", "it", "this", "film", "really", "quite"]
+# Strings that tokenizers disagree on: markup, Unicode forms, emoji, quotes, control characters, nothing.
+AWKWARD = [
+    "<br /><br />Great!!",
+    "Ｆｕｌｌｗｉｄｔｈ ＴＥＸＴ and ﬁne ligatures",
+    "café naïve CAFÉ cafe\u0301",
+    "emoji 😀👍🏽 and 👨\u200d👩\u200d👧 family",
+    "tabs\tand\nnew\r\nlines\u00a0nbsp\u3000ideographic",
+    "\"quoted, with commas\" and 'apostrophes' don't",
+    "",
+    "NA",
+    "numbers 3.14 1,000 and 10/10",
+    "Ελληνικά ΣΊΣΥΦΟΣ and Русский ТЕКСТ",
+    "日本語のテキスト、句読点。",
+    "<b>bold</b> &amp; <a href='x'>link</a>",
+    " ".join(f"w{i}" for i in range(40)),  # longer than --max-length
+]
+
+
+def review_rows(count: int, seed: int = 0) -> list[list[str]]:
+    """Reviews whose label follows their words, beside a category and a number that carry nothing."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count):
+        liked = bool(rng.random() < 0.5)
+        words = list(rng.choice(FILLER, rng.integers(3, 25))) + list(rng.choice(GOOD if liked else BAD, 2))
+        rng.shuffle(words)
+        review = " ".join(words).capitalize() + ("!" if i % 3 else ".")
+        rows.append([rng.choice(["web", "app"]), review, str(rng.integers(1, 100)), "pos" if liked else "neg"])
+    return rows
+
+
+def write_csv(path, rows, header=("channel", "review", "price", "label")):
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def build(tmp_path, source, name="data", **options):
+    flags = {"label_column": "label", **options}
+    return build_table_dataset(str(source), str(tmp_path / name), TableOptions(**flags), examples_per_record=1)
+
+
+def record_ids(folder, metadata, column: str) -> list[list[int]]:
+    """Every row's word IDs as the training shards hold them, both splits."""
+    found = []
+    for split in metadata.splits.values():
+        for shard in split.shards:
+            for record in tf.data.TFRecordDataset(str(folder / shard.file)).as_numpy_iterator():
+                found += [row[column] for row in decode_record(record, metadata)[0]]
+    return found
+
+
+def serving_ids(strings: list[str], metadata) -> np.ndarray:
+    """The serving graph's word IDs of raw strings, through its tf.Example input."""
+    column = next(c for c in metadata.columns if c.kind == tables.TEXT)
+    examples = [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={column.name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[s.encode()]))}
+            )
+        ).SerializeToString()
+        for s in strings
+    ]
+    start = tables.offsets(metadata.columns)[metadata.columns.index(column)]
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        vectors = parse_examples(tf.constant(examples), metadata)
+        session.run(tf.compat.v1.tables_initializer())
+        found = session.run(vectors)
+    return found[:, start : start + column.max_length].astype(np.int64)
+
+
+# Tokenizing.
+
+
+def words(strings: list[str], max_length: int = 50) -> list[list[str]]:
+    return [[w.decode() for w in row] for row in text.words(tf.constant(strings), max_length).to_list()]
+
+
+def test_text_is_standardized_and_split_into_words():
+    found = words(AWKWARD)
+    assert found[0] == ["great", "!", "!"]  # markup gone, lower case, punctuation a word each
+    assert found[1] == ["fullwidth", "text", "and", "ﬁne", "ligatures"]  # NFKC where it is one character
+    assert found[2][:3] == ["café", "naïve", "café"]
+    assert "😀" in found[3] and "family" in found[3]
+    assert found[4] == ["tabs", "and", "new", "lines", "nbsp", "ideographic"]  # every space and control character
+    assert found[5][:5] == ['"', "quoted", ",", "with", "commas"] and found[5][-3:] == ["don", "'", "t"]
+    assert found[6] == [] and found[7] == ["na"]  # tokenizing takes every string; a missing one is the reader's
+    assert found[9] == ["ελληνικά", "σίσυφοσ", "and", "русский", "текст"]
+    assert found[11] == ["bold", "&", "amp", ";", "link"]
+    assert words(AWKWARD, max_length=4)[12] == ["w0", "w1", "w2", "w3"]
+
+
+def test_the_fold_table_maps_compatibility_forms_and_capitals_to_one_character():
+    keys, values = text.fold()
+    fold = dict(zip(keys.tolist(), values.tolist()))
+    assert fold[ord("A")] == ord("a") and fold[ord("Ａ")] == ord("a") and fold[0xA0] == ord(" ")
+    assert ord("a") not in fold and ord("ﬁ") not in fold  # already folded; two characters
+
+
+def test_a_text_of_megabytes_reads_only_what_its_words_need(tmp_path):
+    huge = "word " * 2_000_000  # 10 MB in one quoted CSV field
+    source = write_csv(tmp_path / "huge.csv", [["web", huge, "1", "pos"], *review_rows(60)])
+    metadata = build(tmp_path, source, max_length=16)
+    column = next(c for c in metadata.columns if c.kind == tables.TEXT)
+    assert column.max_length == 16 and column.cut > 0
+    assert max(len(ids) for ids in record_ids(tmp_path / "data", metadata, "review")) == 16
+
+
+# Preprocessing.
+
+
+def test_a_text_column_is_found_its_vocabulary_written_and_its_words_stored_as_ids(tmp_path):
+    source = write_csv(tmp_path / "reviews.csv", review_rows(400))
+    metadata = build(tmp_path, source, max_length=30)
+    kinds = {column.name: column.kind for column in metadata.columns}
+    assert kinds == {"channel": tables.CATEGORICAL, "review": tables.TEXT, "price": tables.NUMERIC}
+    review = metadata.columns[1]
+    vocabulary = (tmp_path / "data" / "review.vocabulary.txt").read_text().splitlines()
+    assert len(vocabulary) == review.vocabulary_size and set(GOOD + BAD) <= set(vocabulary) and "!" in vocabulary
+    assert review.bigram_buckets == 0 and review.width == 30 and metadata.shape == (32,)  # few words: no bigrams
+    saved = json.loads((tmp_path / "data" / METADATA_FILE).read_text())["columns"][1]
+    assert saved["vocabulary_file"] == "review.vocabulary.txt" and "vocabulary" not in saved
+    ids = record_ids(tmp_path / "data", metadata, "review")
+    assert len(ids) == 400 and all(0 < len(row) <= 30 for row in ids)
+    assert all(text.FIRST_ID <= i < text.FIRST_ID + len(vocabulary) for row in ids for i in row)
+
+
+def test_preprocessing_and_the_serving_graph_agree_word_for_word(tmp_path):
+    rows = [["web", value, "1", "pos" if i % 2 else "neg"] for i, value in enumerate(AWKWARD * 3)]
+    source = write_csv(tmp_path / "awkward.csv", rows + review_rows(100))
+    metadata = build(tmp_path, source, text=("review",), max_length=8, min_frequency=1)
+    stored = record_ids(tmp_path / "data", metadata, "review")
+    served = serving_ids([row[1] for row in rows + review_rows(100)], metadata)
+    expected = {tuple(ids) for ids in stored}
+    assert {tuple(i for i in row if i != text.PADDING) for row in served} == expected
+    never_seen = serving_ids(["zzz unseen words ＺＺＺ"], metadata)[0]
+    assert list(never_seen[:5]) == [text.OUT_OF_VOCABULARY] * 4 + [text.PADDING]
+
+
+def test_columns_of_short_repeated_phrases_stay_categories_and_flags_decide(tmp_path):
+    rng = np.random.default_rng(0)
+    cities = ["New York City", "Los Angeles County", "San Francisco Bay Area"]
+    rows = [[rng.choice(cities), review, "1", label] for _, review, _, label in review_rows(200)]
+    source = write_csv(tmp_path / "t.csv", rows, header=("city", "review", "price", "label"))
+    kinds = {c.name: c.kind for c in build(tmp_path, source).columns}
+    assert kinds["city"] == tables.CATEGORICAL and kinds["review"] == tables.TEXT
+    forced = build(tmp_path, source, "forced", text=("city",), categorical=("review",))
+    assert {c.name: c.kind for c in forced.columns} == {"city": "text", "review": "categorical", "price": "numeric"}
+    with pytest.raises(UserError, match="--categorical-columns and --text-columns both name 'city'"):
+        build(tmp_path, source, "both", text=("city",), categorical=("city",))
+
+
+def test_the_vocabulary_keeps_the_most_frequent_words_seen_min_frequency_times(tmp_path):
+    source = write_csv(tmp_path / "reviews.csv", review_rows(300))
+    metadata = build(tmp_path, source, max_tokens=5, min_frequency=2)
+    vocabulary = (tmp_path / "data" / "review.vocabulary.txt").read_text().splitlines()
+    assert len(vocabulary) == 5 and metadata.columns[1].hashed > 0.3  # most words are now outside it
+
+
+# A folder of texts.
+
+
+def write_folder(root, classes=("neg", "pos"), per_class=30):
+    """A folder of reviews, a sub-folder a class: filler words and two of the class's own."""
+    rng = np.random.default_rng(len(classes))
+    for label in classes:
+        (root / label).mkdir(parents=True)
+        for i in range(per_class):
+            words = list(rng.choice(FILLER, rng.integers(3, 25))) + list(rng.choice(GOOD if label == "pos" else BAD, 2))
+            rng.shuffle(words)
+            (root / label / f"{i}.txt").write_text(" ".join(words) + "!\n<br />Second line.", encoding="utf-8")
+    return root
+
+
+def test_a_folder_of_texts_is_a_table_of_text_and_label(tmp_path):
+    folder = write_folder(tmp_path / "raw")
+    (folder / "pos" / "empty.txt").write_text("")  # an empty text is a missing value
+    (folder / "pos" / "notes.md").write_text("not a text of the set")
+    options = TableOptions(label_column="label", text=("text",), text_folder=True)
+    metadata = build_table_dataset(str(folder), str(tmp_path / "data"), options)
+    assert metadata.class_names == ("neg", "pos") and metadata.source == "text"
+    assert sum(split.examples for split in metadata.splits.values()) == 61
+    assert [c.name for c in metadata.columns] == ["text"] and metadata.columns[0].kind == tables.TEXT
+
+
+def test_a_folder_of_texts_names_what_is_wrong(tmp_path):
+    options = TableOptions(label_column="label", text=("text",), text_folder=True)
+    folder = write_folder(tmp_path / "raw")
+    (folder / "other").mkdir()
+    with pytest.raises(UserError, match=r"raw/other: no \.txt files in the class folder 'other'"):
+        build_table_dataset(str(folder), str(tmp_path / "a"), options)
+    (folder / "other" / "latin.txt").write_bytes("first line\ncaf\xe9 au lait".encode("latin-1"))
+    with pytest.raises(UserError, match=r"latin\.txt: line 2 is not utf-8 text; pass --encoding"):
+        build_table_dataset(str(folder), str(tmp_path / "b"), options)
+    latin = TableOptions(label_column="label", text=("text",), text_folder=True, encoding="latin-1")
+    assert build_table_dataset(str(folder), str(tmp_path / "c"), latin).num_classes == 3
+    with pytest.raises(UserError, match="no sub-folders"):
+        build_table_dataset(str(folder / "pos"), str(tmp_path / "d"), options)
+
+
+# Training and serving.
+
+
+@pytest.fixture(scope="module")
+def text_job(tmp_path_factory):
+    """A folder of texts through the command lines a user types: preprocessing, then training (text network)."""
+    folder = tmp_path_factory.mktemp("texts")
+    write_folder(folder / "raw", per_class=150)
+    run = [sys.executable, "-m", "preprocessing", "--source", "text", "--input", str(folder / "raw")]
+    flags = ["--max-length", "20", "--bigram-buckets", "1000"]
+    subprocess.run([*run, "--output", str(folder / "data"), *flags], check=True, timeout=300)
+    config = Config(data_dir=str(folder / "data"), job_dir=str(folder / "job"), train_steps=300)
+    metrics = experiment.run(config)
+    return config, metrics
+
+
+def test_a_folder_of_texts_trains_fasttexts_bag_and_serves_raw_strings(text_job):
+    config, metrics = text_job
+    assert metrics["accuracy"] > 0.9
+    variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
+    assert any("/bigrams/" in name for name in variables) and not any("conv1d" in name for name in variables)
+    model = Model(latest_export(config, "latest"))
+    reviews = ["Really great and wonderful, loved it!", "<br />An awful, boring film.", "", "😀 ＡＷＦＵＬ"]
+    answers = [
+        model.predict("serving_default", [{"text": review} for review in reviews]),
+        model.predict("csv_lines:serving_default", [f'"{r}"' for r in reviews]),  # quoted: commas, the empty one
+        model.predict("examples:serving_default", [_example({"text": review}) for review in reviews]),
+    ]
+    assert [answer["classes"] for answer in answers[0][:2]] == ["pos", "neg"] and answers[0][3]["classes"] == "neg"
+    for other in answers[1:]:
+        np.testing.assert_allclose([o["probabilities"] for o in other], [o["probabilities"] for o in answers[0]])
+
+
+def _example(values: dict) -> bytes:
+    feature = {k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode()])) for k, v in values.items()}
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def test_text_cnn_trains_on_the_same_records(text_job, tmp_path):
+    config, _ = text_job
+    cnn = Config(data_dir=config.data_dir, job_dir=str(tmp_path / "cnn"), model="text_cnn", train_steps=200)
+    metrics = experiment.run(cnn)
+    assert metrics["accuracy"] > 0.8
+    assert any("conv1d" in name for name, _ in tf.train.list_variables(cnn.job_dir))
