@@ -104,6 +104,7 @@ QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles 
 QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
 TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
+LARGE_TEXT = 2**20  # a text of this many bytes or more is named in a warning
 TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of mostly such, mostly distinct, is text
 # By default, words seen twice make a text's vocabulary: on rotten tomatoes' reviews, 0.779 accuracy against
 # 0.776 with three times (--min-frequency's default for categories).
@@ -359,11 +360,23 @@ def looks_like_text(values: pa.Array) -> bool:
     return np.count_nonzero(words >= TEXT_WORDS) >= len(sample) / 2 and distinct >= len(sample) / 2
 
 
-def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions) -> ColumnCount:
+def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions, where) -> ColumnCount:
     """A block of a text column counted: its training rows' words (text.words, as the records will hold
-    them), how many, and the rows cut at --max-length."""
+    them), how many, and the rows cut at --max-length. A text of LARGE_TEXT bytes or more is named in a
+    warning (its file and line), since only its first characters are read."""
     import tensorflow as tf  # only for text: TensorFlow's own ops tokenize, here as in the serving graph
 
+    large = np.flatnonzero(pc.binary_length(values).to_numpy(zero_copy_only=False) >= LARGE_TEXT)
+    if len(large):
+        path, lines, _ = where
+        log.warning(
+            "%s: line %d: a text of %.1f MB (and %d more in this block); its first %d characters are read",
+            path,
+            lines[large[0]],
+            len(values[int(large[0])].as_py().encode()) / 1e6,
+            len(large) - 1,
+            options.max_length * text.CHARS_A_TOKEN,
+        )
     counts = ColumnCount(missing=int(np.count_nonzero(~present & train)), present=int(np.count_nonzero(present)))
     counts.text = counts.text_tried = True
     counts.frequent = FrequentValues(max(frequent.CAPACITY, 2 * options.max_tokens))
@@ -398,7 +411,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     present = ~missing
     nulled = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
     if is_text or earlier.text:
-        return _count_text(values, train, present, options), nulled
+        return _count_text(values, train, present, options, where), nulled
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
     if codes or earlier.not_numbers > BAD_CELLS_SHARE * earlier.present:  # text: no number is looked for
         numbers, finite = np.full(len(values), np.nan), np.zeros(len(values), bool)
@@ -412,7 +425,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
     counts.text_tried = earlier.text_tried or bool(bad.any())
     if bad.any() and is_text is None and not earlier.text_tried and looks_like_text(values.filter(pa.array(bad))):
-        return _count_text(values, train, present, options), nulled
+        return _count_text(values, train, present, options, where), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]

@@ -76,14 +76,16 @@ def test_beam_on_the_digits_matches_the_local_writer(tmp_path, digits_dir):
 def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     rng = np.random.default_rng(3)
     colors = np.array(["red", "green", "blue", "NA"])
+    words = np.array([f"word{i}" for i in range(60)] + ["Great!", "<br />", "café", "😀"])
     (tmp_path / "parts").mkdir()
     for part in range(3):
         rows = [
             f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
-            f"u{rng.zipf(1.3) % 2000},{'yn'[rng.integers(0, 2)]}"  # user: hundreds of values, most of them rare
+            f"u{rng.zipf(1.3) % 2000},{' '.join(rng.choice(words, rng.integers(3, 9)))},"  # user: hundreds of values
+            f"{'yn'[rng.integers(0, 2)]}"
             for _ in range(300)
         ]
-        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,label", *rows]) + "\n")
+        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,note,label", *rows]) + "\n")
     options = TableOptions(label_column="label", max_categories=20)  # a vocabulary too small for every user
     local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
     beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
@@ -94,6 +96,9 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     assert [c.vocabulary for c in beam.columns] == [c.vocabulary for c in local.columns]
     assert [(c.hash_buckets, c.hashed) for c in beam.columns] == [(c.hash_buckets, c.hashed) for c in local.columns]
     assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
+    assert local.columns[4].kind == "text" and local.columns[4].vocabulary_size > 50  # the notes' words, in both
+    vocabulary = "note.vocabulary.txt"
+    assert (tmp_path / "beam" / vocabulary).read_text() == (tmp_path / "local" / vocabulary).read_text()
     for ours, theirs in zip(beam.columns, local.columns):  # sums of floats in another order: the last bits
         assert ours.kind == theirs.kind and ours.missing == theirs.missing and ours.boundaries == theirs.boundaries
         np.testing.assert_allclose([ours.mean, ours.std], [theirs.mean, theirs.std], rtol=1e-9)

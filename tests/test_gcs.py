@@ -114,6 +114,12 @@ def write_raw(source: str, folder) -> str:
             header = bytes([0, 0, 8, code]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
             (folder / f"t10k-{name}-ubyte.gz").write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
         return "."
+    if source == "text":  # a folder of texts, a sub-folder a class
+        for label in ("neg", "pos"):
+            os.makedirs(folder / label)
+            for i in range(15):
+                (folder / label / f"{i}.txt").write_text(f"A {label} text, number {i}: café 😀", encoding="utf-8")
+        return "."
     for label in ("cats", "dogs"):
         os.makedirs(folder / label)
         for i in range(12):
@@ -121,7 +127,7 @@ def write_raw(source: str, folder) -> str:
     return "."
 
 
-@pytest.mark.parametrize("source", ["csv", "csv folder", "csv parquet", "csv jsonl", "npz", "mnist", "images"])
+@pytest.mark.parametrize("source", ["csv", "csv folder", "csv parquet", "csv jsonl", "npz", "mnist", "images", "text"])
 def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
     relative = write_raw(source, tmp_path / "raw")
     remote = upload_folder(gcs_server, tmp_path / "raw", unique(f"raw-{source.replace(' ', '-')}"))

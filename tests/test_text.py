@@ -7,6 +7,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,10 +126,11 @@ def test_the_fold_table_maps_compatibility_forms_and_capitals_to_one_character()
     assert ord("a") not in fold and ord("ﬁ") not in fold  # already folded; two characters
 
 
-def test_a_text_of_megabytes_reads_only_what_its_words_need(tmp_path):
+def test_a_text_of_megabytes_reads_only_what_its_words_need(tmp_path, caplog):
     huge = "word " * 2_000_000  # 10 MB in one quoted CSV field
-    source = write_csv(tmp_path / "huge.csv", [["web", huge, "1", "pos"], *review_rows(60)])
+    source = write_csv(tmp_path / "huge.csv", [*review_rows(60), ["web", huge, "1", "pos"]])
     metadata = build(tmp_path, source, max_length=16)
+    assert "huge.csv: line 62: a text of 10.0 MB (and 0 more in this block); its first 256 characters" in caplog.text
     column = next(c for c in metadata.columns if c.kind == tables.TEXT)
     assert column.max_length == 16 and column.cut > 0
     assert max(len(ids) for ids in record_ids(tmp_path / "data", metadata, "review")) == 16
@@ -270,3 +272,11 @@ def test_text_cnn_trains_on_the_same_records(text_job, tmp_path):
     metrics = experiment.run(cnn)
     assert metrics["accuracy"] > 0.8
     assert any("conv1d" in name for name, _ in tf.train.list_variables(cnn.job_dir))
+
+
+def test_the_predict_cli_refuses_a_text_tables_shards_in_one_line(text_job):
+    config, _ = text_job
+    shard = next(Path(config.data_dir).glob("eval-*.tfrecord"))
+    command = [sys.executable, "-m", "trainer.predict", "--model-dir", latest_export(config, "latest")]
+    done = subprocess.run([*command, "--input", str(shard)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "a text table's shards hold word IDs" in done.stderr.strip().splitlines()[-1]

@@ -212,6 +212,12 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
     """A dataset's shard (records that may pack many examples), unpacked."""
     import tensorflow as tf
 
+    texts = [column.name for column in model.metadata.columns if column.kind == tables.TEXT]
+    if texts:
+        raise UserError(
+            f"{path}: a text table's shards hold word IDs, not its texts ({', '.join(texts)}); "
+            "predict from the table's CSV or JSON lines"
+        )
     compression = "GZIP" if path.lower().endswith(".gz") else ""
     i = 0
     for number, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
