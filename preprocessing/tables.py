@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -920,7 +920,8 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
             f"--eval-fraction {plan.eval_fraction} leaves {splits['train'].examples} training and "
             f"{splits['eval'].examples} evaluation rows out of {rows}; both need at least one"
         )
-    columns = writer.columns
+    # A text column's vocabulary is in its file, not in the metadata (as a reader of metadata.json finds it).
+    columns = tuple(replace(c, vocabulary=()) if c.kind == tables.TEXT else c for c in writer.columns)
     return Metadata(
         shape=(tables.vector_width(columns),),
         dtype="float32",
