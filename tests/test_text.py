@@ -280,3 +280,13 @@ def test_the_predict_cli_refuses_a_text_tables_shards_in_one_line(text_job):
     command = [sys.executable, "-m", "trainer.predict", "--model-dir", latest_export(config, "latest")]
     done = subprocess.run([*command, "--input", str(shard)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "a text table's shards hold word IDs" in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_table_with_a_text_column_trains_its_bag_beside_the_other_columns(tmp_path):
+    source = write_csv(tmp_path / "reviews.csv", review_rows(600))
+    build(tmp_path, source, max_length=30)
+    config = Config(data_dir=str(tmp_path / "data"), job_dir=str(tmp_path / "job"), train_steps=300)
+    metrics = experiment.run(config)
+    variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
+    assert any("/text/text_logits/" in name for name in variables) and any("wide_logits" in name for name in variables)
+    assert metrics["accuracy"] > 0.8  # the words decide (half the rows are each class); the others carry nothing
