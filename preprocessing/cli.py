@@ -213,7 +213,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=commandline.non_negative_int,
         help="pairs of neighbouring words hash into this many buckets a text column, as fastText's word bigrams "
         "(default: none below 5 million training words, where they measured worse; from there one for every 10 "
-        "training words, at most 1,000,000)",
+        "training words, at most 100,000)",
     )
     parser.add_argument(
         "--image-size",
