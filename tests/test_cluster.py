@@ -104,3 +104,29 @@ def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster(tmp_path):
     assert metrics["global_step"] >= target and metrics["accuracy"] > 0.8 and metrics["auc"] > 0.85
     exported = os.path.join(job_dir, "export", "best")
     assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))
+
+
+def test_early_stopping_ends_every_task_of_a_cluster(tmp_path, digits_dir):
+    """The chief stops when the metric stalls, the worker follows through the parameter server, and the
+    evaluator, which would wait for --train-steps, ends after the last checkpoint: all exit 0."""
+    job_dir = str(tmp_path / "job")
+    target = 1_000_000
+    result = subprocess.run(
+        [
+            sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
+            "--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", str(target), "--learning-rate", "0.01",
+            "--save-checkpoints-steps", "100", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+            "--early-stopping-evals", "2",
+        ],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    with open(os.path.join(job_dir, "early_stopped.json")) as file:
+        stop = json.load(file)
+    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
+        metrics = json.load(file)
+    assert stop["best_step"] < stop["step"] <= metrics["global_step"] < target
+    for task in ("chief-0", "worker-0", "evaluator-0"):
+        with open(os.path.join(job_dir, "cluster-logs", f"{task}.log")) as file:
+            assert "Traceback" not in file.read(), task
+    assert os.path.exists(os.path.join(job_dir, "report.md"))  # the evaluator's last evaluation was the final one

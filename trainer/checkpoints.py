@@ -248,6 +248,11 @@ def _state_path(job_dir: str) -> str:
     return _join(job_dir, STATE_FILE)
 
 
+def step_of(prefix: str | None) -> int:
+    """A checkpoint's global step, by its name (0 for no checkpoint)."""
+    return max(_step(prefix), 0) if prefix else 0
+
+
 def _step(prefix: str) -> int:
     match = _STEP.search(prefix)
     return int(match.group(1)) if match else -1

@@ -118,6 +118,11 @@ class Config:
     keep_checkpoint_max: int = _option(5, "checkpoints to keep")
     eval_throttle_secs: int = _option(10, "least seconds between two evaluations during training")
     eval_start_delay_secs: int = _option(10, "seconds a distributed evaluator waits before its first evaluation")
+    early_stopping_evals: Optional[int] = _option(
+        None,
+        "stop training when --best-metric has not improved for this many evaluations, then evaluate and export as a "
+        "finished run does (one machine or a TF_CONFIG cluster; default: train to --train-steps)",
+    )
     best_metric: str = _option(
         "auto",
         f"the metric that picks the best export and that the final summary leads with: {metrics.CHOOSABLE_TEXT}; "
@@ -150,7 +155,7 @@ _POSITIVE = (
     "save_checkpoints_steps",
     "keep_checkpoint_max",
 )
-_POSITIVE_IF_SET = ("num_epochs", "eval_steps")
+_POSITIVE_IF_SET = ("num_epochs", "eval_steps", "early_stopping_evals")
 _NON_NEGATIVE = (
     "shuffle_buffer",
     "input_timeout_secs",

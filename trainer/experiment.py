@@ -13,8 +13,9 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
-from trainer import checkpoints, dataset, export, serving
+from trainer import checkpoints, dataset, early_stopping, export, serving
 from trainer import config as config_module
+from trainer import metrics as names
 from trainer.config import Config
 from trainer.devices import resolve_towers, towers_on_cpus
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
@@ -65,8 +66,14 @@ def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator
 
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
+    stop = early_stopping.read_stop(config.job_dir)
+    if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early
+        log.info("This run %s; nothing to do (a larger --train-steps trains on)", stop.describe())
+        return export.read_metrics(config.job_dir)
     if is_chief():  # the chief owns the checkpoints: it resumes from an intact one
         checkpoints.newest_intact(config.job_dir)
+        if stop:
+            early_stopping.clear_stop(config.job_dir)
     data = dataset.locate(config)
     if config.skip_corrupt:
         data = dataset.leave_out_bad_shards(data)
@@ -160,6 +167,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         StepsRunHook(),
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
+    if config.early_stopping_evals:
+        metric = names.resolve_best(config.best_metric, metadata.num_classes)
+        started = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+        train_hooks.append(
+            early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, started)
+        )
     train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(
         make_input_fn(train_files, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks
@@ -172,7 +185,10 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         throttle_secs=config.eval_throttle_secs,
         hooks=hooks,
     )
-    result = tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+    result = early_stopping.train_and_evaluate(estimator, train_spec, eval_spec, config.job_dir)
+    stop = early_stopping.read_stop(config.job_dir)
+    if stop:
+        log.info("Training %s", stop.describe())
     if not (result and result[0]) and not is_cluster(estimator.config):
         # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last

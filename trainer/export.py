@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
-from trainer import figures, serving
+from trainer import early_stopping, figures, serving
 from trainer import metrics as names
 from trainer.config import Config
 from trainer.head import better_by
@@ -71,7 +71,8 @@ class MetricsWriter(tf.estimator.Exporter):
             metric = self._tuning_metric
             environment.report_tuning_metric(metric, metrics[metric], metrics["global_step"])
         environment.copy_summaries(self._job_dir)  # for Vertex AI TensorBoard, when the job has one
-        if is_the_final_export:
+        stop = early_stopping.read_stop(self._job_dir)
+        if is_the_final_export or stop and metrics["global_step"] >= stop.step:  # the last evaluation
             for name, path in figures.write_figures(self._job_dir, metrics, self._class_names).items():
                 log.info("Wrote the %s: %s", name, path)
         return None
@@ -115,6 +116,15 @@ def summary(metrics: dict, lead: str) -> str:
 def json_numbers(metrics: dict) -> dict:
     """Evaluation results (numpy scalars and arrays) as plain JSON numbers and lists."""
     return {key: value.tolist() if hasattr(value, "tolist") else value for key, value in metrics.items()}
+
+
+def read_metrics(job_dir: str) -> dict | None:
+    """The last evaluation's metrics (METRICS_FILE), None without one."""
+    path = posixpath.join(job_dir, METRICS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as file:
+        return json.load(file)
 
 
 def export_folder(config: Config) -> str:

@@ -1,0 +1,41 @@
+"""--early-stopping-evals: training stops when the best-export metric stops improving, ends as a finished run
+does, and a rerun knows it stopped."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from trainer import early_stopping, experiment
+from trainer.config import Config
+
+
+def test_no_improvement_counts_the_evaluations_after_the_best_one():
+    auc = {100: {"auc": 0.7}, 200: {"auc": 0.8}, 300: {"auc": 0.79}, 400: {"auc": 0.8}}
+    assert early_stopping.no_improvement(auc, "auc", patience=2, since=0) == 200  # equal is no better
+    assert early_stopping.no_improvement(auc, "auc", patience=3, since=0) is None
+    assert early_stopping.no_improvement(auc, "auc", patience=2, since=300) is None  # a rerun counts its own
+    loss = {100: {"log_loss": 0.5}, 200: {"log_loss": 0.4}, 300: {"log_loss": 0.45}}
+    assert early_stopping.no_improvement(loss, "log_loss", patience=1, since=0) == 200  # lower is better
+    assert early_stopping.no_improvement({}, "auc", patience=1, since=0) is None
+
+
+def test_training_stops_early_exports_and_a_rerun_does_nothing(vectors_dir, tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    config = Config(
+        data_dir=vectors_dir, job_dir=str(tmp_path / "job"), train_steps=50_000, save_checkpoints_steps=50,
+        eval_throttle_secs=0, early_stopping_evals=2, learning_rate=0.01,
+    )  # fmt: skip
+    metrics = experiment.run(config)
+    stop = early_stopping.read_stop(config.job_dir)
+    assert stop is not None and stop.evaluations == 2 and stop.best_step < stop.step < 50_000
+    assert stop.step <= metrics["global_step"] < 2_000  # it ran on to the end of its last loop, no further
+    assert os.path.exists(tmp_path / "job" / "report.md")  # the last evaluation wrote the figures, as a finished run
+    assert os.listdir(tmp_path / "job" / "export" / "best") and os.listdir(tmp_path / "job" / "export" / "latest")
+    assert "Training stopped early after the evaluation at step" in caplog.text
+    caplog.clear()
+    assert experiment.run(config) == json.loads((tmp_path / "job" / "eval_metrics.json").read_text())
+    assert "nothing to do (a larger --train-steps trains on)" in caplog.text
+    more = experiment.run(Config(**{**config.__dict__, "train_steps": 50_001}))
+    assert more["global_step"] > metrics["global_step"]  # trained on, and stopped again by its own evaluations
