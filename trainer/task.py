@@ -133,7 +133,7 @@ def _report(config: Config, metrics: dict | None) -> None:
     """The run's last words: where everything went, the accuracy, and what to try next."""
     import tensorflow as tf
 
-    from trainer import figures
+    from trainer import early_stopping, figures
     from trainer import metrics as names
     from trainer.export import METRICS_FILE, latest_export, summary
 
@@ -158,6 +158,10 @@ def _report(config: Config, metrics: dict | None) -> None:
             print(f"{name + ':':15} {_shown(path)}")
     for name in dict.fromkeys([lead, names.ACCURACY]):
         print(f"{name + ':':15} {metrics[name]:.4f}")
+    stop = early_stopping.read_stop(config.job_dir)
+    if stop:
+        print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f} at step "
+              f"{stop.best_step}, is the best export's")  # fmt: skip
     if best:
         job = _shown(config.job_dir)
         print(f"{'next:':15} qt-predict --model-dir {_shown(best)} --input FILE   (or: tensorboard --logdir {job})")
