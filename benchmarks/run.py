@@ -4,9 +4,9 @@
                          [--mnist DIR]
 
 `full` takes 13-20 minutes on a 2-core machine, the training benchmark 6-13 of them (its
-`python -m trainer.task` rows are read per 100 steps: the CNN's windows last 15-60 s), and the
-tables benchmark 10-12 more; `tiny` is what the tests run. The README is rebuilt from every
-result file in --out, so a run of one benchmark updates its own section.
+`python -m trainer.task` rows are read per 100 steps: the CNN's windows last 15-60 s), the
+tables benchmark 10-12 more, and the text benchmark about 10; `tiny` is what the tests run. The README is
+rebuilt from every result file in --out, so a run of one benchmark updates its own section.
 """
 
 from __future__ import annotations
