@@ -39,6 +39,7 @@ METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
 VECTOR_KEY = "features"
 LABEL_KEY = "label"
+KEY = "key"  # a table's keys among the model's features and outputs (see Metadata.key_column)
 DTYPES = ("uint8", "float32")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")  # image files, for the images source and for predictions
 # Shard compression (as TensorFlow's TFRecordOptions names it) -> shard file suffix.
@@ -82,6 +83,7 @@ class Metadata:
     # Tables: the feature columns (see tables.py) and the label column's name; empty otherwise.
     columns: tuple[tables.Column, ...] = ()
     label_column: str = ""
+    key_column: str = ""  # tables: each row's key (--key-column), stored beside the columns, passed through serving
     class_counts: tuple[int, ...] = ()  # examples of each class, both splits (empty in datasets before it)
 
     @property
@@ -143,6 +145,7 @@ class Metadata:
                 extra=dict(raw.get("extra", {})),
                 columns=tuple(tables.Column.from_json(column) for column in raw.get("columns", ())),
                 label_column=str(raw.get("label_column", "")),
+                key_column=str(raw.get("key_column", "")),
                 class_counts=tuple(int(n) for n in raw.get("class_counts", ())),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:

@@ -268,13 +268,19 @@ def is_number(text: str) -> bool:
     return True
 
 
-def instance_columns(instances: list[dict], columns: tuple[Column, ...], names: list[str]) -> dict[str, np.ndarray]:
+def instance_columns(
+    instances: list[dict], columns: tuple[Column, ...], names: list[str], key: str = ""
+) -> dict[str, np.ndarray]:
     """Rows as a predict request sends them ({column: value}, a key left out or null for a missing
-    value) to one array a column, as the `serving_default` signature takes them. A value that
-    cannot be a number in a numeric column is a UserError naming the row (by `names`)."""
+    value) to one array a column, as the `serving_default` signature takes them, and the rows' `key`
+    column as text ("" where left out). A value that cannot be a number in a numeric column is a
+    UserError naming the row (by `names`)."""
     from dataformat.errors import UserError
 
     arrays = {}
+    if key:
+        keys = [instance.get(key) if isinstance(instance, dict) else None for instance in instances]
+        arrays[key] = np.array(["" if value is None else str(value) for value in keys], dtype=object)
     for column in columns:
         values = []
         for instance, name in zip(instances, names):
@@ -394,13 +400,13 @@ def numbers(strings: tf.Tensor) -> tf.Tensor:
     return tf.where(missing, float("nan"), tf.strings.to_number(safe, tf.float32))
 
 
-def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...]) -> dict[str, tf.Tensor]:
-    """CSV lines holding the columns' values in order to named column values, as to_vector takes them."""
+def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = "") -> dict[str, tf.Tensor]:
+    """CSV lines holding the columns' values in order (after the row's key, where the table has a `key`
+    column) to named column values, as to_vector takes them, and the keys under `key`."""
     import tensorflow as tf
 
-    fields = dict(
-        zip([column.name for column in columns], tf.io.decode_csv(lines, record_defaults=[[""]] * len(columns)))
-    )
+    names = [key] * bool(key) + [column.name for column in columns]
+    fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[[""]] * len(names))))
     numeric = [column.name for column in columns if column.kind == NUMERIC]
     if numeric:  # one block of ops for every numeric column, however many there are
         block = numbers(tf.stack([fields[name] for name in numeric], axis=1))

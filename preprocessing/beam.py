@@ -254,7 +254,8 @@ def build_table_dataset_with_beam(
     def decide(summary) -> tables.ShardWriter:
         counts, labels, rows = summary
         columns = tables.write_vocabularies(output, tables.decide_columns(plan, counts, files))
-        return tables.ShardWriter(plan.label, columns, tables.class_names(labels), compression, examples_per_record)
+        classes = tables.class_names(labels)
+        return tables.ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key)
 
     def keep(writer: tables.ShardWriter, summary) -> None:
         storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "labels": summary[1]}))
@@ -293,7 +294,8 @@ def _writer_json(writer: tables.ShardWriter) -> dict:
 
 def _writer_from_json(raw: dict, output: str) -> tables.ShardWriter:
     columns = tuple(Column.from_json(column).located(output) for column in raw["columns"])
-    return tables.ShardWriter(raw["label"], columns, tuple(raw["classes"]), raw["compression"], raw["per_record"])
+    classes = tuple(raw["classes"])
+    return tables.ShardWriter(raw["label"], columns, classes, raw["compression"], raw["per_record"], raw["key"])
 
 
 def _collect_table_shard(path: str, writer: tables.ShardWriter, plan: tables.TablePlan) -> ShardInfo:

@@ -172,6 +172,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     table.add_argument("--ignore-columns", type=_names, default=(), metavar="A,B", help="columns to leave out")
     table.add_argument(
+        "--key-column",
+        default=None,
+        metavar="NAME",
+        help="a column of row keys (an order number, a ticket ID): never a feature, it is stored beside the row and "
+        "every prediction returns it as `key`, to join predictions back to their rows (default: none)",
+    )
+    table.add_argument(
         "--min-frequency",
         type=commandline.positive_int,
         default=None,
@@ -329,6 +336,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         max_length=args.max_length,
         bigram_buckets=args.bigram_buckets,
         text_folder=text_folder,
+        key=args.key_column or "",
     )
     if args.runner == "beam":
         return _beam().build_table_dataset_with_beam(args.input, args.output, options, args.pipeline_args, **common)

@@ -93,6 +93,7 @@ class TableOptions:
     max_length: int = 300  # a text keeps its first this many words
     bigram_buckets: int | None = None  # a text column's buckets of hashed word pairs (None: by its words)
     text_folder: bool = False  # --source text: --input is a folder of .txt files, a sub-folder a class
+    key: str = ""  # the column of each row's key (--key-column): stored and passed through, never a feature
 
 
 NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones
@@ -208,6 +209,7 @@ class TablePlan:
     dialect: Dialect
     label: str
     features: tuple[str, ...]  # the columns kept as features
+    key: str  # the key column, or ""
     options: TableOptions
     eval_fraction: float
     seed: int
@@ -219,9 +221,14 @@ class TablePlan:
         return self.dialect.names
 
     @property
+    def kept(self) -> list[str]:
+        """The columns a shard's rows hold: the label, the key if any, the features."""
+        return [self.label, *([self.key] if self.key else []), *self.features]
+
+    @property
     def bucket_schema(self) -> pa.Schema:
-        """The rows a shard receives: the trimmed text of the label and features, and their order."""
-        return pa.schema([(name, pa.string()) for name in [self.label, *self.features]] + [(ORDER, pa.uint64())])
+        """The rows a shard receives: the trimmed text of the kept columns, and their order."""
+        return pa.schema([(name, pa.string()) for name in self.kept] + [(ORDER, pa.uint64())])
 
     def position(self, name: str) -> str:
         return f"{self.names.index(name) + 1} ({name!r})"
@@ -465,7 +472,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
 
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted."""
-    trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in [plan.label, *plan.features]}
+    trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in plan.kept}
     missing_label = _missing(trimmed[plan.label])
     if missing_label.any():
         line = int(lines[np.argmax(missing_label)])
@@ -484,7 +491,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         return _count(trimmed[name], train, (path, lines, split_hash), earlier[name], flags)
 
     counted = pool.map(count, plan.features)
-    counts, nulled = {}, [trimmed[plan.label]]
+    counts, nulled = {}, [trimmed[plan.label], *([trimmed[plan.key]] if plan.key else [])]
     for name, (count, values) in zip(plan.features, counted):
         counts[name] = count
         nulled.append(values)
@@ -791,6 +798,7 @@ class ShardWriter:
     classes: tuple[str, ...]
     compression: str
     per_record: int
+    key: str = ""  # the key column, stored under its name as a bytes feature
 
     def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
         order = pc.sort_indices(rows, [(ORDER, "ascending")])
@@ -813,6 +821,9 @@ class ShardWriter:
                 words[column.name] = _word_ids(pc.fill_null(values, "").to_numpy(zero_copy_only=False), column)
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
+        if self.key:
+            keys = rows.column(self.key).take(chosen).combine_chunks()
+            strings[self.key] = _arrow_layout(pc.cast(pc.fill_null(keys, ""), pa.large_string()))
         label_values = rows.column(self.label).take(chosen)
         labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
         return tables.encode_table_records(numeric, strings, words, labels.astype(np.int64), self.per_record, LABEL_KEY)
@@ -840,7 +851,8 @@ def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[str, list[str]]:
-    """(the label column, the feature columns) of a header, checking the flags' column names."""
+    """(the label column, the feature columns) of a header, checking the flags' column names (the key
+    column is neither)."""
     if options.label_column in names:
         label = options.label_column
     else:
@@ -858,6 +870,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         ("--date-columns", options.dates),
         ("--text-columns", options.text),
         ("--ignore-columns", options.ignore),
+        ("--key-column", (options.key,) if options.key else ()),
     ):
         unknown = [name for name in chosen if name not in names]
         if unknown:
@@ -868,7 +881,11 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         both = set(chosen) & set(others)
         if both:
             raise UserError(f"{flag} and {other} both name {sorted(both)[0]!r}")
-    features = [name for name in names if name != label and name not in options.ignore]
+    if options.key in (label, LABEL_KEY):
+        raise UserError(f"--key-column {options.key}: it is the label column, or named as the records' labels")
+    if options.key in (*options.categorical, *options.numeric, *options.dates, *options.text):
+        raise UserError(f"--key-column {options.key}: a key is never a feature; leave it out of the other flags")
+    features = [name for name in names if name not in (label, options.key) and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
     if LABEL_KEY in features:
@@ -895,7 +912,7 @@ def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
     root = path if storage.is_folder(path) else ""
-    plan = TablePlan(dialect, label, tuple(features), options, eval_fraction, seed, counts, root)
+    plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root)
     return files, plan
 
 
@@ -937,6 +954,7 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
         extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, **extra},
         columns=columns,
         label_column=plan.label,
+        key_column=plan.key,
     )
 
 
@@ -961,7 +979,7 @@ def build_table_dataset(
         counts, labels, rows = _read_pass(files, plan, folder)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record)
+        writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record, plan.key)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
         paths = shard_paths(plan, output, compression)
 

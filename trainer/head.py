@@ -71,9 +71,12 @@ class ClassificationHead:
         """The batch's accuracy, for the training summary."""
         return tf.reduce_mean(tf.cast(tf.equal(labels, tf.argmax(logits, axis=1)), tf.float32))
 
-    def estimator_spec(self, mode: str, logits: tf.Tensor, labels: tf.Tensor | None) -> tf.estimator.EstimatorSpec:
-        """The EstimatorSpec of prediction (with export outputs) or evaluation (with metrics)."""
-        predictions = self.predictions(logits)
+    def estimator_spec(
+        self, mode: str, logits: tf.Tensor, labels: tf.Tensor | None, passed: dict | None = None
+    ) -> tf.estimator.EstimatorSpec:
+        """The EstimatorSpec of prediction (with export outputs, and the `passed` inputs as they came: a
+        table's keys) or evaluation (with metrics)."""
+        predictions = {**self.predictions(logits), **(passed or {})}
         if mode == tf.estimator.ModeKeys.PREDICT:
             outputs = {"serving_default": tf.estimator.export.PredictOutput(predictions)}
             return tf.estimator.EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import tensorflow as tf
 
 from dataformat.errors import UserError
-from dataformat.schema import Metadata
+from dataformat.schema import KEY, Metadata
 from trainer import step_loop
 from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
@@ -198,7 +198,8 @@ def model_fn(features, labels, mode, params, config=None):
     head = ClassificationHead(metadata.class_names, settings.class_weights)
     network = build_network(settings, metadata)
     if mode != tf.estimator.ModeKeys.TRAIN:
-        return head.estimator_spec(mode, network(features[metadata.feature_key], training=False), labels)
+        logits = network(features[metadata.feature_key], training=False)
+        return head.estimator_spec(mode, logits, labels, {KEY: features[KEY]} if KEY in features else {})
     build_variables(network, metadata, settings.towers)
     optimizer, batches = _optimizer(settings), training_batches(features[metadata.feature_key], labels)
     result = step_loop.run(

@@ -83,7 +83,7 @@ class Model:
         """The signature's inputs for a batch: a table's rows ({column: value} each) as one array a
         column; anything else as one array."""
         if self.metadata.is_table and signature == self.numbers_signature:
-            return tables.instance_columns(values, self.metadata.columns, names)
+            return tables.instance_columns(values, self.metadata.columns, names, self.metadata.key_column)
         return {self.input_name(signature): values}
 
     def input_name(self, signature: str) -> str:

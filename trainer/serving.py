@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from dataformat import tables
 from dataformat.errors import UserError
-from dataformat.schema import Metadata, parse_examples
+from dataformat.schema import KEY, Metadata, parse_examples
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
 CSV_LINES = "csv_lines"  # tables: signature "csv_lines:serving_default", a row's values without the label
@@ -86,22 +86,24 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
     numeric column, NaN for missing; a string for a categorical one); `examples:serving_default`
     takes tf.Examples of one feature a column (a feature left out is a missing value), and
     `csv_lines:serving_default` CSV lines of the columns in metadata.json's order. All three go
-    through tables.to_vector, as training does."""
+    through tables.to_vector, as training does. A table with a key column (--key-column) takes each
+    row's key too (an input, a feature, the first field of a CSV line) and returns it as `key`."""
 
     def serving_input_fn():
-        columns = metadata.columns
+        columns, key = metadata.columns, metadata.key_column
         named = {c.name: _empty(tf.float32 if c.kind == tables.NUMERIC else tf.string) for c in columns}
         examples, lines = _empty_strings(EXAMPLES), _empty_strings(CSV_LINES)
-        rows = tf.concat(
-            [
-                tables.to_vector(named, columns),
-                parse_examples(examples, metadata),
-                tables.to_vector(tables.parse_csv_lines(lines, columns), columns),
-            ],
-            axis=0,
-        )
+        from_lines = tables.parse_csv_lines(lines, columns, key)
+        from_examples = parse_examples(examples, metadata)
+        rows = tf.concat([tables.to_vector(named, columns), from_examples, tables.to_vector(from_lines, columns)], 0)
+        features = {metadata.feature_key: rows}
+        if key:  # passed through to the predictions, whichever input the rows came in
+            named[key] = _empty(tf.string)
+            spec = {key: tf.io.FixedLenFeature([], tf.string, default_value="")}
+            keys = [named[key], tf.io.parse_example(examples, spec)[key], from_lines[key]]
+            features[KEY] = tf.concat(keys, axis=0)
         return tf.estimator.export.ServingInputReceiver(
-            features={metadata.feature_key: rows},
+            features=features,
             receiver_tensors=named,
             receiver_tensors_alternatives={EXAMPLES: {EXAMPLES: examples}, CSV_LINES: {CSV_LINES: lines}},
         )

@@ -1,0 +1,83 @@
+"""--key-column: each row's key is stored beside it, is never a feature, and every serving input and
+qt-predict return it untouched, so predictions join back to their rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+from test_text import review_rows, write_csv
+
+from dataformat.errors import UserError
+from preprocessing.tables import TableOptions, build_table_dataset
+from trainer import experiment
+from trainer.config import Config
+from trainer.export import latest_export
+from trainer.predict import Model
+
+HEADER = ("order", "channel", "review", "price", "label")
+
+
+def keyed_rows(count: int) -> list[list[str]]:
+    return [[f"order-{i}", *row] for i, row in enumerate(review_rows(count))]
+
+
+def build(tmp_path, **options):
+    source = write_csv(tmp_path / "orders.csv", keyed_rows(300), header=HEADER)
+    flags = {"label_column": "label", "key": "order", **options}
+    return build_table_dataset(str(source), str(tmp_path / "data"), TableOptions(**flags), examples_per_record=1)
+
+
+def test_the_key_is_stored_beside_the_row_and_is_no_feature(tmp_path):
+    metadata = build(tmp_path)
+    assert metadata.key_column == "order" and [c.name for c in metadata.columns] == ["channel", "review", "price"]
+    shard = tmp_path / "data" / metadata.splits["train"].shards[0].file
+    record = next(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator())
+    key = tf.train.Example.FromString(record).features.feature["order"].bytes_list.value[0].decode()
+    assert key.startswith("order-")
+    with pytest.raises(UserError, match="--key-column label: it is the label column"):
+        build(tmp_path, key="label")
+    with pytest.raises(UserError, match="--key-column order: a key is never a feature"):
+        build(tmp_path, categorical=("order",))
+
+
+def _example(values: dict) -> bytes:
+    feature = {
+        name: tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+        if isinstance(value, float)
+        else tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+        for name, value in values.items()
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def test_every_serving_input_and_qt_predict_return_the_key(tmp_path):
+    build(tmp_path)
+    config = Config(data_dir=str(tmp_path / "data"), job_dir=str(tmp_path / "job"), train_steps=100)
+    experiment.run(config)
+    export = latest_export(config, "latest")
+    model = Model(export)
+    rows = [
+        {"order": "A-1", "channel": "web", "review": "Great and wonderful!", "price": 3.0},
+        {"order": "B-2", "channel": "app", "review": "awful, boring", "price": 5.0},
+    ]
+    lines = ['A-1,web,"Great and wonderful!",3', 'B-2,app,"awful, boring",5']  # the key, then the columns
+    answers = [
+        model.predict("serving_default", rows),
+        model.predict("csv_lines:serving_default", lines),
+        model.predict("examples:serving_default", [_example(row) for row in rows]),
+    ]
+    for answer in answers:
+        assert [prediction["key"] for prediction in answer] == ["A-1", "B-2"]
+        assert [p["classes"] for p in answer] == [p["classes"] for p in answers[0]]
+    write_csv(tmp_path / "new.csv", [["web", "x-9", "loved it", "1"]], header=("channel", "order", "review", "price"))
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--input", str(tmp_path / "new.csv")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = json.loads(done.stdout.splitlines()[0])
+    assert line["key"] == "x-9" and line["input"].endswith("new.csv:2")
