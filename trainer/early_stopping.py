@@ -39,6 +39,7 @@ class Stop:
     best: float
     evaluations: int  # --early-stopping-evals
     train_steps: int  # the run's --train-steps, which a rerun must raise to train on
+    final_step: int = -1  # the last checkpoint's step, once the chief has saved it (-1: not yet)
 
     def describe(self) -> str:
         return (
@@ -53,6 +54,11 @@ def read_stop(job_dir: str) -> Stop | None:
         return None
     with tf.io.gfile.GFile(path) as file:
         return Stop(**json.load(file))
+
+
+def write_stop(job_dir: str, stop: Stop) -> None:
+    with tf.io.gfile.GFile(posixpath.join(job_dir, MARKER), "w") as file:
+        file.write(json.dumps(asdict(stop), indent=2) + "\n")
 
 
 def clear_stop(job_dir: str) -> None:
@@ -84,9 +90,8 @@ def training_hook(estimator: tf.estimator.Estimator, metric: str, patience: int,
         if best is None:
             return False
         step = max(evaluations)
-        stop = Stop(step, best, metric, float(evaluations[best][metric]), patience, train_steps)
-        with tf.io.gfile.GFile(posixpath.join(estimator.model_dir, MARKER), "w") as file:
-            file.write(json.dumps(asdict(stop), indent=2) + "\n")
+        value = float(evaluations[best][metric])
+        write_stop(estimator.model_dir, Stop(step, best, metric, value, patience, train_steps))
         return True
 
     every = min(estimator.config.save_checkpoints_steps, CHECK_STEPS)  # evaluations follow checkpoints
@@ -94,7 +99,8 @@ def training_hook(estimator: tf.estimator.Estimator, metric: str, patience: int,
 
 
 class EvaluatorStops(estimator_training._ContinuousEvalListener):
-    """Ends a cluster's evaluator once it has evaluated the step where training stopped early."""
+    """Ends a cluster's evaluator once it has evaluated the last checkpoint of a run that stopped early (the
+    chief adds its step to the marker after saving it: the evaluator may see the marker first)."""
 
     def __init__(self, job_dir: str):
         self._job_dir, self._evaluated = job_dir, -1
@@ -103,7 +109,7 @@ class EvaluatorStops(estimator_training._ContinuousEvalListener):
         if eval_result.metrics:
             self._evaluated = int(eval_result.metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP])
         stop = read_stop(self._job_dir)
-        return stop is None or self._evaluated < stop.step
+        return stop is None or stop.final_step < 0 or self._evaluated < stop.final_step
 
 
 def train_and_evaluate(estimator, train_spec, eval_spec, job_dir: str):

@@ -5,6 +5,7 @@ Also runs under TF_CONFIG: the Estimator reads the cluster and this task's role 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 
@@ -189,6 +190,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         log.info("Training %s", stop.describe())
+        if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
+            final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+            early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))
     if not (result and result[0]) and not is_cluster(estimator.config):
         # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
