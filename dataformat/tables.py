@@ -20,6 +20,7 @@ alike, so they can never disagree. Indices stay far below 2**24, where float32 i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -89,6 +90,17 @@ class Column:
         if self.kind == TEXT:
             return text.FIRST_ID + self.vocabulary_size
         return OOV_INDEX + 1 + len(self.vocabulary) + self.hash_buckets
+
+    def index_labels(self) -> list[str]:
+        """What each of the column's indices stands for, one line of text each: a value or word as JSON (a
+        quoted string), a place of its own in <angle brackets>. A warm start moves a model's rows for a
+        value to the value's new index by these (trainer/warm_start.py)."""
+        if self.kind == TEXT:
+            with storage.open_read(self.vocabulary_file) as file:
+                words = file.read().decode("utf-8").splitlines()
+            return ["<padding>", "<out of vocabulary>", *map(json.dumps, words)]
+        buckets = [f"<bucket {k} of {self.hash_buckets}>" for k in range(self.hash_buckets)]
+        return ["<missing>", "<out of vocabulary>", *map(json.dumps, self.vocabulary), *buckets]
 
     def to_json(self) -> dict:
         if self.kind == NUMERIC:

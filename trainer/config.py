@@ -38,6 +38,11 @@ class Config:
     export_dir: Optional[str] = _option(
         None, "folder for the exported SavedModels, in latest/ and best/ (default: JOB_DIR/export)"
     )
+    warm_start_from: Optional[str] = _option(
+        None,
+        "an earlier model's job dir or export to start from, in a new --job-dir on new data: weights that still fit "
+        "are taken, rows of categories and words are moved to their new index by value, new ones start fresh",
+    )
     # Training.
     batch_size: int = _option(128, "examples per training step")
     learning_rate: float = _option(3e-4, "Adam's learning rate")

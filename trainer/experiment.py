@@ -8,13 +8,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import posixpath
+import re
 
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
-from trainer import checkpoints, dataset, early_stopping, export, serving
+from trainer import checkpoints, dataset, early_stopping, export, serving, warm_start
 from trainer import config as config_module
 from trainer import metrics as names
 from trainer.config import Config
@@ -51,7 +52,9 @@ def model_params(config: Config, metadata: Metadata) -> dict:
     return {"settings": ModelSettings.of(config, metadata), "metadata": metadata}
 
 
-def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator:
+def make_estimator(
+    config: Config, metadata: Metadata, warm_start: tf.estimator.WarmStartSettings | None = None
+) -> tf.estimator.Estimator:
     # Keras draws the seeds of unseeded initializers from Python's random, not the graph's seed.
     tf.keras.utils.set_random_seed(config.seed)
     run_config = tf.estimator.RunConfig(
@@ -62,7 +65,9 @@ def make_estimator(config: Config, metadata: Metadata) -> tf.estimator.Estimator
         log_step_count_steps=100,
         session_config=session_config(config),
     )
-    return tf.estimator.Estimator(model_fn=model_fn, config=run_config, params=model_params(config, metadata))
+    return tf.estimator.Estimator(
+        model_fn=model_fn, config=run_config, params=model_params(config, metadata), warm_start_from=warm_start
+    )
 
 
 def run(config: Config) -> dict | None:
@@ -120,6 +125,25 @@ def model_variables(config: Config, metadata: Metadata) -> dict[str, list[int]]:
         return {variable.op.name: variable.shape.as_list() for variable in tf.compat.v1.global_variables()}
 
 
+def network_weights(config: Config, metadata: Metadata) -> dict[str, list[int]]:
+    """Name -> shape of the network's own weights (not the optimizer's slots, not the global step)."""
+    return {
+        name: shape
+        for name, shape in model_variables(config, metadata).items()
+        if name.startswith("classifier/") and not re.search(r"/Adam(_\d+)?$", name)
+    }
+
+
+def _warm_start(config: Config, metadata: Metadata) -> tf.estimator.WarmStartSettings | None:
+    """--warm-start-from's settings, for a job dir without a checkpoint of its own (one with resumes)."""
+    if not config.warm_start_from:
+        return None
+    if tf.train.latest_checkpoint(config.job_dir):
+        log.info("Resuming from %s's own checkpoint; --warm-start-from is for its first run", config.job_dir)
+        return None
+    return warm_start.settings(config, metadata, network_weights(config, metadata))
+
+
 def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
     """A rerun resumes from --job-dir's checkpoint, which must hold this model. TensorFlow restores
     a variable of another shape without a word (a resource variable's assign does not check it) and
@@ -141,7 +165,7 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
 def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     metadata = data.metadata
     check_checkpoint_fits(config, metadata)
-    estimator = make_estimator(config, metadata)
+    estimator = make_estimator(config, metadata, _warm_start(config, metadata))
     settings = estimator.params["settings"]
     global_batch = settings.towers * config.batch_size
     log.info(

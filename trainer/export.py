@@ -14,7 +14,7 @@ from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
 from trainer import early_stopping, figures, serving
 from trainer import metrics as names
-from trainer.config import Config
+from trainer.config import CONFIG_FILE, Config
 from trainer.head import better_by
 from trainer.progress import LastEvaluation
 from trainer.vertex import environment
@@ -82,12 +82,12 @@ def exporters(
     config: Config, metadata_path: str, class_names: tuple[str, ...], serving_input_fn: Callable
 ) -> list[tf.estimator.Exporter]:
     """The latest exports, the best one by --best-metric, and the metrics file. The dataset's
-    metadata.json travels in every export's assets.extra/, for the serving side; serving_default
-    takes what --serving-input says."""
+    metadata.json travels in every export's assets.extra/, for the serving side, and the run's
+    config.yaml, for a warm start; serving_default takes what --serving-input says."""
     serving_input_fn = serving.with_default_input(serving_input_fn, config.serving_input)
     with tf.Graph().as_default():
         serving_input_fn()  # a --serving-input the data cannot take stops the run now, not at the first export
-    assets = {METADATA_FILE: metadata_path}
+    assets = {METADATA_FILE: metadata_path, CONFIG_FILE: posixpath.join(config.job_dir, CONFIG_FILE)}
     folder = export_folder(config)
     latest = tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=LATEST_KEPT)
     best_metric = names.resolve_best(config.best_metric, len(class_names))

@@ -97,27 +97,14 @@ class TableNetwork(tf.keras.Model):
 
     def __init__(self, settings: ModelSettings, metadata: Metadata, wide: bool):
         super().__init__(name="classifier")
-        columns, starts = metadata.columns, tables.offsets(metadata.columns)
         # The numbers of numeric and date columns, by their place in the vector, and their statistics.
-        self.numeric = [
-            start + j
-            for column, start in zip(columns, starts)
-            for j in range(column.width)
-            if column.kind in (tables.NUMERIC, tables.DATE) and j != column.category_slot
-        ]
+        self.numeric = [i for i, _ in numeric_inputs(metadata)]
         self.means = tf.constant([metadata.mean[i] for i in self.numeric], tf.float32)
         self.stds = tf.constant([metadata.std[i] for i in self.numeric], tf.float32)
         # Within the block: each column with missing values in training, by its first number.
-        self.with_missing = [
-            self.numeric.index(start)
-            for column, start in zip(columns, starts)
-            if column.missing and column.kind in (tables.NUMERIC, tables.DATE)
-        ]
-        self.categorical = [  # (where its index is, how many indices it has): categorical and date columns
-            (start + column.category_slot, column.size)
-            for column, start in zip(columns, starts)
-            if column.category_slot is not None
-        ]
+        self.with_missing = [self.numeric.index(start) for start, _ in missing_inputs(metadata)]
+        # (where its index is, how many indices it has): categorical and date columns
+        self.categorical = [(i, column.size) for i, column in categorical_inputs(metadata)]
         penalty = tf.keras.regularizers.l2(settings.embedding_l2) if settings.embedding_l2 else None
         self.embeddings = {
             i: layers.Embedding(size, embedding_size(size), embeddings_regularizer=penalty, name=f"embedding_{i}")
@@ -160,6 +147,35 @@ class TableNetwork(tf.keras.Model):
         if not self.with_missing:
             return [standardized]
         return [tf.concat([standardized, tf.cast(tf.gather(missing, self.with_missing, axis=1), tf.float32)], axis=1)]
+
+
+def numeric_inputs(metadata: Metadata) -> list[tuple[int, str]]:
+    """(its place in the vector, a label) of each number of the numeric and date columns."""
+    return [
+        (start + j, f"<{column.name} {j}>")
+        for column, start in zip(metadata.columns, tables.offsets(metadata.columns))
+        for j in range(column.width)
+        if column.kind in (tables.NUMERIC, tables.DATE) and j != column.category_slot
+    ]
+
+
+def missing_inputs(metadata: Metadata) -> list[tuple[int, str]]:
+    """(its first number's place in the vector, a label) of each numeric or date column with missing values."""
+    return [
+        (start, f"<{column.name} missing>")
+        for column, start in zip(metadata.columns, tables.offsets(metadata.columns))
+        if column.missing and column.kind in (tables.NUMERIC, tables.DATE)
+    ]
+
+
+def categorical_inputs(metadata: Metadata) -> list[tuple[int, tables.Column]]:
+    """(where its index is in the vector, the column) of each categorical and date column."""
+    columns = metadata.columns
+    return [
+        (start + column.category_slot, column)
+        for column, start in zip(columns, tables.offsets(columns))
+        if column.category_slot is not None
+    ]
 
 
 class LinearPart(layers.Layer):
@@ -331,6 +347,53 @@ def only_text(metadata: Metadata) -> bool:
 def embedding_size(indices: int) -> int:
     """A categorical column's embedding width: grows slowly with its vocabulary, at most 32."""
     return min(32, max(2, round(1.6 * math.pow(indices, 0.56))))
+
+
+def column_layers(metadata: Metadata) -> dict[str, str]:
+    """Each layer named after its column's place in the vector (embedding_3, wide_3, words_5) -> the column's
+    name: a warm start finds a column's weights by its name, wherever the column now is."""
+    found = {f"words_{start}": column.name for start, column in text_columns(metadata)}
+    for i, column in categorical_inputs(metadata):
+        found.update({f"embedding_{i}": column.name, f"wide_{i}": column.name})
+    return found
+
+
+def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, list[str]]:
+    """What each row of a table network's weights stands for, by variable name, where the rows follow the
+    data's columns and values: an embedding's rows are its column's values (Column.index_labels), a layer's
+    kernel rows are its inputs. A warm start moves rows by these labels when vocabularies change."""
+    if not metadata.is_table:
+        return {}
+    found = {}
+    numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
+    deep = list(numbers)
+    for i, column in categorical_inputs(metadata):
+        values = column.index_labels()
+        found[f"classifier/linear/wide_{i}/embeddings"] = values
+        if column.size > ONE_HOT_MAX:
+            found[f"classifier/embedding_{i}/embeddings"] = values
+            deep += [f"<{column.name} embedding {k}>" for k in range(embedding_size(column.size))]
+        else:
+            deep += [f"<{column.name}> {value}" for value in values]
+    if deep:
+        found["classifier/dense/kernel" if hidden_units else "classifier/logits/kernel"] = deep
+    if numbers:
+        found["classifier/linear/wide_logits/kernel"] = numbers
+    numeric = [column for column in metadata.columns if column.kind == tables.NUMERIC]
+    most = max([len(column.boundaries) for column in numeric], default=0)  # as LinearPart's bucket_count
+    buckets = [[f"<{column.name} bucket {k}>" for k in range(most + 1)] + [f"<{column.name} missing>"]
+               for column in numeric]  # fmt: skip
+    if buckets:
+        found["classifier/linear/wide_buckets/embeddings"] = [label for labels in buckets for label in labels]
+    bags = []
+    for start, column in text_columns(metadata):
+        words = column.index_labels()
+        found[f"classifier/text/words_{start}/words/embeddings"] = words  # text and the tables' TextPart
+        found[f"classifier/words_{start}/embeddings"] = words  # text_cnn
+        bags += [f"<{column.name} bag {k}>" for k in range(WORD_WIDTH)]
+    if bags:
+        found["classifier/text/text_logits/kernel"] = bags
+    return found
 
 
 def table_deep(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:

@@ -1,0 +1,124 @@
+"""--warm-start-from: a new run on new rows starts from an earlier table model; a category or word that
+kept its name keeps its weights, wherever its index and its column now are, and new ones start fresh."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from test_text import review_rows, write_csv
+
+from dataformat.errors import UserError
+from preprocessing.tables import TableOptions, build_table_dataset
+from trainer import experiment, networks, warm_start
+from trainer.config import Config
+from trainer.export import latest_export
+
+OLD_CITIES = [f"city-{i}" for i in range(30)]
+NEW_CITIES = [f"city-{i}" for i in range(10, 40)]  # 20 kept, 10 gone, 10 new
+
+
+def table(folder, cities, seed, header=("city", "channel", "review", "price", "label"), label=str):
+    """A table of reviews with a city column of many values (an embedding) and a channel (one-hot)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for row in review_rows(400, seed):
+        named = dict(zip(("channel", "review", "price", "label"), row), city=str(rng.choice(cities)))
+        named["label"] = label(named["label"])
+        rows.append([named[name] for name in header])
+    source = write_csv(folder.parent / f"{folder.name}.csv", rows, header=header)
+    options = TableOptions(label_column="label", min_frequency=1)
+    return build_table_dataset(str(source), str(folder), options, examples_per_record=1)
+
+
+@pytest.fixture(scope="module")
+def old_job(tmp_path_factory):
+    root = tmp_path_factory.mktemp("warm")
+    table(root / "old", OLD_CITIES, seed=0)
+    config = Config(data_dir=str(root / "old"), job_dir=str(root / "job"), train_steps=60, model="wide_deep")
+    experiment.run(config)
+    return config
+
+
+def _weights(job_dir: str) -> tf.train.CheckpointReader:
+    return tf.train.load_checkpoint(tf.train.latest_checkpoint(job_dir))
+
+
+def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job, tmp_path, caplog):
+    # The new table's columns come in another order, so the city's layers have other names too.
+    metadata = table(tmp_path / "new", NEW_CITIES, seed=1, header=("channel", "city", "review", "price", "label"))
+    config = Config(
+        data_dir=str(tmp_path / "new"),
+        job_dir=str(tmp_path / "job"),
+        model="wide_deep",
+        train_steps=1,
+        learning_rate=1e-9,
+        warm_start_from=old_job.job_dir,
+    )  # fmt: skip: one step that moves nothing, so the checkpoint holds the starting weights
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        experiment.run(config)
+    old, new = _weights(old_job.job_dir), _weights(config.job_dir)
+    old_metadata = warm_start.locate(old_job.job_dir).metadata
+    old_labels = networks.row_labels(old_metadata, old_job.hidden_units)
+    new_labels = networks.row_labels(metadata, config.hidden_units)
+    checked = 0
+    for name, before_name in (
+        ("classifier/embedding_1/embeddings", "classifier/embedding_0/embeddings"),  # the city moved: 0 -> 1
+        ("classifier/linear/wide_1/embeddings", "classifier/linear/wide_0/embeddings"),
+        ("classifier/linear/wide_0/embeddings", "classifier/linear/wide_1/embeddings"),  # the channel
+        ("classifier/dense/kernel", "classifier/dense/kernel"),  # its rows: numbers, one-hot channel, city
+        ("classifier/text/words_2/words/embeddings", "classifier/text/words_2/words/embeddings"),
+    ):
+        before, after = old.get_tensor(before_name), new.get_tensor(name)
+        was = {label: k for k, label in enumerate(old_labels[before_name])}
+        for k, label in enumerate(new_labels[name]):
+            if label in was:
+                np.testing.assert_allclose(after[k], before[was[label]], atol=1e-6, err_msg=f"{name} {label}")
+                checked += 1
+            else:
+                assert np.abs(after[k]).max() <= warm_start.NEW_ROWS_RANGE and not np.isin(after[k], before).any()
+    city = json.dumps("city-39")  # a new city: checked above to start fresh
+    assert city in new_labels["classifier/embedding_1/embeddings"]
+    assert city not in old_labels["classifier/embedding_0/embeddings"]
+    assert checked > 80
+    np.testing.assert_allclose(new.get_tensor("classifier/logits/kernel"), old.get_tensor("classifier/logits/kernel"),
+                               atol=1e-6)  # fmt: skip
+    assert "remapped classifier/embedding_1/embeddings: 22 of its 32 rows kept" in caplog.text
+    # A rerun in the same job dir resumes from its own checkpoint; the earlier model is not read again.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        experiment.run(config.__class__(**{**config.__dict__, "train_steps": 2}))
+    assert "Resuming from" in caplog.text and "Warm start from" not in caplog.text
+
+
+def test_an_export_is_a_source_too(old_job):
+    export = latest_export(old_job, "latest")
+    source = warm_start.locate(export)
+    assert source.checkpoint.endswith("variables/variables") and source.config.model == "wide_deep"
+    assert [c.name for c in source.metadata.columns] == ["city", "channel", "review", "price"]
+    words = source.metadata.columns[2].index_labels()  # the text vocabulary, from the export's assets
+    assert words[:2] == ["<padding>", "<out of vocabulary>"] and len(words) > 10
+
+
+@pytest.mark.parametrize(
+    "flags, labels, message",
+    [
+        ({"model": "table"}, str, r"its network \(--model\) is wide_deep; these settings make table"),
+        ({"model": "wide_deep", "hidden_units": (64,)}, str, "its --hidden-units is 256; these settings make 64"),
+        ({"model": "wide_deep"}, str.upper, "its classes are neg, pos; this data's are NEG, POS"),
+    ],
+)
+def test_a_model_that_cannot_fit_is_refused_in_one_line(old_job, tmp_path, flags, labels, message):
+    table(tmp_path / "new", NEW_CITIES, seed=1, label=labels)
+    config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / "job"), warm_start_from=old_job.job_dir,
+                    **flags)  # fmt: skip
+    with pytest.raises(UserError, match=message):
+        experiment.run(config)
+
+
+def test_a_folder_without_a_model_is_named(tmp_path):
+    with pytest.raises(UserError, match="neither an export .* nor a job dir with a checkpoint"):
+        warm_start.locate(str(tmp_path))

@@ -1,0 +1,216 @@
+"""--warm-start-from: a run in a new --job-dir starts from an earlier model's weights (a job dir's last
+checkpoint, or an export), on new data whose vocabularies may differ.
+
+tf.estimator's WarmStartSettings does the loading, in the chief's first session only (a job dir with a
+checkpoint of its own resumes from it instead). This module decides, weight by weight, what it does:
+- a weight whose rows follow the data's columns and values (an embedding, a layer's kernel over the
+  columns: networks.row_labels) is remapped by value when those labels changed: the row of a category
+  or word that kept its name moves to its new index, and rows for new values start fresh;
+- any other weight is taken when its shape still fits, and left fresh when not.
+A model of another network, layer sizes or classes is refused in one line that names the difference.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+import posixpath
+import re
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from dataformat.errors import UserError
+from dataformat.schema import METADATA_FILE, Metadata
+from trainer import config as config_module
+from trainer import networks
+from trainer.config import Config
+from trainer.export import EXPORT_DIR, newest_version
+from trainer.model import choose_network
+
+log = logging.getLogger("trainer")
+
+NEW_ROWS_RANGE = 0.05  # new rows start as Keras starts an embedding: uniform in [-0.05, 0.05]
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The earlier model: its checkpoint, the dataset it was trained on, and its settings (when known)."""
+
+    path: str  # as --warm-start-from gave it
+    checkpoint: str  # a checkpoint prefix
+    metadata: Metadata
+    config: Config | None
+
+
+@dataclasses.dataclass
+class Plan:
+    taken: list[str] = dataclasses.field(default_factory=list)
+    remapped: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # name -> (rows kept, rows)
+    fresh: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> why
+    previous: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> its name in the checkpoint
+    labels: dict[str, tuple[list[str], list[str]]] = dataclasses.field(default_factory=dict)  # (new, old)
+
+
+def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) -> tf.estimator.WarmStartSettings:
+    """The WarmStartSettings for --warm-start-from, given the new model's weights (name -> shape); logs
+    what is taken, remapped and left fresh."""
+    source = locate(config.warm_start_from)
+    check_fits(source, config, metadata)
+    plan = make_plan(source, config, metadata, weights)
+    if not plan.taken and not plan.remapped:
+        raise UserError(f"--warm-start-from {source.path}: it shares no weight with this model")
+    _log_plan(source, plan)
+    folder = _labels_folder()
+    vocab_infos = {}
+    for k, (name, (new, old)) in enumerate(plan.labels.items()):
+        new_file, old_file = (_write_lines(posixpath.join(folder, f"{k}.{which}.txt"), lines)
+                              for which, lines in (("new", new), ("old", old)))  # fmt: skip
+        vocab_infos[name] = tf.estimator.VocabInfo(
+            new_vocab=new_file,
+            new_vocab_size=len(new),
+            num_oov_buckets=0,
+            old_vocab=old_file,
+            old_vocab_size=len(old),
+            backup_initializer=tf.compat.v1.random_uniform_initializer(-NEW_ROWS_RANGE, NEW_ROWS_RANGE, config.seed),
+        )
+    names = plan.taken + list(plan.remapped)
+    return tf.estimator.WarmStartSettings(
+        ckpt_to_initialize_from=source.checkpoint,
+        vars_to_warm_start=[f"^{re.escape(name)}:0$" for name in names],  # whole names: not their Adam slots
+        var_name_to_vocab_info=vocab_infos,
+        var_name_to_prev_var_name={name: old for name, old in plan.previous.items() if name in names},
+    )
+
+
+def locate(path: str) -> Source:
+    """The model at `path`: an export (a SavedModel, or a folder of numbered ones) or a job dir."""
+    export = newest_version(path)
+    if export:
+        extra = posixpath.join(export, "assets.extra")
+        metadata = _read_metadata(posixpath.join(extra, METADATA_FILE), posixpath.join(export, "assets"), path)
+        config = _read_config(posixpath.join(extra, config_module.CONFIG_FILE))
+        return Source(path, posixpath.join(export, "variables", "variables"), metadata, config)
+    checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else None
+    if not checkpoint:
+        raise UserError(f"--warm-start-from {path}: neither an export (saved_model.pb) nor a job dir with a checkpoint")
+    config = _read_config(posixpath.join(path, config_module.CONFIG_FILE))
+    exports = config.export_dir if config and config.export_dir else posixpath.join(path, EXPORT_DIR)
+    export = newest_version(posixpath.join(exports, "latest")) or newest_version(posixpath.join(exports, "best"))
+    if export:  # its metadata.json travels with it, and outlives the dataset
+        folder = posixpath.join(export, "assets.extra")
+        metadata = _read_metadata(posixpath.join(folder, METADATA_FILE), posixpath.join(export, "assets"), path)
+    elif config and (config.data_dir or config.metadata):
+        found = config.metadata or posixpath.join(config.data_dir, METADATA_FILE)
+        metadata = _read_metadata(found, posixpath.dirname(found), path)
+    else:
+        raise UserError(f"--warm-start-from {path}: no export and no dataset tell what its model was trained on")
+    return Source(path, checkpoint, metadata, config)
+
+
+def _read_metadata(path: str, vocabularies: str, flag_value: str) -> Metadata:
+    if not tf.io.gfile.exists(path):
+        raise UserError(f"--warm-start-from {flag_value}: {path} is missing, so its columns are unknown")
+    with tf.io.gfile.GFile(path) as file:
+        return Metadata.from_json(file.read(), path).located(vocabularies)
+
+
+def _read_config(path: str) -> Config | None:
+    return Config(**config_module.load_yaml(path)) if tf.io.gfile.exists(path) else None
+
+
+def check_fits(source: Source, config: Config, metadata: Metadata) -> None:
+    """Refuses, in one line naming the difference, a model of other classes, another network or other
+    layer sizes."""
+    where = f"--warm-start-from {source.path}"
+    old = source.metadata
+    if old.class_names != metadata.class_names:
+        raise UserError(f"{where}: its classes are {', '.join(old.class_names)}; this data's are "
+                        f"{', '.join(metadata.class_names)}")  # fmt: skip
+    if old.is_table != metadata.is_table or (not old.is_table and old.shape != metadata.shape):
+        shape = "table rows" if old.is_table else "x".join(map(str, old.shape))
+        raise UserError(f"{where}: it was trained on {shape}, and this data is not")
+    if source.config is None:
+        return  # an export of an older version: its weights' shapes alone decide
+    before, now = choose_network(source.config.model, old), choose_network(config.model, metadata)
+    for name, was, is_now in (
+        ("network (--model)", before, now),
+        ("--hidden-units", source.config.hidden_units, config.hidden_units),
+        ("--conv-filters", source.config.conv_filters, config.conv_filters),
+    ):
+        if was != is_now:
+            raise UserError(f"{where}: its {name} is {_shown(was)}; these settings make {_shown(is_now)}")
+
+
+def _shown(value) -> str:
+    return ",".join(map(str, value)) or "none" if isinstance(value, tuple) else str(value)
+
+
+def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[str, list[int]]) -> Plan:
+    """What becomes of each of the new model's weights."""
+    stored = dict(tf.train.list_variables(source.checkpoint))
+    old_hidden = source.config.hidden_units if source.config else config.hidden_units
+    new_labels = networks.row_labels(metadata, config.hidden_units)
+    old_labels = networks.row_labels(source.metadata, old_hidden)
+    renamed = _renaming(metadata, source.metadata)
+    plan = Plan()
+    for name, shape in weights.items():
+        previous = renamed(name)
+        if previous != name:
+            plan.previous[name] = previous
+        if previous not in stored:
+            plan.fresh[name] = "new"
+        elif name in new_labels and previous in old_labels and new_labels[name] != old_labels[previous]:
+            new, old = new_labels[name], old_labels[previous]
+            if stored[previous][1:] != shape[1:]:
+                plan.fresh[name] = f"{stored[previous]} there"
+                continue
+            plan.labels[name] = (new, old)
+            plan.remapped[name] = (len(set(new) & set(old)), len(new))
+        elif stored[previous] == shape:
+            plan.taken.append(name)
+        else:
+            plan.fresh[name] = f"{stored[previous]} there, {shape} now"
+    return plan
+
+
+def _renaming(metadata: Metadata, old: Metadata):
+    """new variable name -> its name in the old checkpoint, where a column's layers are named after its place."""
+    now = networks.column_layers(metadata)
+    before = {(layer.rsplit("_", 1)[0], column): layer for layer, column in networks.column_layers(old).items()}
+
+    def renamed(name: str) -> str:
+        parts = name.split("/")
+        for k, part in enumerate(parts):
+            if part in now:
+                parts[k] = before.get((part.rsplit("_", 1)[0], now[part]), f"{part} (not in the earlier model)")
+        return "/".join(parts)
+
+    return renamed
+
+
+def _log_plan(source: Source, plan: Plan) -> None:
+    step = dict(tf.train.list_variables(source.checkpoint)).get("global_step")
+    at = f" at step {tf.train.load_checkpoint(source.checkpoint).get_tensor('global_step')}" if step is not None else ""
+    log.info("Warm start from %s%s: %d weight(s) taken, %d remapped by value, %d left fresh",
+             source.path, at, len(plan.taken), len(plan.remapped), len(plan.fresh))  # fmt: skip
+    for name, (kept, rows) in plan.remapped.items():
+        log.info("  remapped %s: %d of its %d rows kept their value's weights, %d start fresh",
+                 name, kept, rows, rows - kept)  # fmt: skip
+    for name, why in plan.fresh.items():
+        log.info("  fresh %s (%s)", name, why)
+
+
+def _labels_folder() -> str:
+    """A local folder for this process's label files, which the session reads when it initializes."""
+    folder = tempfile.mkdtemp(prefix="warm-start-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _write_lines(path: str, lines: list[str]) -> str:
+    with open(path, "w", encoding="utf-8") as file:
+        file.write("".join(line + "\n" for line in lines))
+    return path
