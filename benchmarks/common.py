@@ -64,6 +64,9 @@ class Size:
     text_sets: tuple[str, ...]  # the sets of benchmarks/text.py to train on (each needs its package)
     text_documents: tuple[int, int]  # resampled reviews the text benchmark preprocesses, at two sizes
     text_train_steps: int  # steps of the text benchmark's training-speed runs
+    lifecycle_train_steps: int  # --train-steps of each run of benchmarks/lifecycle.py
+    lifecycle_eval_steps: int  # its runs evaluate every this many steps
+    lifecycle_seeds: int  # seeds of its from-scratch and warm-started runs
 
 
 # Besides the project's default network (compute-bound on a CPU): smaller ones, where input costs show.
@@ -112,6 +115,9 @@ SIZES = {
         text_sets=("reviews", "tweets", "rotten", "newsgroups"),
         text_documents=(100_000, 1_000_000),
         text_train_steps=1000,
+        lifecycle_train_steps=2000,  # the trainer's default
+        lifecycle_eval_steps=100,
+        lifecycle_seeds=3,
     ),
     "tiny": Size(
         name="tiny",
@@ -143,6 +149,9 @@ SIZES = {
         text_sets=("reviews",),
         text_documents=(2_000, 5_000),
         text_train_steps=200,  # global_step/sec is summarized every 100 steps
+        lifecycle_train_steps=60,
+        lifecycle_eval_steps=20,
+        lifecycle_seeds=1,
     ),
 }
 

@@ -40,8 +40,8 @@ def targets(results: dict[str, dict]) -> list[str]:
     return ["## Targets", "", *table(["target", "goal", "measured", ""], rows)]
 
 
-def bar_chart(folder: str, name: str, title: str, labels: list[str], values: list[float], unit: str) -> list[str]:
-    """A horizontal bar chart saved as folder/name; returns [name], or [] without matplotlib."""
+def _pyplot(name: str):
+    """matplotlib's pyplot, drawing to files; None without matplotlib."""
     try:
         import matplotlib
 
@@ -49,6 +49,14 @@ def bar_chart(folder: str, name: str, title: str, labels: list[str], values: lis
         from matplotlib import pyplot
     except ImportError:
         log.warning("matplotlib is not installed: no %s", name)
+        return None
+    return pyplot
+
+
+def bar_chart(folder: str, name: str, title: str, labels: list[str], values: list[float], unit: str) -> list[str]:
+    """A horizontal bar chart saved as folder/name; returns [name], or [] without matplotlib."""
+    pyplot = _pyplot(name)
+    if pyplot is None:
         return []
     figure, axes = pyplot.subplots(figsize=(8, 0.35 * len(labels) + 1.2))
     axes.barh(range(len(labels)), values)
@@ -56,6 +64,24 @@ def bar_chart(folder: str, name: str, title: str, labels: list[str], values: lis
     axes.invert_yaxis()  # first row on top, as in the table
     axes.set_xlabel(unit)
     axes.set_title(title)
+    figure.tight_layout()
+    figure.savefig(os.path.join(folder, name), dpi=100)
+    pyplot.close(figure)
+    return [name]
+
+
+def line_chart(folder: str, name: str, title: str, lines: dict[str, tuple[list, list]], x: str, y: str) -> list[str]:
+    """Lines (label -> (xs, ys)) in one chart saved as folder/name; returns [name], or [] without matplotlib."""
+    pyplot = _pyplot(name)
+    if pyplot is None:
+        return []
+    figure, axes = pyplot.subplots(figsize=(8, 4.5))
+    for label, (xs, ys) in lines.items():
+        axes.plot(xs, ys, marker=".", label=label)
+    axes.set_xlabel(x)
+    axes.set_ylabel(y)
+    axes.set_title(title)
+    axes.legend()
     figure.tight_layout()
     figure.savefig(os.path.join(folder, name), dpi=100)
     pyplot.close(figure)

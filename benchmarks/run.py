@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: k
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import accuracy, clicks, pipeline, report, tables, text, training, wide, writing  # noqa: E402
+from benchmarks import accuracy, clicks, lifecycle, pipeline, report, tables, text, training, wide, writing  # noqa: E402
 from benchmarks.common import MNIST_DIR, SIZES, Bench, environment  # noqa: E402
 
 log = logging.getLogger("benchmarks")
@@ -36,6 +36,7 @@ BENCHMARKS = {
     "clicks": clicks,
     "wide": wide,
     "text": text,
+    "lifecycle": lifecycle,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
