@@ -74,6 +74,7 @@ setup(
             "qt-submit=trainer.vertex.submit:main",
             "qt-job=trainer.vertex.job:main",
             "qt-batch-predict=trainer.vertex.batch:main",
+            "qt-deploy=trainer.vertex.deploy:main",
         ]
     },
 )

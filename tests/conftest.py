@@ -32,6 +32,22 @@ def gcs_server():
         yield server
 
 
+@pytest.fixture
+def vertex(monkeypatch):
+    """The Vertex AI and Cloud Logging stand-in (fake_vertex.py), reached through Google's client
+    libraries with anonymous credentials."""
+    import fake_vertex
+    from google.auth.credentials import AnonymousCredentials
+
+    from trainer.vertex import client
+
+    with fake_vertex.serving() as fake:
+        monkeypatch.setattr(client, "VERTEX_ENDPOINT", fake.url)
+        monkeypatch.setattr(client, "LOGGING_ENDPOINT", fake.url)
+        monkeypatch.setattr("google.auth.default", lambda scopes: (AnonymousCredentials(), "p"))
+        yield fake
+
+
 @pytest.fixture(scope="session")
 def digits_dir(tmp_path_factory) -> str:
     """The built-in digits, preprocessed once for the whole session (read-only for tests)."""

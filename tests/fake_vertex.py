@@ -1,7 +1,10 @@
 """A stand-in for the Vertex AI and Cloud Logging REST APIs on 127.0.0.1, for the tests: Google's
 client libraries talk to it over real HTTP, as they would to Google. A job's states come from a
 script (one per poll, the last one staying); cancel moves it to CANCELLED; log entries come back
-in pages of two, with page tokens."""
+in pages of two, with page tokens. Models and endpoints are kept as their bodies; each change is a
+long-running operation that is done at its second poll; an endpoint answers :predict with what
+`serve(model, instances)` returns (the test's own, e.g. running the export), and :explain, for a
+model uploaded with an explanationSpec, with those predictions and an attribution of 0.0 a feature."""
 
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 JOB_PATH = re.compile(r"/v1/(projects/[^/]+/locations/[^/]+/(\w+)/[^/:?]+)")
+RESOURCE = re.compile(r"/(?:v1|ui)/(?P<parent>projects/[^/]+/locations/[^/]+)/(?P<kind>models|endpoints|operations)"
+                      r"(/(?P<id>[^/:?]+))?(:(?P<verb>\w+))?")  # fmt: skip
+TYPES = "type.googleapis.com/google.cloud.aiplatform.v1."
 CREATE_PATH = re.compile(r"/v1/(projects/[^/]+/locations/[^/]+)/(\w+)\?")
 PAGE = 2  # log entries per page: paging is always exercised
 
@@ -27,6 +33,14 @@ class FakeVertex:
         self.logs: list[dict] = []  # LogEntry resources
         self.log_queries: list[dict] = []
         self.url = ""
+        self.models: dict[str, dict] = {}  # name -> Model body as uploaded
+        self.endpoints: dict[str, dict] = {}  # name -> Endpoint as it is now
+        self.operations: dict[str, dict] = {}  # name -> {"polls": left until done, "response": ...}
+        self.requests: list[tuple[str, str, dict]] = []  # models' and endpoints': (method, path, body)
+        self.serve = None  # (model body, instances) -> predictions; None: :predict is refused
+
+    def resource(self, method: str, path: str, body: dict) -> tuple[int, dict]:
+        return _resource(self, method, path, body)
 
     def job(self, name: str) -> dict:
         step = self.script[min(self.gets, len(self.script) - 1)]
@@ -54,12 +68,20 @@ def _handler(fake: FakeVertex):
             return json.loads(self.rfile.read(length) or b"{}")
 
         def do_GET(self):
+            if RESOURCE.match(self.path):
+                self._reply(*fake.resource("GET", self.path, {}))
+                return
             match = JOB_PATH.match(self.path)
             self._reply(200, fake.job(match[1]))
 
+        def do_DELETE(self):
+            self._reply(*fake.resource("DELETE", self.path, {}))
+
         def do_POST(self):
             body = self._body()
-            if self.path.startswith("/v2/entries:list"):
+            if RESOURCE.match(self.path):
+                self._reply(*fake.resource("POST", self.path, body))
+            elif self.path.startswith("/v2/entries:list"):
                 fake.log_queries.append(body)
                 since = re.search(r'timestamp>="([^"]+)"', body.get("filter", ""))
                 entries = [e for e in fake.logs if not since or _time(e["timestamp"]) >= _time(since[1])]
@@ -81,6 +103,85 @@ def _handler(fake: FakeVertex):
                 self._reply(200, {**body, "name": f"{parent}/{collection}/1", "state": "JOB_STATE_QUEUED"})
 
     return Handler
+
+
+class Refused(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.reply = (status, {"error": {"code": status, "message": message, "status": "FAILED_PRECONDITION"}})
+
+
+def _resource(fake: FakeVertex, method: str, path: str, body: dict) -> tuple[int, dict]:
+    """Models, endpoints and their operations: (status, reply)."""
+    match = RESOURCE.match(path)
+    parent, kind, verb = match["parent"], match["kind"], match["verb"]
+    name = f"{parent}/{kind}/{match['id']}" if match["id"] else None
+    fake.requests.append((method, path.split("?")[0], body))
+    try:
+        if kind == "operations":
+            return 200, _poll(fake, name)
+        if method == "GET" and name:
+            found = (fake.models if kind == "models" else fake.endpoints).get(name)
+            return (200, found) if found else (404, {"error": {"code": 404, "message": f"{name} not found"}})
+        if method == "GET":
+            wanted = re.search(r'display_name%3D%22([^%]+)%22|display_name="([^"]+)"', path)
+            shown = [e for e in fake.endpoints.values() if wanted and e["displayName"] in wanted.groups()]
+            return 200, {"endpoints": shown}
+        if method == "DELETE":
+            (fake.models if kind == "models" else fake.endpoints).pop(name)
+            return 200, _operation(fake, parent, {"@type": "type.googleapis.com/google.protobuf.Empty"})
+        if kind == "models" and verb == "upload":
+            model = f"{parent}/models/{len(fake.models) + 1}"
+            fake.models[model] = {**body["model"], "name": model}
+            return 200, _operation(fake, parent, {"@type": TYPES + "UploadModelResponse", "model": model})
+        if kind == "endpoints" and not verb:
+            endpoint = f"{parent}/endpoints/{len(fake.endpoints) + 101}"
+            created = {**body, "name": endpoint, "createTime": "2026-11-26T00:00:00Z"}
+            fake.endpoints[endpoint] = created
+            return 200, _operation(fake, parent, {"@type": TYPES + "Endpoint", **created})
+        return 200, _endpoint_verb(fake, parent, name, verb, body)
+    except Refused as refused:
+        return refused.reply
+
+
+def _endpoint_verb(fake: FakeVertex, parent: str, name: str, verb: str, body: dict) -> dict:
+    endpoint = fake.endpoints[name]
+    deployed = endpoint.setdefault("deployedModels", [])
+    if verb == "deployModel":
+        model_id = str(len(fake.requests))
+        deployed.append({**body["deployedModel"], "id": model_id})
+        endpoint["trafficSplit"] = {model_id: 100}
+        return _operation(fake, parent, {"@type": TYPES + "DeployModelResponse", "deployedModel": {"id": model_id}})
+    if verb == "undeployModel":
+        endpoint["deployedModels"] = [m for m in deployed if m["id"] != body["deployedModelId"]]
+        endpoint["trafficSplit"] = body.get("trafficSplit", {})
+        return _operation(fake, parent, {"@type": TYPES + "UndeployModelResponse"})
+    if not deployed or fake.serve is None:
+        raise Refused(400, f"{name} has no deployed model")
+    model = fake.models[deployed[0]["model"]]
+    predictions = fake.serve(model, body["instances"])
+    answer = {"predictions": predictions, "deployedModelId": deployed[0]["id"]}
+    if verb == "explain":
+        if "explanationSpec" not in model:
+            raise Refused(400, "The model was not deployed with an explanation spec.")
+        features = model["explanationSpec"]["metadata"]["inputs"]
+        attributions = {"featureAttributions": {feature: 0.0 for feature in features}, "outputIndex": [0]}
+        answer["explanations"] = [{"attributions": [attributions]} for _ in predictions]
+    return answer
+
+
+def _operation(fake: FakeVertex, parent: str, response: dict) -> dict:
+    name = f"{parent}/operations/{len(fake.operations) + 1}"
+    fake.operations[name] = {"polls": 1, "response": response}
+    return {"name": name, "done": False}
+
+
+def _poll(fake: FakeVertex, name: str) -> dict:
+    operation = fake.operations[name]
+    if operation["polls"]:
+        operation["polls"] -= 1
+        return {"name": name, "done": False}
+    return {"name": name, "done": True, "response": operation["response"]}
 
 
 def _time(text: str) -> datetime.datetime:

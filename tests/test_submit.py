@@ -12,11 +12,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-import fake_vertex
 import pytest
 import yaml
 
-from trainer.vertex import batch, client, jobs, submit
+from trainer.vertex import batch, jobs, submit
 
 CONFIGS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "configs", "jobs", "*.yaml")))
 CONFIGS_BY_NAME = {os.path.splitext(os.path.basename(path))[0]: path for path in CONFIGS}
@@ -517,19 +516,6 @@ def test_sdist_holds_the_trainer_and_its_setup(tmp_path):
         "dataformat/schema.py",
     ):
         assert f"{top}/{member}" in names
-
-
-@pytest.fixture
-def vertex(monkeypatch):
-    """The Vertex AI and Cloud Logging stand-in (fake_vertex.py), reached through Google's client
-    libraries with anonymous credentials."""
-    from google.auth.credentials import AnonymousCredentials
-
-    with fake_vertex.serving() as fake:
-        monkeypatch.setattr(client, "VERTEX_ENDPOINT", fake.url)
-        monkeypatch.setattr(client, "LOGGING_ENDPOINT", fake.url)
-        monkeypatch.setattr("google.auth.default", lambda scopes: (AnonymousCredentials(), "p"))
-        yield fake
 
 
 @pytest.fixture

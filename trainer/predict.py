@@ -38,6 +38,7 @@ examples:
   qt-predict --model-dir runs/digits/export/best/1795322157 --input digit.png more.npz
   qt-predict --model-dir EXPORT --input data/digits/eval-00000-of-00001.tfrecord --output p.jsonl
   qt-predict --model-dir EXPORT --instances-json request.json
+  qt-predict --endpoint projects/my-project/locations/us-central1/endpoints/123 --input rows.csv --explain
 """
 
 
@@ -298,10 +299,19 @@ def parse_args(argv: list[str] | None):
         "probabilities, logits).",
         examples=EXAMPLES,
     )
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument(
+        "--model-dir", help="an export (holds saved_model.pb), or a folder of numbered exports: the newest"
+    )
+    model.add_argument(
+        "--endpoint",
+        help="a Vertex AI endpoint (projects/P/locations/R/endpoints/ID, as qt-deploy prints it) to send the "
+        "inputs to online instead; the output lines are the same",
+    )
     parser.add_argument(
-        "--model-dir",
-        required=True,
-        help="an export (holds saved_model.pb), or a folder of numbered exports: the newest",
+        "--explain",
+        action="store_true",
+        help="with --endpoint: ask for explanations, added to each line as attributions",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", nargs="+", metavar="FILE", help="images (.png, .jpg), .npz, .csv or .tfrecord files")
@@ -321,7 +331,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _predict(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    model = Model(args.model_dir)
+    if args.explain and not args.endpoint:
+        raise UserError("--explain: explanations come from a Vertex AI endpoint; give --endpoint (see qt-deploy)")
+    if args.endpoint:
+        from trainer.vertex.online import OnlineModel
+
+        if args.instances_json:
+            raise UserError("--instances-json: send a request body to an endpoint with gcloud ai endpoints predict")
+        model = OnlineModel(args.endpoint, args.explain)
+    else:
+        model = Model(args.model_dir)
     if args.instances_json:
         lines = [respond(model, _read_request(args.instances_json))]
     else:

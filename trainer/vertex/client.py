@@ -53,7 +53,7 @@ def parse_name(name: str, flag: str = "JOB") -> re.Match:
 
 
 @contextlib.contextmanager
-def _errors(what: str):
+def errors(what: str):
     """Library and network failures as one line saying what was being done."""
     import google.api_core.exceptions
     import google.auth.exceptions
@@ -73,24 +73,29 @@ def _errors(what: str):
         raise UserError(f"cannot authenticate ({type(error).__name__}): {gcs.CREDENTIALS_HELP}") from None
 
 
-def _credentials():
+def credentials():
     import google.auth
 
-    with _errors("credentials"):
-        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-    return credentials
+    with errors("credentials"):
+        found, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+    return found
 
 
-def _job_service(region: str):
+def service(name: str, region: str):
+    """(the library's aiplatform_v1, its client NAME, e.g. JobServiceClient) for `region`, over REST."""
     try:
         from google.api_core.client_options import ClientOptions
         from google.cloud import aiplatform_v1
     except ImportError:
-        raise UserError(f"following, cancelling and creating jobs needs Google's client library: {INSTALL}") from None
+        raise UserError(f"talking to Vertex AI needs Google's client library: {INSTALL}") from None
     endpoint = ClientOptions(api_endpoint=VERTEX_ENDPOINT.format(region=region))
-    return aiplatform_v1, aiplatform_v1.JobServiceClient(
-        credentials=_credentials(), transport="rest", client_options=endpoint
+    return aiplatform_v1, getattr(aiplatform_v1, name)(
+        credentials=credentials(), transport="rest", client_options=endpoint
     )
+
+
+def _job_service(region: str):
+    return service("JobServiceClient", region)
 
 
 def create(parent: str, collection: str, body: dict) -> dict:
@@ -99,27 +104,27 @@ def create(parent: str, collection: str, body: dict) -> dict:
     library, service = _job_service(region)
     message, method = KINDS[collection]
     job = getattr(library, message).from_json(json.dumps(body))  # refuses a field the API does not have
-    with _errors(f"{parent}/{collection}"):
-        return _as_dict(getattr(service, f"create_{method}")(parent=parent, **{method: job}))
+    with errors(f"{parent}/{collection}"):
+        return as_dict(getattr(service, f"create_{method}")(parent=parent, **{method: job}))
 
 
 def get(name: str) -> dict:
     """The job as Vertex AI describes it now."""
     match = parse_name(name)
     _, service = _job_service(match["region"])
-    with _errors(name):
-        return _as_dict(getattr(service, f"get_{KINDS[match['collection']][1]}")(name=name))
+    with errors(name):
+        return as_dict(getattr(service, f"get_{KINDS[match['collection']][1]}")(name=name))
 
 
 def cancel(name: str) -> None:
     """Asks Vertex AI to cancel the job; it ends in JOB_STATE_CANCELLED soon after."""
     match = parse_name(name)
     _, service = _job_service(match["region"])
-    with _errors(name):
+    with errors(name):
         getattr(service, f"cancel_{KINDS[match['collection']][1]}")(name=name)
 
 
-def _as_dict(job) -> dict:
+def as_dict(job) -> dict:
     """A library message as its REST JSON: camelCase names, enum names, RFC 3339 times."""
     from google.protobuf import json_format
 
@@ -135,7 +140,7 @@ def log_lines(name: str, since: datetime.datetime | None) -> Iterator[LogLine]:
     match = parse_name(name)
     logs = cloud_logging.Client(
         project=match["project"],
-        credentials=_credentials(),
+        credentials=credentials(),
         _use_grpc=False,  # the REST transport, like the Vertex AI client
         client_options={"api_endpoint": LOGGING_ENDPOINT},
     )
@@ -146,7 +151,7 @@ def log_lines(name: str, since: datetime.datetime | None) -> Iterator[LogLine]:
         f'resource.type="ml_job" AND resource.labels.job_id="{match["id"]}"'
         f' AND timestamp>="{since.astimezone(datetime.timezone.utc):%Y-%m-%dT%H:%M:%S.%fZ}"'
     )
-    with _errors(f"{name} logs"):
+    with errors(f"{name} logs"):
         for entry in logs.list_entries(
             resource_names=[f"projects/{match['project']}"], filter_=query, order_by=cloud_logging.ASCENDING
         ):

@@ -1,0 +1,189 @@
+"""qt-deploy and qt-predict --endpoint against the Vertex AI stand-in (fake_vertex.py), through Google's client
+library, with a local export staged to the Cloud Storage emulator: upload, endpoint, deploy, online
+predictions equal to local ones, explanations, undeploy and delete; every body checked by the library's
+message classes."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from gcs_emulator.server import BUCKET, client
+from test_keys import build
+
+from dataformat import gcs
+from trainer import experiment
+from trainer.config import Config
+from trainer.export import latest_export
+from trainer.predict import Model
+from trainer.predict import main as predict_main
+from trainer.vertex import deploy
+
+PREBUILT = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
+FAST = ["--poll-secs", "0.01"]
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """A table model with a key column and a text column, trained briefly."""
+    root = tmp_path_factory.mktemp("deploy")
+    build(root)
+    config = Config(data_dir=str(root / "data"), job_dir=str(root / "job"), train_steps=60)
+    experiment.run(config)
+    return latest_export(config, "latest")
+
+
+@pytest.fixture
+def cloud(gcs_server, vertex, monkeypatch, tmp_path):
+    """The stand-in, serving each deployed model by running its staged export as downloaded from the emulator."""
+    for name, value in gcs_server.env.items():
+        monkeypatch.setenv(name, value)
+    gcs._client.cache_clear()
+    loaded = {}
+
+    def serve(model: dict, instances: list) -> list:
+        uri = model["artifactUri"]
+        if uri not in loaded:
+            prefix = uri[len(f"gs://{BUCKET}/") :]
+            for blob in client(gcs_server).list_blobs(BUCKET, prefix=prefix + "/"):
+                target = tmp_path / "served" / blob.name[len(prefix) + 1 :]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                blob.download_to_filename(str(target))
+            loaded[uri] = Model(str(tmp_path / "served"))
+        names = [f"instance {i}" for i in range(len(instances))]
+        return loaded[uri].predict("serving_default", instances, names)
+
+    vertex.serve, vertex.storage = serve, gcs_server
+    yield vertex
+    gcs._client.cache_clear()
+
+
+def _check_bodies(requests: list) -> None:
+    """Each body the stand-in received, read by the client library's own request message."""
+    from google.cloud import aiplatform_v1
+
+    messages = {"upload": "UploadModelRequest", "deployModel": "DeployModelRequest", "predict": "PredictRequest",
+                "undeployModel": "UndeployModelRequest", "explain": "ExplainRequest"}  # fmt: skip
+    for method, path, body in requests:
+        verb = path.rsplit(":", 1)[-1] if ":" in path else None
+        if method == "POST" and verb in messages:
+            aiplatform_v1.types.__dict__[messages[verb]].from_json(json.dumps(body))
+        elif method == "POST" and path.endswith("/endpoints"):
+            aiplatform_v1.Endpoint.from_json(json.dumps(body))
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_deploy_predict_explain_undeploy_and_delete(export, cloud, tmp_path, capsys, caplog):
+    flags = ["--project", "p", "--region", "us-central1", "--display-name", "orders", *FAST]
+    staging = f"gs://{BUCKET}/staging"
+    argv = ["--model-dir", export, "--staging-dir", staging, "--max-replicas", "2", "--explain", *flags]
+    assert deploy.main(argv) == 0
+    shown = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    endpoint, model = shown["endpoint:"], shown["model:"]
+    (uploaded,) = [body["model"] for method, path, body in cloud.requests if path.endswith(":upload")]
+    assert uploaded["artifactUri"].startswith(f"{staging}/orders-") and uploaded["artifactUri"].endswith("/1")
+    staged = [blob.name for blob in client(cloud.storage).list_blobs(BUCKET, prefix="staging/")]
+    assert any(name.endswith("/1/saved_model.pb") for name in staged)
+    assert any(name.endswith("/1/assets.extra/metadata.json") for name in staged)
+    assert uploaded["containerSpec"] == {"imageUri": PREBUILT}
+    explained = uploaded["explanationSpec"]
+    assert set(explained["metadata"]["inputs"]) == {"channel", "review", "price"}  # the key is no feature
+    assert explained["parameters"] == {"sampledShapleyAttribution": {"pathCount": deploy.SHAPLEY_PATHS}}
+    deployed = cloud.endpoints[endpoint]["deployedModels"][0]
+    assert deployed["model"] == model and deployed["dedicatedResources"]["maxReplicaCount"] == 2
+
+    rows = tmp_path / "rows.csv"
+    rows.write_text('order,channel,review,price\nA-1,web,"Great and wonderful!",3\nB-2,app,"awful, boring",5\n')
+    assert predict_main(["--model-dir", export, "--input", str(rows), "--output", str(tmp_path / "local.jsonl")]) == 0
+    online = ["--endpoint", endpoint, "--input", str(rows), "--output", str(tmp_path / "online.jsonl")]
+    assert predict_main(online) == 0
+    assert _lines(tmp_path / "online.jsonl") == _lines(tmp_path / "local.jsonl")  # keys, classes, probabilities
+    assert predict_main([*online, "--explain"]) == 0
+    for line in _lines(tmp_path / "online.jsonl"):
+        assert set(line["attributions"]) == {"channel", "review", "price"} and line["key"] in ("A-1", "B-2")
+
+    # Deployed again under the same name: the endpoint is reused; then everything is tidied up.
+    assert deploy.main(["--model-dir", export, "--staging-dir", staging, *flags]) == 0
+    assert len(cloud.endpoints) == 1 and len(cloud.endpoints[endpoint]["deployedModels"]) == 2
+    second = capsys.readouterr().out.split("model:", 1)[1].split()[0]
+    assert deploy.main(["undeploy", "--endpoint", endpoint, *FAST]) == 0
+    assert cloud.endpoints[endpoint]["deployedModels"] == []
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        assert predict_main(online) == 2
+    assert "no model is deployed there" in caplog.text
+    assert deploy.main(["delete", "--endpoint", endpoint, "--model", model, "--model", second, *FAST]) == 0
+    assert cloud.endpoints == {} and cloud.models == {}
+    _check_bodies(cloud.requests)
+
+
+def test_explain_needs_a_model_uploaded_for_it(export, cloud, tmp_path, caplog):
+    flags = ["--model-dir", export, "--staging-dir", f"gs://{BUCKET}/staging", "--display-name", "plain"]
+    assert deploy.main([*flags, "--project", "p", *FAST]) == 0
+    (endpoint,) = cloud.endpoints
+    rows = tmp_path / "rows.csv"
+    rows.write_text("order,channel,review,price\nA-1,web,fine,\n")
+    with caplog.at_level(logging.ERROR):
+        assert predict_main(["--endpoint", endpoint, "--input", str(rows), "--explain"]) == 2
+    assert "column 'price' is missing, and an online request cannot say so" in caplog.text
+    rows.write_text("order,channel,review,price\nA-1,web,fine,4\n")
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        assert predict_main(["--endpoint", endpoint, "--input", str(rows), "--explain"]) == 2
+    assert "Vertex AI refused (400): The model was not deployed with an explanation spec." in caplog.text
+
+
+def test_dry_run_prints_every_body_and_touches_nothing(export, vertex, capsys):
+    argv = ["--model-dir", export, "--project", "p", "--display-name", "d", "--staging-dir", "gs://b/s", "--dry-run"]
+    assert deploy.main([*argv, "--accelerator-type", "NVIDIA_TESLA_T4", "--serving-image", "tfs:2.15.1"]) == 0
+    out = capsys.readouterr().out
+    assert f"COPY {export} -> gs://b/s/d-" in out and "models:upload" in out and ":deployModel" in out
+    upload = json.loads(out.split("models:upload\n", 1)[1].split("\nGET", 1)[0])
+    spec = upload["model"]["containerSpec"]
+    assert spec["imageUri"] == "tfs:2.15.1" and "--model_base_path=$(AIP_STORAGE_URI)" in spec["args"]
+    assert not upload["model"]["artifactUri"].endswith("/1")  # TF Serving reads the numbered folders under it
+    assert vertex.requests == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model-dir", "{tmp}", "--project", "p", "--display-name", "d"], "not an export (no saved_model.pb)"),
+        (["--model-dir", "{export}", "--project", "p", "--display-name", "d"], "--staging-dir: a gs:// folder"),
+        (
+            [
+                "--model-dir",
+                "{export}",
+                "--project",
+                "p",
+                "--display-name",
+                "d",
+                "--staging-dir",
+                "gs://b/s",
+                "--min-replicas",
+                "3",
+                "--max-replicas",
+                "2",
+            ],
+            "--max-replicas 2: below --min-replicas 3",
+        ),  # fmt: skip
+        (["undeploy", "--endpoint", "nonsense"], "--endpoint nonsense: expected projects/PROJECT/locations/"),
+        (["delete"], "give --endpoint, --model, or both"),
+    ],
+)
+def test_mistakes_are_one_line(export, tmp_path, caplog, argv, message):
+    argv = [arg.format(tmp=tmp_path, export=export) for arg in argv]
+    with caplog.at_level(logging.ERROR):
+        assert deploy.main(argv) == 2
+    (line,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert message in line
+
+
+def test_explain_is_for_endpoints(export, caplog):
+    with caplog.at_level(logging.ERROR):
+        assert predict_main(["--model-dir", export, "--input", "x.csv", "--explain"]) == 2
+    assert "give --endpoint" in caplog.text
