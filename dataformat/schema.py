@@ -41,7 +41,8 @@ VECTOR_KEY = "features"
 LABEL_KEY = "label"
 KEY = "key"  # a table's keys among the model's features and outputs (see Metadata.key_column)
 DTYPES = ("uint8", "float32")
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")  # image files, for the images source and for predictions
+# Image files TensorFlow's decode_image reads, so serving takes them too: for the images source and predictions.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
 # Shard compression (as TensorFlow's TFRecordOptions names it) -> shard file suffix.
 SHARD_SUFFIXES = {"": ".tfrecord", "GZIP": ".tfrecord.gz"}
 

@@ -30,7 +30,7 @@ from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES
 from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.sources import RawData
-from preprocessing.split import ORDER, example_hashes, in_shuffled_order, shard_name, split_class
+from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.writer import ShardResult, ShardTask, clear_output, plan_shards, take, write_metadata, write_shard
 
 log = logging.getLogger(__name__)
@@ -38,22 +38,24 @@ STATS_SUFFIX = ".stats.json"  # a worker's statistics of one shard, read back by
 TABLE_SUMMARY = ".table.json"  # a table's columns and classes, as the pipeline decided them
 
 
-def split_sizes(labels: np.ndarray, eval_fraction: float) -> tuple[int, int]:
+def split_sizes(labels: np.ndarray, eval_fraction: float, fixed: np.ndarray | None) -> tuple[int, int]:
     """(train, eval) example counts, as split_class will make them, known before the pipeline runs."""
-    per_class = np.bincount(labels)
-    evaluation = sum(int(round(n * eval_fraction)) for n in per_class if n)
+    free = labels if fixed is None else labels[fixed == FREE]
+    evaluation = sum(int(round(n * eval_fraction)) for n in np.bincount(free) if n)
+    if fixed is not None:
+        evaluation += int(np.sum(fixed == EVAL))
     return len(labels) - evaluation, evaluation
 
 
 class _AssignSplit(beam.DoFn):
     """One class's examples in, (split, example index) out."""
 
-    def __init__(self, hashes: np.ndarray, eval_fraction: float):
-        self._hashes, self._fraction = hashes, eval_fraction
+    def __init__(self, hashes: np.ndarray, eval_fraction: float, fixed: np.ndarray | None):
+        self._hashes, self._fraction, self._fixed = hashes, eval_fraction, fixed
 
     def process(self, element):
         _, indices = element
-        train, evaluation = split_class(self._hashes, np.array(sorted(indices)), self._fraction)
+        train, evaluation = split_class(self._hashes, np.array(sorted(indices)), self._fraction, self._fixed)
         yield from (("train", int(i)) for i in train)
         yield from (("eval", int(i)) for i in evaluation)
 
@@ -129,7 +131,7 @@ def build_dataset_with_beam(
     template = template_only(options)
     if not template:
         clear_output(output, overwrite)
-    counts = plan_shards(data, *split_sizes(data.labels, eval_fraction), eval_fraction, shards)
+    counts = plan_shards(data, *split_sizes(data.labels, eval_fraction, data.fixed), eval_fraction, shards)
     hashes = example_hashes(data.keys, seed)
 
     def shard_of(split_and_index):
@@ -141,7 +143,7 @@ def build_dataset_with_beam(
             pipeline
             | "Examples" >> beam.Create([(int(label), i) for i, label in enumerate(data.labels)])
             | "ByClass" >> beam.GroupByKey()
-            | "Split" >> beam.ParDo(_AssignSplit(hashes, eval_fraction))
+            | "Split" >> beam.ParDo(_AssignSplit(hashes, eval_fraction, data.fixed))
             | "ToShards" >> beam.Map(shard_of)
             | "ByShard" >> beam.GroupByKey()
             | "Write" >> beam.ParDo(_WriteShard(data, output, counts, hashes, compression, examples_per_record))

@@ -25,6 +25,7 @@ examples:
   qt-preprocess --source text --input raw/tickets --output data/tickets
   qt-preprocess --source npz --input raw/arrays.npz --output data/arrays
   qt-preprocess --source images --input raw/photos --image-size 64x64 --output data/photos
+  qt-preprocess --source images --input gs://my-bucket/flowers/list.csv --image-size 128x128 --output data/flowers
 """
 
 
@@ -85,13 +86,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines or Parquet) of "
         "numeric, categorical, date and free-text columns with missing values, in one or many files, of any size "
         "(streamed); text = a folder with one sub-folder of .txt files per class (streamed); "
-        "npz = arrays x and y; images = one sub-folder of PNG/JPEG files per class (default: digits)",
+        "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
+        "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
+        "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: digits)",
     )
     parser.add_argument(
         "--input",
         help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .jsonl, .ndjson, .json and "
         ".parquet files, gzipped or not (csv); "
-        "a folder (mnist, images, text)",
+        "a folder (mnist, images, text); an image list, .csv or .jsonl (images)",
     )
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")
     parser.add_argument(
@@ -226,7 +229,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--image-size",
         type=_image_size,
         metavar="HEIGHTxWIDTH",
-        help="images: resize every image to this size (default: keep the size of the first; all must then match)",
+        help="images: resize every image to this size (default: the size of the first; in a folder all must then "
+        "match, from a list every image is resized to it)",
     )
     parser.add_argument(
         "--compression",

@@ -20,6 +20,8 @@ from dataformat import storage
 from dataformat.errors import UserError
 from dataformat.schema import IMAGE_SUFFIXES
 
+PILLOW_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing decodes: TensorFlow's formats, and WebP
+
 
 @dataclasses.dataclass(frozen=True)
 class RawData:
@@ -37,6 +39,7 @@ class RawData:
     shape: tuple[int, ...]
     dtype: str  # "uint8" or "float32"
     load: Callable[[object], np.ndarray] | None = None
+    fixed: np.ndarray | None = None  # each example's fixed split (split.TRAIN, EVAL or FREE), where the source says
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,33 +161,54 @@ def read_npz(path: str | None, options: SourceOptions) -> RawData:
     return from_arrays(x, y, where)
 
 
+GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")  # Pillow's one-channel modes (LA: with alpha)
+
+
 @contextlib.contextmanager
-def _opened_image(path: str) -> Iterator:
-    """The image at `path` (local or gs://), opened with Pillow; a file that does not decode, now
-    or while it is used, is a UserError naming it."""
+def _opened_image(path: str, where: str = "") -> Iterator:
+    """The image at `path` (local or gs://), opened with Pillow; a file that is missing or does not decode,
+    now or while it is used, is a UserError naming it (after `where`, e.g. an image list's file and line)."""
     from PIL import Image, UnidentifiedImageError
 
+    named = f"{where}: {path}" if where else path
     try:
         with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
             yield image
+    except FileNotFoundError:
+        raise UserError(f"{named}: no such image file") from None
+    except UserError as error:  # Cloud Storage's own line: a missing object, a refused read
+        raise UserError(f"{where}: {error}" if where else str(error)) from None
     except UnidentifiedImageError:
-        raise UserError(f"{path}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
+        raise UserError(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
     except (OSError, ValueError) as error:  # truncated or damaged image data
-        raise UserError(f"{path}: cannot decode image ({error})") from None
+        raise UserError(f"{named}: cannot decode image ({error})") from None
+
+
+def _eight_bit(image):
+    """16-bit and float grayscale scaled to 0-255 (Pillow's convert would clip them), other modes as they are."""
+    from PIL import Image
+
+    if image.mode not in ("I", "I;16", "I;16B", "I;16L", "F"):
+        return image
+    values = np.asarray(image, dtype=np.float64)
+    top = 65535.0 if image.mode.startswith("I;16") or values.max() > 255 else 255.0
+    return Image.fromarray(np.clip(values * (255.0 / top), 0, 255).astype(np.uint8))
 
 
 @dataclasses.dataclass(frozen=True)
 class ImageLoader:
-    """Decodes one image file to a (H, W, C) uint8 array of the expected shape."""
+    """Decodes one image file (a path, or (path, where it was listed)) to a (H, W, C) uint8 array of the
+    expected shape: a GIF's first frame, any mode as gray or RGB (transparency dropped)."""
 
     shape: tuple[int, int, int]
     resize: bool
 
-    def __call__(self, path: str) -> np.ndarray:
+    def __call__(self, item) -> np.ndarray:
         from PIL import Image
 
-        with _opened_image(path) as image:
-            image = image.convert("L" if self.shape[2] == 1 else "RGB")
+        path, where = item if isinstance(item, tuple) else (item, "")
+        with _opened_image(path, where) as image:
+            image = _eight_bit(image).convert("L" if self.shape[2] == 1 else "RGB")
             if self.resize:
                 image = image.resize((self.shape[1], self.shape[0]), Image.BILINEAR)
             pixels = np.asarray(image, dtype=np.uint8)
@@ -197,31 +221,38 @@ class ImageLoader:
         return pixels
 
 
-def _first_image_shape(path: str, size: tuple[int, int] | None) -> tuple[int, int, int]:
+def first_image_shape(path: str, size: tuple[int, int] | None, where: str = "") -> tuple[int, int, int]:
     """The shape every image will have: the first image's size (or --image-size), and one
     channel if it is grayscale, else three."""
-    with _opened_image(path) as image:
-        channels = 1 if image.mode in ("1", "L", "I", "I;16", "F") else 3
+    with _opened_image(path, where) as image:
+        channels = 1 if image.mode in GRAY_MODES else 3
         width, height = image.size
     height, width = size or (height, width)
     return (height, width, channels)
 
 
 def read_images(path: str | None, options: SourceOptions) -> RawData:
-    """A folder with one sub-folder of PNG/JPEG files per class; the sub-folder names are the classes."""
+    """A folder with one sub-folder of image files per class, the sub-folder names the classes; or an image
+    list (preprocessing/image_lists.py)."""
+    from preprocessing import image_lists
+
+    if path and path.lower().endswith(image_lists.LIST_SUFFIXES):
+        return image_lists.read_image_list(_require_input(path, "image list"), options)
     folder = _require_input(path, "images")
     classes = [name for name in storage.list_names(folder) if storage.is_folder(storage.join(folder, name))]
     if len(classes) < 2:
         raise UserError(f"{folder}: found {len(classes)} class folder(s); expected one sub-folder per class, 2 or more")
     paths, labels, keys = [], [], []
     for index, name in enumerate(classes):
-        files = [f for f in storage.list_names(storage.join(folder, name)) if f.lower().endswith(IMAGE_SUFFIXES)]
+        files = [f for f in storage.list_names(storage.join(folder, name)) if f.lower().endswith(PILLOW_SUFFIXES)]
         if not files:
-            raise UserError(f"{storage.join(folder, name)}: class folder has no PNG or JPEG files")
+            raise UserError(
+                f"{storage.join(folder, name)}: class folder has no image files ({', '.join(PILLOW_SUFFIXES)})"
+            )
         paths.extend(storage.join(storage.join(folder, name), f) for f in files)
         labels.extend([index] * len(files))
         keys.extend(f"{name}/{f}" for f in files)
-    shape = _first_image_shape(paths[0], options.image_size)
+    shape = first_image_shape(paths[0], options.image_size)
     return RawData(
         items=paths,
         labels=np.array(labels, dtype=np.int64),

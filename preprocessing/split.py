@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 SPLIT, ORDER = 0, 1  # the columns of example_hashes
+FREE, TRAIN, EVAL = -1, 0, 1  # an example's fixed split (an image list's ML_USE), or none: placed by its hash
 
 
 def example_hashes(keys: Sequence[str], seed: int) -> np.ndarray:
@@ -25,9 +26,16 @@ def example_hashes(keys: Sequence[str], seed: int) -> np.ndarray:
     return np.frombuffer(digests, "<u8").reshape(-1, 2)
 
 
-def split_class(hashes: np.ndarray, indices: np.ndarray, eval_fraction: float) -> tuple[np.ndarray, np.ndarray]:
-    """(train, eval) of one class's example indices: the round(n * eval_fraction) that hash
-    lowest go to eval. The Beam pipeline calls this per class too."""
+def split_class(
+    hashes: np.ndarray, indices: np.ndarray, eval_fraction: float, fixed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train, eval) of one class's example indices: those with a `fixed` split (TRAIN or EVAL) keep it; of
+    the others, the round(n * eval_fraction) that hash lowest go to eval. The Beam pipeline calls this per
+    class too."""
+    if fixed is not None:
+        placed = fixed[indices]
+        train, evaluation = split_class(hashes, indices[placed == FREE], eval_fraction)
+        return np.concatenate([train, indices[placed == TRAIN]]), np.concatenate([evaluation, indices[placed == EVAL]])
     ranked = indices[np.argsort(hashes[indices, SPLIT], kind="stable")]
     n_eval = int(round(len(ranked) * eval_fraction))
     return ranked[n_eval:], ranked[:n_eval]
@@ -39,11 +47,11 @@ def in_shuffled_order(hashes: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 
 def split_indices(
-    keys: Sequence[str], labels: np.ndarray, eval_fraction: float, seed: int
+    keys: Sequence[str], labels: np.ndarray, eval_fraction: float, seed: int, fixed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train, eval) example indices, stratified by class, each in shuffled order."""
+    """(train, eval) example indices, stratified by class, each in shuffled order; `fixed` as in split_class."""
     hashes = example_hashes(keys, seed)
-    parts = [split_class(hashes, np.flatnonzero(labels == label), eval_fraction) for label in np.unique(labels)]
+    parts = [split_class(hashes, np.flatnonzero(labels == label), eval_fraction, fixed) for label in np.unique(labels)]
     train = np.concatenate([train for train, _ in parts])
     evaluation = np.concatenate([evaluation for _, evaluation in parts])
     return in_shuffled_order(hashes, train), in_shuffled_order(hashes, evaluation)

@@ -282,7 +282,7 @@ def build_dataset(
     """Splits `data`, writes its shards and then `metadata.json` into `output`."""
     start = time.time()
     clear_output(output, overwrite)
-    train, evaluation = split_indices(data.keys, data.labels, eval_fraction, seed)
+    train, evaluation = split_indices(data.keys, data.labels, eval_fraction, seed, data.fixed)
     counts = plan_shards(data, len(train), len(evaluation), eval_fraction, shards)
     tasks = [
         ShardTask(

@@ -1,0 +1,162 @@
+"""Image lists in Vertex AI's import formats (CSV and JSON lines), with ML_USE deciding the split, images of
+every format, mode and size, gs:// URIs on the storage emulator, Beam, and a broken image named in one line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+from dataformat.errors import UserError
+from dataformat.schema import decode_record
+from preprocessing.cli import main as preprocess
+from preprocessing.image_lists import read_list
+from preprocessing.sources import SourceOptions, read_images
+from preprocessing.writer import build_dataset
+
+# (file name, Pillow mode, size): every format and mode a photo collection holds, in several sizes
+IMAGES = [
+    ("a.png", "RGB", (40, 30)), ("b.jpg", "L", (32, 32)), ("c.gif", "P", (20, 50)), ("d.bmp", "RGB", (64, 48)),
+    ("e.webp", "RGB", (33, 33)), ("f.png", "RGBA", (30, 30)), ("g.png", "I;16", (24, 24)), ("h.jpg", "CMYK", (30, 40)),
+    ("i.png", "LA", (30, 30)), ("j.png", "1", (16, 16)),
+]  # fmt: skip
+
+
+def red_of(index: int) -> int:
+    return 20 + 20 * index  # each image's own red (gray) level: found again in its record
+
+
+def write_image(path, index: int, mode: str, size: tuple[int, int]) -> None:
+    rgb = Image.new("RGB", size, (red_of(index), red_of(index), red_of(index)))
+    if mode == "I;16":
+        Image.fromarray(np.full(size[::-1], red_of(index) * 257, np.uint16)).save(path)
+    elif mode == "1":  # black and white: black for the first of these
+        rgb.convert("1").save(path)
+    elif mode == "P":  # a two-frame GIF: the first frame is read
+        frames = [rgb.convert("P"), Image.new("RGB", size, (255, 0, 0)).convert("P")]
+        frames[0].save(path, save_all=True, append_images=frames[1:])
+    else:
+        rgb.convert(mode).save(path)
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("photos")
+    for index, (name, mode, size) in enumerate(IMAGES):
+        write_image(folder / name, index, mode, size)
+    return folder
+
+
+def eval_reds(output) -> dict[str, set[int]]:
+    """Per split, the red levels of the images it holds (each image is one flat color)."""
+    metadata = json.loads((output / "metadata.json").read_text())
+    from dataformat.schema import Metadata
+
+    parsed = Metadata.from_json((output / "metadata.json").read_text(), str(output))
+    found = {}
+    for split, info in metadata["splits"].items():
+        reds = set()
+        for shard in info["shards"]:
+            for record in tf.data.TFRecordDataset(str(output / shard["file"])).as_numpy_iterator():
+                data, _ = decode_record(record, parsed)
+                reds.update(red_of(round((image[..., 0].mean() - 20) / 20)) for image in data)  # JPEG: ±2 levels
+        found[split] = reds
+    return found
+
+
+def test_a_csv_list_with_ml_use_decides_the_split_and_reads_every_format(photos, tmp_path, caplog):
+    uses = ["training", "validation", "test", "", "TRAINING", "training", "validation", "training", "", "training"]
+    lines = [f"{use},{name},{'warm' if i % 2 else 'cold'}" if use else f"{name},{'warm' if i % 2 else 'cold'}"
+             for i, (use, (name, _, _)) in enumerate(zip(uses, IMAGES))]  # fmt: skip
+    (photos / "list.csv").write_text("\n".join([*lines, "unlabelled.png"]) + "\n")
+    with caplog.at_level(logging.WARNING):
+        data = read_images(str(photos / "list.csv"), SourceOptions(image_size=(24, 24)))
+    assert "left out 1 image(s) without a label" in caplog.text
+    assert data.shape == (24, 24, 3) and data.class_names == ("cold", "warm")
+    output = tmp_path / "data"
+    build_dataset(data, str(output), source="images", eval_fraction=0.5, workers=1)
+    reds = eval_reds(output)
+    listed_eval = {red_of(i) for i, use in enumerate(uses) if use in ("validation", "test")}
+    listed_train = {red_of(i) for i, use in enumerate(uses) if use.lower() == "training"}
+    assert listed_eval <= reds["eval"] and listed_train <= reds["train"]
+    # Every format and mode decodes to the image's own level (the black-and-white one to black or white).
+    every = reds["train"] | reds["eval"]
+    assert {red_of(i) for i, (_, mode, _) in enumerate(IMAGES) if mode != "1"} <= every
+
+
+def test_a_jsonl_list_of_gcs_uris(photos, tmp_path, gcs_server, monkeypatch):
+    from gcs_emulator.server import BUCKET, client
+
+    from dataformat import gcs
+
+    for name, value in gcs_server.env.items():
+        monkeypatch.setenv(name, value)
+    gcs._client.cache_clear()
+    bucket = client(gcs_server).bucket(BUCKET)
+    lines = []
+    for index, (name, _, _) in enumerate(IMAGES[:6]):
+        bucket.blob(f"photos/{name}").upload_from_filename(str(photos / name))
+        item = {
+            "imageGcsUri": f"gs://{BUCKET}/photos/{name}",
+            "classificationAnnotation": {"displayName": "ab"[index % 2]},
+        }
+        if index < 2:
+            item["dataItemResourceLabels"] = {"aiplatform.googleapis.com/ml_use": "test"}
+        lines.append(json.dumps(item))
+    bucket.blob("photos/list.jsonl").upload_from_string("\n".join(lines))
+    argv = ["--source", "images", "--input", f"gs://{BUCKET}/photos/list.jsonl", "--output", str(tmp_path / "data")]
+    assert preprocess([*argv, "--image-size", "16x16", "--workers", "1"]) == 0
+    gcs._client.cache_clear()
+    reds = eval_reds(tmp_path / "data")
+    assert {red_of(0), red_of(1)} <= reds["eval"] and len(reds["train"] | reds["eval"]) == 6
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("missing.png,warm\n", "list.csv line 7: .*missing.png: no such image file"),
+        ("broken.png,warm\n", "list.csv line 7: .*broken.png: cannot decode image"),
+        ("a.png,cold,warm\n", "list.csv line 7: expected \\[ML_USE,\\]PATH,LABEL"),
+    ],
+)
+def test_a_missing_or_broken_image_is_named_by_list_line_and_path(photos, tmp_path, caplog, text, message):
+    (photos / "broken.png").write_bytes((photos / "a.png").read_bytes()[:40])  # a truncated PNG
+    good = "".join(f"{name},{'warm' if i % 2 else 'cold'}\n" for i, (name, _, _) in enumerate(IMAGES[:6]))
+    (photos / "list.csv").write_text(good + text)
+    argv = ["--source", "images", "--input", str(photos / "list.csv"), "--output", str(tmp_path / "data")]
+    with caplog.at_level(logging.ERROR):
+        assert preprocess([*argv, "--workers", "1", "--image-size", "8x8"]) == 2
+    (line,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert re.search(message, line), line
+
+
+def test_jsonl_mistakes_name_the_line(tmp_path):
+    path = tmp_path / "list.jsonl"
+    path.write_text(
+        '{"imageGcsUri": "gs://b/a.png", "dataItemResourceLabels": {"aiplatform.googleapis.com/ml_use": "x"}}\n'
+    )
+    with pytest.raises(UserError, match="list.jsonl line 1: aiplatform.googleapis.com/ml_use 'x' is not one of"):
+        read_list(str(path))
+    path.write_text(
+        '{"imageGcsUri": "a.png", "classificationAnnotations": [{"displayName": "a"}, {"displayName": "b"}]}'
+    )
+    with pytest.raises(UserError, match="line 1: 2 labels; this trainer does single-label classification"):
+        read_list(str(path))
+
+
+def test_beam_keeps_ml_use(photos, tmp_path):
+    pytest.importorskip("apache_beam")
+    from preprocessing.beam import build_dataset_with_beam
+
+    lines = [f"{'test,' if i < 3 else ''}{name},{'warm' if i % 2 else 'cold'}" for i, (name, _, _) in enumerate(IMAGES)]
+    (photos / "list.csv").write_text("\n".join(lines) + "\n")
+    data = read_images(str(photos / "list.csv"), SourceOptions(image_size=(8, 8)))
+    build_dataset(data, str(tmp_path / "local"), source="images", workers=1)
+    build_dataset_with_beam(data, str(tmp_path / "beam"), source="images", pipeline_args=["--runner", "DirectRunner"])
+    assert eval_reds(tmp_path / "beam") == eval_reds(tmp_path / "local")
+    assert {red_of(i) for i in range(3)} <= eval_reds(tmp_path / "local")["eval"]
