@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -84,7 +85,7 @@ class Metadata:
     # Tables: the feature columns (see tables.py) and the label column's name; empty otherwise.
     columns: tuple[tables.Column, ...] = ()
     label_column: str = ""
-    key_column: str = ""  # tables: each row's key (--key-column), stored beside the columns, passed through serving
+    key_column: str = ""  # each example's key (--key-column), stored beside it, passed through serving
     class_counts: tuple[int, ...] = ()  # examples of each class, both splits (empty in datasets before it)
 
     @property
@@ -199,10 +200,11 @@ class Metadata:
             raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")
 
 
-def encode_record(data: np.ndarray, labels: np.ndarray) -> bytes:
+def encode_record(data: np.ndarray, labels: np.ndarray, keys: Sequence[str] = (), key_name: str = "") -> bytes:
     """Consecutive examples (`data` of shape [n, ...], n labels) as one serialized
     tf.train.Example: uint8 data as one raw byte string, anything else as one packed float
-    list, the labels as a packed int64 list.
+    list, the labels as a packed int64 list, and with `keys` (--key-column) their n keys as a
+    bytes list under `key_name` (never read as a feature).
 
     The protobuf bytes are written directly, in the order TensorFlow's deterministic
     serialization uses (a test holds them equal), because building message objects was most
@@ -213,7 +215,10 @@ def encode_record(data: np.ndarray, labels: np.ndarray) -> bytes:
     else:  # Feature.float_list (2) > FloatList.value (1), packed little-endian float32
         key, feature = VECTOR_KEY, wire.field(2, wire.field(1, np.ascontiguousarray(data, "<f4").tobytes()))
     label_feature = wire.field(3, wire.field(1, wire.varints(labels)))  # Feature.int64_list (3) > Int64List.value
-    return wire.example({key: feature, LABEL_KEY: label_feature})
+    features = {key: feature, LABEL_KEY: label_feature}
+    if len(keys):  # Feature.bytes_list (1) > BytesList.value (1), one a key
+        features[key_name] = wire.field(1, b"".join(wire.field(1, str(k).encode()) for k in keys))
+    return wire.example(features)
 
 
 def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:

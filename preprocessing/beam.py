@@ -31,7 +31,16 @@ from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
-from preprocessing.writer import ShardResult, ShardTask, clear_output, plan_shards, take, write_metadata, write_shard
+from preprocessing.writer import (
+    ShardResult,
+    ShardTask,
+    clear_output,
+    key_fields,
+    plan_shards,
+    take,
+    write_metadata,
+    write_shard,
+)
 
 log = logging.getLogger(__name__)
 STATS_SUFFIX = ".stats.json"  # a worker's statistics of one shard, read back by the launcher
@@ -77,7 +86,9 @@ class _WriteShard(beam.DoFn):
         path = storage.join(self._output, shard_name(split, shard, self._counts[split], suffix))
         items = take(self._data.items, ordered)
         labels = self._data.labels[ordered]
-        task = ShardTask(path, items, labels, self._data.load, self._compression, self._per_record)
+        task = ShardTask(
+            path, items, labels, self._data.load, self._compression, self._per_record, **key_fields(self._data, ordered)
+        )
         result = write_shard(task, report=lambda n: None)
         stats = {**result.__dict__, "sums": result.sums.tolist(), "squares": result.squares.tolist()}
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import dataclasses
 import logging
 import sys
 import time
 
 from dataformat import commandline, lease, storage
 from dataformat.errors import UserError
-from dataformat.schema import EXAMPLES_PER_RECORD
+from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
 from preprocessing.sources import SOURCES, SourceOptions
 from preprocessing.tables import TableOptions
 
@@ -179,7 +180,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         metavar="NAME",
         help="a column of row keys (an order number, a ticket ID): never a feature, it is stored beside the row and "
-        "every prediction returns it as `key`, to join predictions back to their rows (default: none)",
+        "every prediction returns it as `key`, to join predictions back to their rows; for images, a name for "
+        "each image's key, its path as the folder or list gives it, which the export's inputs take as NAME and "
+        "return as `key` (default: none)",
     )
     table.add_argument(
         "--min-frequency",
@@ -301,6 +304,8 @@ def _convert(argv: list[str] | None) -> int:
             metadata = _convert_table(args, common)
         else:
             data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
+            if args.key_column:
+                data = dataclasses.replace(data, key_name=_image_key_name(args.key_column))
             common["source"] = args.source
             if args.runner == "beam":
                 metadata = _beam().build_dataset_with_beam(
@@ -312,6 +317,13 @@ def _convert(argv: list[str] | None) -> int:
         return 0
     _summarize(metadata, args.output, start)
     return 0
+
+
+def _image_key_name(name: str) -> str:
+    """--key-column for arrays and images: a name for the stored keys that no feature or input has."""
+    if name in (IMAGE_KEY, VECTOR_KEY, LABEL_KEY):
+        raise UserError(f"--key-column {name}: a name the records or the export use already; choose another")
+    return name
 
 
 def _convert_table(args: argparse.Namespace, common: dict):

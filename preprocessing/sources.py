@@ -40,6 +40,7 @@ class RawData:
     dtype: str  # "uint8" or "float32"
     load: Callable[[object], np.ndarray] | None = None
     fixed: np.ndarray | None = None  # each example's fixed split (split.TRAIN, EVAL or FREE), where the source says
+    key_name: str = ""  # --key-column: each example's key (its entry of `keys`) is stored under this name
 
 
 @dataclasses.dataclass(frozen=True)

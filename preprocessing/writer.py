@@ -68,6 +68,8 @@ class ShardTask:
     load: Callable[[object], np.ndarray] | None
     compression: str = ""  # "" or "GZIP"
     examples_per_record: int = EXAMPLES_PER_RECORD
+    keys: Sequence[str] = ()  # with key_name: each example's key, stored beside it
+    key_name: str = ""
 
 
 class _CountingFile:
@@ -121,7 +123,9 @@ def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult
         for start in range(0, len(task.labels), block):
             data, labels = _load(task, start, start + block), task.labels[start : start + block]
             for at in range(0, len(labels), per_record):
-                out.write(frame(encode_record(data[at : at + per_record], labels[at : at + per_record])))
+                keys = task.keys[start + at : start + at + per_record]
+                record = encode_record(data[at : at + per_record], labels[at : at + per_record], keys, task.key_name)
+                out.write(frame(record))
             # Integers sum exactly, so every runner and worker count gets the same statistics.
             values = data.reshape(-1, data.shape[-1]).astype(np.int64 if data.dtype == np.uint8 else np.float64)
             sums, squares = sums + values.sum(0), squares + np.einsum("ij,ij->j", values, values)
@@ -292,6 +296,7 @@ def build_dataset(
             load=data.load,
             compression=compression,
             examples_per_record=examples_per_record,
+            **key_fields(data, part),
         )
         for split, indices in (("train", train), ("eval", evaluation))
         for i, part in enumerate(np.array_split(indices, counts[split]))
@@ -360,10 +365,16 @@ def write_metadata(
         source=source,
         compression=compression,
         examples_per_record=examples_per_record,
+        key_column=data.key_name,
         extra={"seed": seed, "eval_fraction": eval_fraction, "seconds": round(time.time() - start, 3)},
     )
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata
+
+
+def key_fields(data: RawData, indices: np.ndarray) -> dict:
+    """A shard task's keys and their name, where the dataset stores keys (--key-column)."""
+    return {"keys": take(data.keys, indices), "key_name": data.key_name} if data.key_name else {}
 
 
 def take(items: Sequence, indices: np.ndarray) -> Sequence:

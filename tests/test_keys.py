@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from test_text import review_rows, write_csv
@@ -81,3 +82,53 @@ def test_every_serving_input_and_qt_predict_return_the_key(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     line = json.loads(done.stdout.splitlines()[0])
     assert line["key"] == "x-9" and line["input"].endswith("new.csv:2")
+
+
+def test_an_image_lists_keys_are_its_uris_through_every_input(tmp_path):
+    """Images: --key-column names each image's key, its path as listed; stored beside it, and taken and returned
+    by every signature (a request without keys gets "" each)."""
+    from PIL import Image
+
+    from preprocessing.cli import main as preprocess
+
+    lines = []
+    for i in range(24):
+        name = f"img{i}.png"
+        Image.new("RGB", (8, 8), (200, 30, 30) if i % 2 else (30, 30, 200)).save(tmp_path / name)
+        lines.append(f"{name},{'red' if i % 2 else 'blue'}")
+    (tmp_path / "list.csv").write_text("\n".join(lines) + "\n")
+    argv = ["--source", "images", "--input", str(tmp_path / "list.csv"), "--output", str(tmp_path / "data")]
+    assert preprocess([*argv, "--key-column", "uri", "--workers", "1"]) == 0
+    config = Config(data_dir=str(tmp_path / "data"), job_dir=str(tmp_path / "job"), train_steps=20, batch_size=8)
+    experiment.run(config)
+    export = latest_export(config, "latest")
+    model = Model(export)
+    assert model.metadata.key_column == "uri"
+    shard = tmp_path / "data" / model.metadata.splits["train"].shards[0].file
+    record = tf.train.Example.FromString(next(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator()))
+    assert record.features.feature["uri"].bytes_list.value[0].decode().endswith(".png")
+
+    pixels = [np.asarray(Image.open(tmp_path / f"img{i}.png"), np.float32) for i in (0, 1)]
+    encoded = [(tmp_path / f"img{i}.png").read_bytes() for i in (0, 1)]
+    examples = [_image_example(p.astype(np.uint8).tobytes(), key) for p, key in zip(pixels, ["a", "b"])]
+    answers = [
+        model.predict("serving_default", pixels, keys=["a", "b"]),
+        model.predict("image_bytes:serving_default", encoded, keys=["a", "b"]),
+        model.predict("examples:serving_default", examples),
+    ]
+    for answer in answers:
+        assert [p["key"] for p in answer] == ["a", "b"] and [p["classes"] for p in answer] == ["blue", "red"]
+    assert [p["key"] for p in model.predict("serving_default", pixels, keys=[])] == ["", ""]
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--input", str(tmp_path / "img3.png")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert json.loads(done.stdout)["key"] == str(tmp_path / "img3.png")
+
+
+def _image_example(pixels: bytes, key: str) -> bytes:
+    feature = {
+        "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels])),
+        "uri": tf.train.Feature(bytes_list=tf.train.BytesList(value=[key.encode()])),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()

@@ -61,10 +61,10 @@ class Model:
         self.signatures = tf.saved_model.load(model_dir).signatures
         self.numbers_signature = NUMBERS_SIGNATURE if NUMBERS_SIGNATURE in self.signatures else DEFAULT_SIGNATURE
 
-    def predict(self, signature: str, values, names: list[str] | None = None) -> list[dict]:
+    def predict(self, signature: str, values, names: list[str] | None = None, keys: list | None = None) -> list[dict]:
         """One dict of outputs per input, as a predict server's row format returns them. An input
         the model rejects (an image that does not decode) is a UserError naming it (by `names`,
-        or as "input N")."""
+        or as "input N"). A model that takes keys (--key-column) gets `keys`, by default the names."""
         import tensorflow as tf
 
         if signature not in self.signatures:
@@ -72,7 +72,7 @@ class Model:
         function = self.signatures[signature]
         names = names or [f"input {i}" for i in range(len(values))]
         try:
-            outputs = _call(function, self._inputs(signature, values, names))
+            outputs = _call(function, self._inputs(signature, values, names, keys))
         except tf.errors.InvalidArgumentError as error:
             raise UserError(self._rejected(signature, values, names, error)) from None
         return [
@@ -80,16 +80,21 @@ class Model:
             for i in range(len(outputs["class_ids"]))
         ]
 
-    def _inputs(self, signature: str, values: list, names: list[str]) -> dict:
+    def _inputs(self, signature: str, values: list, names: list[str], keys: list | None = None) -> dict:
         """The signature's inputs for a batch: a table's rows ({column: value} each) as one array a
-        column; anything else as one array."""
+        column; anything else as one array, and where the model takes keys (--key-column), the inputs' names."""
         if self.metadata.is_table and signature == self.numbers_signature:
             return tables.instance_columns(values, self.metadata.columns, names, self.metadata.key_column)
-        return {self.input_name(signature): values}
+        inputs = {self.input_name(signature): values}
+        if self.metadata.key_column in self.signatures[signature].structured_input_signature[1]:
+            given = names if keys is None else keys
+            inputs[self.metadata.key_column] = np.array([str(key).encode() for key in given], dtype=np.bytes_)
+        return inputs
 
     def input_name(self, signature: str) -> str:
-        """The one input of a signature (all but a table's numbers have one)."""
-        (name,) = self.signatures[signature].structured_input_signature[1]
+        """The one input of a signature besides a key (all but a table's numbers have one)."""
+        inputs = self.signatures[signature].structured_input_signature[1]
+        (name,) = [name for name in inputs if name != self.metadata.key_column or len(inputs) == 1]
         return name
 
     def _rejected(self, signature: str, values: list, names: list[str], error) -> str:
@@ -274,7 +279,9 @@ def respond(model: Model, request: dict) -> dict:
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
     if numbers:
         values = model.values(values, "--instances-json")
-    return {"predictions": model.predict(signature, values, names)}
+    key = model.metadata.key_column
+    keys = [str(instance.get(key, "")) if isinstance(instance, dict) else "" for instance in request["instances"]]
+    return {"predictions": model.predict(signature, values, names, keys if key else None)}
 
 
 def _instance_value(instance, input_name: str, index: int):

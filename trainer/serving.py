@@ -72,13 +72,32 @@ def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.expor
         raw = tf.compat.v1.placeholder_with_default(
             tf.concat(sources, axis=0), [None, *metadata.shape], name=metadata.feature_key
         )
+        features, receivers = {metadata.feature_key: raw}, {metadata.feature_key: raw}
+        if metadata.key_column:  # every input but serialized examples (which hold theirs) takes a key an example
+            key = _keys(examples, metadata.key_column)
+            receivers[metadata.key_column] = key
+            if IMAGE_BYTES in alternatives:
+                alternatives[IMAGE_BYTES][metadata.key_column] = key
+            features[KEY] = _one_key_each(key, tf.shape(raw)[0])
         return tf.estimator.export.ServingInputReceiver(
-            features={metadata.feature_key: raw},
-            receiver_tensors={metadata.feature_key: raw},
-            receiver_tensors_alternatives=alternatives,
+            features=features, receiver_tensors=receivers, receiver_tensors_alternatives=alternatives
         )
 
     return serving_input_fn
+
+
+def _keys(examples: tf.Tensor, name: str) -> tf.Tensor:
+    """The key input (--key-column), by default the keys that serialized examples hold."""
+    spec = {name: tf.io.FixedLenFeature([], tf.string, default_value="")}
+    return tf.compat.v1.placeholder_with_default(tf.io.parse_example(examples, spec)[name], [None], name=name)
+
+
+def _one_key_each(keys: tf.Tensor, examples: tf.Tensor) -> tf.Tensor:
+    """The keys, one an example; a request with none gets "" each, one with another count is refused."""
+    keys = tf.cond(tf.equal(tf.size(keys), 0), lambda: tf.fill([examples], ""), lambda: keys)
+    check = tf.debugging.assert_equal(tf.size(keys), examples, message="give one key an example, or none")
+    with tf.control_dependencies([check]):
+        return tf.identity(keys)
 
 
 def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:

@@ -46,10 +46,12 @@ class OnlineModel:
         return lines
 
     def _instance(self, value, name: str):
+        """One instance as serving_default takes it over JSON; an image with its name as its key (--key-column)."""
+        key = {self.metadata.key_column: name} if self.metadata.key_column else {}
         if self.takes == "image_bytes":
-            return {"image_bytes": {"b64": base64.b64encode(value).decode()}}
+            return {"image_bytes": {"b64": base64.b64encode(value).decode()}, **key}
         if not self.metadata.is_table:
-            return {self.metadata.feature_key: np.asarray(value).tolist()}
+            return {self.metadata.feature_key: np.asarray(value).tolist(), **key}
         columns = tables.instance_columns([value], self.metadata.columns, [name], self.metadata.key_column)
         instance = {}
         for column, array in columns.items():
