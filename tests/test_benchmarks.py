@@ -194,3 +194,14 @@ def test_text_benchmark(tmp_path):
     assert positive(trained["ours_examples_per_second"]) and positive(trained["keras_examples_per_second"])
     assert_targets(result)
     assert "## 8. Text" in (tmp_path / "README.md").read_text()
+
+
+def test_lifecycle_benchmark(tmp_path):
+    result = run_benchmark("lifecycle", tmp_path)
+    steps, every = SIZES["tiny"].lifecycle_train_steps, SIZES["tiny"].lifecycle_eval_steps
+    for run in [result["older"], *result["scratch"], *result["warm"], result["early"]]:
+        assert 0 <= run["auc"] <= 1 and [point["step"] for point in run["curve"]][:2] == [every, 2 * every]
+    assert len(result["scratch"]) == len(result["warm"]) == SIZES["tiny"].lifecycle_seeds
+    assert result["rows"]["newer"]["train"] > 0 and result["train_steps"] == steps
+    assert_targets(result)
+    assert "## 9. A model's life" in (tmp_path / "README.md").read_text()
