@@ -71,6 +71,12 @@ class Config:
     dropout: Optional[float] = _option(
         None, "dropout rate of the dense layers (default: 0.5 for tables, which are often small; 0.3 otherwise)"
     )
+    augment: str = _option(
+        "auto",
+        "photos only: none, flip (a random horizontal flip), or crop (a random crop of 5-100%% of the stored image, "
+        "resized to the model's input of 87.5%% of each side, then a flip; evaluation and serving take the center "
+        "crop); auto: crop for photos (3 channels, 32 pixels a side or more), none for digit-like data",
+    )
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
     crosses: str = _option(
         "",

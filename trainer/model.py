@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
-from trainer import step_loop
+from trainer import augment, step_loop
 from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
@@ -56,6 +56,7 @@ class ModelSettings:
     class_weights: tuple[float, ...] | None = None  # --class-weights, resolved (None: every class 1)
     embedding_l2: float = 0.0  # --embedding-l2, resolved
     crosses: tuple[tuple[str, ...], ...] = ()  # --crosses: each the names of two or more columns
+    augment: str = "none"  # --augment, resolved
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -77,6 +78,7 @@ class ModelSettings:
             class_weights=resolve_class_weights(config.class_weights, metadata),
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
             crosses=resolve_crosses(config.crosses, metadata),
+            augment=augment.resolve(config.augment, metadata),
         )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from dataformat import tables, text
+from trainer import augment
 
 if TYPE_CHECKING:
     from dataformat.schema import Metadata
@@ -35,7 +36,7 @@ def image_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
     cuDNN is fastest with, and Flatten transposes back, so checkpoints move between CPU and GPU.
     """
     data_format = settings.data_format
-    network = [_standardized(metadata)]
+    network = [*_augmented(settings, metadata), _standardized(metadata)]
     if data_format == "channels_first":
         network.append(layers.Permute((3, 1, 2)))
     channel_axis = 1 if data_format == "channels_first" else -1
@@ -54,7 +55,15 @@ def image_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
 def dense_mlp(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
     """The flattened inputs through dense layers with batch norm, ReLU and dropout (`--hidden-units`);
     with none, softmax regression."""
-    return _classifier([_standardized(metadata), layers.Flatten(), *_dense_layers(settings)], metadata)
+    network = [*_augmented(settings, metadata), _standardized(metadata), layers.Flatten(), *_dense_layers(settings)]
+    return _classifier(network, metadata)
+
+
+def _augmented(settings: ModelSettings, metadata: Metadata) -> list[layers.Layer]:
+    """The augmentation layer where --augment asks for one (trainer/augment.py)."""
+    if settings.augment == "none":
+        return []
+    return [augment.Augment(settings.augment, augment.input_size(settings.augment, metadata), settings.seed)]
 
 
 def _standardized(metadata: Metadata) -> layers.Layer:

@@ -1,0 +1,91 @@
+"""Augmentation of photos, on the device, as the network's first layer (Augment): training takes a random
+crop and a random horizontal flip of each image; evaluation and serving take the center crop, through the
+same layer, so the model sees one size everywhere and serving can never differ from evaluation.
+
+Pixels are decoded once, at preprocessing, and stored a little larger than the model's input: with
+`crop`, the model sees CENTER of each side of the stored image (224 of 256, as TensorFlow's ImageNet
+pipelines do). A training crop is a random box covering AREA of the stored image at an aspect ratio in
+RATIO, resized to the model's input (Inception's crop, as tf_cnn_benchmarks and tensorflow/models
+make it). Boxes are drawn for the whole batch at once and cut with crop_and_resize, which has a GPU
+kernel: the CPU never decodes or resizes during training.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+from dataformat.errors import UserError
+from dataformat.schema import Metadata
+
+AUGMENTS = ("none", "flip", "crop")  # crop: a random crop, then a flip
+CENTER = 0.875
+AREA = (0.05, 1.0)
+RATIO = (3 / 4, 4 / 3)
+PHOTO_SIDE = 32  # images with 3 channels and both sides at least this big are photos
+
+
+def resolve(setting: str, metadata: Metadata) -> str:
+    """--augment: auto is crop for photos, none for anything else. A digit mirrored is another shape (or
+    another digit), and an 8x8 or 28x28 digit has no margin to crop; vectors are no images."""
+    if setting != "auto":
+        if setting not in AUGMENTS:
+            raise UserError(f"--augment {setting}: choose auto, {', '.join(AUGMENTS)}")
+        if setting != "none" and not metadata.is_image:
+            raise UserError(f"--augment {setting}: augmentation is for images, and this dataset's examples are not")
+        return setting
+    height, width, channels = metadata.shape if metadata.is_image else (0, 0, 0)
+    return "crop" if channels == 3 and min(height, width) >= PHOTO_SIDE else "none"
+
+
+def input_size(augment: str, metadata: Metadata) -> tuple[int, int]:
+    """The (height, width) the network sees: CENTER of the stored size with crop, the stored size otherwise."""
+    height, width = metadata.shape[:2]
+    if augment != "crop":
+        return height, width
+    return round(height * CENTER), round(width * CENTER)
+
+
+class Augment(tf.keras.layers.Layer):
+    """Stored pixels in, the network's input out: a random crop and flip in training, the center crop (and
+    nothing else) otherwise. Float32 out with crop, the stored dtype otherwise."""
+
+    def __init__(self, augment: str, size: tuple[int, int], seed: int, **kwargs):
+        super().__init__(name="augment", **kwargs)
+        self.augment, self.size, self.seed = augment, size, seed
+
+    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
+        if self.augment == "crop":
+            boxes = random_boxes(tf.shape(images), self.seed) if training else center_boxes(tf.shape(images)[0])
+            indices = tf.range(tf.shape(images)[0])
+            images = tf.image.crop_and_resize(tf.cast(images, tf.float32), boxes, indices, self.size)
+        if training and self.augment in ("flip", "crop"):
+            images = random_flip(images, self.seed)
+        return images
+
+
+def center_boxes(count: tf.Tensor) -> tf.Tensor:
+    """[count, 4] boxes (y1, x1, y2, x2, as fractions) of the central CENTER of each side."""
+    margin = (1 - CENTER) / 2
+    return tf.tile(tf.constant([[margin, margin, 1 - margin, 1 - margin]]), [count, 1])
+
+
+def random_boxes(shape: tf.Tensor, seed: int) -> tf.Tensor:
+    """[n, 4] random boxes: each covers a share of the image drawn from AREA, at an aspect ratio (width over
+    height, in pixels) drawn log-uniformly from RATIO, somewhere inside the image (a box that would not fit
+    is cut to the image's side)."""
+    count, height, width = shape[0], tf.cast(shape[1], tf.float32), tf.cast(shape[2], tf.float32)
+    area = tf.random.uniform([count], *AREA, seed=seed)
+    ratio = tf.exp(tf.random.uniform([count], math.log(RATIO[0]), math.log(RATIO[1]), seed=seed + 1))
+    box_height = tf.minimum(tf.sqrt(area / ratio * width / height), 1.0)
+    box_width = tf.minimum(tf.sqrt(area * ratio * height / width), 1.0)
+    top = tf.random.uniform([count], seed=seed + 2) * (1 - box_height)
+    left = tf.random.uniform([count], seed=seed + 3) * (1 - box_width)
+    return tf.stack([top, left, top + box_height, left + box_width], axis=1)
+
+
+def random_flip(images: tf.Tensor, seed: int) -> tf.Tensor:
+    """Each image mirrored left to right with probability 1/2."""
+    flip = tf.random.uniform([tf.shape(images)[0], 1, 1, 1], seed=seed + 4) < 0.5
+    return tf.where(flip, tf.reverse(images, axis=[2]), images)
