@@ -83,3 +83,17 @@ def test_evaluation_and_every_serving_input_take_the_same_center_crop(tmp_path):
     for signature, values in (("serving_default", list(pixels)), ("image_bytes:serving_default", encoded)):
         served = [p["probabilities"] for p in model.predict(signature, values)]
         np.testing.assert_allclose(served, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("side, blocks", [(28, 2), (64, 3), (224, 5)])
+def test_the_default_cnn_grows_with_the_photo(side, blocks):
+    """From 28x28 digits to 224x224 photos the default CNN ends at 7x7 or 8x8 and stays under 6 million weights."""
+    from trainer.model import ModelSettings
+    from trainer.networks import image_cnn
+
+    metadata = _metadata((side, side, 3 if side > 28 else 1))
+    settings = ModelSettings(network="cnn", augment=augment.resolve("auto", metadata))
+    network = image_cnn(settings, metadata)
+    network(tf.zeros([1, side, side, metadata.shape[-1]], tf.uint8))
+    convolutions = [layer for layer in network.layers if isinstance(layer, tf.keras.layers.Conv2D)]
+    assert len(convolutions) == 2 * blocks and network.count_params() < 6_000_000

@@ -66,7 +66,11 @@ class Config:
         "the network: text or text_cnn (texts), cnn (images), wide_deep or table (tables), mlp (any shape), "
         "or auto (the first that reads the data)",
     )
-    conv_filters: tuple[int, ...] = _option((32, 64), "filters of each convolution block (image inputs; '' for none)")
+    conv_filters: tuple[int, ...] = _option(
+        (32, 64),
+        "filters of each convolution block (image inputs; '' for none); larger images get more blocks, of twice the "
+        "filters (at most 256), until the last feature map is at most 8x8",
+    )
     hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions ('' for none)")
     dropout: Optional[float] = _option(
         None, "dropout rate of the dense layers (default: 0.5 for tables, which are often small; 0.3 otherwise)"

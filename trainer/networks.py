@@ -31,6 +31,7 @@ CNN_FILTERS, CNN_WIDTH = 128, 5  # text_cnn's convolution: filters, and words ea
 
 def image_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
     """Blocks of two 3x3 convolutions with batch norm and ReLU, then max pooling; then dense_mlp's layers.
+    Larger inputs get more blocks (cnn_blocks), so that the dense layers see at most 8x8 positions.
 
     Inputs come channels_last; on a GPU the network transposes them to channels_first, what
     cuDNN is fastest with, and Flatten transposes back, so checkpoints move between CPU and GPU.
@@ -40,7 +41,7 @@ def image_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
     if data_format == "channels_first":
         network.append(layers.Permute((3, 1, 2)))
     channel_axis = 1 if data_format == "channels_first" else -1
-    for filters in settings.conv_filters:
+    for filters in cnn_blocks(settings.conv_filters, augment.input_size(settings.augment, metadata)):
         for _ in range(2):
             network += [
                 layers.Conv2D(filters, 3, padding="same", use_bias=False, data_format=data_format),
@@ -50,6 +51,23 @@ def image_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
         network.append(layers.MaxPool2D(2, padding="same", data_format=data_format))
     network.append(layers.Flatten(data_format=data_format))
     return _classifier(network + _dense_layers(settings), metadata)
+
+
+MOST_POSITIONS, MOST_FILTERS = 8, 256
+
+
+def cnn_blocks(filters: tuple[int, ...], size: tuple[int, int]) -> tuple[int, ...]:
+    """--conv-filters, then blocks of twice the last filters (at most MOST_FILTERS) until the feature map is at
+    most MOST_POSITIONS a side: a 28x28 digit keeps (32, 64) and ends at 7x7; a 224x224 photo gets (32, 64, 128,
+    256, 256) and ends at 7x7, where two blocks would leave 56x56x64 = 200,704 inputs to the first dense layer
+    (51 million weights at 256 units)."""
+    blocks, side = list(filters), max(size)
+    for _ in blocks:
+        side = math.ceil(side / 2)
+    while blocks and side > MOST_POSITIONS:
+        blocks.append(min(blocks[-1] * 2, MOST_FILTERS))
+        side = math.ceil(side / 2)
+    return tuple(blocks)
 
 
 def dense_mlp(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
