@@ -71,6 +71,16 @@ class Config:
         "filters of each convolution block (image inputs; '' for none); larger images get more blocks, of twice the "
         "filters (at most 256), until the last feature map is at most 8x8",
     )
+    pretrained: Optional[str] = _option(
+        None,
+        "the weights a backbone (--model mobilenet_v2, efficientnet_b0, resnet50) starts from: imagenet (Keras's, "
+        "downloaded) or an .h5 file of the backbone without its top, local or gs:// (default: random)",
+    )
+    freeze_steps: Optional[int] = _option(
+        None,
+        "with --pretrained: steps that train only the head before the backbone's top blocks train too, at a tenth "
+        "of the learning rate (default: half of --train-steps)",
+    )
     hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions ('' for none)")
     dropout: Optional[float] = _option(
         None, "dropout rate of the dense layers (default: 0.5 for tables, which are often small; 0.3 otherwise)"
@@ -171,6 +181,7 @@ _POSITIVE = (
     "keep_checkpoint_max",
 )
 _POSITIVE_IF_SET = ("num_epochs", "eval_steps", "early_stopping_evals")
+_NON_NEGATIVE_IF_SET = ("freeze_steps",)
 _NON_NEGATIVE = (
     "shuffle_buffer",
     "input_timeout_secs",
@@ -190,8 +201,8 @@ def check_values(config: Config) -> None:
     for name in _POSITIVE + _POSITIVE_IF_SET:  # an optional one may be unset (None)
         if getattr(config, name) is not None and getattr(config, name) < 1:
             fail(name, "must be at least 1")
-    for name in _NON_NEGATIVE:
-        if getattr(config, name) < 0:
+    for name in _NON_NEGATIVE + _NON_NEGATIVE_IF_SET:
+        if getattr(config, name) is not None and getattr(config, name) < 0:
             fail(name, "must not be negative")
     if not config.progress_secs > 0:
         fail("progress_secs", "must be positive")

@@ -84,11 +84,15 @@ class ClassificationHead:
         return tf.estimator.EstimatorSpec(mode, loss=self.loss(logits, labels), eval_metric_ops=metrics)
 
     def training_spec(
-        self, loss: tf.Tensor, accuracy: tf.Tensor, train_op: tf.Operation, chief_hooks: list
+        self, loss: tf.Tensor, accuracy: tf.Tensor, train_op: tf.Operation, chief_hooks: list, scaffold=None
     ) -> tf.estimator.EstimatorSpec:
         tf.compat.v1.summary.scalar(f"train_{names.ACCURACY}", accuracy)
         return tf.estimator.EstimatorSpec(
-            tf.estimator.ModeKeys.TRAIN, loss=loss, train_op=train_op, training_chief_hooks=chief_hooks
+            tf.estimator.ModeKeys.TRAIN,
+            loss=loss,
+            train_op=train_op,
+            training_chief_hooks=chief_hooks,
+            scaffold=scaffold,
         )
 
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
-from trainer import augment, step_loop
+from trainer import augment, backbones, step_loop
 from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
@@ -57,6 +57,8 @@ class ModelSettings:
     embedding_l2: float = 0.0  # --embedding-l2, resolved
     crosses: tuple[tuple[str, ...], ...] = ()  # --crosses: each the names of two or more columns
     augment: str = "none"  # --augment, resolved
+    pretrained: str = ""  # --pretrained: imagenet or a weights file, for a backbone of trainer/backbones.py
+    freeze_steps: int = 0  # --freeze-steps, resolved: the steps before a pretrained backbone's top blocks train
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -79,7 +81,16 @@ class ModelSettings:
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
+            pretrained=resolve_pretrained(config, metadata),
+            freeze_steps=config.train_steps // 2 if config.freeze_steps is None else config.freeze_steps,
         )
+
+
+def resolve_pretrained(config: Config, metadata: Metadata) -> str:
+    """--pretrained, for a backbone only."""
+    if config.pretrained and choose_network(config.model, metadata) not in backbones.BACKBONES:
+        raise UserError(f"--pretrained {config.pretrained}: weights are for --model {', '.join(backbones.BACKBONES)}")
+    return config.pretrained or ""
 
 
 def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
@@ -183,10 +194,14 @@ def _learning_rate(settings: ModelSettings) -> tf.Tensor:
     )
 
 
-def _optimizer(settings: ModelSettings) -> tf.compat.v1.train.Optimizer:
+def _optimizer(settings: ModelSettings, network: tf.keras.Model) -> tf.compat.v1.train.Optimizer:
     # The rate is a function, evaluated where each update is made: inside the in-graph loop, every
     # step reads its own global step.
     optimizer = tf.compat.v1.train.AdamOptimizer(lambda: _learning_rate(settings))
+    if settings.pretrained:  # the backbone's top blocks: slower, and only after --freeze-steps
+        slower = tf.compat.v1.train.AdamOptimizer(lambda: _learning_rate(settings) * backbones.FINE_TUNE_RATE)
+        names = {variable.op.name for variable in network.backbone.trainable_weights}
+        optimizer = backbones.TwoRates(optimizer, slower, settings.freeze_steps, names)
     if settings.mixed_precision:  # float16 gradients underflow without it
         optimizer = tf.compat.v1.mixed_precision.MixedPrecisionLossScaleOptimizer(optimizer, "dynamic")
     return optimizer
@@ -203,7 +218,7 @@ def model_fn(features, labels, mode, params, config=None):
         logits = network(features[metadata.feature_key], training=False)
         return head.estimator_spec(mode, logits, labels, {KEY: features[KEY]} if KEY in features else {})
     build_variables(network, metadata, settings.towers)
-    optimizer, batches = _optimizer(settings), training_batches(features[metadata.feature_key], labels)
+    optimizer, batches = _optimizer(settings, network), training_batches(features[metadata.feature_key], labels)
     result = step_loop.run(
         lambda: train_step(network, head, optimizer, batches, settings.towers),
         settings.steps_per_run,
@@ -212,7 +227,13 @@ def model_fn(features, labels, mode, params, config=None):
         tf.TensorSpec([None, *metadata.shape], metadata.dtype),
     )
     _summaries(settings, metadata, result.examples)
-    return head.training_spec(result.loss, result.accuracy, result.train_op, _checkpoint_hooks(config, settings))
+    scaffold = None
+    if settings.pretrained:  # the weights, into a job dir without a checkpoint of its own
+        scaffold = tf.compat.v1.train.Scaffold(
+            init_fn=backbones.init_fn(network, settings.network, settings.pretrained)
+        )
+    hooks = _checkpoint_hooks(config, settings)
+    return head.training_spec(result.loss, result.accuracy, result.train_op, hooks, scaffold)
 
 
 def _summaries(settings: ModelSettings, metadata: Metadata, examples: tf.Tensor) -> None:

@@ -8,6 +8,7 @@ to NETWORKS; `--model auto` takes the first network in NETWORKS whose `takes` ac
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from dataformat import tables, text
-from trainer import augment
+from trainer import augment, backbones
 
 if TYPE_CHECKING:
     from dataformat.schema import Metadata
@@ -447,4 +448,8 @@ NETWORKS = {
     ),
     "table": Network(table_deep, lambda metadata: metadata.is_table, "tables: dense layers over the columns"),
     "mlp": Network(dense_mlp, lambda metadata: not metadata.is_table, "dense layers for images and vectors"),
+    **{
+        name: Network(functools.partial(backbones.build, name), backbones.takes, f"photos: {name}, pretrained or not")
+        for name in backbones.BACKBONES
+    },
 }

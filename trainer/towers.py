@@ -67,7 +67,9 @@ def train_step(
                 updates, examples = network.updates[known_updates:], data[:SUMMARY_EXAMPLES]
             loss = head.loss(logits, labels)
             penalties = network.losses  # the layers' weight penalties, if any
-            gradients.append(optimizer.compute_gradients(loss + tf.add_n(penalties) if penalties else loss))
+            # The network's own trainable weights: a frozen layer's stay in the graph's collection.
+            total = loss + tf.add_n(penalties) if penalties else loss
+            gradients.append(optimizer.compute_gradients(total, var_list=network.trainable_weights))
         losses.append(loss)
         accuracies.append(head.accuracy(logits, labels))
         puts += [batch.put] if batch.put is not None else []
