@@ -22,7 +22,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: k
 
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import accuracy, clicks, lifecycle, pipeline, report, tables, text, training, wide, writing  # noqa: E402
+from benchmarks import (  # noqa: E402
+    accuracy,
+    clicks,
+    lifecycle,
+    photos,
+    pipeline,
+    report,
+    tables,
+    text,
+    training,
+    wide,
+    writing,
+)  # noqa: E402
 from benchmarks.common import MNIST_DIR, SIZES, Bench, environment  # noqa: E402
 
 log = logging.getLogger("benchmarks")
@@ -37,6 +49,7 @@ BENCHMARKS = {
     "wide": wide,
     "text": text,
     "lifecycle": lifecycle,
+    "photos": photos,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

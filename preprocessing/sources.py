@@ -196,10 +196,21 @@ def _eight_bit(image):
     return Image.fromarray(np.clip(values * (255.0 / top), 0, 255).astype(np.uint8))
 
 
+def _on_white(image):
+    """An image with transparency over a white background (dropping alpha would show whatever color the
+    transparent pixels hold, often black); others as they are."""
+    from PIL import Image
+
+    if image.mode not in ("RGBA", "LA", "PA") and not (image.mode == "P" and "transparency" in image.info):
+        return image
+    rgba = image.convert("RGBA")
+    return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba)
+
+
 @dataclasses.dataclass(frozen=True)
 class ImageLoader:
     """Decodes one image file (a path, or (path, where it was listed)) to a (H, W, C) uint8 array of the
-    expected shape: a GIF's first frame, any mode as gray or RGB (transparency dropped)."""
+    expected shape: a GIF's first frame, any mode as gray or RGB (transparent parts white)."""
 
     shape: tuple[int, int, int]
     resize: bool
@@ -209,7 +220,7 @@ class ImageLoader:
 
         path, where = item if isinstance(item, tuple) else (item, "")
         with _opened_image(path, where) as image:
-            image = _eight_bit(image).convert("L" if self.shape[2] == 1 else "RGB")
+            image = _on_white(_eight_bit(image)).convert("L" if self.shape[2] == 1 else "RGB")
             if self.resize:
                 image = image.resize((self.shape[1], self.shape[0]), Image.BILINEAR)
             pixels = np.asarray(image, dtype=np.uint8)

@@ -205,3 +205,15 @@ def test_lifecycle_benchmark(tmp_path):
     assert result["rows"]["newer"]["train"] > 0 and result["train_steps"] == steps
     assert_targets(result)
     assert "## 9. A model's life" in (tmp_path / "README.md").read_text()
+
+
+def test_photos_benchmark(tmp_path):
+    result = run_benchmark("photos", tmp_path)
+    scores = result["accuracy"]
+    assert scores["train"] > 0 and scores["eval"] > 0 and 0 <= scores["logistic_regression"] <= 1
+    assert len(scores["ours_augmented"]) == len(scores["ours_none"]) == SIZES["tiny"].photo_seeds
+    assert [row["feed"].split(",")[0] for row in result["speed"]["rows"]] == ["queue", "tf.data", "tf.data"]
+    assert all(positive(row["images_per_second"]) for row in result["speed"]["rows"])
+    assert result["speed"]["pixel_bytes_per_image"] > result["speed"]["jpeg_bytes_per_image"] > 0
+    assert_targets(result)
+    assert "## 10. Photos" in (tmp_path / "README.md").read_text()
