@@ -7,7 +7,7 @@ Pixels are decoded once, at preprocessing, and stored a little larger than the m
 pipelines do). A training crop is a random box covering AREA of the stored image at an aspect ratio in
 RATIO, resized to the model's input (Inception's crop, as tf_cnn_benchmarks and tensorflow/models
 make it). Boxes are drawn for the whole batch at once and cut with crop_and_resize, which has a GPU
-kernel: the CPU never decodes or resizes during training.
+kernel: the CPU never decodes or resizes during training. The center crop is exact pixels.
 """
 
 from __future__ import annotations
@@ -56,19 +56,21 @@ class Augment(tf.keras.layers.Layer):
         self.augment, self.size, self.seed = augment, size, seed
 
     def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        if self.augment == "crop":
-            boxes = random_boxes(tf.shape(images), self.seed) if training else center_boxes(tf.shape(images)[0])
-            indices = tf.range(tf.shape(images)[0])
+        if self.augment == "crop" and training:
+            boxes, indices = random_boxes(tf.shape(images), self.seed), tf.range(tf.shape(images)[0])
             images = tf.image.crop_and_resize(tf.cast(images, tf.float32), boxes, indices, self.size)
+        elif self.augment == "crop":
+            images = tf.cast(center_crop(images, self.size), tf.float32)
         if training and self.augment in ("flip", "crop"):
             images = random_flip(images, self.seed)
         return images
 
 
-def center_boxes(count: tf.Tensor) -> tf.Tensor:
-    """[count, 4] boxes (y1, x1, y2, x2, as fractions) of the central CENTER of each side."""
-    margin = (1 - CENTER) / 2
-    return tf.tile(tf.constant([[margin, margin, 1 - margin, 1 - margin]]), [count, 1])
+def center_crop(images: tf.Tensor, size: tuple[int, int]) -> tf.Tensor:
+    """The central `size` pixels of each image (input_size: CENTER of each side), exact pixels, no resampling."""
+    height, width = images.shape[1], images.shape[2]
+    top, left = (height - size[0]) // 2, (width - size[1]) // 2
+    return images[:, top : top + size[0], left : left + size[1]]
 
 
 def random_boxes(shape: tf.Tensor, seed: int) -> tf.Tensor:
