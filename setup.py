@@ -52,6 +52,9 @@ setup(
         # TensorFlow 2.15 needs protobuf < 5. On Python 3.9 pip did not finish resolving it in 11
         # minutes, so the extra is for 3.10 and later.
         "beam": ["apache-beam[gcp]>=2.60,<2.73; python_version >= '3.10'"],
+        # The documentation site (docs/, mkdocs.yml): MkDocs and the Material theme, the site builder Keras, TFX and
+        # Ludwig's docs use; neither needs protobuf, so they install beside TensorFlow 2.15.
+        "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"],
         # Following, cancelling and creating Vertex AI jobs (qt-submit --wait, qt-job, qt-batch-predict):
         # Google's client libraries, which install beside TensorFlow 2.15's protobuf < 5 on Python 3.9-3.11.
         "vertex": ["google-cloud-aiplatform>=1.38", "google-cloud-logging>=3.5"],

@@ -3,7 +3,8 @@
 # Extra arguments go to pytest (e.g. -k input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh cpu,test,beam,plots,vertex
+bash scripts/setup.sh cpu,test,beam,plots,vertex,docs
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"  # a broken link fails
 exec .venv/bin/python -m pytest "$@"
