@@ -4,7 +4,10 @@ dropout and the logits.
 
 `--pretrained imagenet` takes Keras's published ImageNet weights (a download); `--pretrained PATH` a weights
 file in the format Keras publishes them (the backbone without its top, .h5), local or gs://. No flag:
-random initialization, and the whole network trains from the start.
+random initialization, and the whole network trains from the start, but its batch norm stays in inference
+mode there too (the Keras application's update ops do not fit this trainer's in-graph step loop yet), so it
+learns its scales and offsets, not its statistics: to train photos from scratch, the default CNN is the
+one measured.
 
 With weights, training has two phases (the transfer learning of Keras's guide): for --freeze-steps only the
 head trains; then the backbone's top blocks train too, at FINE_TUNE_RATE of the learning rate. Its lower
