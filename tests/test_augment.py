@@ -53,16 +53,21 @@ def test_random_crops_cover_the_area_and_ratio_ranges_and_half_are_flipped():
     np.testing.assert_array_equal(evaluated.numpy()[0], evaluated.numpy()[1])  # the center crop: always the same
 
 
-def test_evaluation_and_every_serving_input_take_the_same_center_crop(tmp_path):
+def write_photos(root, side: int, per_class: int, suffix: str) -> None:
+    """Photos of colored noise, reddish or bluish, one folder a class, preprocessed into root/data."""
     rng = np.random.default_rng(0)
     for label in ("red", "blue"):
-        (tmp_path / "photos" / label).mkdir(parents=True)
-        for i in range(16):
-            pixels = rng.integers(0, 120, (40, 40, 3), dtype=np.uint8)
+        (root / "photos" / label).mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 120, (side, side, 3), dtype=np.uint8)
             pixels[..., 0 if label == "red" else 2] += 120
-            Image.fromarray(pixels).save(tmp_path / "photos" / label / f"{i}.png")
-    argv = ["--source", "images", "--input", str(tmp_path / "photos"), "--output", str(tmp_path / "data")]
+            Image.fromarray(pixels).save(root / "photos" / label / f"{i}{suffix}")
+    argv = ["--source", "images", "--input", str(root / "photos"), "--output", str(root / "data")]
     assert preprocess([*argv, "--workers", "1"]) == 0
+
+
+def test_evaluation_and_every_serving_input_take_the_same_center_crop(tmp_path):
+    write_photos(tmp_path, side=40, per_class=16, suffix=".png")
     config = Config(data_dir=str(tmp_path / "data"), job_dir=str(tmp_path / "job"), train_steps=20, batch_size=8)
     metrics = experiment.run(config)
     assert metrics["accuracy"] >= 0.5

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
+from test_augment import write_photos
 
 from dataformat.errors import UserError
-from preprocessing.cli import main as preprocess
 from trainer import backbones, experiment
 from trainer.config import Config
 from trainer.export import latest_export
@@ -21,15 +21,7 @@ from trainer.predict import Model
 @pytest.fixture(scope="module")
 def photos(tmp_path_factory):
     root = tmp_path_factory.mktemp("backbone")
-    rng = np.random.default_rng(0)
-    for label in ("red", "blue"):
-        (root / "photos" / label).mkdir(parents=True)
-        for i in range(12):
-            pixels = rng.integers(0, 120, (36, 36, 3), dtype=np.uint8)
-            pixels[..., 0 if label == "red" else 2] += 120
-            Image.fromarray(pixels).save(root / "photos" / label / f"{i}.jpg")
-    argv = ["--source", "images", "--input", str(root / "photos"), "--output", str(root / "data"), "--workers", "1"]
-    assert preprocess(argv) == 0
+    write_photos(root, side=36, per_class=12, suffix=".jpg")
     # A MobileNetV2 without its top, its weights drawn with a seed, saved as Keras publishes them (.h5).
     tf.keras.utils.set_random_seed(7)
     model = tf.keras.applications.MobileNetV2(include_top=False, weights=None, input_shape=(224, 224, 3), pooling="avg")
