@@ -321,7 +321,8 @@ def _convert(argv: list[str] | None) -> int:
 
 def _image_key_name(name: str) -> str:
     """--key-column for arrays and images: a name for the stored keys that no feature or input has."""
-    if name in (IMAGE_KEY, VECTOR_KEY, LABEL_KEY):
+    # The records' features, and the export's inputs (trainer/serving.py's IMAGE_BYTES and EXAMPLES).
+    if name in (IMAGE_KEY, VECTOR_KEY, LABEL_KEY, "image_bytes", "examples"):
         raise UserError(f"--key-column {name}: a name the records or the export use already; choose another")
     return name
 

@@ -187,3 +187,14 @@ def test_explain_is_for_endpoints(export, caplog):
     with caplog.at_level(logging.ERROR):
         assert predict_main(["--model-dir", export, "--input", "x.csv", "--explain"]) == 2
     assert "give --endpoint" in caplog.text
+
+
+def test_online_requests_stay_under_the_size_limit_and_class_ids_stay_whole():
+    from trainer.vertex import online
+
+    photos = [{"image_bytes": {"b64": "A" * 600_000}}] * 3  # two would pass Vertex AI's 1.5 MB together
+    assert [len(part) for part in online._requests(photos)] == [1, 1, 1]
+    assert [len(part) for part in online._requests([{"a": 1}] * 5)] == [5]
+    line = online._local_types({"probabilities": [0.2, 0.8], "class_ids": [1.0], "all_class_ids": [0.0, 1.0]})
+    assert list(line) == ["all_class_ids", "class_ids", "probabilities"] and line["class_ids"] == [1]
+    assert isinstance(line["all_class_ids"][1], int)

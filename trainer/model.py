@@ -59,6 +59,7 @@ class ModelSettings:
     augment: str = "none"  # --augment, resolved
     pretrained: str = ""  # --pretrained: imagenet or a weights file, for a backbone of trainer/backbones.py
     freeze_steps: int = 0  # --freeze-steps, resolved: the steps before a pretrained backbone's top blocks train
+    load_pretrained: bool = True  # False with --warm-start-from, whose weights the backbone then starts from
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -83,6 +84,7 @@ class ModelSettings:
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
             freeze_steps=config.train_steps // 2 if config.freeze_steps is None else config.freeze_steps,
+            load_pretrained=not config.warm_start_from,
         )
 
 
@@ -228,7 +230,7 @@ def model_fn(features, labels, mode, params, config=None):
     )
     _summaries(settings, metadata, result.examples)
     scaffold = None
-    if settings.pretrained:  # the weights, into a job dir without a checkpoint of its own
+    if settings.pretrained and settings.load_pretrained:  # the weights, into a job dir without a checkpoint yet
         scaffold = tf.compat.v1.train.Scaffold(
             init_fn=backbones.init_fn(network, settings.network, settings.pretrained)
         )

@@ -112,14 +112,18 @@ class Model:
         return f"{names[0]} to {names[-1]}: the model rejects this batch ({tensorflow_error_line(error)})"
 
     def values(self, array: np.ndarray, where: str) -> np.ndarray:
-        """Raw values as float32 of the model's input shape, or UserError naming `where`."""
-        shape = tuple(self.metadata.shape)
-        array = np.asarray(array, dtype=np.float32)
-        if array.shape[1:] == shape[:-1] and shape[-1] == 1:
-            array = array[..., np.newaxis]  # (N, H, W) for one-channel images
-        if array.shape[1:] != shape:
-            raise UserError(f"{where}: inputs have shape {list(array.shape[1:])}; the model takes {list(shape)}")
-        return array
+        return input_values(self.metadata, array, where)
+
+
+def input_values(metadata, array: np.ndarray, where: str) -> np.ndarray:
+    """Raw values as float32 of the model's input shape, or UserError naming `where`."""
+    shape = tuple(metadata.shape)
+    array = np.asarray(array, dtype=np.float32)
+    if array.shape[1:] == shape[:-1] and shape[-1] == 1:
+        array = array[..., np.newaxis]  # (N, H, W) for one-channel images
+    if array.shape[1:] != shape:
+        raise UserError(f"{where}: inputs have shape {list(array.shape[1:])}; the model takes {list(shape)}")
+    return array
 
 
 def _call(function, inputs: dict) -> dict[str, np.ndarray]:

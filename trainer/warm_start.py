@@ -33,6 +33,7 @@ from trainer.model import choose_network
 log = logging.getLogger("trainer")
 
 NEW_ROWS_RANGE = 0.05  # new rows start as Keras starts an embedding: uniform in [-0.05, 0.05]
+USES_HIDDEN_UNITS = ("cnn", "mlp", "table", "wide_deep", "text_cnn")  # the networks with --hidden-units layers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,11 +136,12 @@ def check_fits(source: Source, config: Config, metadata: Metadata) -> None:
     if source.config is None:
         return  # an export of an older version: its weights' shapes alone decide
     before, now = choose_network(source.config.model, old), choose_network(config.model, metadata)
-    for name, was, is_now in (
-        ("network (--model)", before, now),
-        ("--hidden-units", source.config.hidden_units, config.hidden_units),
-        ("--conv-filters", source.config.conv_filters, config.conv_filters),
-    ):
+    checks = [("network (--model)", before, now)]
+    if now in USES_HIDDEN_UNITS:
+        checks.append(("--hidden-units", source.config.hidden_units, config.hidden_units))
+    if now == "cnn":
+        checks.append(("--conv-filters", source.config.conv_filters, config.conv_filters))
+    for name, was, is_now in checks:
         if was != is_now:
             raise UserError(f"{where}: its {name} is {_shown(was)}; these settings make {_shown(is_now)}")
 
@@ -164,6 +166,11 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
             plan.fresh[name] = "new"
         elif name in new_labels and previous in old_labels and new_labels[name] != old_labels[previous]:
             new, old = new_labels[name], old_labels[previous]
+            if len(old) != stored[previous][0]:
+                raise UserError(
+                    f"--warm-start-from {source.path}: {previous} has {stored[previous][0]} rows, but the dataset "
+                    f"found for it describes {len(old)}: it was preprocessed again since; warm start from an export"
+                )
             if stored[previous][1:] != shape[1:]:
                 plan.fresh[name] = f"{stored[previous]} there"
                 continue

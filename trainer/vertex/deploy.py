@@ -233,6 +233,10 @@ def plan(args) -> Plan:
     export = read_export(args.model_dir)
     custom = bool(args.serving_image)
     local = None if gcs.is_gcs(export.path) else export.path
+    if custom and not local:  # TF Serving would serve the newest version beside it, not necessarily this one
+        raise UserError(
+            f"--serving-image: give a local export (it is staged as TF Serving's version 1), not {export.path}"
+        )
     if local:
         if not args.staging_dir or not gcs.is_gcs(args.staging_dir):
             raise UserError(f"--staging-dir: a gs:// folder is needed to copy the local export {local} to")

@@ -5,16 +5,44 @@ same output lines; with --explain each line gains the instance's attributions.""
 from __future__ import annotations
 
 import base64
+import json
 import math
 
 import numpy as np
 
 from dataformat import tables
 from dataformat.errors import UserError
+from trainer.predict import input_values
 from trainer.vertex import endpoints
 from trainer.vertex.deploy import read_export
 
 SERVING_DEFAULT = "serving_default"
+
+
+REQUEST_BYTES = 1_000_000  # instances a request at most: Vertex AI takes 1.5 MB an online request
+WHOLE_OUTPUTS = ("class_ids", "all_class_ids")  # numbers that come back as floats through JSON's Value
+
+
+def _requests(instances: list) -> list[list]:
+    """The instances, in requests of at most REQUEST_BYTES of JSON each (one instance at least)."""
+    parts, part, size = [], [], 0
+    for instance in instances:
+        length = len(json.dumps(instance))
+        if part and size + length > REQUEST_BYTES:
+            parts.append(part)
+            part, size = [], 0
+        part.append(instance)
+        size += length
+    return [*parts, part] if part else parts
+
+
+def _local_types(prediction: dict) -> dict:
+    """A prediction as a local one writes it: its keys in order, class IDs as whole numbers."""
+    for name in WHOLE_OUTPUTS:
+        if name in prediction:
+            value = prediction[name]
+            prediction[name] = [int(v) for v in value] if isinstance(value, list) else int(value)
+    return dict(sorted(prediction.items()))
 
 
 class OnlineModel:
@@ -22,10 +50,13 @@ class OnlineModel:
 
     def __init__(self, endpoint: str, explain: bool):
         endpoints.parse_endpoint(endpoint)
-        deployed = endpoints.get_endpoint(endpoint).get("deployedModels") or []
+        found = endpoints.get_endpoint(endpoint)
+        deployed = found.get("deployedModels") or []
         if not deployed:
             raise UserError(f"--endpoint {endpoint}: no model is deployed there (qt-deploy deploys one)")
-        model = endpoints.get_model(deployed[0]["model"])
+        traffic = found.get("trafficSplit") or {}
+        serving = max(deployed, key=lambda model: traffic.get(model["id"], 0))  # the one requests go to
+        model = endpoints.get_model(serving["model"])
         export = read_export(model["artifactUri"])
         self.endpoint, self.explain, self.metadata = endpoint, explain, export.metadata
         self.takes = export.serving_input
@@ -34,15 +65,21 @@ class OnlineModel:
         self.signatures = {local} if local else set()
         self.numbers_signature = "serving_default" if self.takes == "numbers" else "numbers:serving_default"
 
+    def values(self, array, where: str):
+        return input_values(self.metadata, array, where)
+
     def predict(self, signature: str, values, names: list[str]) -> list[dict]:
         if signature not in self.signatures:
             raise UserError(f"{names[0]}: the endpoint's model takes {self.takes} (its --serving-input), not this")
         instances = [self._instance(value, name) for value, name in zip(values, names)]
-        answer = endpoints.predict(self.endpoint, instances, self.explain)
-        lines = [dict(sorted(prediction.items())) for prediction in answer["predictions"]]
-        if self.explain:
-            for line, explanation in zip(lines, answer.get("explanations", [])):
-                line["attributions"] = explanation["attributions"][0]["featureAttributions"]
+        lines = []
+        for part in _requests(instances):
+            answer = endpoints.predict(self.endpoint, part, self.explain)
+            found = [_local_types(prediction) for prediction in answer["predictions"]]
+            if self.explain:
+                for line, explanation in zip(found, answer.get("explanations", [])):
+                    line["attributions"] = explanation["attributions"][0]["featureAttributions"]
+            lines += found
         return lines
 
     def _instance(self, value, name: str):
