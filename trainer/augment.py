@@ -13,11 +13,15 @@ kernel: the CPU never decodes or resizes during training. The center crop is exa
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
+
+if TYPE_CHECKING:
+    from trainer.model import ModelSettings
 
 AUGMENTS = ("none", "flip", "crop")  # crop: a random crop, then a flip
 CENTER = 0.875
@@ -45,6 +49,13 @@ def input_size(augment: str, metadata: Metadata) -> tuple[int, int]:
     if augment != "crop":
         return height, width
     return round(height * CENTER), round(width * CENTER)
+
+
+def layer(settings: ModelSettings, metadata: Metadata) -> Augment | None:
+    """The Augment layer an image network starts with, where --augment (resolved in `settings`) asks for one."""
+    if settings.augment == "none":
+        return None
+    return Augment(settings.augment, input_size(settings.augment, metadata), settings.seed)
 
 
 class Augment(tf.keras.layers.Layer):

@@ -87,8 +87,7 @@ def _backbone(name: str) -> tf.keras.Model:
 class Classifier(tf.keras.Model):
     def __init__(self, backbone: Backbone, model: tf.keras.Model, settings: ModelSettings, metadata: Metadata):
         super().__init__(name="classifier")
-        size = augment.input_size(settings.augment, metadata)
-        self.augment = augment.Augment(settings.augment, size, settings.seed) if settings.augment != "none" else None
+        self.augment = augment.layer(settings, metadata)
         self.backbone, self.spec = model, backbone
         self.dropout = layers.Dropout(settings.dropout, seed=settings.seed)
         self.logits = layers.Dense(metadata.num_classes, name="logits")

@@ -79,10 +79,9 @@ def dense_mlp(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
 
 
 def _augmented(settings: ModelSettings, metadata: Metadata) -> list[layers.Layer]:
-    """The augmentation layer where --augment asks for one (trainer/augment.py)."""
-    if settings.augment == "none":
-        return []
-    return [augment.Augment(settings.augment, augment.input_size(settings.augment, metadata), settings.seed)]
+    """The augmentation layer where --augment asks for one (trainer/augment.py), as a list to splice in."""
+    found = augment.layer(settings, metadata)
+    return [found] if found else []
 
 
 def _standardized(metadata: Metadata) -> layers.Layer:

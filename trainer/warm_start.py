@@ -90,19 +90,19 @@ def locate(path: str) -> Source:
     """The model at `path`: an export (a SavedModel, or a folder of numbered ones) or a job dir."""
     export = newest_version(path)
     if export:
-        extra = posixpath.join(export, "assets.extra")
-        metadata = _read_metadata(posixpath.join(extra, METADATA_FILE), posixpath.join(export, "assets"), path)
-        config = _read_config(posixpath.join(extra, config_module.CONFIG_FILE))
-        return Source(path, posixpath.join(export, "variables", "variables"), metadata, config)
-    checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else None
-    if not checkpoint:
-        raise UserError(f"--warm-start-from {path}: neither an export (saved_model.pb) nor a job dir with a checkpoint")
-    config = _read_config(posixpath.join(path, config_module.CONFIG_FILE))
-    exports = config.export_dir if config and config.export_dir else posixpath.join(path, EXPORT_DIR)
-    export = newest_version(posixpath.join(exports, "latest")) or newest_version(posixpath.join(exports, "best"))
+        checkpoint = posixpath.join(export, "variables", "variables")
+        config = _read_config(posixpath.join(export, "assets.extra", config_module.CONFIG_FILE))
+    else:
+        checkpoint = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else None
+        if not checkpoint:
+            why = "neither an export (saved_model.pb) nor a job dir with a checkpoint"
+            raise UserError(f"--warm-start-from {path}: {why}")
+        config = _read_config(posixpath.join(path, config_module.CONFIG_FILE))
+        exports = config.export_dir if config and config.export_dir else posixpath.join(path, EXPORT_DIR)
+        export = newest_version(posixpath.join(exports, "latest")) or newest_version(posixpath.join(exports, "best"))
     if export:  # its metadata.json travels with it, and outlives the dataset
-        folder = posixpath.join(export, "assets.extra")
-        metadata = _read_metadata(posixpath.join(folder, METADATA_FILE), posixpath.join(export, "assets"), path)
+        found = posixpath.join(export, "assets.extra", METADATA_FILE)
+        metadata = _read_metadata(found, posixpath.join(export, "assets"), path)
     elif config and (config.data_dir or config.metadata):
         found = config.metadata or posixpath.join(config.data_dir, METADATA_FILE)
         metadata = _read_metadata(found, posixpath.dirname(found), path)
