@@ -38,6 +38,8 @@ class FakeVertex:
         self.operations: dict[str, dict] = {}  # name -> {"polls": left until done, "response": ...}
         self.requests: list[tuple[str, str, dict]] = []  # models' and endpoints': (method, path, body)
         self.serve = None  # (model body, instances) -> predictions; None: :predict is refused
+        self.first_id = {"models": 1, "endpoints": 101}  # the IDs the first created model and endpoint get
+        self.polls = 1  # the polls an operation answers "not done" before it is
 
     def resource(self, method: str, path: str, body: dict) -> tuple[int, dict]:
         return _resource(self, method, path, body)
@@ -78,6 +80,10 @@ def _handler(fake: FakeVertex):
             self._reply(*fake.resource("DELETE", self.path, {}))
 
         def do_POST(self):
+            if self.path == "/token":  # OAuth's token endpoint, for a credentials file whose token_uri is here
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._reply(200, {"access_token": "fake-token", "token_type": "Bearer", "expires_in": 3600})
+                return
             body = self._body()
             if RESOURCE.match(self.path):
                 self._reply(*fake.resource("POST", self.path, body))
@@ -131,11 +137,11 @@ def _resource(fake: FakeVertex, method: str, path: str, body: dict) -> tuple[int
             (fake.models if kind == "models" else fake.endpoints).pop(name)
             return 200, _operation(fake, parent, {"@type": "type.googleapis.com/google.protobuf.Empty"})
         if kind == "models" and verb == "upload":
-            model = f"{parent}/models/{len(fake.models) + 1}"
+            model = f"{parent}/models/{len(fake.models) + fake.first_id['models']}"
             fake.models[model] = {**body["model"], "name": model}
             return 200, _operation(fake, parent, {"@type": TYPES + "UploadModelResponse", "model": model})
         if kind == "endpoints" and not verb:
-            endpoint = f"{parent}/endpoints/{len(fake.endpoints) + 101}"
+            endpoint = f"{parent}/endpoints/{len(fake.endpoints) + fake.first_id['endpoints']}"
             created = {**body, "name": endpoint, "createTime": "2026-11-26T00:00:00Z"}
             fake.endpoints[endpoint] = created
             return 200, _operation(fake, parent, {"@type": TYPES + "Endpoint", **created})
@@ -172,7 +178,7 @@ def _endpoint_verb(fake: FakeVertex, parent: str, name: str, verb: str, body: di
 
 def _operation(fake: FakeVertex, parent: str, response: dict) -> dict:
     name = f"{parent}/operations/{len(fake.operations) + 1}"
-    fake.operations[name] = {"polls": 1, "response": response}
+    fake.operations[name] = {"polls": fake.polls, "response": response}
     return {"name": name, "done": False}
 
 
@@ -200,6 +206,29 @@ def serving():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def serving_staged_exports(storage, folder):
+    """The stand-in's `serve`: runs each deployed model's staged export, downloaded once from the
+    storage emulator (`storage`: its google-cloud-storage client) into `folder`."""
+    from trainer.predict import Model
+
+    loaded = {}
+
+    def serve(model: dict, instances: list) -> list:
+        uri = model["artifactUri"]
+        if uri not in loaded:
+            bucket, prefix = uri[len("gs://") :].split("/", 1)
+            local = folder / f"served-{len(loaded)}"
+            for blob in storage.list_blobs(bucket, prefix=prefix + "/"):
+                target = local / blob.name[len(prefix) + 1 :]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                blob.download_to_filename(str(target))
+            loaded[uri] = Model(str(local))
+        names = [f"instance {i}" for i in range(len(instances))]
+        return loaded[uri].predict("serving_default", instances, names)
+
+    return serve
 
 
 def log_entry(time: str, text, task: str = "workerpool0-0", key: str = "") -> dict:

@@ -9,6 +9,7 @@ import json
 import logging
 
 import pytest
+from fake_vertex import serving_staged_exports
 from gcs_emulator.server import BUCKET, client
 from test_keys import build
 
@@ -16,7 +17,6 @@ from dataformat import gcs
 from trainer import experiment
 from trainer.config import Config
 from trainer.export import latest_export
-from trainer.predict import Model
 from trainer.predict import main as predict_main
 from trainer.vertex import deploy
 
@@ -40,21 +40,7 @@ def cloud(gcs_server, vertex, monkeypatch, tmp_path):
     for name, value in gcs_server.env.items():
         monkeypatch.setenv(name, value)
     gcs._client.cache_clear()
-    loaded = {}
-
-    def serve(model: dict, instances: list) -> list:
-        uri = model["artifactUri"]
-        if uri not in loaded:
-            prefix = uri[len(f"gs://{BUCKET}/") :]
-            for blob in client(gcs_server).list_blobs(BUCKET, prefix=prefix + "/"):
-                target = tmp_path / "served" / blob.name[len(prefix) + 1 :]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                blob.download_to_filename(str(target))
-            loaded[uri] = Model(str(tmp_path / "served"))
-        names = [f"instance {i}" for i in range(len(instances))]
-        return loaded[uri].predict("serving_default", instances, names)
-
-    vertex.serve, vertex.storage = serve, gcs_server
+    vertex.serve, vertex.storage = serving_staged_exports(client(gcs_server), tmp_path), gcs_server
     yield vertex
     gcs._client.cache_clear()
 

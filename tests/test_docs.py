@@ -1,26 +1,40 @@
 """The documentation stays true: every shell block that README.md or docs/ marks with `<!-- tested -->` runs
 as a reader would run it, in a folder where this test has written small data under the names the docs
 use, and exits 0; each output line the block shows (as `#   ...`) is checked for its shape: its words up
-to the first number, not the numbers."""
+to the first number, not the numbers. `gs://my-bucket` is the Cloud Storage emulator, and Vertex AI is
+its stand-in (fake_vertex.py), reached through gcloud's own endpoint override and a credentials file
+whose tokens come from the stand-in."""
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import fake_vertex
 import numpy as np
 import pytest
-from test_text import write_folder
+from gcs_emulator.server import child_env, client
+from PIL import Image
+from test_gcs import write_raw
+from test_text import review_rows, write_folder
+
+from preprocessing.cli import main as preprocess
+from trainer import experiment
+from trainer.config import Config
+from trainer.vertex.client import LOGGING_OVERRIDE, VERTEX_OVERRIDE
 
 pytestmark = pytest.mark.slow  # end to end: the commands as a reader types them
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MARK = "<!-- tested -->"
+BUCKET = "my-bucket"  # the docs' bucket
 
 
 def marked_blocks() -> list[tuple[str, str]]:
@@ -31,9 +45,12 @@ def marked_blocks() -> list[tuple[str, str]]:
         for number, line in enumerate(lines):
             if line.strip() != MARK:
                 continue
-            assert lines[number + 1].startswith("```sh"), f"{path.name}:{number + 1}: {MARK} must precede a ```sh block"
-            end = lines.index("```", number + 2)
-            found.append((f"{path.relative_to(ROOT)}:{number + 2}", "\n".join(lines[number + 2 : end])))
+            fence = lines[number + 1]
+            assert fence.strip().startswith("```sh"), f"{path.name}:{number + 1}: {MARK} must precede a ```sh block"
+            indent = fence[: len(fence) - len(fence.lstrip())]  # a block inside a list item is indented
+            end = lines.index(indent + "```", number + 2)
+            block = [line[len(indent) :] for line in lines[number + 2 : end]]
+            found.append((f"{path.relative_to(ROOT)}:{number + 2}", "\n".join(block)))
     return found
 
 
@@ -44,38 +61,156 @@ def shapes(block: str) -> list[str]:
     return [prefix for prefix in prefixes if len(prefix) >= 3]
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
-    """The files the docs' examples name: raw/adult.csv and new-people.csv, raw/tickets/."""
-    root = tmp_path_factory.mktemp("docs")
-    rng = np.random.default_rng(0)
-    (root / "raw").mkdir()
-    header = ["age", "workclass", "education", "hours_per_week", "income"]
-    with open(root / "raw" / "adult.csv", "w", newline="") as file:
+def write_rows(path: Path, header: list[str], rows: list[list]) -> None:
+    with open(path, "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(header)
-        for _ in range(600):
-            age, hours = int(rng.integers(18, 80)), int(rng.integers(10, 70))
-            education = str(rng.choice(["Bachelors", "HS-grad", "Masters", "Some-college"]))
-            rich = age / 80 + hours / 70 + (education in ("Bachelors", "Masters")) + rng.normal(0, 0.4) > 1.6
-            writer.writerow(
-                [age, str(rng.choice(["Private", "State-gov"])), education, hours, ">50K" if rich else "<=50K"]
-            )
+        writer.writerows(rows)
+
+
+def people(rng, count: int) -> list[list]:
+    """Census-like rows: age, workclass, education, hours a week, and an income that follows them."""
+    rows = []
+    for _ in range(count):
+        age, hours = int(rng.integers(18, 80)), int(rng.integers(10, 70))
+        education = str(rng.choice(["Bachelors", "HS-grad", "Masters", "Some-college"]))
+        rich = age / 80 + hours / 70 + (education in ("Bachelors", "Masters")) + rng.normal(0, 0.4) > 1.6
+        work = str(rng.choice(["Private", "State-gov", "?"]))
+        rows.append([age, work, education, hours, ">50K" if rich else "<=50K"])
+    return rows
+
+
+def write_tables(root: Path, rng) -> None:
+    """The tables the docs name: raw/adult.csv, census.csv (UCI Adult's header), table.csv, orders.csv."""
+    header = ["age", "workclass", "education", "hours_per_week", "income"]
+    write_rows(root / "raw" / "adult.csv", header, people(rng, 600))
     (root / "new-people.csv").write_text(
         "age,workclass,education,hours_per_week\n45,Private,Masters,50\n23,State-gov,HS-grad,20\n"
     )
+    census = ["age", "workclass", "fnlwgt", "education", "education_num", "marital_status", "occupation",
+              "relationship", "race", "sex", "capital_gain", "capital_loss", "hours_per_week", "native_country",
+              "income"]  # fmt: skip
+    lines = [",".join(census)]  # as in the census sample's file: a bare header, then rows with ", " between
+    for age, work, education, hours, income in people(rng, 400):
+        married = str(rng.choice(["Married-civ-spouse", "Never-married"]))
+        weight, years = rng.integers(20000, 400000), 10 + len(education) % 6
+        lines.append(f"{age}, {work}, {weight}, {education}, {years}, {married}, Adm-clerical, Husband, White, "
+                     f"Male, 0, 0, {hours}, United-States, {income}")  # fmt: skip
+    (root / "census.csv").write_text("\n".join(lines) + "\n")
+    table = [[round(float(x), 3), str(rng.choice(["red", "blue"])), int(x > 0)] for x in rng.normal(size=300)]
+    write_rows(root / "table.csv", ["x", "color", "label"], table)
+    shutil.copy(root / "table.csv", root / "raw" / "table.csv")
+    orders = [[f"A-{i}", channel, review, price, "yes" if label == "neg" else "no"]
+              for i, (channel, review, price, label) in enumerate(review_rows(300))]  # fmt: skip
+    header = ["order_id", "channel", "review", "price", "returned"]
+    write_rows(root / "orders.csv", header, orders[:280])
+    write_rows(root / "new-orders.csv", header[:-1], [row[:-1] for row in orders[280:]])
+
+
+def write_arrays_and_images(root: Path, rng) -> None:
+    """raw/mnist, raw/arrays.npz, raw/photos/, and the digit files qt-predict's examples read."""
+    write_raw("mnist", root / "raw" / "mnist")
+    np.savez(root / "raw" / "arrays.npz", x=rng.normal(size=(60, 6)).astype(np.float32), y=np.arange(60) % 3)
+    for label, channel in (("red", 0), ("blue", 2)):
+        (root / "raw" / "photos" / label).mkdir(parents=True)
+        for i in range(12):
+            pixels = rng.integers(0, 120, (48, 40, 3), dtype=np.uint8)
+            pixels[..., channel] += 120
+            Image.fromarray(pixels).save(root / "raw" / "photos" / label / f"{i}.jpg")
+    digits = rng.integers(0, 16, (3, 8, 8, 1)).astype(np.uint8)
+    Image.fromarray(digits[0, ..., 0] * 16).save(root / "digit.png")
+    np.savez(root / "more.npz", x=digits[1:])
+    (root / "rows.csv").write_text("\n".join(",".join(map(str, d.ravel())) for d in digits) + "\n")
+    (root / "photos").mkdir()
+    for i in range(2):
+        Image.fromarray(digits[i, ..., 0] * 16).convert("RGB").resize((32, 32)).save(root / "photos" / f"{i}.jpg")
+    (root / "request.json").write_text(json.dumps({"instances": digits[:2].tolist()}))
+
+
+def written_by(block: str) -> list[str]:
+    """The local folders a block's commands write (--output, --job-dir): the block starts without them."""
+    return [path for path in re.findall(r"--(?:output|job-dir) (\S+)", block) if "://" not in path]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, digits_dir, trained_job) -> Path:
+    """Every file the docs' examples name, under the names they use: raw inputs, the datasets made from them,
+    a digits job, and an orders table's job with keys (each block runs in a copy of it)."""
+    root = tmp_path_factory.mktemp("docs")
+    rng = np.random.default_rng(0)
+    (root / "raw").mkdir()
+    write_tables(root, rng)
     write_folder(root / "raw" / "tickets", per_class=60)
+    write_arrays_and_images(root, rng)
+    for name in ("digits", "x"):
+        shutil.copytree(digits_dir, root / "data" / name)
+    shutil.copytree(trained_job[0], root / "runs" / "digits")
+    data = root / "data"
+    mnist = ["--source", "mnist", "--input", str(root / "raw" / "mnist")]
+    assert preprocess([*mnist, "--output", str(data / "mnist")]) == 0
+    orders = ["--source", "csv", "--input", str(root / "orders.csv"), "--label-column", "returned"]
+    assert preprocess([*orders, "--key-column", "order_id", "--output", str(data / "orders")]) == 0
+    experiment.run(Config(data_dir=str(data / "orders"), job_dir=str(root / "runs" / "orders"), train_steps=100))
+    (root / "configs").symlink_to(ROOT / "configs")
+    (root / ".venv").mkdir()
+    (root / ".venv" / "bin").symlink_to(Path(sys.executable).parent)  # the docs' .venv/bin/qt-...
     return root
+
+
+@pytest.fixture(scope="module")
+def cloud(gcs_server, workspace, tmp_path_factory) -> dict:
+    """The environment the blocks run in: gs://my-bucket on the emulator, holding raw/mnist; Vertex AI's
+    stand-in, serving the exports deployed to it."""
+    gcs_server.create_bucket(BUCKET)
+    bucket = client(gcs_server).bucket(BUCKET)
+    for path in (workspace / "raw" / "mnist").iterdir():
+        bucket.blob(f"raw/mnist/{path.name}").upload_from_filename(str(path))
+    with fake_vertex.serving() as fake:
+        fake.first_id, fake.polls = {"models": 456, "endpoints": 123}, 0
+        fake.serve = fake_vertex.serving_staged_exports(client(gcs_server), tmp_path_factory.mktemp("served"))
+        credentials = workspace / "key.json"  # a service account's key, whose tokens come from the stand-in
+        credentials.write_text(json.dumps(service_account_key(f"{fake.url}/token")))
+        yield child_env(gcs_server, **{VERTEX_OVERRIDE: fake.url, LOGGING_OVERRIDE: fake.url,
+                                       "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
+
+
+def service_account_key(token_uri: str) -> dict:
+    """A service account key file's fields, with a new RSA key (google-auth signs each token request with it)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return {"type": "service_account", "project_id": "my-project", "private_key_id": "1", "private_key": pem.decode(),
+            "client_email": "trainer@my-project.iam.gserviceaccount.com", "token_uri": token_uri}  # fmt: skip
 
 
 def test_the_docs_mark_blocks():
     assert len(marked_blocks()) >= 2
 
 
+def test_a_block_inside_a_list_item_is_found(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text(f"1. Submit:\n\n   {MARK}\n   ```sh\n   echo hi\n   #   hi\n   ```\n")
+    monkeypatch.setattr(sys.modules[__name__], "DOCS", [page])
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert marked_blocks() == [("page.md:4", "echo hi\n#   hi")]
+
+
+def test_a_block_starts_without_the_folders_it_writes():
+    block = (
+        "qt-preprocess --input raw/x --output data/x\nqt-train --data-dir data/x --job-dir runs/x --job-dir gs://b/r"
+    )
+    assert written_by(block) == ["data/x", "runs/x"]
+
+
 @pytest.mark.parametrize("where, block", marked_blocks(), ids=[where for where, _ in marked_blocks()])
-def test_a_marked_block_runs_as_shown(where, block, workspace):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-e", "-c", block], cwd=workspace, env=env, capture_output=True, text=True,
+def test_a_marked_block_runs_as_shown(where, block, workspace, cloud, tmp_path):
+    here = shutil.copytree(workspace, tmp_path / "workspace", symlinks=True)
+    for folder in written_by(block):
+        shutil.rmtree(here / folder, ignore_errors=True)
+    env = {**cloud, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-e", "-c", block], cwd=here, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{where}: exit {done.returncode}\n{output[-3000:]}"

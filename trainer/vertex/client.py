@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -17,9 +18,12 @@ from dataformat import gcs
 from dataformat.errors import UserError
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-# Where the clients connect; a test points them at a local stand-in.
+# Where the clients connect. gcloud's own overrides move them (a Private Service Connect address,
+# or a local stand-in), read when a client is made.
 VERTEX_ENDPOINT = "https://{region}-aiplatform.googleapis.com"
 LOGGING_ENDPOINT = "https://logging.googleapis.com"
+VERTEX_OVERRIDE = "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM"
+LOGGING_OVERRIDE = "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING"
 # The libraries warn on import, years ahead, that they will drop this Python: not the user's concern today.
 warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)
 
@@ -88,7 +92,8 @@ def service(name: str, region: str):
         from google.cloud import aiplatform_v1
     except ImportError:
         raise UserError(f"talking to Vertex AI needs Google's client library: {INSTALL}") from None
-    endpoint = ClientOptions(api_endpoint=VERTEX_ENDPOINT.format(region=region))
+    address = os.environ.get(VERTEX_OVERRIDE) or VERTEX_ENDPOINT.format(region=region)
+    endpoint = ClientOptions(api_endpoint=address.rstrip("/"))
     return aiplatform_v1, getattr(aiplatform_v1, name)(
         credentials=credentials(), transport="rest", client_options=endpoint
     )
@@ -142,7 +147,7 @@ def log_lines(name: str, since: datetime.datetime | None) -> Iterator[LogLine]:
         project=match["project"],
         credentials=credentials(),
         _use_grpc=False,  # the REST transport, like the Vertex AI client
-        client_options={"api_endpoint": LOGGING_ENDPOINT},
+        client_options={"api_endpoint": (os.environ.get(LOGGING_OVERRIDE) or LOGGING_ENDPOINT).rstrip("/")},
     )
     # The filter `gcloud ai custom-jobs stream-logs` uses: every replica of the job.
     # Always a time: without one, the library reads only the last 24 hours.
