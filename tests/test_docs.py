@@ -58,7 +58,7 @@ def shapes(block: str) -> list[str]:
     """The shown output lines' words up to their first number (or path), each of which the output must hold."""
     shown = [line[len("#   ") :] for line in block.splitlines() if line.startswith("#   ")]
     prefixes = [re.split(r"[\d/]", line, maxsplit=1)[0].strip() for line in shown]
-    return [prefix for prefix in prefixes if len(prefix) >= 3]
+    return [prefix for prefix in prefixes if len(prefix) >= 3 and prefix != "..."]  # "..." stands for lines left out
 
 
 def write_rows(path: Path, header: list[str], rows: list[list]) -> None:
