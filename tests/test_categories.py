@@ -4,6 +4,7 @@ in training and serving, and hints for integer columns that look like IDs."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter
 
@@ -215,3 +216,19 @@ def test_a_cross_of_a_column_the_table_lacks_is_one_line():
         resolve_crosses("a", table)
     with pytest.raises(UserError, match="crosses are for tables"):
         resolve_crosses("a:b", metadata)
+
+
+def test_crosses_pairs_are_the_pairs_of_the_categorical_columns_with_the_fewest_values():
+    from tiny import VECTORS
+
+    from trainer.model import MOST_PAIRED, resolve_crosses
+
+    def categorical(name: str, values: int) -> tables.Column:
+        return tables.Column(name, tables.CATEGORICAL, vocabulary=tuple(map(str, range(values))))
+
+    columns = [categorical(f"c{i}", values) for i, values in enumerate([5, 900, 3, 4, 2, 6, 7, 8, 9, 10])]
+    columns.insert(1, tables.Column("n", tables.NUMERIC))
+    table = VECTORS.__class__(**{**VECTORS.__dict__, "shape": (len(columns),), "columns": tuple(columns)})
+    pairs = resolve_crosses("pairs", table)
+    chosen = ["c0", "c2", "c3", "c4", "c5", "c6", "c7", "c8"]  # c1 (900 values) and c9 (10) left out, n numeric
+    assert len(chosen) == MOST_PAIRED and pairs == tuple(itertools.combinations(chosen, 2))

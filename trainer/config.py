@@ -95,7 +95,8 @@ class Config:
     crosses: str = _option(
         "",
         "hashed feature crosses in the linear part of wide_deep, e.g. education:occupation,age:hours:sex "
-        "(numeric columns by their quantile bucket; default: none)",
+        "(numeric columns by their quantile bucket), or pairs: each pair of the 8 categorical columns with the "
+        "fewest values (default: none; see docs/tables.md for what they measured)",
     )
     embedding_l2: Optional[float] = _option(
         None,

@@ -10,10 +10,12 @@ description (Metadata).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import tensorflow as tf
 
+from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
 from trainer import augment, backbones, step_loop
@@ -102,12 +104,22 @@ def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
     return TABLE_DROPOUT if metadata.is_table else DROPOUT
 
 
+PAIRS = "pairs"  # --crosses pairs: every pair of the categorical columns with the fewest values
+MOST_PAIRED = 8  # of them: at most 28 crosses
+
+
 def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], ...]:
-    """`--crosses a:b,c:d:e`: the column names of each cross, checked against the table's columns."""
+    """`--crosses a:b,c:d:e`: the column names of each cross, checked against the table's columns;
+    `--crosses pairs`: each pair of the MOST_PAIRED categorical columns with the fewest values."""
     if not setting:
         return ()
     if not metadata.is_table:
         raise UserError(f"--crosses {setting}: crosses are for tables, and this dataset is not one")
+    if setting == PAIRS:
+        categorical = [column for column in metadata.columns if column.kind == tables.CATEGORICAL]
+        fewest = sorted(categorical, key=lambda column: len(column.vocabulary) + column.hash_buckets)[:MOST_PAIRED]
+        chosen = [column.name for column in categorical if column in fewest]  # in the table's order
+        return tuple(itertools.combinations(chosen, 2))
     names = [column.name for column in metadata.columns]
     crosses = tuple(tuple(name.strip() for name in cross.split(":")) for cross in setting.split(","))
     for cross in crosses:
