@@ -106,7 +106,7 @@ def fifo_constant_feed(files: list[str], metadata: Metadata, config: Config) -> 
     batches reach the step."""
     constant = constant_feed(files, metadata, config)
     with tf.device("/cpu:0"):
-        data, labels = prefetch_queue(constant.features[metadata.feature_key], constant.labels, towers=1).dequeue()
+        data, labels = prefetch_queue((constant.features[metadata.feature_key], constant.labels), towers=1).dequeue()
     return Feed({metadata.feature_key: data}, labels)
 
 

@@ -41,6 +41,7 @@ IMAGE_KEY = "image"
 VECTOR_KEY = "features"
 LABEL_KEY = "label"
 KEY = "key"  # a table's keys among the model's features and outputs (see Metadata.key_column)
+WEIGHT = "weight"  # a table's row weights among the training input's features (see Metadata.weight_column)
 DTYPES = ("uint8", "float32")
 # Image files TensorFlow's decode_image reads, so serving takes them too: for the images source and predictions.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")
@@ -86,6 +87,7 @@ class Metadata:
     columns: tuple[tables.Column, ...] = ()
     label_column: str = ""
     key_column: str = ""  # each example's key (--key-column), stored beside it, passed through serving
+    weight_column: str = ""  # each example's weight in the training loss (--weight-column), stored beside it
     class_counts: tuple[int, ...] = ()  # examples of each class, both splits (empty in datasets before it)
 
     @property
@@ -148,6 +150,7 @@ class Metadata:
                 columns=tuple(tables.Column.from_json(column) for column in raw.get("columns", ())),
                 label_column=str(raw.get("label_column", "")),
                 key_column=str(raw.get("key_column", "")),
+                weight_column=str(raw.get("weight_column", "")),
                 class_counts=tuple(int(n) for n in raw.get("class_counts", ())),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
@@ -195,7 +198,8 @@ class Metadata:
             width = tables.vector_width(self.columns)
             if self.shape != (width,) or self.dtype != "float32":
                 problems.append(f"a table of {len(self.columns)} columns needs shape [{width}], float32")
-            problems += tables.problems(self.columns, reserved=(LABEL_KEY,))
+            passed = [name for name in (self.key_column, self.weight_column) if name]  # beside the features
+            problems += tables.problems(self.columns, reserved=(LABEL_KEY, *passed))
         if problems:
             raise UserError(f"{where}: bad metadata: {'; '.join(problems)}")
 
@@ -221,9 +225,10 @@ def encode_record(data: np.ndarray, labels: np.ndarray, keys: Sequence[str] = ()
     return wire.example(features)
 
 
-def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:
+def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, ...]:
     """A batch of serialized records to (the examples they pack, in their stored dtype; int64
-    labels), checking that each record holds data for exactly as many examples as labels.
+    labels; and for a table with a weight column, float32 weights), checking that each record holds
+    data for exactly as many examples as labels.
 
     Images stay uint8 here: they are 4x smaller than floats on their way to the device, and
     the model converts them there.
@@ -261,7 +266,7 @@ def parse_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor,
     return data, labels.flat_values
 
 
-def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, tf.Tensor]:
+def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.Tensor, ...]:
     """parse_records for tables: every column holds one value for each label. One parse op and one
     check for every column at once: a wrapper and a check per column cost 22 s of graph building
     and 31,752 ops at 1,024 columns."""
@@ -269,9 +274,12 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
 
     columns = metadata.columns
     texts = [column for column in columns if column.kind == tables.TEXT]
-    keys = [column.name for column in columns] + [column.name + tables.LENGTHS for column in texts] + [LABEL_KEY]
+    weights = [metadata.weight_column] if metadata.weight_column else []
+    keys = [column.name for column in columns] + [column.name + tables.LENGTHS for column in texts]
+    keys += weights + [LABEL_KEY]
     record_type = {tables.NUMERIC: tf.float32, tables.TEXT: tf.int64}  # the others: strings
-    types = [record_type.get(column.kind, tf.string) for column in columns] + [tf.int64] * (len(texts) + 1)
+    types = [record_type.get(column.kind, tf.string) for column in columns] + [tf.int64] * len(texts)
+    types += [tf.float32] * len(weights) + [tf.int64]
     parsed = tf.raw_ops.ParseExampleV2(
         serialized=serialized,
         names=[],
@@ -294,7 +302,7 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
             words = tf.RaggedTensor.from_row_lengths(values[column.name], values[column.name + tables.LENGTHS])
             values[column.name] = words.to_tensor(shape=[None, column.max_length])
         vector = tables.to_vector(values, columns)
-    return vector, values[LABEL_KEY]
+    return (vector, values[LABEL_KEY], *[values[name] for name in weights])
 
 
 ONE_STRING = "a record's image feature does not hold exactly one byte string"

@@ -268,7 +268,7 @@ def build_table_dataset_with_beam(
         counts, labels, rows = summary
         columns = tables.write_vocabularies(output, tables.decide_columns(plan, counts, files))
         classes = tables.class_names(labels)
-        return tables.ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key)
+        return tables.ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
 
     def keep(writer: tables.ShardWriter, summary) -> None:
         storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "labels": summary[1]}))
@@ -308,7 +308,9 @@ def _writer_json(writer: tables.ShardWriter) -> dict:
 def _writer_from_json(raw: dict, output: str) -> tables.ShardWriter:
     columns = tuple(Column.from_json(column).located(output) for column in raw["columns"])
     classes = tuple(raw["classes"])
-    return tables.ShardWriter(raw["label"], columns, classes, raw["compression"], raw["per_record"], raw["key"])
+    return tables.ShardWriter(
+        raw["label"], columns, classes, raw["compression"], raw["per_record"], raw["key"], raw["weight"]
+    )
 
 
 def _collect_table_shard(path: str, writer: tables.ShardWriter, plan: tables.TablePlan) -> ShardInfo:

@@ -185,6 +185,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "return as `key` (default: none)",
     )
     table.add_argument(
+        "--weight-column",
+        default=None,
+        metavar="NAME",
+        help="a column of each row's weight in the training loss, a number >= 0 (a row of weight 2 counts as two, "
+        "0 as none): never a feature, and not needed to predict; evaluation's metrics count every row once "
+        "(default: none)",
+    )
+    table.add_argument(
         "--min-frequency",
         type=commandline.positive_int,
         default=None,
@@ -354,6 +362,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         bigram_buckets=args.bigram_buckets,
         text_folder=text_folder,
         key=args.key_column or "",
+        weight=args.weight_column or "",
     )
     if args.runner == "beam":
         return _beam().build_table_dataset_with_beam(args.input, args.output, options, args.pipeline_args, **common)

@@ -96,6 +96,7 @@ class TableOptions:
     bigram_buckets: int | None = None  # a text column's buckets of hashed word pairs (None: by its words)
     text_folder: bool = False  # --source text: --input is a folder of .txt files, a sub-folder a class
     key: str = ""  # the column of each row's key (--key-column): stored and passed through, never a feature
+    weight: str = ""  # the column of each row's weight in the training loss (--weight-column), never a feature
 
 
 NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones
@@ -223,9 +224,13 @@ class TablePlan:
         return self.dialect.names
 
     @property
+    def weight(self) -> str:
+        return self.options.weight
+
+    @property
     def kept(self) -> list[str]:
-        """The columns a shard's rows hold: the label, the key if any, the features."""
-        return [self.label, *([self.key] if self.key else []), *self.features]
+        """The columns a shard's rows hold: the label, the key and the weight if any, the features."""
+        return [self.label, *([self.key] if self.key else []), *([self.weight] if self.weight else []), *self.features]
 
     @property
     def bucket_schema(self) -> pa.Schema:
@@ -456,6 +461,20 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     return counts, nulled
 
 
+def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> pa.Array:
+    """--weight-column's cells, checked: a missing one, or one that is not a finite number >= 0, stops the
+    conversion with its line. They stay text until the shard writer stores them as numbers."""
+    numbers, finite = _numbers(values, ~_missing(values))
+    bad = ~finite | (numbers < 0)
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise UserError(
+            f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight {values[row].as_py()!r} "
+            "is not a number >= 0"
+        )
+    return values
+
+
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     """Pass 1 over one file, block by block, checking every row."""
     dialect = dialect_of(path, plan.options)
@@ -494,6 +513,8 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
 
     counted = pool.map(count, plan.features)
     counts, nulled = {}, [trimmed[plan.label], *([trimmed[plan.key]] if plan.key else [])]
+    if plan.weight:
+        nulled.append(_checked_weights(trimmed[plan.weight], lines, plan, path))
     for name, (count, values) in zip(plan.features, counted):
         counts[name] = count
         nulled.append(values)
@@ -801,6 +822,7 @@ class ShardWriter:
     compression: str
     per_record: int
     key: str = ""  # the key column, stored under its name as a bytes feature
+    weight: str = ""  # the weight column, stored under its name as a float feature
 
     def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
         order = pc.sort_indices(rows, [(ORDER, "ascending")])
@@ -824,6 +846,9 @@ class ShardWriter:
                 words[column.name] = _word_ids(pc.fill_null(values, "").to_numpy(zero_copy_only=False), column)
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
+        if self.weight:  # text checked by pass 1 to be numbers
+            weights = rows.column(self.weight).take(chosen).combine_chunks()
+            numeric[self.weight] = pc.cast(weights, pa.float32()).to_numpy(zero_copy_only=False)
         if self.key:
             keys = rows.column(self.key).take(chosen).combine_chunks()
             strings[self.key] = _arrow_layout(pc.cast(pc.fill_null(keys, ""), pa.large_string()))
@@ -881,6 +906,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         ("--text-columns", options.text),
         ("--ignore-columns", options.ignore),
         ("--key-column", (options.key,) if options.key else ()),
+        ("--weight-column", (options.weight,) if options.weight else ()),
     ):
         unknown = [name for name in chosen if name not in names]
         if unknown:
@@ -895,7 +921,14 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         raise UserError(f"--key-column {options.key}: it is the label column, or named as the records' labels")
     if options.key in (*options.categorical, *options.numeric, *options.dates, *options.text):
         raise UserError(f"--key-column {options.key}: a key is never a feature; leave it out of the other flags")
-    features = [name for name in names if name not in (label, options.key) and name not in options.ignore]
+    if options.weight and options.weight in (label, LABEL_KEY, options.key):
+        raise UserError(f"--weight-column {options.weight}: it is the label or the key column")
+    if options.weight in (*options.categorical, *options.numeric, *options.dates, *options.text):
+        raise UserError(
+            f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"
+        )
+    passed = (label, options.key, options.weight)
+    features = [name for name in names if name not in passed and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
     if LABEL_KEY in features:
@@ -965,6 +998,7 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
         columns=columns,
         label_column=plan.label,
         key_column=plan.key,
+        weight_column=plan.weight,
     )
 
 
@@ -989,7 +1023,8 @@ def build_table_dataset(
         counts, labels, rows = _read_pass(files, plan, folder)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        writer = ShardWriter(plan.label, columns, class_names(labels), compression, examples_per_record, plan.key)
+        classes = class_names(labels)
+        writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
         paths = shard_paths(plan, output, compression)
 

@@ -82,11 +82,11 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
         rows = [
             f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
             f"u{rng.zipf(1.3) % 2000},{' '.join(rng.choice(words, rng.integers(3, 9)))},"  # user: hundreds of values
-            f"{'yn'[rng.integers(0, 2)]}"
+            f"{rng.integers(0, 3) / 2},{'yn'[rng.integers(0, 2)]}"  # a weight, the label
             for _ in range(300)
         ]
-        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,note,label", *rows]) + "\n")
-    options = TableOptions(label_column="label", max_categories=20)  # a vocabulary too small for every user
+        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,note,w,label", *rows]) + "\n")
+    options = TableOptions(label_column="label", max_categories=20, weight="w")  # a vocabulary too small for users
     local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
     beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
     for split in ("train", "eval"):
@@ -103,6 +103,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
         assert ours.kind == theirs.kind and ours.missing == theirs.missing and ours.boundaries == theirs.boundaries
         np.testing.assert_allclose([ours.mean, ours.std], [theirs.mean, theirs.std], rtol=1e-9)
     assert beam.splits == local.splits and beam.class_names == local.class_names
+    assert beam.weight_column == local.weight_column == "w"
 
 
 def test_beam_names_a_bad_table_in_one_line(tmp_path):

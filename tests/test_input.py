@@ -52,7 +52,7 @@ def test_training_repeats_for_num_epochs_then_stops(digits_dir):
 def test_blocks_hold_back_the_examples_that_do_not_fill_one():
     with tf.Graph().as_default() as graph:
         read = tf.compat.v1.placeholder(tf.int64, [None])
-        blocks = _in_blocks(tf.reshape(read * 10, [-1, 1]), read, block=4)
+        blocks = _in_blocks((tf.reshape(read * 10, [-1, 1]), read), block=4)
         held = graph.get_operation_by_name("held_back").outputs[0]
         held_count = tf.raw_ops.QueueSizeV2(handle=held)
         with tf.compat.v1.Session() as session:
@@ -167,7 +167,7 @@ def test_staged_batches_are_the_previous_steps_batches(digits_dir):
     data = locate(config)
     with tf.Graph().as_default():
         make_input_fn(data.train, data.metadata, config, training=True)()
-        batches = training_batches(None, None)
+        batches = training_batches(None, None, None)
         batch = batches.take(0)
         staging = batch.put.inputs[1]  # the labels that the step's put copies into the area
         with tf.compat.v1.train.MonitoredSession(hooks=[StagingHook(30)]) as session:

@@ -31,7 +31,7 @@ def train(steps_per_run: int, runs: int, train_steps: int = 1000, **fields) -> t
         tf.compat.v1.train.create_global_step()
         queue = tf.queue.FIFOQueue(len(data), [tf.float32, tf.int64])
         fill = queue.enqueue_many([data, labels])
-        prefetch = PrefetchQueue(queue, tf.TensorShape([BATCH, 6]), tf.TensorShape([BATCH]))
+        prefetch = PrefetchQueue(queue, (tf.TensorShape([BATCH, 6]), tf.TensorShape([BATCH])))
         use_for_training(QueueBatches(prefetch, None))
         spec = model_fn({VECTORS.feature_key: None}, None, tf.estimator.ModeKeys.TRAIN, params)  # the queue feeds it
         run_steps = step_loop.RunSteps.of_graph()

@@ -55,7 +55,7 @@ def train_graph(towers: int, data: np.ndarray, labels: np.ndarray, **fields):
     tf.keras.utils.set_random_seed(0)  # Keras draws unseeded initializers from Python's random
     tf.compat.v1.train.create_global_step()
     queue = tf.queue.FIFOQueue(len(data), [tf.float32, tf.int64])
-    prefetch = PrefetchQueue(queue, tf.TensorShape([None, 6]), tf.TensorShape([None]))
+    prefetch = PrefetchQueue(queue, (tf.TensorShape([None, 6]), tf.TensorShape([None])))
     use_for_training(QueueBatches(prefetch, None))
     spec = model_fn({VECTORS.feature_key: None}, None, tf.estimator.ModeKeys.TRAIN, params)  # the queue feeds it
     return spec, queue.enqueue_many([data, labels]), queue.size()
@@ -166,7 +166,7 @@ def test_in_a_step_each_tower_trains_on_examples_of_its_own(digits_dir):
     every_example = collections.Counter(image.tobytes() for features, _ in in_order for image in features["image"])
     with tf.Graph().as_default():
         make_input_fn(data.train, data.metadata, config, training=True)()
-        takes = [training_batches(None, None).take(tower).data for tower in range(2)]
+        takes = [training_batches(None, None, None).take(tower).data for tower in range(2)]
         seen, steps = collections.Counter(), 0
         with tf.compat.v1.train.MonitoredSession() as session:  # starts the queue runners
             while not session.should_stop():

@@ -61,10 +61,13 @@ class ClassificationHead:
         batch = tf.math.confusion_matrix(labels, class_ids, num_classes=size, dtype=tf.int64)
         return tf.identity(counts), counts.assign_add(batch)
 
-    def loss(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+    def loss(self, logits: tf.Tensor, labels: tf.Tensor, example_weights: tf.Tensor | None = None) -> tf.Tensor:
+        """The mean cross entropy, each example weighted by its class's weight and its own (--weight-column)."""
+        weights = 1.0 if self.class_weights is None else tf.gather(tf.constant(self.class_weights), labels)
+        if example_weights is not None:
+            weights *= example_weights
         # Out of the LOSSES collection: the Estimator adds the loss it is given, and with towers
         # or the in-graph loop there is one loss per tower and step.
-        weights = 1.0 if self.class_weights is None else tf.gather(tf.constant(self.class_weights), labels)
         return tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits, weights=weights, loss_collection=None)
 
     def accuracy(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from dataformat.schema import Metadata, parse_records
+from dataformat.schema import WEIGHT, Metadata, parse_records
 from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers, tower_device
 
@@ -44,19 +44,20 @@ STAGING_AREA = "input_staging_area"  # the staging areas' names, and the collect
 _TRAINING_BATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, tf.Tensor]:
-    """One reader: about `read_batch_size` examples at a time (whole records), parsed and checked."""
+def _read_batch(filename_queue, metadata: Metadata, read_batch_size: int) -> tuple[tf.Tensor, ...]:
+    """One reader: about `read_batch_size` examples at a time (whole records), parsed and checked: a
+    batch's parts, (data, labels) or (data, labels, weights) as parse_records gives them."""
     options = tf.io.TFRecordOptions(compression_type=metadata.compression)
     records = metadata.records_holding(read_batch_size)
     _, serialized = tf.compat.v1.TFRecordReader(options=options).read_up_to(filename_queue, records)
-    data, labels = parse_records(serialized, metadata)
+    data, labels, *weights = parse_records(serialized, metadata)
     in_range = tf.debugging.assert_less(
         labels,
         tf.constant(metadata.num_classes, tf.int64),
         message=f"a label is outside the {metadata.num_classes} classes of the metadata",
     )
     with tf.control_dependencies([in_range, tf.debugging.assert_non_negative(labels, message="a label is negative")]):
-        return data, tf.identity(labels)
+        return data, tf.identity(labels), *weights
 
 
 def shuffle_block(config: Config) -> int:
@@ -66,7 +67,7 @@ def shuffle_block(config: Config) -> int:
     return 1 if config.num_epochs is not None else math.gcd(config.shuffle_block, config.batch_size)
 
 
-def _in_blocks(data: tf.Tensor, labels: tf.Tensor, block: int) -> tuple[tf.Tensor, tf.Tensor]:
+def _in_blocks(parts: tuple[tf.Tensor, ...], block: int) -> tuple[tf.Tensor, ...]:
     """A read's examples in random order, cut into blocks of `block` ([n, block, ...]).
 
     The shuffle queue splits what is enqueued into elements and gathers a batch element by
@@ -78,41 +79,41 @@ def _in_blocks(data: tf.Tensor, labels: tf.Tensor, block: int) -> tuple[tf.Tenso
     cluster the Estimator would place a variable on a parameter server, shared by every
     worker.)
     """
-    held = tf.queue.FIFOQueue(block, [data.dtype, labels.dtype], [data.shape[1:], labels.shape[1:]], name="held_back")
-    held_data, held_labels = held.dequeue_many(held.size())
-    data, labels = tf.concat([held_data, data], 0), tf.concat([held_labels, labels], 0)
-    order = tf.random.shuffle(tf.range(tf.shape(labels)[0]))
-    data, labels = tf.gather(data, order), tf.gather(labels, order)
-    whole = tf.shape(labels)[0] // block * block
-    with tf.control_dependencies([held.enqueue_many([data[whole:], labels[whole:]])]):
-        return tf.reshape(data[:whole], [-1, block, *data.shape[1:]]), tf.reshape(labels[:whole], [-1, block])
+    held = tf.queue.FIFOQueue(block, [p.dtype for p in parts], [p.shape[1:] for p in parts], name="held_back")
+    parts = [tf.concat([earlier, part], 0) for earlier, part in zip(held.dequeue_many(held.size()), parts)]
+    order = tf.random.shuffle(tf.range(tf.shape(parts[0])[0]))
+    parts = [tf.gather(part, order) for part in parts]
+    whole = tf.shape(parts[0])[0] // block * block
+    with tf.control_dependencies([held.enqueue_many([part[whole:] for part in parts])]):
+        return tuple(tf.reshape(part[:whole], [-1, block, *part.shape[1:]]) for part in parts)
 
 
-def prefetch_queue(data: tf.Tensor, labels: tf.Tensor, towers: int) -> PrefetchQueue:
-    """A small FIFO of whole batches that `towers` threads fill from `data, labels`.
+def prefetch_queue(parts: tuple[tf.Tensor, ...], towers: int) -> PrefetchQueue:
+    """A small FIFO of whole batches that `towers` threads fill from a batch's `parts`.
 
     Taking a batch out of the shuffle queue gathers it element by element (and runs the readers'
     waiting enqueues), which the training step would otherwise wait for. From this queue a step
     takes ready batches, one per tower: one thread per tower keeps it full.
     """
     capacity = PREFETCH_BATCHES * towers
-    prefetch = tf.queue.FIFOQueue(capacity, [data.dtype, labels.dtype], name="prefetch_queue")
-    enqueue = prefetch.enqueue([data, labels])  # whole batches: one queue element each
+    prefetch = tf.queue.FIFOQueue(capacity, [part.dtype for part in parts], name="prefetch_queue")
+    enqueue = prefetch.enqueue(list(parts))  # whole batches: one queue element each
     tf.compat.v1.train.add_queue_runner(tf.compat.v1.train.QueueRunner(prefetch, [enqueue] * towers))
     tf.compat.v1.summary.scalar("queue/prefetch_queue/fraction_of_capacity", prefetch.size() / capacity)
-    return PrefetchQueue(prefetch, data.shape, labels.shape)
+    return PrefetchQueue(prefetch, tuple(part.shape for part in parts))
 
 
 class PrefetchQueue(NamedTuple):
     queue: tf.queue.FIFOQueue
-    data_shape: tf.TensorShape  # a batch's: the queue itself keeps no shapes (the last batch may be smaller)
-    labels_shape: tf.TensorShape
+    shapes: tuple[tf.TensorShape, ...]  # a batch's parts': the queue keeps no shapes (the last batch may be smaller)
 
-    def dequeue(self) -> tuple[tf.Tensor, tf.Tensor]:
-        data, labels = self.queue.dequeue()
-        data.set_shape(self.data_shape)
-        labels.set_shape(self.labels_shape)
-        return data, labels
+    def dequeue(self) -> tuple[tf.Tensor, ...]:
+        return self.shaped(self.queue.dequeue())
+
+    def shaped(self, parts) -> tuple[tf.Tensor, ...]:
+        for part, shape in zip(parts, self.shapes):
+            part.set_shape(shape)
+        return tuple(parts)
 
 
 def _unblocked(blocks: tf.Tensor) -> tf.Tensor:
@@ -130,7 +131,13 @@ def stages_on_device(config: Config) -> bool:
 class Batch(NamedTuple):
     data: tf.Tensor
     labels: tf.Tensor
+    weights: tf.Tensor | None  # each example's weight in the loss (a table's --weight-column), or None
     put: tf.Operation | None  # stages the tower's next batch; the step must run it
+
+    @classmethod
+    def of(cls, parts: tuple[tf.Tensor, ...], put: tf.Operation | None = None) -> Batch:
+        data, labels, *weights = parts
+        return cls(data, labels, weights[0] if weights else None, put)
 
 
 class QueueBatches:
@@ -150,12 +157,10 @@ class QueueBatches:
 
     def take(self, tower: int) -> Batch:
         if self._devices is None:
-            return Batch(*self._prefetch.dequeue(), None)
+            return Batch.of(self._prefetch.dequeue())
         with tf.device(self._devices[tower]):
-            data, labels = tf.raw_ops.Unstage(dtypes=self._prefetch.queue.dtypes, shared_name=f"{STAGING_AREA}_{tower}")
-        data.set_shape(self._prefetch.data_shape)
-        labels.set_shape(self._prefetch.labels_shape)
-        return Batch(data, labels, self._stage(tower))
+            parts = tf.raw_ops.Unstage(dtypes=self._prefetch.queue.dtypes, shared_name=f"{STAGING_AREA}_{tower}")
+        return Batch.of(self._prefetch.shaped(parts), self._stage(tower))
 
     def _stage(self, tower: int) -> tf.Operation:
         """Copies the next ready batch into tower `tower`'s staging area."""
@@ -167,8 +172,8 @@ class FixedBatches:
     """The batch model_fn was given, for every step and tower: what trains when the features do
     not come from this module's queue (a fed or constant batch)."""
 
-    def __init__(self, data: tf.Tensor, labels: tf.Tensor):
-        self._batch = Batch(data, labels, None)
+    def __init__(self, data: tf.Tensor, labels: tf.Tensor, weights: tf.Tensor | None):
+        self._batch = Batch(data, labels, weights, None)
 
     def take(self, tower: int) -> Batch:
         return self._batch
@@ -179,10 +184,11 @@ def use_for_training(batches: QueueBatches) -> None:
     _TRAINING_BATCHES[tf.compat.v1.get_default_graph()] = batches
 
 
-def training_batches(data: tf.Tensor, labels: tf.Tensor) -> QueueBatches | FixedBatches:
+def training_batches(features: dict, labels: tf.Tensor, metadata: Metadata) -> QueueBatches | FixedBatches:
     """Where model_fn takes its training batches: the queue's, when the training input_fn built one,
     else the batch it was given."""
-    return _TRAINING_BATCHES.get(tf.compat.v1.get_default_graph()) or FixedBatches(data, labels)
+    queued = _TRAINING_BATCHES.get(tf.compat.v1.get_default_graph())
+    return queued or FixedBatches(features[metadata.feature_key], labels, features.get(WEIGHT))
 
 
 class StagingHook(tf.estimator.SessionRunHook):
@@ -231,10 +237,10 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
             )
             block = shuffle_block(config)
             readers = [
-                _in_blocks(*_read_batch(filename_queue, metadata, config.read_batch_size), block)
+                _in_blocks(_read_batch(filename_queue, metadata, config.read_batch_size), block)
                 for _ in range(config.reader_threads)
             ]
-            data, labels = tf.compat.v1.train.shuffle_batch_join(
+            parts = tf.compat.v1.train.shuffle_batch_join(
                 readers,
                 batch_size=config.batch_size // block,
                 capacity=shuffle_capacity(config) // block,
@@ -243,16 +249,16 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 enqueue_many=True,
                 allow_smaller_final_batch=config.num_epochs is not None,
             )
-            prefetch = prefetch_queue(_unblocked(data), _unblocked(labels), towers)
+            prefetch = prefetch_queue(tuple(map(_unblocked, parts)), towers)
         staging = [tower_device(tower) for tower in range(towers)] if stages_on_device(config) else None
         use_for_training(QueueBatches(prefetch, staging))
-        data, labels = prefetch.dequeue()  # model_fn takes its batches from the QueueBatches; this one is for others
-        return {metadata.feature_key: data}, labels
+        batch = Batch.of(prefetch.dequeue())  # model_fn takes its batches from the QueueBatches; this one is for others
+        return _features(batch, metadata), batch.labels
 
     def evaluation_input_fn():
         with tf.device("/cpu:0"):
             filename_queue = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)
-            data, labels = tf.compat.v1.train.batch(
+            parts = tf.compat.v1.train.batch(
                 _read_batch(filename_queue, metadata, config.read_batch_size),
                 batch_size=config.eval_batch_size,
                 num_threads=1,  # one thread keeps file order
@@ -260,6 +266,12 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 enqueue_many=True,
                 allow_smaller_final_batch=True,
             )
-        return {metadata.feature_key: data}, labels
+        batch = Batch.of(parts)
+        return _features(batch, metadata), batch.labels
 
     return training_input_fn if training else evaluation_input_fn
+
+
+def _features(batch: Batch, metadata: Metadata) -> dict[str, tf.Tensor]:
+    """The input_fn's features: the data, and the weights where the dataset has them."""
+    return {metadata.feature_key: batch.data, **({WEIGHT: batch.weights} if batch.weights is not None else {})}

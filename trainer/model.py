@@ -232,7 +232,7 @@ def model_fn(features, labels, mode, params, config=None):
         logits = network(features[metadata.feature_key], training=False)
         return head.estimator_spec(mode, logits, labels, {KEY: features[KEY]} if KEY in features else {})
     build_variables(network, metadata, settings.towers)
-    optimizer, batches = _optimizer(settings, network), training_batches(features[metadata.feature_key], labels)
+    optimizer, batches = _optimizer(settings, network), training_batches(features, labels, metadata)
     result = step_loop.run(
         lambda: train_step(network, head, optimizer, batches, settings.towers),
         settings.steps_per_run,

@@ -65,7 +65,7 @@ def train_step(
             logits = network(data, training=True)
             if tower == 0:  # Keras layers keep batch norm's updates to themselves; run the first tower's
                 updates, examples = network.updates[known_updates:], data[:SUMMARY_EXAMPLES]
-            loss = head.loss(logits, labels)
+            loss = head.loss(logits, labels, batch.weights)
             penalties = network.losses  # the layers' weight penalties, if any
             # The network's own trainable weights: a frozen layer's stay in the graph's collection.
             total = loss + tf.add_n(penalties) if penalties else loss
