@@ -1,7 +1,7 @@
 """Whether crosses help by default: the tables benchmark's real tables, each trained as a user runs it
 (benchmarks.tables.train_ours) with default flags and with `--crosses pairs`, on seeds 0 and 1.
 
-    python -m benchmarks.crosses [OUTPUT.json]     # about 5 minutes on 2 cores
+    python -m benchmarks.crosses [OUTPUT.json]     # about 10 minutes on 2 cores
 
 It prints one JSON line a run and a table of the means; the figures are in docs/tables.md ("Crosses").
 """

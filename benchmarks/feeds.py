@@ -70,7 +70,7 @@ def tf_data_batches(files: list[str], metadata: Metadata, config: Config) -> tf.
 
 
 def tf_data_feed(files: list[str], metadata: Metadata, config: Config) -> Feed:
-    data, labels = tf.compat.v1.data.make_one_shot_iterator(tf_data_batches(files, metadata, config)).get_next()
+    data, labels, *_ = tf.compat.v1.data.make_one_shot_iterator(tf_data_batches(files, metadata, config)).get_next()
     return Feed({metadata.feature_key: data}, labels)
 
 

@@ -31,10 +31,10 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-# 5 added text columns; 4 added categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record;
-# version 1 held one example a record
-FORMAT_VERSION = 5
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+# 6 added a weight column; 5 added text columns; 4 added categorical columns' hash buckets; 3 tables
+# (columns); 2 examples_per_record; version 1 held one example a record
+FORMAT_VERSION = 6
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 EXAMPLES_PER_RECORD = 64
 METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
@@ -407,6 +407,12 @@ def _decode_table_record(example, metadata: Metadata, labeled: bool) -> tuple[li
     labels = np.array(features[LABEL_KEY].int64_list.value, np.int64)
     if len(labels) != rows:
         raise UserError(f"the columns hold {rows} row(s) but there are {len(labels)} label(s)")
+    weight = metadata.weight_column
+    if weight and (weight not in features or features[weight].WhichOneof("kind") != "float_list"):
+        raise UserError(f"feature {weight!r} (the weights) is missing or not a float_list")
+    weights = len(features[weight].float_list.value) if weight else rows
+    if weights != rows:
+        raise UserError(f"the columns hold {rows} row(s) but there are {weights} weight(s)")
     outside = labels[(labels < 0) | (labels >= metadata.num_classes)]
     if len(outside):
         raise UserError(f"label {outside[0]} is outside the {metadata.num_classes} classes")

@@ -311,6 +311,8 @@ def _convert(argv: list[str] | None) -> int:
         if args.source in ("csv", "text"):
             metadata = _convert_table(args, common)
         else:
+            if args.weight_column:
+                raise UserError(f"--weight-column is for tables (--source csv or text), not --source {args.source}")
             data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
             if args.key_column:
                 data = dataclasses.replace(data, key_name=_image_key_name(args.key_column))

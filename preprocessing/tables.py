@@ -465,12 +465,13 @@ def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path:
     """--weight-column's cells, checked: a missing one, or one that is not a finite number >= 0, stops the
     conversion with its line. They stay text until the shard writer stores them as numbers."""
     numbers, finite = _numbers(values, ~_missing(values))
-    bad = ~finite | (numbers < 0)
+    with np.errstate(over="ignore"):
+        bad = ~finite | (numbers < 0) | ~np.isfinite(numbers.astype(np.float32))  # stored as float32
     if bad.any():
         row = int(np.argmax(bad))
         raise UserError(
             f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight {values[row].as_py()!r} "
-            "is not a number >= 0"
+            "is not a number >= 0 (and below 3.4e38)"
         )
     return values
 
@@ -922,7 +923,9 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     if options.key in (*options.categorical, *options.numeric, *options.dates, *options.text):
         raise UserError(f"--key-column {options.key}: a key is never a feature; leave it out of the other flags")
     if options.weight and options.weight in (label, LABEL_KEY, options.key):
-        raise UserError(f"--weight-column {options.weight}: it is the label or the key column")
+        raise UserError(
+            f"--weight-column {options.weight}: it is the label or the key column, or named as the records' labels"
+        )
     if options.weight in (*options.categorical, *options.numeric, *options.dates, *options.text):
         raise UserError(
             f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"

@@ -221,6 +221,7 @@ def test_a_cross_of_a_column_the_table_lacks_is_one_line():
 def test_crosses_pairs_are_the_pairs_of_the_categorical_columns_with_the_fewest_values():
     from tiny import VECTORS
 
+    from dataformat.errors import UserError
     from trainer.model import MOST_PAIRED, resolve_crosses
 
     def categorical(name: str, values: int) -> tables.Column:
@@ -232,3 +233,6 @@ def test_crosses_pairs_are_the_pairs_of_the_categorical_columns_with_the_fewest_
     pairs = resolve_crosses("pairs", table)
     chosen = ["c0", "c2", "c3", "c4", "c5", "c6", "c7", "c8"]  # c1 (900 values) and c9 (10) left out, n numeric
     assert len(chosen) == MOST_PAIRED and pairs == tuple(itertools.combinations(chosen, 2))
+    alone = table.__class__(**{**table.__dict__, "shape": (2,), "columns": tuple(columns[:2])})
+    with pytest.raises(UserError, match="--crosses pairs: the table has 1 categorical column"):
+        resolve_crosses("pairs", alone)

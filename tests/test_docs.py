@@ -128,8 +128,9 @@ def write_arrays_and_images(root: Path, rng) -> None:
 
 
 def written_by(block: str) -> list[str]:
-    """The local folders a block's commands write (--output, --job-dir): the block starts without them."""
-    return [path for path in re.findall(r"--(?:output|job-dir) (\S+)", block) if "://" not in path]
+    """The workspace's folders a block's commands write (--output, --job-dir): the block starts without them."""
+    found = re.findall(r"--(?:output|job-dir) (\S+)", block)
+    return [path for path in found if "://" not in path and not os.path.isabs(path)]
 
 
 @pytest.fixture(scope="module")
@@ -198,10 +199,9 @@ def test_a_block_inside_a_list_item_is_found(tmp_path, monkeypatch):
 
 
 def test_a_block_starts_without_the_folders_it_writes():
-    block = (
-        "qt-preprocess --input raw/x --output data/x\nqt-train --data-dir data/x --job-dir runs/x --job-dir gs://b/r"
-    )
-    assert written_by(block) == ["data/x", "runs/x"]
+    block = "qt-preprocess --input raw/x --output data/x\nqt-train --data-dir data/x --job-dir runs/x"
+    block += " --job-dir gs://b/r\nqt-train --data-dir data/x --job-dir /tmp/not-the-workspace"
+    assert written_by(block) == ["data/x", "runs/x"]  # never a folder outside the workspace
 
 
 @pytest.mark.parametrize("where, block", marked_blocks(), ids=[where for where, _ in marked_blocks()])

@@ -803,3 +803,13 @@ def test_batch_prediction_dry_run_gives_a_documented_body(capsys, offline, input
         "encryptionSpec": {"kmsKeyName": KMS_KEY},
         "serviceAccount": "predictor@p.iam.gserviceaccount.com",
     }
+
+
+def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):
+    from trainer.vertex import client
+
+    assert client.vertex_address("europe-west4") == "https://europe-west4-aiplatform.googleapis.com"
+    monkeypatch.setenv(client.VERTEX_OVERRIDE, "https://aiplatform.googleapis.com/")  # gcloud adds the region
+    assert client.vertex_address("europe-west4") == "https://europe-west4-aiplatform.googleapis.com"
+    monkeypatch.setenv(client.VERTEX_OVERRIDE, "http://127.0.0.1:8080/")
+    assert client.vertex_address("europe-west4") == "http://127.0.0.1:8080"

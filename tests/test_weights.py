@@ -9,11 +9,15 @@ import pytest
 import tensorflow as tf
 
 from dataformat.errors import UserError
-from dataformat.schema import Metadata, parse_records
-from preprocessing.tables import TableOptions, build_table_dataset
+from dataformat.schema import WEIGHT, Metadata, decode_record, parse_records
+from preprocessing.cli import main as preprocess
+from preprocessing.tables import ShardWriter, TableOptions, build_table_dataset
 from trainer import experiment
 from trainer.config import Config
+from trainer.dataset import locate
 from trainer.export import latest_export
+from trainer.head import ClassificationHead
+from trainer.input import StagingHook, make_input_fn, training_batches
 from trainer.predict import Model
 
 
@@ -42,19 +46,20 @@ def test_the_weights_are_stored_beside_each_row_and_are_no_feature(tmp_path):
     np.testing.assert_array_equal(weights, np.where(parsed_labels == a, 2.5, 0.0))
 
 
-@pytest.mark.parametrize("weight, shown", [("-1", "'-1'"), ("heavy", "'heavy'"), ("", "''"), ("inf", "'inf'")])
-def test_a_weight_that_is_not_a_number_at_least_0_is_named_by_line(tmp_path, weight, shown):
+@pytest.mark.parametrize("weight", ["-1", "heavy", "", "inf", "1e39"])  # 1e39: infinite as the float32 stored
+def test_a_weight_that_is_not_a_number_at_least_0_is_named_by_line(tmp_path, weight):
     weights = ["1"] * 50
     weights[30] = weight
     source = write_table(tmp_path / "t.csv", weights, ["a", "b"] * 25, range(50))
-    with pytest.raises(UserError, match=rf"t.csv: line 32, column 2 \('w'\): the weight {shown} is not a number >= 0"):
+    expected = rf"t.csv: line 32, column 2 \('w'\): the weight '{weight}' is not a number >= 0"
+    with pytest.raises(UserError, match=expected):
         build(tmp_path, source)
 
 
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"weight": "label"}, "--weight-column label: it is the label or the key column"),
+        ({"weight": "label"}, "--weight-column label: it is the label or the key column, or named as"),
         ({"weight": "x", "key": "x"}, "--weight-column x: it is the label or the key column"),
         ({"numeric": ("w",)}, "--weight-column w: a weight is never a feature"),
         ({"weight": "v"}, "--weight-column: no column 'v'"),
@@ -79,3 +84,61 @@ def test_the_loss_follows_the_weights_and_serving_needs_none(tmp_path):
     experiment.run(config)
     answers = Model(latest_export(config, "latest")).predict("serving_default", [{"x": 2.0}, {"x": -2.0}])
     assert [answer["classes"] for answer in answers] == ["up", "down"]
+
+
+def test_the_loss_is_the_weighted_mean():
+    """A weight of 2 counts as two copies, 0 as none; weights scaled together train alike; class weights
+    and row weights multiply."""
+    head = ClassificationHead(("a", "b"))
+    logits, labels = tf.constant([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), tf.constant([1, 1, 0], tf.int64)
+
+    def loss(rows, weights=None, of=head):
+        chosen = tf.constant(rows)
+        given = None if weights is None else tf.constant(weights, tf.float32)
+        return float(of.loss(tf.gather(logits, chosen), tf.gather(labels, chosen), given))
+
+    assert loss([0, 1, 2], [2, 0, 1]) == pytest.approx(loss([0, 0, 2]))
+    assert loss([0, 1, 2], [2e5, 1e5, 3e5]) == pytest.approx(loss([0, 1, 2], [2, 1, 3]))
+    assert loss([0, 1], [0, 0]) == 0.0  # a batch that weighs nothing teaches nothing
+    weighted_classes = ClassificationHead(("a", "b"), class_weights=(4.0, 1.0))
+    assert loss([0, 1, 2], [1, 1, 0.25], weighted_classes) == pytest.approx(loss([0, 1, 2]))
+
+
+def test_the_weights_reach_the_staging_area_and_a_fed_batch(tmp_path):
+    labels = ["a" if i % 3 else "b" for i in range(200)]
+    source = write_table(tmp_path / "t.csv", ["2.5" if label == "a" else "0" for label in labels], labels, range(200))
+    metadata = build(tmp_path, source)
+    config = Config(data_dir=str(tmp_path / "data"), batch_size=16, shuffle_buffer=50, stage_on_device="on")
+    data = locate(config)
+    with tf.Graph().as_default():
+        features, _ = make_input_fn(data.train, data.metadata, config, training=True)()
+        batch = training_batches(None, None, None).take(0)
+        with tf.compat.v1.train.MonitoredSession(hooks=[StagingHook(30)]) as session:
+            staged, weights, put = session.run((batch.labels, batch.weights, batch.put))
+        assert features[WEIGHT].dtype == tf.float32
+    np.testing.assert_array_equal(weights, np.where(staged == metadata.class_names.index("a"), 2.5, 0.0))
+    with tf.Graph().as_default():  # a batch given to model_fn (no queue): its weights come with its features
+        fed = training_batches({metadata.feature_key: tf.zeros([2, 1]), WEIGHT: tf.ones([2])}, tf.zeros([2]), metadata)
+        assert fed.take(0).weights is not None
+
+
+def test_a_record_without_its_weight_is_named(tmp_path):
+    labels = ["a", "b"] * 20
+    metadata = build(tmp_path, write_table(tmp_path / "t.csv", ["1"] * 40, labels, range(40)))
+    shard = tmp_path / "data" / metadata.splits["train"].shards[0].file
+    record = tf.train.Example.FromString(next(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator()))
+    decode_record(record.SerializeToString(), metadata)
+    del record.features.feature["w"]
+    with pytest.raises(UserError, match="feature 'w' \\(the weights\\) is missing"):
+        decode_record(record.SerializeToString(), metadata)
+
+
+def test_beams_writer_keeps_the_weight_column_on_its_way_through_json():
+    beam = pytest.importorskip("preprocessing.beam")
+    writer = ShardWriter("label", (), ("a", "b"), "", 8, key="id", weight="w")
+    assert beam._writer_from_json(beam._writer_json(writer), "out") == writer
+
+
+def test_a_weight_column_for_images_is_refused(tmp_path, caplog):
+    assert preprocess(["--source", "digits", "--output", str(tmp_path / "d"), "--weight-column", "w"]) == 2
+    assert "--weight-column is for tables (--source csv or text), not --source digits" in caplog.text

@@ -62,13 +62,18 @@ class ClassificationHead:
         return tf.identity(counts), counts.assign_add(batch)
 
     def loss(self, logits: tf.Tensor, labels: tf.Tensor, example_weights: tf.Tensor | None = None) -> tf.Tensor:
-        """The mean cross entropy, each example weighted by its class's weight and its own (--weight-column)."""
-        weights = 1.0 if self.class_weights is None else tf.gather(tf.constant(self.class_weights), labels)
+        """The cross entropy's weighted mean, each example weighted by its class's weight and its own
+        (--weight-column): sum(w * loss) / sum(w), so that a weight of 2 counts as two copies, a weight of
+        0 as none, and weights scaled together (sampling weights of 1e5) train as the same weights."""
+        weights = tf.ones_like(labels, tf.float32)
+        if self.class_weights is not None:
+            weights *= tf.gather(tf.constant(self.class_weights, tf.float32), labels)
         if example_weights is not None:
             weights *= example_weights
-        # Out of the LOSSES collection: the Estimator adds the loss it is given, and with towers
-        # or the in-graph loop there is one loss per tower and step.
-        return tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits, weights=weights, loss_collection=None)
+        each = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        # Not in the LOSSES collection: the Estimator adds the loss it is given, and with towers or the
+        # in-graph loop there is one loss per tower and step.
+        return tf.math.divide_no_nan(tf.reduce_sum(weights * each), tf.reduce_sum(weights))
 
     def accuracy(self, logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
         """The batch's accuracy, for the training summary."""

@@ -119,6 +119,8 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
         categorical = [column for column in metadata.columns if column.kind == tables.CATEGORICAL]
         fewest = sorted(categorical, key=lambda column: len(column.vocabulary) + column.hash_buckets)[:MOST_PAIRED]
         chosen = [column.name for column in categorical if column in fewest]  # in the table's order
+        if len(chosen) < 2:
+            raise UserError(f"--crosses pairs: the table has {len(chosen)} categorical column(s); a pair needs two")
         return tuple(itertools.combinations(chosen, 2))
     names = [column.name for column in metadata.columns]
     crosses = tuple(tuple(name.strip() for name in cross.split(":")) for cross in setting.split(","))

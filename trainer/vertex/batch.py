@@ -120,7 +120,7 @@ def _run(argv: list[str] | None) -> int:
     args = parse_args(argv)
     parent, body = plan(args)
     if args.dry_run:
-        print(f"POST https://{args.region}-aiplatform.googleapis.com/v1/{parent}/{COLLECTION}")
+        print(f"POST {client.vertex_address(args.region)}/v1/{parent}/{COLLECTION}")
         print(json.dumps(body, indent=2))
         return 0
     name = client.create(parent, COLLECTION, body)["name"]

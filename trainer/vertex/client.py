@@ -10,6 +10,7 @@ import datetime
 import json
 import os
 import re
+import urllib.parse
 import warnings
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -92,11 +93,22 @@ def service(name: str, region: str):
         from google.cloud import aiplatform_v1
     except ImportError:
         raise UserError(f"talking to Vertex AI needs Google's client library: {INSTALL}") from None
-    address = os.environ.get(VERTEX_OVERRIDE) or VERTEX_ENDPOINT.format(region=region)
-    endpoint = ClientOptions(api_endpoint=address.rstrip("/"))
+    endpoint = ClientOptions(api_endpoint=vertex_address(region))
     return aiplatform_v1, getattr(aiplatform_v1, name)(
         credentials=credentials(), transport="rest", client_options=endpoint
     )
+
+
+def vertex_address(region: str) -> str:
+    """Where Vertex AI's REST API is for `region`: gcloud's override where it is set (as gcloud does, a
+    host that starts with `aiplatform` gets the region in front), else the region's own endpoint."""
+    override = os.environ.get(VERTEX_OVERRIDE)
+    if not override:
+        return VERTEX_ENDPOINT.format(region=region)
+    parts = urllib.parse.urlsplit(override)
+    if parts.netloc.startswith("aiplatform"):
+        parts = parts._replace(netloc=f"{region}-{parts.netloc}")
+    return urllib.parse.urlunsplit(parts).rstrip("/")
 
 
 def _job_service(region: str):

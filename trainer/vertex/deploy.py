@@ -31,7 +31,7 @@ from dataformat import commandline, gcs, storage, tables
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE, Metadata
 from trainer import config as config_module
-from trainer.vertex import endpoints
+from trainer.vertex import client, endpoints
 
 log = logging.getLogger("trainer.vertex.deploy")
 
@@ -273,7 +273,7 @@ def stage(local: str, uri: str) -> None:
 
 
 def _url(path: str, region: str) -> str:
-    return f"https://{region}-aiplatform.googleapis.com/v1/{path}"
+    return f"{client.vertex_address(region)}/v1/{path}"
 
 
 def dry_run(job: Plan, region: str) -> None:

@@ -244,7 +244,7 @@ def parent(job: Submission) -> str:
 
 
 def endpoint(job: Submission) -> str:
-    return f"https://{job.region}-aiplatform.googleapis.com/v1/{parent(job)}/{job.kind.collection}"
+    return f"{client.vertex_address(job.region)}/v1/{parent(job)}/{job.kind.collection}"
 
 
 def gcloud_command(job: Submission, config_path: str) -> str:
