@@ -918,15 +918,16 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         both = set(chosen) & set(others)
         if both:
             raise UserError(f"{flag} and {other} both name {sorted(both)[0]!r}")
+    named = [name for chosen in kinds.values() for name in chosen]  # the columns the feature flags name
     if options.key in (label, LABEL_KEY):
         raise UserError(f"--key-column {options.key}: it is the label column, or named as the records' labels")
-    if options.key in (*options.categorical, *options.numeric, *options.dates, *options.text):
+    if options.key in named:
         raise UserError(f"--key-column {options.key}: a key is never a feature; leave it out of the other flags")
     if options.weight and options.weight in (label, LABEL_KEY, options.key):
         raise UserError(
             f"--weight-column {options.weight}: it is the label or the key column, or named as the records' labels"
         )
-    if options.weight in (*options.categorical, *options.numeric, *options.dates, *options.text):
+    if options.weight in named:
         raise UserError(
             f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"
         )
