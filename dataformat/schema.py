@@ -31,10 +31,11 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-# 6 added a weight column; 5 added text columns; 4 added categorical columns' hash buckets; 3 tables
-# (columns); 2 examples_per_record; version 1 held one example a record
-FORMAT_VERSION = 6
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+# 7 packed a table's numeric columns as one block; 6 added a weight column; 5 added text columns; 4 added
+# categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record; version 1 held one example a record
+FORMAT_VERSION = 7
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+NUMERIC_BLOCK_SINCE = 7  # tables of older versions hold a feature per numeric column
 EXAMPLES_PER_RECORD = 64
 METADATA_FILE = "metadata.json"
 IMAGE_KEY = "image"
@@ -275,11 +276,14 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
     columns = metadata.columns
     texts = [column for column in columns if column.kind == tables.TEXT]
     weights = [metadata.weight_column] if metadata.weight_column else []
-    keys = [column.name for column in columns] + [column.name + tables.LENGTHS for column in texts]
-    keys += weights + [LABEL_KEY]
+    numeric = [column for column in columns if column.kind == tables.NUMERIC]
+    block = numeric and metadata.format_version >= NUMERIC_BLOCK_SINCE
+    stored = [column for column in columns if not (block and column.kind == tables.NUMERIC)]
+    keys = [tables.NUMERIC_KEY] * bool(block) + [column.name for column in stored]
+    keys += [column.name + tables.LENGTHS for column in texts] + weights + [LABEL_KEY]
     record_type = {tables.NUMERIC: tf.float32, tables.TEXT: tf.int64}  # the others: strings
-    types = [record_type.get(column.kind, tf.string) for column in columns] + [tf.int64] * len(texts)
-    types += [tf.float32] * len(weights) + [tf.int64]
+    types = [tf.float32] * bool(block) + [record_type.get(column.kind, tf.string) for column in stored]
+    types += [tf.int64] * len(texts) + [tf.float32] * len(weights) + [tf.int64]
     parsed = tf.raw_ops.ParseExampleV2(
         serialized=serialized,
         names=[],
@@ -294,10 +298,17 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
         dense_shapes=[],
     )
     values, splits = dict(zip(keys, parsed.ragged_values)), dict(zip(keys, parsed.ragged_row_splits))
-    # Every column's row splits are the labels' (a text column's: its lengths'): one comparison of them all.
-    rows = [splits[key] for key in keys if key not in {column.name for column in texts}]
-    check = tf.debugging.assert_equal(tf.stack(rows[:-1]), rows[-1][None, :], message=COUNTS_DIFFER)
+    # Every column's row splits are the labels' times its values a row (a text column's: its lengths'; the
+    # block's: k times the labels'): one comparison of them all.
+    counted = [key for key in keys[:-1] if key not in {column.name for column in texts}]
+    per_row = {tables.NUMERIC_KEY: len(numeric)}
+    found = tf.stack([splits[key] for key in counted])
+    check = tf.debugging.assert_equal(
+        found, tf.stack([splits[LABEL_KEY] * per_row.get(key, 1) for key in counted]), message=COUNTS_DIFFER
+    )
     with tf.control_dependencies([check]):
+        if block:
+            values[tables.NUMERIC_KEY] = tf.reshape(values[tables.NUMERIC_KEY], [-1, len(numeric)])
         for column in texts:  # a row's word IDs, by the row lengths its record holds
             words = tf.RaggedTensor.from_row_lengths(values[column.name], values[column.name + tables.LENGTHS])
             values[column.name] = words.to_tensor(shape=[None, column.max_length])
@@ -316,20 +327,29 @@ def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
 
     if metadata.is_table:  # one parse op for every column (see _parse_table_records); one left out is missing
         columns = metadata.columns
+        numeric = [column.name for column in columns if column.kind == tables.NUMERIC]
+        # The numbers come a feature a column, or as one block, as a record of one row holds them.
+        keys = [column.name for column in columns] + [tables.NUMERIC_KEY] * bool(numeric)
+        nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column
+        defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns]
         parsed = tf.raw_ops.ParseExampleV2(
             serialized=serialized,
             names=[],
             sparse_keys=[],
-            dense_keys=[column.name for column in columns],
+            dense_keys=keys,
             ragged_keys=[],
-            dense_defaults=[tf.constant(np.nan if c.kind == tables.NUMERIC else "", shape=[]) for c in columns],
+            dense_defaults=defaults + [tf.constant(np.nan, tf.float32, [len(numeric)])] * bool(numeric),
             num_sparse=0,
             sparse_types=[],
             ragged_value_types=[],
             ragged_split_types=[],
-            dense_shapes=[[]] * len(columns),
+            dense_shapes=[[]] * len(columns) + [[len(numeric)]] * bool(numeric),
         )
-        return tables.to_vector(dict(zip([column.name for column in columns], parsed.dense_values)), columns)
+        values = dict(zip(keys, parsed.dense_values))
+        if numeric:
+            block, named = values[tables.NUMERIC_KEY], tf.stack([values.pop(name) for name in numeric], axis=1)
+            values[tables.NUMERIC_KEY] = tf.where(tf.math.is_nan(block), named, block)
+        return tables.to_vector(values, columns)
     if metadata.dtype == "uint8":
         strings = tf.io.parse_example(serialized, {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)})[IMAGE_KEY]
         return tf.reshape(tf.io.decode_raw(strings, tf.uint8), [-1, *metadata.shape])

@@ -1,13 +1,15 @@
 """The record format of tables: named columns, each numeric, categorical, a date or text, with missing values.
 
-A table's record packs up to `examples_per_record` consecutive rows column by column: each
-column is one feature named after it, holding one value a row (a float list for a numeric
-column, NaN where the value is missing; a bytes list for a categorical or date column, the empty
-string where it is missing), and LABEL_KEY holds the rows' class indices. A text column holds its
-rows' word IDs (dataformat/text.py), one after another in an int64 list, and how many each row has
-in the int64 list `<name>` + LENGTHS. With one row a record and no text column, this is the plain
-one-feature-per-column tf.train.Example that TFX and TFDV read, and what the export's `examples`
-signature takes (where a text column is its raw string).
+A table's record packs up to `examples_per_record` consecutive rows. Its numeric columns travel as one
+block: NUMERIC_KEY holds the rows' numbers row by row, a value for each numeric column in the order of
+the metadata's columns (NaN where the value is missing), so a table of 1,024 numeric columns costs one
+feature to parse, as a vector does (version 6 and older stored a feature per numeric column). Every
+other column is one feature named after it: a bytes list for a categorical or date column, a value a
+row (the empty string where it is missing). A text column holds its rows' word IDs
+(dataformat/text.py), one after another in an int64 list, and how many each row has in the int64 list
+`<name>` + LENGTHS. LABEL_KEY holds the rows' class indices. The export's `examples` signature takes
+the plain one-feature-per-column tf.train.Example that TFX and TFDV read (a text column as its raw
+string), and a record of one row as well.
 
 The model sees a row as one float32 vector, a value a column, in the order of the metadata's
 columns: numeric values as they are (NaN for missing), categorical values as an index:
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 NUMERIC, CATEGORICAL, DATE = "numeric", "categorical", "date"  # a date column's values are stored as text
 TEXT = "text"  # free text: word IDs in the records, its words' vocabulary in a file beside metadata.json
 LENGTHS = "/lengths"  # a text column's feature of its rows' word counts is named after it with this suffix
+NUMERIC_KEY = "/numeric"  # the records' feature of every numeric column's values; a name no column may take
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing.
 MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?")
@@ -161,7 +164,7 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
     for column in columns:
         if column.kind not in (NUMERIC, CATEGORICAL, DATE, TEXT):
             found.append(f"column {column.name!r} has kind {column.kind!r}")
-        if column.name in reserved or column.name.endswith(LENGTHS):
+        if column.name in (*reserved, NUMERIC_KEY) or column.name.endswith(LENGTHS):
             found.append(f"column {column.name!r} has a reserved name")
         if column.kind == DATE:
             try:
@@ -230,6 +233,7 @@ def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def encode_table_records(
+    block: np.ndarray,
     numeric: dict[str, np.ndarray],
     strings: dict[str, tuple[np.ndarray, np.ndarray]],
     words: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -240,7 +244,8 @@ def encode_table_records(
     """Rows, column by column, as serialized tf.train.Examples of up to `per_record` rows each, one at a
     time (a shard's records are written as they are made, never all held).
 
-    `numeric` maps a column to float32 values (NaN: missing); `strings` maps a column to its
+    `block` holds the numeric columns' values, [rows, numeric columns] (NaN: missing; no columns: no
+    feature); `numeric` maps any other float feature (the weights) to its values; `strings` maps a column to its
     values in Arrow's layout (offsets, bytes; empty: missing); `words` maps a text column to its
     rows' word IDs (all of them, and where each row's start: n + 1 row splits). The bytes are those of
     TensorFlow's deterministic serialization (see wire.py). Every column is first encoded whole,
@@ -249,6 +254,9 @@ def encode_table_records(
     rows = len(labels)
     firsts = np.append(np.arange(0, rows, per_record), rows)  # each record's first row, then the end
     encoded = {}  # key: (where its values sit, all its bytes, where each record's bytes start)
+    if block.shape[1]:
+        values = np.ascontiguousarray(block, "<f4").view(np.uint8)
+        encoded[NUMERIC_KEY] = (FLOAT_VALUES, values.reshape(-1), firsts * values.shape[1])
     for name, values in numeric.items():
         encoded[name] = (FLOAT_VALUES, np.ascontiguousarray(values, "<f4").view(np.uint8), firsts * 4)
     for name, layout in strings.items():
@@ -337,16 +345,17 @@ def is_missing(strings: tf.Tensor) -> tf.Tensor:
 
 
 def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
-    """Named column values (a [n] tensor each: float for numeric columns, NaN for missing;
-    strings for the others; a text column's words as IDs, [n, max_length], or as its raw strings) as
-    the model's [n, vector_width] float32 vectors: a number for each numeric and categorical column,
-    Column.width for each date column (its features, then its index) and each text column (its word IDs)."""
+    """Named column values (a [n] tensor each: float for numeric columns, NaN for missing, or all of them
+    as one [n, numeric columns] block under NUMERIC_KEY; strings for the others; a text column's words as
+    IDs, [n, max_length], or as its raw strings) as the model's [n, vector_width] float32 vectors: a
+    number for each numeric and categorical column, Column.width for each date column (its features,
+    then its index) and each text column (its word IDs)."""
     import tensorflow as tf
 
-    # The numeric columns as one block (one stack, however many), the others a part each; then one
-    # gather puts every number at its place in the vector.
+    # The numeric columns as one block, the others a part each; then one gather puts every number at
+    # its place in the vector.
     numeric = [column for column in columns if column.kind == NUMERIC]
-    parts = [tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)] if numeric else []
+    parts = [numeric_block(values, numeric)] if numeric else []
     for column in columns:
         if column.kind == CATEGORICAL:
             parts.append(_category_index(values[column.name], column)[:, None])
@@ -367,6 +376,15 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     if places == sorted(places):
         return found
     return tf.gather(found, np.argsort(places), axis=1)
+
+
+def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
+    """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns."""
+    import tensorflow as tf
+
+    if NUMERIC_KEY in values:
+        return tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
+    return tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
 
 
 def vector_width(columns: tuple[Column, ...]) -> int:
@@ -414,15 +432,16 @@ def numbers(strings: tf.Tensor) -> tf.Tensor:
 
 def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = "") -> dict[str, tf.Tensor]:
     """CSV lines holding the columns' values in order (after the row's key, where the table has a `key`
-    column) to named column values, as to_vector takes them, and the keys under `key`."""
+    column) to named column values, as to_vector takes them (the numeric ones as one block), and the keys
+    under `key`."""
     import tensorflow as tf
 
     names = [key] * bool(key) + [column.name for column in columns]
-    fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[[""]] * len(names))))
+    empty = tf.constant([""])  # one default for every field: a constant each would add an op a column
+    fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[empty] * len(names))))
     numeric = [column.name for column in columns if column.kind == NUMERIC]
     if numeric:  # one block of ops for every numeric column, however many there are
-        block = numbers(tf.stack([fields[name] for name in numeric], axis=1))
-        fields.update(zip(numeric, tf.unstack(block, num=len(numeric), axis=1)))
+        fields[NUMERIC_KEY] = numbers(tf.stack([fields.pop(name) for name in numeric], axis=1))
     return fields
 
 
@@ -431,7 +450,16 @@ def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
     predictions from shards); raises KeyError or ValueError on a malformed one."""
     features = example.features.feature
     values = {}
+    numeric = [column.name for column in columns if column.kind == NUMERIC]
+    if numeric and NUMERIC_KEY in features:  # the block (version 6 and older: a feature a column, as below)
+        block = features[NUMERIC_KEY]
+        if block.WhichOneof("kind") != "float_list" or len(block.float_list.value) % len(numeric):
+            raise ValueError(f"feature {NUMERIC_KEY!r} is not a float_list of {len(numeric)} values a row")
+        rows = np.array(block.float_list.value, np.float32).reshape(-1, len(numeric))
+        values.update(zip(numeric, rows.T.tolist()))
     for column in columns:
+        if column.name in values:
+            continue
         feature = features[column.name]
         kind = {NUMERIC: "float_list", TEXT: "int64_list"}.get(column.kind, "bytes_list")
         if feature.WhichOneof("kind") != kind:
@@ -446,4 +474,4 @@ def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
             values[column.name] = [ids[end - length : end] for end, length in zip(ends, lengths)]
         else:
             values[column.name] = [value.decode("utf-8", "replace") for value in feature.bytes_list.value]
-    return values
+    return {column.name: values[column.name] for column in columns}  # in the columns' order

@@ -838,24 +838,28 @@ class ShardWriter:
 
     def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:
         """The records of the chosen rows, in that order, converted one column at a time."""
-        numeric, strings, words = {}, {}, {}
-        for column in self.columns:
-            values = rows.column(column.name).take(chosen).combine_chunks()  # null where missing
-            if column.kind == tables.NUMERIC:  # a value that is not a number is missing, as its statistics had it
-                numeric[column.name] = _numbers(values, values.is_valid().to_numpy(zero_copy_only=False))[0]
-            elif column.kind == tables.TEXT:
+        numeric = [column.name for column in self.columns if column.kind == tables.NUMERIC]
+        block = np.empty((len(chosen), len(numeric)), np.float32)
+        for j, name in enumerate(numeric):  # a value that is not a number is missing, as its statistics had it
+            values = rows.column(name).take(chosen).combine_chunks()  # null where missing
+            block[:, j] = _numbers(values, values.is_valid().to_numpy(zero_copy_only=False))[0]
+        floats, strings, words = {}, {}, {}
+        for column in (column for column in self.columns if column.kind != tables.NUMERIC):
+            values = rows.column(column.name).take(chosen).combine_chunks()
+            if column.kind == tables.TEXT:
                 words[column.name] = _word_ids(pc.fill_null(values, "").to_numpy(zero_copy_only=False), column)
             else:
                 strings[column.name] = _arrow_layout(pc.cast(pc.fill_null(values, ""), pa.large_string()))
         if self.weight:  # text checked by pass 1 to be numbers
             weights = rows.column(self.weight).take(chosen).combine_chunks()
-            numeric[self.weight] = pc.cast(weights, pa.float32()).to_numpy(zero_copy_only=False)
+            floats[self.weight] = pc.cast(weights, pa.float32()).to_numpy(zero_copy_only=False)
         if self.key:
             keys = rows.column(self.key).take(chosen).combine_chunks()
             strings[self.key] = _arrow_layout(pc.cast(pc.fill_null(keys, ""), pa.large_string()))
         label_values = rows.column(self.label).take(chosen)
         labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
-        return tables.encode_table_records(numeric, strings, words, labels.astype(np.int64), self.per_record, LABEL_KEY)
+        labels = labels.astype(np.int64)
+        return tables.encode_table_records(block, floats, strings, words, labels, self.per_record, LABEL_KEY)
 
 
 def _word_ids(texts: np.ndarray, column: tables.Column) -> tuple[np.ndarray, np.ndarray]:
@@ -935,8 +939,9 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     features = [name for name in names if name not in passed and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
-    if LABEL_KEY in features:
-        raise UserError(f"{where}: a feature column is named {LABEL_KEY!r}, a name the records reserve; rename it")
+    reserved = [name for name in features if name in (LABEL_KEY, tables.NUMERIC_KEY) or name.endswith(tables.LENGTHS)]
+    if reserved:
+        raise UserError(f"{where}: a feature column is named {reserved[0]!r}, a name the records reserve; rename it")
     return label, features
 
 

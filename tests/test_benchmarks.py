@@ -1,4 +1,4 @@
-"""The benchmarks at their tiny size, each through `python -m benchmarks` as a user runs them.
+"""The benchmarks at their tiny size, all in one `python -m benchmarks` run, as a user runs them.
 
 Each must write its result file, its section of README.md and, with matplotlib, its plot; its figures
 must be there, positive and finite. Speed is never asserted: it belongs to the machine, not the code.
@@ -24,14 +24,21 @@ ROOT = Path(__file__).resolve().parents[1]
 FEEDS = {"queue", "tf.data", "feed_dict"}
 
 
-def run_benchmark(name: str, out: Path) -> dict:
-    """Runs one benchmark at the tiny size (with no MNIST, as in a user's clone); returns its result."""
-    command = [sys.executable, "-m", "benchmarks", "--size", "tiny", "--out", str(out), "--only", name]
+@pytest.fixture(scope="module")
+def benchmarks_run(tmp_path_factory) -> Path:
+    """Every benchmark at the tiny size in one `python -m benchmarks` run (with no MNIST, as in a user's
+    clone): one process, not one a benchmark, since each start costs seconds of imports."""
+    out = tmp_path_factory.mktemp("benchmarks")
+    command = [sys.executable, "-m", "benchmarks", "--size", "tiny", "--out", str(out)]
     command += ["--mnist", str(out / "no-mnist")]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    readme = (out / "README.md").read_text()
-    assert "## Targets" in readme
+    assert "## Targets" in (out / "README.md").read_text()
+    return out
+
+
+def read_result(out: Path, name: str) -> dict:
+    """One benchmark's result from the shared run, with its plot where matplotlib draws one."""
     if importlib.util.find_spec("matplotlib"):
         assert (out / f"{name}.png").stat().st_size > 0
     return json.loads((out / f"{name}.json").read_text())
@@ -58,8 +65,8 @@ def assert_fill(fill: float | None, queued: bool) -> None:
     assert (0 <= fill <= 1) if queued else fill is None
 
 
-def test_pipeline_benchmark(tmp_path):
-    result = run_benchmark("pipeline", tmp_path)
+def test_pipeline_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "pipeline")
     assert {row["feed"] for row in result["rows"]} == FEEDS
     assert {row["shards"] for row in result["rows"]} == {"uncompressed", "GZIP"}
     for row in result["rows"]:
@@ -67,11 +74,11 @@ def test_pipeline_benchmark(tmp_path):
         assert_fill(row["fill"], row["feed"] == "queue")
     assert all(positive(ratio) for ratio in result["ratios"].values())
     assert_targets(result)
-    assert "## 1. Input pipeline alone" in (tmp_path / "README.md").read_text()
+    assert "## 1. Input pipeline alone" in (benchmarks_run / "README.md").read_text()
 
 
-def test_training_benchmark(tmp_path):
-    result = run_benchmark("training", tmp_path)
+def test_training_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "training")
     keras = {training.KERAS.format(steps) for steps in SIZES["tiny"].keras_steps_per_execution}
     seeds = {training.SEEDS.format(threads) for threads in training.SEEDS_THREADS}
     for trained in result["models"]:
@@ -87,11 +94,11 @@ def test_training_benchmark(tmp_path):
         assert all(math.isfinite(us) for us in trained["per_step_microseconds"].values())
     assert all(math.isfinite(us) for us in result["step_costs_microseconds"].values())
     assert_targets(result)
-    assert "## 2. Training" in (tmp_path / "README.md").read_text()
+    assert "## 2. Training" in (benchmarks_run / "README.md").read_text()
 
 
-def test_preprocessing_benchmark(tmp_path):
-    result = run_benchmark("preprocessing", tmp_path)
+def test_preprocessing_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "preprocessing")
     beam_missing = importlib.util.find_spec("apache_beam") is None
     assert set(result["rows"]) == set(writing.WRITERS) - ({writing.BEAM} if beam_missing else set())
     for row in result["rows"].values():
@@ -103,11 +110,11 @@ def test_preprocessing_benchmark(tmp_path):
         assert positive(row["bytes_per_example"]) and positive(row["payload_ratio"])
         assert positive(row["speedup"])
     assert_targets(result)
-    assert "## 3. Preprocessing" in (tmp_path / "README.md").read_text()
+    assert "## 3. Preprocessing" in (benchmarks_run / "README.md").read_text()
 
 
-def test_accuracy_benchmark_skips_a_missing_mnist(tmp_path):
-    result = run_benchmark("accuracy", tmp_path)
+def test_accuracy_benchmark_skips_a_missing_mnist(benchmarks_run):
+    result = read_result(benchmarks_run, "accuracy")
     (digits,) = result["rows"]
     assert digits["dataset"] == "digits"
     assert_measurement(digits["ours"]["seconds"])
@@ -115,11 +122,11 @@ def test_accuracy_benchmark_skips_a_missing_mnist(tmp_path):
     assert positive(digits["svc"]["seconds"])
     assert result["skipped"] and "MNIST" in result["skipped"][0]
     assert_targets(result)
-    assert "## 4. Accuracy" in (tmp_path / "README.md").read_text()
+    assert "## 4. Accuracy" in (benchmarks_run / "README.md").read_text()
 
 
-def test_tables_benchmark(tmp_path):
-    result = run_benchmark("tables", tmp_path)
+def test_tables_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "tables")
     reading = result["reading"]
     small, large = reading["sizes"]
     runs = {(row["reader"], row["rows"]) for row in reading["rows"]}
@@ -143,11 +150,11 @@ def test_tables_benchmark(tmp_path):
             assert 0 <= row[key]["accuracy"] <= 1
         assert positive(row["ours"]["train_seconds"]) and positive(row["gradient_boosting"]["seconds"])
     assert_targets(result)
-    assert "## 5. Tables" in (tmp_path / "README.md").read_text()
+    assert "## 5. Tables" in (benchmarks_run / "README.md").read_text()
 
 
-def test_clicks_benchmark(tmp_path):
-    result = run_benchmark("clicks", tmp_path)
+def test_clicks_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "clicks")
     small, large = result["sizes"]
     runs = {(row["reader"], row["rows"]) for row in result["rows"]}
     assert runs == {(reader, rows) for reader in (clicks.NEW, clicks.PYARROW) for rows in (small, large)}
@@ -156,18 +163,18 @@ def test_clicks_benchmark(tmp_path):
             assert_measurement(row[key])
     assert "i1 (numeric" in result["columns"] and "c1 (categorical: " in result["columns"]
     assert_targets(result)
-    assert "## 6. A click log" in (tmp_path / "README.md").read_text()
+    assert "## 6. A click log" in (benchmarks_run / "README.md").read_text()
 
 
-def test_wide_tables_benchmark(tmp_path):
-    result = run_benchmark("wide", tmp_path)
+def test_wide_tables_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "wide")
     runs = {(row["columns"], row["kind"]) for row in result["rows"]}
     assert runs == {(columns, kind) for columns in SIZES["tiny"].wide_columns for kind in ("table", "vector")}
     for row in result["rows"]:
         assert all(positive(row[key]) for key in ("first_step_seconds", "steps_per_second", "export_seconds"))
         assert row["first_step_seconds"] < row["total_seconds"]
     assert_targets(result)
-    assert "## 7. Wide tables" in (tmp_path / "README.md").read_text()
+    assert "## 7. Wide tables" in (benchmarks_run / "README.md").read_text()
 
 
 def test_an_unknown_benchmark_stops_with_a_message(tmp_path):
@@ -176,8 +183,8 @@ def test_an_unknown_benchmark_stops_with_a_message(tmp_path):
     assert done.returncode == 2 and "unknown benchmark(s) nonsense" in done.stderr
 
 
-def test_text_benchmark(tmp_path):
-    result = run_benchmark("text", tmp_path)
+def test_text_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "text")
     accuracy = result["accuracy"]
     tried = [text_set for text_set in text.SETS if text_set.name in SIZES["tiny"].text_sets]
     assert len(accuracy["rows"]) + len(accuracy["skipped"]) == len(tried)
@@ -193,22 +200,22 @@ def test_text_benchmark(tmp_path):
     trained = result["training"]
     assert positive(trained["ours_examples_per_second"]) and positive(trained["keras_examples_per_second"])
     assert_targets(result)
-    assert "## 8. Text" in (tmp_path / "README.md").read_text()
+    assert "## 8. Text" in (benchmarks_run / "README.md").read_text()
 
 
-def test_lifecycle_benchmark(tmp_path):
-    result = run_benchmark("lifecycle", tmp_path)
+def test_lifecycle_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "lifecycle")
     steps, every = SIZES["tiny"].lifecycle_train_steps, SIZES["tiny"].lifecycle_eval_steps
     for run in [result["older"], *result["scratch"], *result["warm"], result["early"]]:
         assert 0 <= run["auc"] <= 1 and [point["step"] for point in run["curve"]][:2] == [every, 2 * every]
     assert len(result["scratch"]) == len(result["warm"]) == SIZES["tiny"].lifecycle_seeds
     assert result["rows"]["newer"]["train"] > 0 and result["train_steps"] == steps
     assert_targets(result)
-    assert "## 9. A model's life" in (tmp_path / "README.md").read_text()
+    assert "## 9. A model's life" in (benchmarks_run / "README.md").read_text()
 
 
-def test_photos_benchmark(tmp_path):
-    result = run_benchmark("photos", tmp_path)
+def test_photos_benchmark(benchmarks_run):
+    result = read_result(benchmarks_run, "photos")
     scores = result["accuracy"]
     assert scores["train"] > 0 and scores["eval"] > 0 and 0 <= scores["logistic_regression"] <= 1
     assert len(scores["ours_augmented"]) == len(scores["ours_none"]) == SIZES["tiny"].photo_seeds
@@ -216,4 +223,4 @@ def test_photos_benchmark(tmp_path):
     assert all(positive(row["images_per_second"]) for row in result["speed"]["rows"])
     assert result["speed"]["pixel_bytes_per_image"] > result["speed"]["jpeg_bytes_per_image"] > 0
     assert_targets(result)
-    assert "## 10. Photos" in (tmp_path / "README.md").read_text()
+    assert "## 10. Photos" in (benchmarks_run / "README.md").read_text()

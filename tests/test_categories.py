@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -216,6 +217,35 @@ def test_a_cross_of_a_column_the_table_lacks_is_one_line():
         resolve_crosses("a", table)
     with pytest.raises(UserError, match="crosses are for tables"):
         resolve_crosses("a:b", metadata)
+
+
+def test_a_table_of_over_64_numeric_columns_has_no_buckets_in_its_linear_part():
+    from tiny import VECTORS
+
+    from dataformat.errors import UserError
+    from trainer.model import ModelSettings, build_network, resolve_crosses
+    from trainer.networks import BUCKETED_MAX, row_labels
+
+    def table(numeric: int):
+        columns = [tables.Column(f"x{i}", tables.NUMERIC, boundaries=(0.0, 1.0)) for i in range(numeric)]
+        columns.append(tables.Column("c", tables.CATEGORICAL, vocabulary=("a", "b")))
+        width = len(columns)
+        return replace(VECTORS, shape=(width,), columns=tuple(columns), mean=(0.0,) * width, std=(1.0,) * width)
+
+    def variables(metadata) -> set[str]:
+        with tf.Graph().as_default():
+            network = build_network(ModelSettings(network="wide_deep"), metadata)
+            network(tf.zeros([1, len(metadata.columns)]))
+            return {variable.name for variable in network.weights}
+
+    assert "classifier/linear/wide_buckets/embeddings:0" in variables(table(BUCKETED_MAX))
+    assert "classifier/linear/wide_buckets/embeddings" in row_labels(table(BUCKETED_MAX), (8,))
+    wide = table(BUCKETED_MAX + 1)
+    assert not any("wide_buckets" in name for name in variables(wide))
+    assert "classifier/linear/wide_buckets/embeddings" not in row_labels(wide, (8,))
+    assert resolve_crosses("x0:c", table(BUCKETED_MAX)) == (("x0", "c"),)
+    with pytest.raises(UserError, match=r"--crosses x0:c: x0:c: 'x0' has no buckets to cross: a table of over 64"):
+        resolve_crosses("x0:c", wide)
 
 
 def test_crosses_pairs_are_the_pairs_of_the_categorical_columns_with_the_fewest_values():

@@ -32,6 +32,15 @@ def test_training_writes_checkpoints_metrics_and_exports(trained_job):
         export = latest_export(Config(job_dir=job_dir), name)
         assert export and os.path.exists(os.path.join(export, "saved_model.pb"))
         assert f"{name} export:" in result.stdout
+    # The best export is a copy of the latest exporter's export of the same checkpoint: same version, same bytes.
+    best = latest_export(Config(job_dir=job_dir), "best")
+    latest = os.path.join(job_dir, "export", "latest", os.path.basename(best))
+    for folder, _, files in os.walk(latest):
+        for name in files:
+            copy = os.path.join(best, os.path.relpath(folder, latest), name)
+            with open(os.path.join(folder, name), "rb") as original, open(copy, "rb") as copied:
+                assert original.read() == copied.read()
+    assert f"Exported {best} (a copy of {latest})" in result.stderr
     assert f"accuracy:       {metrics['accuracy']:.4f}" in result.stdout
     assert "is deprecated" not in result.stderr
 

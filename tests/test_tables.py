@@ -3,6 +3,7 @@ into shards, read back by the input pipeline and served with named inputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 
@@ -98,22 +99,25 @@ def test_records_are_tensorflows_own_serialization(tmp_path):
 
 def test_record_encoding_matches_tensorflow_with_long_values_and_large_labels():
     """Varints of more than one byte: strings of 200 bytes, labels from 0 to 299, word IDs up to 272,
-    records of up to 70 rows (lengths past 16,383 bytes), and a last record that is short."""
+    records of up to 70 rows (lengths past 16,383 bytes), and a last record that is short; two numeric
+    columns in one block, row by row, and a float feature of its own (the weights)."""
     rows, per_record = 150, 70
     words = [("w" * (i % 3 * 100)).encode() for i in range(rows)]  # '', 100 and 200 bytes
     offsets = np.concatenate([[0], np.cumsum([len(word) for word in words])])
-    numbers = np.linspace(-1, 1, rows, dtype=np.float32)
+    numbers = np.linspace(-1, 1, rows * 2, dtype=np.float32).reshape(rows, 2)
+    weights = np.linspace(0, 5, rows, dtype=np.float32)
     labels = np.arange(rows) * 2
     ids = [list(range(i % 4 * 90, i % 4 * 90 + i % 4)) for i in range(rows)]  # 0 to 3 word IDs, up to 272
     splits = np.concatenate([[0], np.cumsum([len(row) for row in ids])])
     text = {"review": (np.concatenate(ids).astype(np.int64), splits)}
     strings = {"word": (offsets, np.frombuffer(b"".join(words), np.uint8))}
-    records = list(tables.encode_table_records({"x": numbers}, strings, text, labels, per_record, LABEL_KEY))
+    records = list(tables.encode_table_records(numbers, {"w": weights}, strings, text, labels, per_record, LABEL_KEY))
     assert len(records) == 3
     for index, record in enumerate(records):
         chosen = slice(index * per_record, (index + 1) * per_record)
         feature = {
-            "x": tf.train.Feature(float_list=tf.train.FloatList(value=numbers[chosen])),
+            tables.NUMERIC_KEY: tf.train.Feature(float_list=tf.train.FloatList(value=numbers[chosen].ravel())),
+            "w": tf.train.Feature(float_list=tf.train.FloatList(value=weights[chosen])),
             "word": tf.train.Feature(bytes_list=tf.train.BytesList(value=words[chosen])),
             LABEL_KEY: tf.train.Feature(int64_list=tf.train.Int64List(value=labels[chosen])),
             "review": tf.train.Feature(int64_list=tf.train.Int64List(value=sum(ids[chosen], []))),
@@ -143,6 +147,56 @@ def test_the_input_pipeline_and_serving_encode_a_row_alike(tmp_path):
     np.testing.assert_array_equal(a, c)
     workclass = a[:, 1]
     assert set(np.unique(workclass)) <= {0, 2, 3, 4}  # missing, then the three values of the vocabulary
+
+
+def test_records_of_version_6_with_a_feature_a_numeric_column_still_read_alike(tmp_path):
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"), examples_per_record=4)
+    shard = tmp_path / "out" / metadata.splits["train"].shards[0].file
+    records = list(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator())
+    old_records = []
+    for record in records:
+        example = tf.train.Example.FromString(record)
+        features = example.features.feature
+        block = np.array(features[tables.NUMERIC_KEY].float_list.value).reshape(-1, 3)
+        del features[tables.NUMERIC_KEY]
+        for j, name in enumerate(["age", "education_num", "hours"]):
+            features[name].float_list.value.extend(block[:, j])
+        old_records.append(example.SerializeToString())
+    old = dataclasses.replace(metadata, format_version=6)
+    decoded = [str(decode_record(record, metadata)) for record in records]  # str: NaN equals NaN
+    assert [str(decode_record(record, old)) for record in old_records] == decoded
+    with tf.Graph().as_default():
+        new_rows, new_labels = parse_records(tf.constant(records), metadata)
+        old_rows, old_labels = parse_records(tf.constant(old_records), old)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.tables_initializer())
+            found = session.run([new_rows, new_labels, old_rows, old_labels])
+    np.testing.assert_array_equal(found[0], found[2])
+    np.testing.assert_array_equal(found[1], found[3])
+
+
+def test_a_numeric_block_of_another_length_than_its_rows_is_refused(tmp_path):
+    metadata = build(tmp_path, write_table(tmp_path / "census.csv"), examples_per_record=2)
+    shard = tmp_path / "out" / metadata.splits["train"].shards[0].file
+    records = list(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator())[:2]
+    shifted = [tf.train.Example.FromString(record) for record in records]
+    moved = shifted[0].features.feature[tables.NUMERIC_KEY].float_list.value.pop()  # 2 rows of 3, less one value
+    shifted[1].features.feature[tables.NUMERIC_KEY].float_list.value.append(moved)  # and one more: 12 in all
+    with tf.Graph().as_default():
+        rows, _ = parse_records(tf.constant([example.SerializeToString() for example in shifted]), metadata)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.tables_initializer())
+            with pytest.raises(tf.errors.InvalidArgumentError, match="different number of examples"):
+                session.run(rows)
+    with pytest.raises(UserError, match="float_list of 3 values a row"):
+        decode_record(shifted[0].SerializeToString(), metadata)
+
+
+@pytest.mark.parametrize("name", [LABEL_KEY, tables.NUMERIC_KEY, "review" + tables.LENGTHS])
+def test_a_column_named_as_the_records_features_is_refused(tmp_path, name):
+    source = write_table(tmp_path / "t.csv", header=HEADER.replace("hours", name))
+    with pytest.raises(UserError, match=f"a feature column is named '{name}', a name the records reserve"):
+        build(tmp_path, source)
 
 
 def test_unseen_and_rare_values_share_the_out_of_vocabulary_index(tmp_path):

@@ -27,11 +27,13 @@ LATEST_KEPT = 3
 
 
 class ExportTo(tf.estimator.Exporter):
-    """Runs an exporter into FOLDER/NAME instead of the Estimator's fixed MODEL_DIR/export/NAME."""
+    """Runs an exporter into FOLDER/NAME instead of the Estimator's fixed MODEL_DIR/export/NAME. Exporters
+    that share `exported` build each checkpoint's SavedModel once; the others copy it (ExportsOnce)."""
 
-    def __init__(self, exporter: tf.estimator.Exporter, folder: str):
+    def __init__(self, exporter: tf.estimator.Exporter, folder: str, exported: dict):
         self._exporter = exporter
         self._folder = folder
+        self._exported = exported
 
     @property
     def name(self) -> str:
@@ -39,10 +41,50 @@ class ExportTo(tf.estimator.Exporter):
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         folder = posixpath.join(self._folder, self.name)
-        path = self._exporter.export(estimator, folder, checkpoint_path, eval_result, is_the_final_export)
+        once = ExportsOnce(estimator, self._exported)
+        path = self._exporter.export(once, folder, checkpoint_path, eval_result, is_the_final_export)
         if path:  # the best exporter writes nothing when the evaluation is no better
-            log.info("Exported %s", _text(path))
+            log.info("Exported %s%s", _text(path), f" (a copy of {once.copied_from})" if once.copied_from else "")
         return path
+
+
+class ExportsOnce:
+    """The Estimator as an exporter sees it, except that a checkpoint already exported with the same
+    serving inputs is copied into the new folder (same version number), not built again. Building the
+    graph takes seconds for a wide table (4,096 columns: 2.5 s) or a backbone; the copy, milliseconds."""
+
+    def __init__(self, estimator: tf.estimator.Estimator, exported: dict):
+        self._estimator = estimator
+        self._exported = exported  # (checkpoint path, serving input fn) -> its export
+        self.copied_from = ""  # the export copied, if one was
+
+    def __getattr__(self, name: str):
+        return getattr(self._estimator, name)
+
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, *args, checkpoint_path=None, **kwargs):
+        done = self._exported.get((checkpoint_path, serving_input_receiver_fn))
+        if checkpoint_path and done:
+            self.copied_from = _text(done)
+            return copy_export(self.copied_from, _text(export_dir_base)).encode()
+        path = self._estimator.export_saved_model(
+            export_dir_base, serving_input_receiver_fn, *args, checkpoint_path=checkpoint_path, **kwargs
+        )
+        self._exported[checkpoint_path, serving_input_receiver_fn] = path
+        return path
+
+
+def copy_export(source: str, folder: str) -> str:
+    """The SavedModel `source` copied to `folder`/its version, through a temporary folder renamed when
+    whole, as the Estimator writes its exports (so TF Serving never loads half of one)."""
+    version = posixpath.basename(source.rstrip("/"))
+    temporary, target = posixpath.join(folder, f"temp-{version}"), posixpath.join(folder, version)
+    for directory, _, files in tf.io.gfile.walk(source):
+        relative = directory[len(source) :].lstrip("/")
+        tf.io.gfile.makedirs(posixpath.join(temporary, relative))
+        for name in files:
+            tf.io.gfile.copy(posixpath.join(directory, name), posixpath.join(temporary, relative, name), True)
+    tf.io.gfile.rename(temporary, target)
+    return target
 
 
 class MetricsWriter(tf.estimator.Exporter):
@@ -96,7 +138,8 @@ def exporters(
         "best", serving_input_fn, assets_extra=assets, compare_fn=better_by(best_metric), exports_to_keep=1
     )
     metrics = MetricsWriter(config.job_dir, class_names, config.tuning_metric, best_metric)
-    return [metrics, ExportTo(latest, folder), ExportTo(best, folder)]
+    exported = {}  # the best export of a checkpoint the latest exporter has exported is a copy of it
+    return [metrics, ExportTo(latest, folder, exported), ExportTo(best, folder, exported)]
 
 
 def check_metric(flag: str, name: str, num_classes: int) -> None:

@@ -23,7 +23,7 @@ from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
 from trainer.input import training_batches
-from trainer.networks import NETWORKS
+from trainer.networks import BUCKETED_MAX, NETWORKS, bucketed_columns
 from trainer.towers import SUMMARY_EXAMPLES, build_variables, train_step
 
 AUTO_STEPS_PER_RUN = 32  # see resolve_steps_per_run
@@ -123,11 +123,16 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
             raise UserError(f"--crosses pairs: the table has {len(chosen)} categorical column(s); a pair needs two")
         return tuple(itertools.combinations(chosen, 2))
     names = [column.name for column in metadata.columns]
+    unbucketed = {column.name for column in metadata.columns if column.kind == tables.NUMERIC}
+    unbucketed -= {column.name for _, column in bucketed_columns(metadata)}
     crosses = tuple(tuple(name.strip() for name in cross.split(":")) for cross in setting.split(","))
     for cross in crosses:
         unknown = [name for name in cross if name not in names]
-        if unknown or not 2 <= len(cross) <= 8:
+        wide = [name for name in cross if name in unbucketed]
+        if unknown or wide or not 2 <= len(cross) <= 8:
             why = f"no column {unknown[0]!r} (its columns: {', '.join(names)})" if unknown else "cross 2 to 8 columns"
+            if wide:
+                why = f"{wide[0]!r} has no buckets to cross: a table of over {BUCKETED_MAX} numeric columns has none"
             raise UserError(f"--crosses {setting}: {':'.join(cross)}: {why}")
     return crosses
 
@@ -231,7 +236,12 @@ def model_fn(features, labels, mode, params, config=None):
     head = ClassificationHead(metadata.class_names, settings.class_weights)
     network = build_network(settings, metadata)
     if mode != tf.estimator.ModeKeys.TRAIN:
-        logits = network(features[metadata.feature_key], training=False)
+        inputs = features[metadata.feature_key]
+        # Keras 2 walks back from a layer's input through every op before it to find Keras tensors: a wide
+        # table's serving inputs (thousands of columns into two parse ops) made that 4.4 s of each export.
+        # Its own flag, which TF 2.15's pinned Keras sets on tensors it has walked, says there are none.
+        inputs._keras_history_checked = True
+        logits = network(inputs, training=False)
         return head.estimator_spec(mode, logits, labels, {KEY: features[KEY]} if KEY in features else {})
     build_variables(network, metadata, settings.towers)
     optimizer, batches = _optimizer(settings, network), training_batches(features, labels, metadata)

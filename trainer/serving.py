@@ -50,11 +50,12 @@ def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
 
 
 def _empty_strings(name: str | None = None) -> tf.Tensor:
-    return _empty(tf.string, name)
+    return _empty(tf.constant([], tf.string), name)
 
 
-def _empty(dtype: tf.DType, name: str | None = None) -> tf.Tensor:
-    return tf.compat.v1.placeholder_with_default(tf.constant([], dtype), [None], name=name)
+def _empty(default: tf.Tensor, name: str | None = None) -> tf.Tensor:
+    """A [None] input that is `default`, an empty constant, unless fed."""
+    return tf.compat.v1.placeholder_with_default(default, [None], name=name)
 
 
 def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
@@ -110,14 +111,16 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
 
     def serving_input_fn():
         columns, key = metadata.columns, metadata.key_column
-        named = {c.name: _empty(tf.float32 if c.kind == tables.NUMERIC else tf.string) for c in columns}
+        # One empty default for all: a constant a column would add thousands of ops that every export walks.
+        no_numbers, no_strings = tf.constant([], tf.float32), tf.constant([], tf.string)
+        named = {c.name: _empty(no_numbers if c.kind == tables.NUMERIC else no_strings) for c in columns}
         examples, lines = _empty_strings(EXAMPLES), _empty_strings(CSV_LINES)
         from_lines = tables.parse_csv_lines(lines, columns, key)
         from_examples = parse_examples(examples, metadata)
         rows = tf.concat([tables.to_vector(named, columns), from_examples, tables.to_vector(from_lines, columns)], 0)
         features = {metadata.feature_key: rows}
         if key:  # passed through to the predictions, whichever input the rows came in
-            named[key] = _empty(tf.string)
+            named[key] = _empty(no_strings)
             spec = {key: tf.io.FixedLenFeature([], tf.string, default_value="")}
             keys = [named[key], tf.io.parse_example(examples, spec)[key], from_lines[key]]
             features[KEY] = tf.concat(keys, axis=0)
