@@ -9,7 +9,8 @@ both use RE2, so one value gives the same fields in both.
 
 A date becomes DATE_FEATURES numbers: days since 1970-01-01 and the year (both standardized by the
 training split's statistics), then month, day of month, day of week, day of year and hour of day,
-each as the sine and cosine of its place in its cycle, so that December sits next to January.
+each as the sine and cosine of its place in its cycle, so that December sits next to January. A
+timestamp (a column whose training values have times of day) also gets its day as a category.
 """
 
 from __future__ import annotations
@@ -170,9 +171,9 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
 
 
-def features_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+def features_tf(strings: tf.Tensor, date_format: str, day_buckets: int = 0) -> tf.Tensor:
     """[n] strings to [n, DATE_FEATURES] float32 (see the module's docstring): NaN where no date, raw
-    days and year (the network standardizes them)."""
+    days and year (the network standardizes them); with `day_buckets`, then the day as a category index."""
     import tensorflow as tf
 
     fields = fields_tf(strings, date_format)
@@ -194,4 +195,11 @@ def features_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
         angle = 2 * np.pi * value / period
         columns += [tf.sin(angle), tf.cos(angle)]
     features = tf.cast(tf.stack(columns, axis=1), tf.float32)
-    return tf.where(present[:, None], features, tf.constant(np.nan, tf.float32))
+    features = tf.where(present[:, None], features, tf.constant(np.nan, tf.float32))
+    if not day_buckets:
+        return features
+    # The day as a category: 1 + whole days since 1970 modulo day_buckets, so that each day of a span of
+    # day_buckets days has an index of its own (0: no date). A timestamp's day carries what its hour does
+    # not, such as the day's weather in a table of flights.
+    day = tf.where(present, tf.cast(1 + tf.math.floormod(days, day_buckets), tf.float32), 0.0)
+    return tf.concat([features, day[:, None]], axis=1)

@@ -31,8 +31,9 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     import tensorflow as tf
 
-# 7 packed a table's numeric columns as one block; 6 added a weight column; 5 added text columns; 4 added
-# categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record; version 1 held one example a record
+# 7 packed a table's numeric columns as one block and gave timestamps a day index; 6 added a weight column;
+# 5 added text columns; 4 added categorical columns' hash buckets; 3 tables (columns); 2 examples_per_record;
+# version 1 held one example a record
 FORMAT_VERSION = 7
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 NUMERIC_BLOCK_SINCE = 7  # tables of older versions hold a feature per numeric column

@@ -58,6 +58,7 @@ class Column:
     hash_buckets: int = 0  # categorical: where values outside the vocabulary go (none: to OOV_INDEX)
     hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary; text: of words
     date_format: str = ""  # date: its format (dataformat/dates.py)
+    day_buckets: int = 0  # date: its day's category indices (dates.features_tf); 0: none, as for dates without times
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
     max_length: int = 0  # text: the words a row keeps (--max-length)
     vocabulary_file: str = ""  # text: its vocabulary, one word a line (a name beside metadata.json, or a path)
@@ -68,13 +69,23 @@ class Column:
     @property
     def width(self) -> int:
         """How many numbers of the model's vector the column takes: a date's features, then its value's
-        index as a category (a day or hour that repeats, as in a table of flights, is a category too)."""
-        return {DATE: dates.DATE_FEATURES + 1, TEXT: self.max_length}.get(self.kind, 1)
+        index as a category (a day or hour that repeats, as in a table of flights, is a category too), then
+        a timestamp's day as a category."""
+        return {DATE: dates.DATE_FEATURES + 1 + bool(self.day_buckets), TEXT: self.max_length}.get(self.kind, 1)
 
     @property
     def category_slot(self) -> int | None:
         """Where, within its numbers, the column's category index is (None: it has none)."""
         return {CATEGORICAL: 0, DATE: dates.DATE_FEATURES}.get(self.kind)
+
+    @property
+    def day_slot(self) -> int | None:
+        """Where, within its numbers, a timestamp's day index is (None: it has none)."""
+        return dates.DATE_FEATURES + 1 if self.kind == DATE and self.day_buckets else None
+
+    def day_labels(self) -> list[str]:
+        """What each of a timestamp's day indices stands for (see index_labels)."""
+        return ["<missing>", *(f"<days since 1970 modulo {self.day_buckets}: {k}>" for k in range(self.day_buckets))]
 
     def statistics(self) -> list[tuple[float, float]]:
         """(mean, std) of each of the column's numbers in the vector, for standardizing: a date's days and
@@ -84,7 +95,7 @@ class Column:
         if self.kind in (CATEGORICAL, TEXT):
             return [(0.0, 1.0)] * self.width
         year = (1970 + self.mean / dates.DAYS_PER_YEAR, max(self.std / dates.DAYS_PER_YEAR, 1.0))
-        return [(self.mean, self.std), year] + [(0.0, 1.0)] * (dates.DATE_FEATURES - 1)
+        return [(self.mean, self.std), year] + [(0.0, 1.0)] * (self.width - 2)
 
     @property
     def size(self) -> int:
@@ -115,7 +126,7 @@ class Column:
             found.update(sizes, bigram_buckets=self.bigram_buckets, outside=self.hashed, cut=self.cut)
             return {**found, "vocabulary_file": self.vocabulary_file.rsplit("/", 1)[-1]}
         if self.kind == DATE:
-            found.update(mean=self.mean, std=self.std, date_format=self.date_format)
+            found.update(mean=self.mean, std=self.std, date_format=self.date_format, day_buckets=self.day_buckets)
         return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
 
     @classmethod
@@ -130,6 +141,7 @@ class Column:
             hash_buckets=int(raw.get("hash_buckets", 0)),
             hashed=float(raw.get("hashed", raw.get("outside", 0.0))),
             date_format=str(raw.get("date_format", "")),
+            day_buckets=int(raw.get("day_buckets", 0)),
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
             max_length=int(raw.get("max_length", 0)),
             vocabulary_file=str(raw.get("vocabulary_file", "")),
@@ -177,8 +189,8 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
             found.append(f"column {column.name!r} has boundaries that are not finite and increasing")
         if column.kind == TEXT and (column.max_length < 1 or not column.vocabulary_file or column.bigram_buckets < 0):
             found.append(f"column {column.name!r} is text without a max_length, a vocabulary file or bigram buckets")
-        if column.hash_buckets < 0:
-            found.append(f"column {column.name!r} has a negative number of hash buckets")
+        if column.hash_buckets < 0 or column.day_buckets < 0:
+            found.append(f"column {column.name!r} has a negative number of hash or day buckets")
     return found
 
 
@@ -359,12 +371,11 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     for column in columns:
         if column.kind == CATEGORICAL:
             parts.append(_category_index(values[column.name], column)[:, None])
-        elif column.kind == DATE:
+        elif column.kind == DATE:  # its features, its value's index, then a timestamp's day's index
             value = values[column.name]
-            parts += [
-                dates.features_tf(tf.strings.strip(value), column.date_format),
-                _category_index(value, column)[:, None],
-            ]
+            features = dates.features_tf(tf.strings.strip(value), column.date_format, column.day_buckets)
+            features, day = features[:, : dates.DATE_FEATURES], features[:, dates.DATE_FEATURES :]
+            parts += [features, _category_index(value, column)[:, None], day]
         elif column.kind == TEXT:
             parts.append(_word_ids(values[column.name], column))
     found = tf.concat(parts, axis=1) if len(parts) > 1 else parts[0]

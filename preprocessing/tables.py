@@ -107,6 +107,7 @@ SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
 QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
 QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
+DAY_BUCKETS = 1000  # a timestamp's day as a category: days since 1970 modulo this many (about 2.7 years)
 TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
 LARGE_TEXT = 2**20  # a text of this many bytes or more is named in a warning
 TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of mostly such, mostly distinct, is text
@@ -146,6 +147,7 @@ class ColumnCount:
     days: float = 0.0  # training rows' dates, as days since 1970
     days_squares: float = 0.0
     days_counted: int = 0
+    timed: bool = False  # whether a training row's date had a time of day
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
     text: bool = False  # whether its values are counted as text: `frequent` then counts their words
     text_tried: bool = False  # whether its file's first block was looked at for text
@@ -272,6 +274,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.days += more.days
     total.days_squares += more.days_squares
     total.days_counted += more.days_counted
+    total.timed = total.timed or more.timed
     total.sample = _lowest(total.sample, more.sample)
     total.text = total.text or more.text
     total.text_tried = total.text_tried or more.text_tried
@@ -362,6 +365,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
     kept = days[~np.isnan(days) & train]
     counts.days, counts.days_squares, counts.days_counted = sums(kept)
+    counts.timed = bool(np.any(kept != np.floor(kept)))
 
 
 def looks_like_text(values: pa.Array) -> bool:
@@ -685,8 +689,9 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     mean, std = mean_and_std(count.days, count.days_squares, count.days_counted)
     missing = count.missing + count.not_dates_train
     vocabulary, buckets, hashed = _vocabulary(count, plan.options)
+    day_buckets = DAY_BUCKETS if count.timed else 0  # a timestamp's day is a category too (dates.features_tf)
     return tables.Column(
-        name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, date_format=count.date_format
+        name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, count.date_format, day_buckets=day_buckets
     )
 
 

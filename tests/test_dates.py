@@ -83,6 +83,19 @@ def test_features_are_the_days_and_the_cycles():
     assert dates.days(dates.fields_arrow(pa.array(strings), "%Y-%m-%d"))[:3].tolist() == [20088.75, 0.0, -1.0]
 
 
+def test_a_timestamps_day_is_a_category_of_its_own():
+    strings = ["2024-12-31 00:00", "2024-12-31 23:59:59", "2025-01-01 00:00", "1969-12-31", "", "2027-09-27"]
+    features = dates.features_tf(tf.constant(strings), "%Y-%m-%d", day_buckets=1000).numpy()
+    assert features.shape == (6, dates.DATE_FEATURES + 1)
+    np.testing.assert_array_equal(
+        features[:, : dates.DATE_FEATURES], dates.features_tf(tf.constant(strings), "%Y-%m-%d")
+    )
+    day = features[:, -1].tolist()
+    assert day[0] == day[1] == 1 + 20088 % 1000 and day[2] == day[0] + 1  # a day ends at midnight, not before
+    assert day[3] == 1 + (-1 % 1000) and day[4] == 0  # before 1970 too; no date: 0
+    assert day[5] == day[0]  # 1,000 days later: the same index
+
+
 def write(path, header, rows):
     path.write_text("\n".join([header, *rows]) + "\n")
     return path
@@ -103,7 +116,8 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     stamp, european, month, n = metadata.columns
     assert [stamp.kind, european.kind, month.kind, n.kind] == [tables.DATE] * 3 + [tables.NUMERIC]
     assert [stamp.date_format, european.date_format, month.date_format] == ["%Y-%m-%d", "%d/%m/%Y", "%b-%Y"]
-    assert metadata.shape == (3 * (dates.DATE_FEATURES + 1) + 1,) and len(metadata.mean) == metadata.shape[0]
+    assert [stamp.day_buckets, european.day_buckets, month.day_buckets] == [1000, 0, 0]  # only stamp has times
+    assert metadata.shape == (3 * (dates.DATE_FEATURES + 1) + 2,) and len(metadata.mean) == metadata.shape[0]
     every_day = (days - np.datetime64("1970-01-01")).astype(float)
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text

@@ -12,7 +12,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -130,8 +130,8 @@ class TableNetwork(tf.keras.Model):
         self.stds = tf.constant([metadata.std[i] for i in self.numeric], tf.float32)
         # Within the block: each column with missing values in training, by its first number.
         self.with_missing = [self.numeric.index(start) for start, _ in missing_inputs(metadata)]
-        # (where its index is, how many indices it has): categorical and date columns
-        self.categorical = [(i, column.size) for i, column in categorical_inputs(metadata)]
+        # (where its index is, how many indices it has): categorical and date columns, and timestamps' days
+        self.categorical = [(category.place, category.size) for category in categorical_inputs(metadata)]
         penalty = tf.keras.regularizers.l2(settings.embedding_l2) if settings.embedding_l2 else None
         self.embeddings = {
             i: layers.Embedding(size, embedding_size(size), embeddings_regularizer=penalty, name=f"embedding_{i}")
@@ -182,7 +182,7 @@ def numeric_inputs(metadata: Metadata) -> list[tuple[int, str]]:
         (start + j, f"<{column.name} {j}>")
         for column, start in zip(metadata.columns, tables.offsets(metadata.columns))
         for j in range(column.width)
-        if column.kind in (tables.NUMERIC, tables.DATE) and j != column.category_slot
+        if column.kind in (tables.NUMERIC, tables.DATE) and j not in (column.category_slot, column.day_slot)
     ]
 
 
@@ -195,14 +195,28 @@ def missing_inputs(metadata: Metadata) -> list[tuple[int, str]]:
     ]
 
 
-def categorical_inputs(metadata: Metadata) -> list[tuple[int, tables.Column]]:
-    """(where its index is in the vector, the column) of each categorical and date column."""
-    columns = metadata.columns
-    return [
-        (start + column.category_slot, column)
-        for column, start in zip(columns, tables.offsets(columns))
-        if column.category_slot is not None
-    ]
+class Category(NamedTuple):
+    """One category index of a row's vector: a categorical or date column's value, or a timestamp's day."""
+
+    place: int  # where it is in the vector
+    name: str  # its column's name; a day's: the name + DAY
+    size: int  # how many indices it has
+    labels: Callable[[], list[str]]  # what each index stands for (Column.index_labels, Column.day_labels)
+
+
+DAY = "/day"
+
+
+def categorical_inputs(metadata: Metadata) -> list[Category]:
+    """Each category index of the vector: each categorical and date column's value, each timestamp's day."""
+    found = []
+    for column, start in zip(metadata.columns, tables.offsets(metadata.columns)):
+        if column.category_slot is not None:
+            found.append(Category(start + column.category_slot, column.name, column.size, column.index_labels))
+        if column.day_slot is not None:
+            days = column.day_buckets + 1
+            found.append(Category(start + column.day_slot, column.name + DAY, days, column.day_labels))
+    return found
 
 
 BUCKETED_MAX = 64  # the linear part buckets a table's numeric columns when it has at most this many
@@ -408,8 +422,8 @@ def column_layers(metadata: Metadata) -> dict[str, str]:
     """Each layer named after its column's place in the vector (embedding_3, wide_3, words_5) -> the column's
     name: a warm start finds a column's weights by its name, wherever the column now is."""
     found = {f"words_{start}": column.name for start, column in text_columns(metadata)}
-    for i, column in categorical_inputs(metadata):
-        found.update({f"embedding_{i}": column.name, f"wide_{i}": column.name})
+    for category in categorical_inputs(metadata):
+        found.update({f"embedding_{category.place}": category.name, f"wide_{category.place}": category.name})
     return found
 
 
@@ -422,14 +436,14 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     found = {}
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
     deep = list(numbers)
-    for i, column in categorical_inputs(metadata):
-        values = column.index_labels()
+    for i, name, size, labels in categorical_inputs(metadata):
+        values = labels()
         found[f"classifier/linear/wide_{i}/embeddings"] = values
-        if column.size > ONE_HOT_MAX:
+        if size > ONE_HOT_MAX:
             found[f"classifier/embedding_{i}/embeddings"] = values
-            deep += [f"<{column.name} embedding {k}>" for k in range(embedding_size(column.size))]
+            deep += [f"<{name} embedding {k}>" for k in range(embedding_size(size))]
         else:
-            deep += [f"<{column.name}> {value}" for value in values]
+            deep += [f"<{name}> {value}" for value in values]
     if deep:
         found["classifier/dense/kernel" if hidden_units else "classifier/logits/kernel"] = deep
     if numbers:
