@@ -404,7 +404,6 @@ def read_split(data_dir: str) -> tuple[Metadata, dict[str, Part]]:
     with open(where) as file:
         metadata = Metadata.from_json(file.read(), where)
     columns = metadata.columns
-    categorical = [i for i, column in enumerate(columns) if column.kind == tables.CATEGORICAL]
     parts = {}
     for split in ("train", "eval"):
         rows, labels = [], []
@@ -414,15 +413,23 @@ def read_split(data_dir: str) -> tuple[Metadata, dict[str, Part]]:
                 instances, record_labels = decode_record(record, metadata)
                 rows += instances
                 labels.append(record_labels)
-        x = np.array([[row[column.name] for column in columns] for row in rows], object)
+        # A text column (as records hold it: word IDs) is its words as one category, as a user who has not
+        # vectorized it gives it to scikit-learn.
+        x = np.array([[_value(row[column.name]) for column in columns] for row in rows], object)
         # A date column becomes the numbers a user would give scikit-learn, after the other columns.
         found = [date_numbers(x[:, i], column.date_format) for i, column in enumerate(columns) if column.kind == "date"]
         x = np.concatenate([x[:, [i for i, c in enumerate(columns) if c.kind != "date"]], *found], axis=1)
-        kinds = [c.kind for c in columns if c.kind != "date"] + [tables.NUMERIC] * sum(f.shape[1] for f in found)
+        kinds = [tables.CATEGORICAL if c.kind == tables.TEXT else c.kind for c in columns if c.kind != "date"]
+        kinds += [tables.NUMERIC] * sum(f.shape[1] for f in found)
         numeric = [i for i, kind in enumerate(kinds) if kind == tables.NUMERIC]
         categorical = [i for i, kind in enumerate(kinds) if kind == tables.CATEGORICAL]
         parts[split] = Part(x, numeric, categorical, np.concatenate(labels))
     return metadata, parts
+
+
+def _value(value):
+    """A row's value for scikit-learn: a text's word IDs as one string, anything else as it is."""
+    return " ".join(map(str, value)) if isinstance(value, list) else value
 
 
 def date_numbers(strings: np.ndarray, date_format: str) -> np.ndarray:
