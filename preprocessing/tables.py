@@ -798,7 +798,8 @@ def describe(column: tables.Column) -> str:
             f"{column.hashed:.1%} of words outside, {column.cut:.1%} of rows cut at {column.max_length} words{missing})"
         )
     if column.kind == tables.DATE:
-        return f"{column.name} (date {column.date_format!r}, {len(column.vocabulary)} frequent values{missing})"
+        days = ", its days as categories" if column.day_buckets else ""
+        return f"{column.name} (date {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     return (
         f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"

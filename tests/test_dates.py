@@ -121,7 +121,8 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     every_day = (days - np.datetime64("1970-01-01")).astype(float)
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
-    assert "stamp (date '%Y-%m-%d', 0 frequent values)" in caplog.text
+    assert "stamp (date '%Y-%m-%d', 0 frequent values, its days as categories)" in caplog.text
+    assert "days" not in caplog.text.split("european (date ")[1].split(")")[0]  # dates without times of day
 
 
 def test_the_flags_name_date_columns_and_their_format(tmp_path):
