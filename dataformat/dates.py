@@ -171,9 +171,10 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
 
 
-def features_tf(strings: tf.Tensor, date_format: str, day_buckets: int = 0) -> tf.Tensor:
+def features_tf(strings: tf.Tensor, date_format: str, first_day: int = 0, day_count: int = 0) -> tf.Tensor:
     """[n] strings to [n, DATE_FEATURES] float32 (see the module's docstring): NaN where no date, raw
-    days and year (the network standardizes them); with `day_buckets`, then the day as a category index."""
+    days and year (the network standardizes them); with `day_count`, then the day as a category index
+    (day_index)."""
     import tensorflow as tf
 
     fields = fields_tf(strings, date_format)
@@ -196,10 +197,18 @@ def features_tf(strings: tf.Tensor, date_format: str, day_buckets: int = 0) -> t
         columns += [tf.sin(angle), tf.cos(angle)]
     features = tf.cast(tf.stack(columns, axis=1), tf.float32)
     features = tf.where(present[:, None], features, tf.constant(np.nan, tf.float32))
-    if not day_buckets:
+    if not day_count:
         return features
-    # The day as a category: 1 + whole days since 1970 modulo day_buckets, so that each day of a span of
-    # day_buckets days has an index of its own (0: no date). A timestamp's day carries what its hour does
-    # not, such as the day's weather in a table of flights.
-    day = tf.where(present, tf.cast(1 + tf.math.floormod(days, day_buckets), tf.float32), 0.0)
-    return tf.concat([features, day[:, None]], axis=1)
+    return tf.concat([features, day_index(days, present, first_day, day_count)[:, None]], axis=1)
+
+
+def day_index(days: tf.Tensor, present: tf.Tensor, first_day: int, day_count: int) -> tf.Tensor:
+    """A timestamp's day as a category index, float32: 1 + its place among the `day_count` days from
+    `first_day` (days since 1970), the training split's span; 0 for no date or a day outside the span, such
+    as a day after training, whose weights were never learned. A day carries what its hour does not, such as
+    the day's weather in a table of flights."""
+    import tensorflow as tf
+
+    place = days - first_day
+    inside = present & (place >= 0) & (place < day_count)
+    return tf.where(inside, tf.cast(place + 1, tf.float32), 0.0)

@@ -9,9 +9,9 @@ row (the empty string where it is missing). A text column holds its rows' word I
 (dataformat/text.py), one after another in an int64 list, and how many each row has in the int64 list
 `<name>` + LENGTHS. LABEL_KEY holds the rows' class indices. The export's `examples` signature takes
 the plain one-feature-per-column tf.train.Example that TFX and TFDV read (a text column as its raw
-string), and a record of one row as well.
+string), and, for a table without text columns, a record of one row as well.
 
-The model sees a row as one float32 vector, a value a column, in the order of the metadata's
+The model sees a row as one float32 vector, Column.width numbers a column, in the order of the metadata's
 columns: numeric values as they are (NaN for missing), categorical values as an index:
 MISSING_INDEX, OOV_INDEX, then the vocabulary in order, then the column's hash buckets, where
 a value outside the vocabulary goes by its FarmHash fingerprint (a column without buckets gives
@@ -22,6 +22,7 @@ alike, so they can never disagree. Indices stay far below 2**24, where float32 i
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -38,6 +39,7 @@ NUMERIC, CATEGORICAL, DATE = "numeric", "categorical", "date"  # a date column's
 TEXT = "text"  # free text: word IDs in the records, its words' vocabulary in a file beside metadata.json
 LENGTHS = "/lengths"  # a text column's feature of its rows' word counts is named after it with this suffix
 NUMERIC_KEY = "/numeric"  # the records' feature of every numeric column's values; a name no column may take
+DAY = "/day"  # a timestamp's day's category is named after its column with this suffix (trainer/networks.py)
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing.
 MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?")
@@ -58,7 +60,10 @@ class Column:
     hash_buckets: int = 0  # categorical: where values outside the vocabulary go (none: to OOV_INDEX)
     hashed: float = 0.0  # categorical: the share of training rows whose value is outside the vocabulary; text: of words
     date_format: str = ""  # date: its format (dataformat/dates.py)
-    day_buckets: int = 0  # date: its day's category indices (dates.features_tf); 0: none, as for dates without times
+    # date with times of day: its day as a category (dates.day_index), one index a day of the training split's
+    # span, from first_day (days since 1970) for day_count days; day_count 0: no day index
+    first_day: int = 0
+    day_count: int = 0
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
     max_length: int = 0  # text: the words a row keeps (--max-length)
     vocabulary_file: str = ""  # text: its vocabulary, one word a line (a name beside metadata.json, or a path)
@@ -71,7 +76,7 @@ class Column:
         """How many numbers of the model's vector the column takes: a date's features, then its value's
         index as a category (a day or hour that repeats, as in a table of flights, is a category too), then
         a timestamp's day as a category."""
-        return {DATE: dates.DATE_FEATURES + 1 + bool(self.day_buckets), TEXT: self.max_length}.get(self.kind, 1)
+        return {DATE: dates.DATE_FEATURES + 1 + bool(self.day_count), TEXT: self.max_length}.get(self.kind, 1)
 
     @property
     def category_slot(self) -> int | None:
@@ -81,11 +86,14 @@ class Column:
     @property
     def day_slot(self) -> int | None:
         """Where, within its numbers, a timestamp's day index is (None: it has none)."""
-        return dates.DATE_FEATURES + 1 if self.kind == DATE and self.day_buckets else None
+        return dates.DATE_FEATURES + 1 if self.kind == DATE and self.day_count else None
 
     def day_labels(self) -> list[str]:
-        """What each of a timestamp's day indices stands for (see index_labels)."""
-        return ["<missing>", *(f"<days since 1970 modulo {self.day_buckets}: {k}>" for k in range(self.day_buckets))]
+        """What each of a timestamp's day indices stands for (see index_labels): a warm start keeps a day's
+        weights where both models trained on that day."""
+        first = datetime.date(1970, 1, 1) + datetime.timedelta(days=self.first_day)
+        days = (first + datetime.timedelta(days=k) for k in range(self.day_count))
+        return ["<missing, or a day outside training>", *(day.isoformat() for day in days)]
 
     def statistics(self) -> list[tuple[float, float]]:
         """(mean, std) of each of the column's numbers in the vector, for standardizing: a date's days and
@@ -126,7 +134,8 @@ class Column:
             found.update(sizes, bigram_buckets=self.bigram_buckets, outside=self.hashed, cut=self.cut)
             return {**found, "vocabulary_file": self.vocabulary_file.rsplit("/", 1)[-1]}
         if self.kind == DATE:
-            found.update(mean=self.mean, std=self.std, date_format=self.date_format, day_buckets=self.day_buckets)
+            found.update(mean=self.mean, std=self.std, date_format=self.date_format)
+            found.update(first_day=self.first_day, day_count=self.day_count)
         return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
 
     @classmethod
@@ -141,7 +150,8 @@ class Column:
             hash_buckets=int(raw.get("hash_buckets", 0)),
             hashed=float(raw.get("hashed", raw.get("outside", 0.0))),
             date_format=str(raw.get("date_format", "")),
-            day_buckets=int(raw.get("day_buckets", 0)),
+            first_day=int(raw.get("first_day", 0)),
+            day_count=int(raw.get("day_count", 0)),
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
             max_length=int(raw.get("max_length", 0)),
             vocabulary_file=str(raw.get("vocabulary_file", "")),
@@ -176,7 +186,7 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
     for column in columns:
         if column.kind not in (NUMERIC, CATEGORICAL, DATE, TEXT):
             found.append(f"column {column.name!r} has kind {column.kind!r}")
-        if column.name in (*reserved, NUMERIC_KEY) or column.name.endswith(LENGTHS):
+        if column.name in (*reserved, NUMERIC_KEY) or column.name.endswith((LENGTHS, DAY)):
             found.append(f"column {column.name!r} has a reserved name")
         if column.kind == DATE:
             try:
@@ -189,8 +199,8 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
             found.append(f"column {column.name!r} has boundaries that are not finite and increasing")
         if column.kind == TEXT and (column.max_length < 1 or not column.vocabulary_file or column.bigram_buckets < 0):
             found.append(f"column {column.name!r} is text without a max_length, a vocabulary file or bigram buckets")
-        if column.hash_buckets < 0 or column.day_buckets < 0:
-            found.append(f"column {column.name!r} has a negative number of hash or day buckets")
+        if column.hash_buckets < 0 or column.day_count < 0:
+            found.append(f"column {column.name!r} has a negative number of hash buckets or days")
     return found
 
 
@@ -361,7 +371,7 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     as one [n, numeric columns] block under NUMERIC_KEY; strings for the others; a text column's words as
     IDs, [n, max_length], or as its raw strings) as the model's [n, vector_width] float32 vectors: a
     number for each numeric and categorical column, Column.width for each date column (its features,
-    then its index) and each text column (its word IDs)."""
+    then its index, then a timestamp's day's) and each text column (its word IDs)."""
     import tensorflow as tf
 
     # The numeric columns as one block, the others a part each; then one gather puts every number at
@@ -373,7 +383,9 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
             parts.append(_category_index(values[column.name], column)[:, None])
         elif column.kind == DATE:  # its features, its value's index, then a timestamp's day's index
             value = values[column.name]
-            features = dates.features_tf(tf.strings.strip(value), column.date_format, column.day_buckets)
+            features = dates.features_tf(
+                tf.strings.strip(value), column.date_format, column.first_day, column.day_count
+            )
             features, day = features[:, : dates.DATE_FEATURES], features[:, dates.DATE_FEATURES :]
             parts += [features, _category_index(value, column)[:, None], day]
         elif column.kind == TEXT:

@@ -107,7 +107,9 @@ SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
 QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
 QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
-DAY_BUCKETS = 1000  # a timestamp's day as a category: days since 1970 modulo this many (about 2.7 years)
+# A timestamp's days are categories when its training rows span at most MOST_DAYS days, ROWS_A_DAY or more
+# of them a day on average (a day seen once teaches nothing about the next row of that day).
+MOST_DAYS, ROWS_A_DAY = 4000, 10
 TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
 LARGE_TEXT = 2**20  # a text of this many bytes or more is named in a warning
 TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of mostly such, mostly distinct, is text
@@ -148,6 +150,8 @@ class ColumnCount:
     days_squares: float = 0.0
     days_counted: int = 0
     timed: bool = False  # whether a training row's date had a time of day
+    first_day: float = math.inf  # the training rows' earliest and latest day (whole days since 1970)
+    last_day: float = -math.inf
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
     text: bool = False  # whether its values are counted as text: `frequent` then counts their words
     text_tried: bool = False  # whether its file's first block was looked at for text
@@ -275,6 +279,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.days_squares += more.days_squares
     total.days_counted += more.days_counted
     total.timed = total.timed or more.timed
+    total.first_day, total.last_day = min(total.first_day, more.first_day), max(total.last_day, more.last_day)
     total.sample = _lowest(total.sample, more.sample)
     total.text = total.text or more.text
     total.text_tried = total.text_tried or more.text_tried
@@ -366,6 +371,8 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     kept = days[~np.isnan(days) & train]
     counts.days, counts.days_squares, counts.days_counted = sums(kept)
     counts.timed = bool(np.any(kept != np.floor(kept)))
+    if len(kept):
+        counts.first_day, counts.last_day = float(np.floor(kept.min())), float(np.floor(kept.max()))
 
 
 def looks_like_text(values: pa.Array) -> bool:
@@ -689,9 +696,12 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     mean, std = mean_and_std(count.days, count.days_squares, count.days_counted)
     missing = count.missing + count.not_dates_train
     vocabulary, buckets, hashed = _vocabulary(count, plan.options)
-    day_buckets = DAY_BUCKETS if count.timed else 0  # a timestamp's day is a category too (dates.features_tf)
+    # A timestamp's day is a category too (dates.day_index), one index a day of the training rows' span.
+    span = int(count.last_day - count.first_day + 1) if count.timed else 0
+    dense = 0 < span <= MOST_DAYS and count.days_counted >= ROWS_A_DAY * span
+    first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
     return tables.Column(
-        name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, count.date_format, day_buckets=day_buckets
+        name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, count.date_format, first_day, day_count
     )
 
 
@@ -798,7 +808,7 @@ def describe(column: tables.Column) -> str:
             f"{column.hashed:.1%} of words outside, {column.cut:.1%} of rows cut at {column.max_length} words{missing})"
         )
     if column.kind == tables.DATE:
-        days = ", its days as categories" if column.day_buckets else ""
+        days = f", its {column.day_count} days as categories" if column.day_count else ""
         return f"{column.name} (date {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     return (
@@ -945,10 +955,15 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     features = [name for name in names if name not in passed and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
-    reserved = [name for name in features if name in (LABEL_KEY, tables.NUMERIC_KEY) or name.endswith(tables.LENGTHS)]
+    reserved = [name for name in [*features, options.key, options.weight] if name and _reserved(name)]
     if reserved:
-        raise UserError(f"{where}: a feature column is named {reserved[0]!r}, a name the records reserve; rename it")
+        raise UserError(f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it")
     return label, features
+
+
+def _reserved(name: str) -> bool:
+    """Whether a column's name is one the records or the network's layers use for something of their own."""
+    return name in (LABEL_KEY, tables.NUMERIC_KEY) or name.endswith((tables.LENGTHS, tables.DAY))
 
 
 def _size(path: str) -> int:

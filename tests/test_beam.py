@@ -82,10 +82,12 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
         rows = [
             f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
             f"u{rng.zipf(1.3) % 2000},{' '.join(rng.choice(words, rng.integers(3, 9)))},"  # user: hundreds of values
+            f"2024-05-{rng.integers(1, 11):02d}T{rng.integers(0, 24):02d}:30,"  # a timestamp of 10 days
             f"{rng.integers(0, 3) / 2},{'yn'[rng.integers(0, 2)]}"  # a weight, the label
             for _ in range(300)
         ]
-        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join(["x,color,count,user,note,w,label", *rows]) + "\n")
+        header = "x,color,count,user,note,when,w,label"
+        (tmp_path / "parts" / f"{part}.csv").write_text("\n".join([header, *rows]) + "\n")
     options = TableOptions(label_column="label", max_categories=20, weight="w")  # a vocabulary too small for users
     local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
     beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
@@ -96,6 +98,8 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     assert [c.vocabulary for c in beam.columns] == [c.vocabulary for c in local.columns]
     assert [(c.hash_buckets, c.hashed) for c in beam.columns] == [(c.hash_buckets, c.hashed) for c in local.columns]
     assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
+    assert [(c.first_day, c.day_count) for c in beam.columns] == [(c.first_day, c.day_count) for c in local.columns]
+    assert local.columns[5].day_count == 10  # the timestamp's days, counted in blocks and combined alike
     assert local.columns[4].kind == "text" and local.columns[4].vocabulary_size > 50  # the notes' words, in both
     vocabulary = "note.vocabulary.txt"
     assert (tmp_path / "beam" / vocabulary).read_text() == (tmp_path / "local" / vocabulary).read_text()

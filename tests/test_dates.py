@@ -83,17 +83,18 @@ def test_features_are_the_days_and_the_cycles():
     assert dates.days(dates.fields_arrow(pa.array(strings), "%Y-%m-%d"))[:3].tolist() == [20088.75, 0.0, -1.0]
 
 
-def test_a_timestamps_day_is_a_category_of_its_own():
-    strings = ["2024-12-31 00:00", "2024-12-31 23:59:59", "2025-01-01 00:00", "1969-12-31", "", "2027-09-27"]
-    features = dates.features_tf(tf.constant(strings), "%Y-%m-%d", day_buckets=1000).numpy()
+def test_a_timestamps_day_is_a_category_of_the_training_days():
+    strings = ["2024-12-31 00:00", "2024-12-31 23:59:59", "2025-01-01 00:00", "2024-12-30 23:00", "", "2025-01-02"]
+    first = 20088  # 2024-12-31, days since 1970
+    features = dates.features_tf(tf.constant(strings), "%Y-%m-%d", first_day=first, day_count=2).numpy()
     assert features.shape == (6, dates.DATE_FEATURES + 1)
     np.testing.assert_array_equal(
         features[:, : dates.DATE_FEATURES], dates.features_tf(tf.constant(strings), "%Y-%m-%d")
     )
-    day = features[:, -1].tolist()
-    assert day[0] == day[1] == 1 + 20088 % 1000 and day[2] == day[0] + 1  # a day ends at midnight, not before
-    assert day[3] == 1 + (-1 % 1000) and day[4] == 0  # before 1970 too; no date: 0
-    assert day[5] == day[0]  # 1,000 days later: the same index
+    assert features[:, -1].tolist() == [1, 1, 2, 0, 0, 0]  # a day ends at midnight; before, after or none: 0
+    column = tables.Column("t", tables.DATE, date_format="%Y-%m-%d", first_day=first, day_count=2)
+    assert column.day_labels()[1:] == ["2024-12-31", "2025-01-01"] and column.width == dates.DATE_FEATURES + 2
+    assert tables.Column.from_json(column.to_json()) == column
 
 
 def write(path, header, rows):
@@ -116,13 +117,21 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     stamp, european, month, n = metadata.columns
     assert [stamp.kind, european.kind, month.kind, n.kind] == [tables.DATE] * 3 + [tables.NUMERIC]
     assert [stamp.date_format, european.date_format, month.date_format] == ["%Y-%m-%d", "%d/%m/%Y", "%b-%Y"]
-    assert [stamp.day_buckets, european.day_buckets, month.day_buckets] == [1000, 0, 0]  # only stamp has times
-    assert metadata.shape == (3 * (dates.DATE_FEATURES + 1) + 2,) and len(metadata.mean) == metadata.shape[0]
+    assert stamp.day_count == european.day_count == month.day_count == 0  # times, but about one row a day
+    assert metadata.shape == (3 * (dates.DATE_FEATURES + 1) + 1,) and len(metadata.mean) == metadata.shape[0]
     every_day = (days - np.datetime64("1970-01-01")).astype(float)
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
-    assert "stamp (date '%Y-%m-%d', 0 frequent values, its days as categories)" in caplog.text
-    assert "days" not in caplog.text.split("european (date ")[1].split(")")[0]  # dates without times of day
+    assert "stamp (date '%Y-%m-%d', 0 frequent values)" in caplog.text
+
+
+def test_a_timestamp_with_many_rows_a_day_gets_its_training_days_as_categories(tmp_path, caplog):
+    rows = [f"2013-03-{1 + i % 20:02d} {i % 24:02d}:00,2013-03-{1 + i % 20:02d},{'ab'[i % 2]}" for i in range(600)]
+    source = write(tmp_path / "t.csv", "stamp,day,label", rows)
+    with caplog.at_level(logging.INFO):
+        stamp, day = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns
+    assert (stamp.first_day, stamp.day_count, day.day_count) == (15765, 20, 0)  # 2013-03-01 to 20; dates alone: none
+    assert "stamp (date '%Y-%m-%d', 116 frequent values, its 20 days as categories)" in caplog.text
 
 
 def test_the_flags_name_date_columns_and_their_format(tmp_path):

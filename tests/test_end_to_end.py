@@ -35,14 +35,20 @@ def test_training_writes_checkpoints_metrics_and_exports(trained_job):
     # The best export is a copy of the latest exporter's export of the same checkpoint: same version, same bytes.
     best = latest_export(Config(job_dir=job_dir), "best")
     latest = os.path.join(job_dir, "export", "latest", os.path.basename(best))
-    for folder, _, files in os.walk(latest):
-        for name in files:
-            copy = os.path.join(best, os.path.relpath(folder, latest), name)
-            with open(os.path.join(folder, name), "rb") as original, open(copy, "rb") as copied:
-                assert original.read() == copied.read()
+    assert file_contents(latest) == file_contents(best) and "saved_model.pb" in file_contents(best)
     assert f"Exported {best} (a copy of {latest})" in result.stderr
     assert f"accuracy:       {metrics['accuracy']:.4f}" in result.stdout
     assert "is deprecated" not in result.stderr
+
+
+def file_contents(folder: str) -> dict[str, bytes]:
+    """Every file under `folder`, by its path within it."""
+    found = {}
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(directory, name), "rb") as file:
+                found[os.path.relpath(os.path.join(directory, name), folder)] = file.read()
+    return found
 
 
 @pytest.mark.slow

@@ -192,11 +192,14 @@ def test_a_numeric_block_of_another_length_than_its_rows_is_refused(tmp_path):
         decode_record(shifted[0].SerializeToString(), metadata)
 
 
-@pytest.mark.parametrize("name", [LABEL_KEY, tables.NUMERIC_KEY, "review" + tables.LENGTHS])
+@pytest.mark.parametrize("name", [LABEL_KEY, tables.NUMERIC_KEY, "review" + tables.LENGTHS, "hired" + tables.DAY])
 def test_a_column_named_as_the_records_features_is_refused(tmp_path, name):
     source = write_table(tmp_path / "t.csv", header=HEADER.replace("hours", name))
-    with pytest.raises(UserError, match=f"a feature column is named '{name}', a name the records reserve"):
+    with pytest.raises(UserError, match=f"a column is named '{name}', a name the records reserve"):
         build(tmp_path, source)
+    as_key = f"a column is named '{name}', a name the records reserve|named as the records' labels"
+    with pytest.raises(UserError, match=as_key):  # as the key column too
+        build(tmp_path, source, options={"key": name})
 
 
 def test_unseen_and_rare_values_share_the_out_of_vocabulary_index(tmp_path):

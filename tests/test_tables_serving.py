@@ -30,10 +30,10 @@ def census_like(rows: int, seed: int = 0) -> str:
     work = rng.choice(["Private", "Self-emp", "State-gov", "?"], rows)
     age = rng.integers(18, 80, rows)
     hours = np.where(rng.random(rows) < 0.1, "NA", rng.integers(10, 60, rows).astype(str))
-    hired = np.datetime64("2000-01-01") + rng.integers(0, 24 * 365, rows)
+    hired = np.datetime64("2000-01-01") + rng.integers(0, 40, rows)  # 40 days: each its own category too
     when = [str(day) + (" 09:30" if i % 3 else "") if i % 17 else "" for i, day in enumerate(hired)]
     badge = [f"b-{n}" for n in rng.zipf(1.3, rows) % 500]
-    rich = (age > 40) & (work != "State-gov") | (hours == "NA") | (hired < np.datetime64("2003-01-01"))
+    rich = (age > 40) & (work != "State-gov") | (hours == "NA") | (hired < np.datetime64("2000-01-06"))
     lines = [",".join(map(str, row)) for row in zip(age, work, hours, when, badge)]
     lines = [f"{line},{'>50K' if r else '<=50K'}" for line, r in zip(lines, rich)]
     return "\n".join(["age,workclass,hours,hired,badge,income", *lines]) + "\n"
@@ -65,9 +65,11 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert any("/wide_1/" in name for name in variables)  # its linear weights
     assert any("/cross_0/" in name for name in variables) and any("/cross_1/" in name for name in variables)
     assert any("/wide_buckets/" in name for name in variables)
-    assert any("/embedding_16/" in name for name in variables)  # the badges (after hired's 13 numbers): hashed
+    assert any("/embedding_16/" in name for name in variables)  # hired's days (its 14th number)
+    assert any("/embedding_17/" in name for name in variables)  # the badges (after hired's 14 numbers): hashed
     columns = {column.name: column for column in table_job_metadata(config).columns}
     assert columns["hired"].kind == tables.DATE and columns["hired"].date_format == "%Y-%m-%d"
+    assert columns["hired"].day_count == 40 and columns["hired"].first_day == 10957  # 2000-01-01 to 02-09
     assert columns["badge"].hash_buckets > 0
     report = (Path(config.job_dir) / "report.md").read_text()  # a binary label: its curves and thresholds
     assert "## Thresholds (class 1 is positive)" in report and "roc_and_precision_recall.png" in report
@@ -115,7 +117,7 @@ def _missing(value) -> bool:
 def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_errors(table_job):
     config, _, _ = table_job
     model = Model(latest_export(config, "latest"))
-    full = {"age": 60, "workclass": "Private", "hours": 40, "hired": "2020-05-01T10:00:00Z", "badge": "b-1"}
+    full = {"age": 60, "workclass": "Private", "hours": 40, "hired": "2000-01-20T10:00:00Z", "badge": "b-1"}
     never_seen = {"age": 60, "workclass": "Astronaut", "hired": "1 May 2020", "badge": "b-never-seen"}
     answers = model.predict(
         "serving_default", [full, never_seen, {"age": None, "workclass": "NA", "hours": "?", "hired": None}]

@@ -75,7 +75,8 @@ class ExportsOnce:
 
 def copy_export(source: str, folder: str) -> str:
     """The SavedModel `source` copied to `folder`/its version, through a temporary folder renamed when
-    whole, as the Estimator writes its exports (so TF Serving never loads half of one)."""
+    whole, as the Estimator writes its exports (on local disk TF Serving never sees half of one; on gs://,
+    where a rename copies object by object, no more so than with the Estimator's own exports)."""
     version = posixpath.basename(source.rstrip("/"))
     temporary, target = posixpath.join(folder, f"temp-{version}"), posixpath.join(folder, version)
     for directory, _, files in tf.io.gfile.walk(source):

@@ -199,12 +199,9 @@ class Category(NamedTuple):
     """One category index of a row's vector: a categorical or date column's value, or a timestamp's day."""
 
     place: int  # where it is in the vector
-    name: str  # its column's name; a day's: the name + DAY
+    name: str  # its column's name; a day's: the name + tables.DAY
     size: int  # how many indices it has
     labels: Callable[[], list[str]]  # what each index stands for (Column.index_labels, Column.day_labels)
-
-
-DAY = "/day"
 
 
 def categorical_inputs(metadata: Metadata) -> list[Category]:
@@ -214,8 +211,8 @@ def categorical_inputs(metadata: Metadata) -> list[Category]:
         if column.category_slot is not None:
             found.append(Category(start + column.category_slot, column.name, column.size, column.index_labels))
         if column.day_slot is not None:
-            days = column.day_buckets + 1
-            found.append(Category(start + column.day_slot, column.name + DAY, days, column.day_labels))
+            days = column.day_count + 1
+            found.append(Category(start + column.day_slot, column.name + tables.DAY, days, column.day_labels))
     return found
 
 
@@ -237,8 +234,8 @@ class LinearPart(layers.Layer):
     date) column's index, in each numeric column's quantile bucket (its boundaries from metadata.json;
     missing values a bucket of their own; see bucketed_columns), and in each hashed cross of --crosses.
     Each categorical column's weights are an embedding as wide as the classes: its one-hot times a matrix,
-    without making the one-hot. The buckets of every numeric column are one searchsorted and one matrix
-    product (BucketWeights), however many columns there are."""
+    without making the one-hot. The buckets of the numeric columns are one searchsorted and one matrix
+    product (BucketWeights), however many columns there are, up to BUCKETED_MAX."""
 
     def __init__(self, settings: ModelSettings, metadata: Metadata, categorical: list, penalty):
         super().__init__(name="linear")

@@ -104,7 +104,8 @@ def _one_key_each(keys: tf.Tensor, examples: tf.Tensor) -> tf.Tensor:
 def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
     """Tables: `serving_default` takes one input a column, named as in the header (float32 for a
     numeric column, NaN for missing; a string for a categorical one); `examples:serving_default`
-    takes tf.Examples of one feature a column (a feature left out is a missing value), and
+    takes tf.Examples of one feature a column (a feature left out is a missing value; without text
+    columns, the numbers may come as one block, as a record of one row holds them), and
     `csv_lines:serving_default` CSV lines of the columns in metadata.json's order. All three go
     through tables.to_vector, as training does. A table with a key column (--key-column) takes each
     row's key too (an input, a feature, the first field of a CSV line) and returns it as `key`."""
