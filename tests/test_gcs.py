@@ -77,7 +77,7 @@ def test_preprocessing_to_gcs_is_byte_identical_to_local(gcs_server, digits_dir)
     assert_same_dataset(objects(gcs_server, prefix), local_files(digits_dir))
 
 
-def write_raw(source: str, folder) -> str:
+def write_raw(source: str, folder, mnist_images: int = 40) -> str:
     """A small raw input of each kind; returns the --input path relative to `folder`."""
     rng = np.random.default_rng(0)
     os.makedirs(folder)
@@ -109,7 +109,8 @@ def write_raw(source: str, folder) -> str:
         np.savez(folder / "a.npz", x=rng.integers(0, 255, (60, 5, 5), dtype=np.uint8), y=np.arange(60) % 2)
         return "a.npz"
     if source == "mnist":
-        images, labels = rng.integers(0, 255, (40, 28, 28), dtype=np.uint8), np.arange(40) % 10
+        images = rng.integers(0, 255, (mnist_images, 28, 28), dtype=np.uint8)
+        labels = np.arange(mnist_images) % 10
         for name, array, code in (("images-idx3", images, 3), ("labels-idx1", labels, 1)):
             header = bytes([0, 0, 8, code]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
             (folder / f"t10k-{name}-ubyte.gz").write_bytes(gzip.compress(header + array.astype(np.uint8).tobytes()))
