@@ -15,6 +15,10 @@ class UserError(Exception):
     """
 
 
+class NotFound(UserError):
+    """A file or Cloud Storage object that is not there."""
+
+
 _NOISE = ("Graph execution error", "Detected at node", "<stack traces", "File ", "Node:", "[[")
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from dataformat.errors import UserError
+from dataformat.errors import NotFound, UserError
 
 SCHEME = "gs://"
 UPLOAD_CHUNK_BYTES = 8 * 2**20  # resumable-upload chunk: a multiple of 256 KiB, as the API requires
@@ -64,7 +64,7 @@ def check_credentials() -> None:
 def _http_error(path: str, status: int) -> UserError:
     """The message for an HTTP status that retrying will not fix."""
     if status == 404:
-        return UserError(f"{path}: not found (404); does the bucket exist?")
+        return NotFound(f"{path}: not found (404); does the bucket exist?")
     if status == 403:
         return UserError(f"{path}: permission denied (403); check the account's roles on the bucket")
     if status == 401:

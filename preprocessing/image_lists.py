@@ -9,7 +9,7 @@ PATH is a gs:// URI or a local path (relative to the list's folder). ML_USE `tra
 the training split, `validation` and `test` in evaluation; without it (or `unassigned`) the image is split
 as any other example. A line without a label (Vertex AI keeps unlabelled images in a dataset) is left out,
 with a count in the log. Images are decoded later, in the shard writers, where a missing or broken one
-stops the run in one line naming the list's file and line and the image.
+is skipped and named (the list's file and line, and the image), up to writer.MAX_BROKEN_SHARE of them.
 """
 
 from __future__ import annotations

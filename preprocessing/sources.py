@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from dataformat import storage
-from dataformat.errors import UserError
+from dataformat.errors import NotFound, UserError
 from dataformat.schema import IMAGE_SUFFIXES
 
 PILLOW_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing decodes: TensorFlow's formats, and WebP
@@ -165,10 +165,15 @@ def read_npz(path: str | None, options: SourceOptions) -> RawData:
 GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")  # Pillow's one-channel modes (LA: with alpha)
 
 
+class BrokenImage(UserError):
+    """An image that is missing or does not decode. The shard writers skip it, with a count, up to
+    writer.MAX_BROKEN_SHARE of the images; anything else wrong (a refused read, no credentials) stops."""
+
+
 @contextlib.contextmanager
 def _opened_image(path: str, where: str = "") -> Iterator:
     """The image at `path` (local or gs://), opened with Pillow; a file that is missing or does not decode,
-    now or while it is used, is a UserError naming it (after `where`, e.g. an image list's file and line)."""
+    now or while it is used, is a BrokenImage naming it (after `where`, e.g. an image list's file and line)."""
     from PIL import Image, UnidentifiedImageError
 
     named = f"{where}: {path}" if where else path
@@ -176,13 +181,15 @@ def _opened_image(path: str, where: str = "") -> Iterator:
         with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
             yield image
     except FileNotFoundError:
-        raise UserError(f"{named}: no such image file") from None
-    except UserError as error:  # Cloud Storage's own line: a missing object, a refused read
+        raise BrokenImage(f"{named}: no such image file") from None
+    except NotFound as error:  # Cloud Storage's own line
+        raise BrokenImage(f"{where}: {error}" if where else str(error)) from None
+    except UserError as error:  # Cloud Storage's own line: a refused read, no credentials
         raise UserError(f"{where}: {error}" if where else str(error)) from None
     except UnidentifiedImageError:
-        raise UserError(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
+        raise BrokenImage(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
     except (OSError, ValueError) as error:  # truncated or damaged image data
-        raise UserError(f"{named}: cannot decode image ({error})") from None
+        raise BrokenImage(f"{named}: cannot decode image ({error})") from None
 
 
 def _eight_bit(image):

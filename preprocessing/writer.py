@@ -41,7 +41,7 @@ from dataformat.schema import (
     encode_record,
 )
 from dataformat.tfrecord import frame
-from preprocessing.sources import RawData
+from preprocessing.sources import BrokenImage, RawData
 from preprocessing.split import shard_name, split_indices
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,12 @@ MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
 # to decode per process.
 EXAMPLES_PER_WORKER = 50_000
 STATS_BLOCK = 1024  # examples a shard writer loads and sums at a time
+# Images that are missing or do not decode are skipped, with a count and the first few named, while they are
+# at most this share of the images: a photo deleted from a bucket should not cost a rerun of a long
+# conversion. More (a wrong path prefix, a wrong bucket) stops the run, within the first BROKEN_FLOOR of a shard.
+MAX_BROKEN_SHARE = 0.01
+BROKEN_FLOOR = 10
+SHOWN_BROKEN = 3
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Shards, metadata, their temporary names while being written (see storage.temporary_name), and
 # the Beam runner's statistics of each shard.
@@ -96,6 +102,8 @@ class ShardResult:
     sums: np.ndarray
     squares: np.ndarray
     count: int
+    broken: tuple[str, ...] = ()  # the images skipped (writer.MAX_BROKEN_SHARE), each named in one line
+    broken_labels: tuple[int, ...] = ()  # their labels
 
 
 @contextlib.contextmanager
@@ -116,27 +124,56 @@ def write_shard(task: ShardTask, report: Callable[[int], object]) -> ShardResult
     """Writes one shard atomically, `task.examples_per_record` examples a record; calls
     `report(n)` as examples are written."""
     sums = squares = 0
-    count = 0
+    count = written = 0
+    broken, broken_labels = [], []
     per_record = task.examples_per_record
     block = per_record * max(1, STATS_BLOCK // per_record)  # examples loaded and counted together
     with shard_output(task.path, task.compression) as (out, counted):
         for start in range(0, len(task.labels), block):
-            data, labels = _load(task, start, start + block), task.labels[start : start + block]
+            data, kept = _load(task, start, start + block, broken)
+            labels = task.labels[start : start + block]
+            broken_labels += labels[np.setdiff1d(np.arange(len(labels)), kept)].tolist()
+            report(len(labels))
+            if not len(kept):
+                continue
+            labels, keys = labels[kept], [task.keys[start + i] for i in kept] if task.keys else ()
             for at in range(0, len(labels), per_record):
-                keys = task.keys[start + at : start + at + per_record]
-                record = encode_record(data[at : at + per_record], labels[at : at + per_record], keys, task.key_name)
+                record = encode_record(
+                    data[at : at + per_record], labels[at : at + per_record], keys[at : at + per_record], task.key_name
+                )
                 out.write(frame(record))
             # Integers sum exactly, so every runner and worker count gets the same statistics.
             values = data.reshape(-1, data.shape[-1]).astype(np.int64 if data.dtype == np.uint8 else np.float64)
             sums, squares = sums + values.sum(0), squares + np.einsum("ij,ij->j", values, values)
-            count += len(values)
-            report(len(labels))
-    return ShardResult(task.path, len(task.labels), counted.bytes, np.asarray(sums), np.asarray(squares), count)
+            count, written = count + len(values), written + len(labels)
+    sums, squares = np.asarray(sums), np.asarray(squares)
+    return ShardResult(task.path, written, counted.bytes, sums, squares, count, tuple(broken), tuple(broken_labels))
 
 
-def _load(task: ShardTask, start: int, stop: int) -> np.ndarray:
+def _load(task: ShardTask, start: int, stop: int, broken: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
+    """(items start:stop decoded, None if none decodes; which of them those are). Each broken image adds its
+    line to `broken`, the shard's so far."""
     items = task.items[start:stop]
-    return np.stack([task.load(item) for item in items]) if task.load else np.asarray(items)
+    if not task.load:
+        return np.asarray(items), np.arange(len(items))
+    decoded, kept = [], []
+    for i, item in enumerate(items):
+        try:
+            decoded.append(task.load(item))
+            kept.append(i)
+        except BrokenImage as error:
+            broken.append(str(error))
+            check_broken(broken, start + i + 1)
+    return (np.stack(decoded) if decoded else None), np.array(kept, dtype=np.int64)
+
+
+def check_broken(broken: Sequence[str], tried: int) -> None:
+    """Stops once more than BROKEN_FLOOR and MAX_BROKEN_SHARE of the `tried` images are broken."""
+    if len(broken) > max(BROKEN_FLOOR, MAX_BROKEN_SHARE * tried):
+        raise UserError(
+            f"{broken[0]}; and {len(broken) - 1} more of {tried} images could not be read, more than "
+            f"{MAX_BROKEN_SHARE:.0%}: are the paths right?"
+        )
 
 
 _progress: multiprocessing.Queue | None = None
@@ -347,11 +384,13 @@ def write_metadata(
 ) -> Metadata:
     """Writes `metadata.json` for the written shards, last: from now on the dataset is whole."""
     mean, std = _normalization(by_split["train"])
+    results = [result for split in by_split.values() for result in split]
+    skipped = _skipped_per_class(results, len(data.labels), len(data.class_names))
     metadata = Metadata(
         shape=data.shape,
         dtype=data.dtype,
         class_names=data.class_names,
-        class_counts=tuple(np.bincount(data.labels, minlength=len(data.class_names)).tolist()),
+        class_counts=tuple((np.bincount(data.labels, minlength=len(data.class_names)) - skipped).tolist()),
         splits={
             split: SplitInfo(
                 examples=sum(r.examples for r in results),
@@ -370,6 +409,17 @@ def write_metadata(
     )
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata
+
+
+def _skipped_per_class(results: list[ShardResult], total: int, classes: int) -> np.ndarray:
+    """Stops if too many of the `total` images are broken, or says which were skipped; how many of each class were."""
+    broken = [line for result in results for line in result.broken]
+    check_broken(broken, total)
+    if broken:
+        shown = "; ".join(broken[:SHOWN_BROKEN]) + ("; ..." if len(broken) > SHOWN_BROKEN else "")
+        log.warning("Skipped %d of %d images, missing or not decodable: %s", len(broken), total, shown)
+    labels = [label for result in results for label in result.broken_labels]
+    return np.bincount(np.array(labels, dtype=np.int64), minlength=classes)
 
 
 def key_fields(data: RawData, indices: np.ndarray) -> dict:

@@ -17,7 +17,7 @@ from dataformat.schema import decode_record
 from preprocessing.cli import main as preprocess
 from preprocessing.image_lists import read_list
 from preprocessing.sources import SourceOptions, read_images
-from preprocessing.writer import build_dataset
+from preprocessing.writer import build_dataset, check_broken
 
 # (file name, Pillow mode, size): every format and mode a photo collection holds, in several sizes
 IMAGES = [
@@ -108,6 +108,8 @@ def test_a_jsonl_list_of_gcs_uris(photos, tmp_path, gcs_server, monkeypatch):
         if index < 2:
             item["dataItemResourceLabels"] = {"aiplatform.googleapis.com/ml_use": "test"}
         lines.append(json.dumps(item))
+    gone = {"imageGcsUri": f"gs://{BUCKET}/photos/gone.png", "classificationAnnotation": {"displayName": "a"}}
+    lines.append(json.dumps(gone))  # an object not there (404): skipped, named
     bucket.blob("photos/list.jsonl").upload_from_string("\n".join(lines))
     argv = ["--source", "images", "--input", f"gs://{BUCKET}/photos/list.jsonl", "--output", str(tmp_path / "data")]
     assert preprocess([*argv, "--image-size", "16x16", "--workers", "1"]) == 0
@@ -116,23 +118,42 @@ def test_a_jsonl_list_of_gcs_uris(photos, tmp_path, gcs_server, monkeypatch):
     assert {red_of(0), red_of(1)} <= reds["eval"] and len(reds["train"] | reds["eval"]) == 6
 
 
+def convert_list(photos, tmp_path, lines: list[str]) -> int:
+    """qt-preprocess's exit code on an image list of six good images, then `lines`."""
+    (photos / "broken.png").write_bytes((photos / "a.png").read_bytes()[:40])  # a truncated PNG
+    good = [f"{name},{'warm' if i % 2 else 'cold'}" for i, (name, _, _) in enumerate(IMAGES[:6])]
+    (photos / "list.csv").write_text("\n".join([*good, *lines]) + "\n")
+    argv = ["--source", "images", "--input", str(photos / "list.csv"), "--output", str(tmp_path / "data")]
+    return preprocess([*argv, "--workers", "1", "--image-size", "8x8"])
+
+
+def test_a_missing_or_broken_image_is_skipped_and_named_by_list_line_and_path(photos, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        assert convert_list(photos, tmp_path, ["missing.png,warm", "broken.png,cold"]) == 0
+    (line,) = [record.getMessage() for record in caplog.records if "Skipped" in record.getMessage()]
+    assert re.search(r"Skipped 2 of 8 images.*list.csv line 7: .*missing.png: no such image file", line), line
+    assert re.search(r"list.csv line 8: .*broken.png: cannot decode image", line), line
+    metadata = json.loads((tmp_path / "data" / "metadata.json").read_text())
+    assert sum(split["examples"] for split in metadata["splits"].values()) == 6
+    assert metadata["class_counts"] == [3, 3]  # the six good images; the skipped ones are not counted
+
+
 @pytest.mark.parametrize(
-    "text, message",
+    "lines, message",
     [
-        ("missing.png,warm\n", "list.csv line 7: .*missing.png: no such image file"),
-        ("broken.png,warm\n", "list.csv line 7: .*broken.png: cannot decode image"),
-        ("a.png,cold,warm\n", "list.csv line 7: expected \\[ML_USE,\\]PATH,LABEL"),
+        (
+            [f"missing-{i}.png,warm" for i in range(11)],
+            r"list.csv line \d+: .*missing-\d+.png: no such image file; and 10 more of 17 images could not be read",
+        ),
+        (["a.png,cold,warm"], "list.csv line 7: expected \\[ML_USE,\\]PATH,LABEL"),
     ],
 )
-def test_a_missing_or_broken_image_is_named_by_list_line_and_path(photos, tmp_path, caplog, text, message):
-    (photos / "broken.png").write_bytes((photos / "a.png").read_bytes()[:40])  # a truncated PNG
-    good = "".join(f"{name},{'warm' if i % 2 else 'cold'}\n" for i, (name, _, _) in enumerate(IMAGES[:6]))
-    (photos / "list.csv").write_text(good + text)
-    argv = ["--source", "images", "--input", str(photos / "list.csv"), "--output", str(tmp_path / "data")]
+def test_many_broken_images_or_a_bad_line_stop_the_run_in_one_line(photos, tmp_path, caplog, lines, message):
     with caplog.at_level(logging.ERROR):
-        assert preprocess([*argv, "--workers", "1", "--image-size", "8x8"]) == 2
+        assert convert_list(photos, tmp_path, lines) == 2
     (line,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert re.search(message, line), line
+    assert not (tmp_path / "data" / "metadata.json").exists()
 
 
 def test_jsonl_mistakes_name_the_line(tmp_path):
@@ -149,14 +170,25 @@ def test_jsonl_mistakes_name_the_line(tmp_path):
         read_list(str(path))
 
 
-def test_beam_keeps_ml_use(photos, tmp_path):
+def test_beam_keeps_ml_use_and_skips_the_same_broken_image(photos, tmp_path):
     pytest.importorskip("apache_beam")
     from preprocessing.beam import build_dataset_with_beam
 
     lines = [f"{'test,' if i < 3 else ''}{name},{'warm' if i % 2 else 'cold'}" for i, (name, _, _) in enumerate(IMAGES)]
-    (photos / "list.csv").write_text("\n".join(lines) + "\n")
+    (photos / "list.csv").write_text("\n".join([*lines, "missing.png,cold"]) + "\n")
     data = read_images(str(photos / "list.csv"), SourceOptions(image_size=(8, 8)))
-    build_dataset(data, str(tmp_path / "local"), source="images", workers=1)
-    build_dataset_with_beam(data, str(tmp_path / "beam"), source="images", pipeline_args=["--runner", "DirectRunner"])
+    local = build_dataset(data, str(tmp_path / "local"), source="images", workers=1)
+    beam = build_dataset_with_beam(
+        data, str(tmp_path / "beam"), source="images", pipeline_args=["--runner", "DirectRunner"]
+    )
     assert eval_reds(tmp_path / "beam") == eval_reds(tmp_path / "local")
     assert {red_of(i) for i in range(3)} <= eval_reds(tmp_path / "local")["eval"]
+    assert beam.class_counts == local.class_counts and sum(local.class_counts) == len(IMAGES)
+
+
+def test_broken_images_stop_past_ten_and_one_percent_of_those_tried():
+    check_broken(["x"] * 10, tried=10)
+    check_broken(["x"] * 20, tried=2000)
+    for broken, tried in ((11, 11), (21, 2000)):
+        with pytest.raises(UserError, match=f"x; and {broken - 1} more of {tried} images could not be read"):
+            check_broken(["x"] * broken, tried)
