@@ -277,7 +277,7 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
     columns = metadata.columns
     texts = [column for column in columns if column.kind == tables.TEXT]
     weights = [metadata.weight_column] if metadata.weight_column else []
-    numeric = [column for column in columns if column.kind == tables.NUMERIC]
+    numeric = tables.numeric_columns(columns)
     block = numeric and metadata.format_version >= NUMERIC_BLOCK_SINCE
     stored = [column for column in columns if not (block and column.kind == tables.NUMERIC)]
     keys = [tables.NUMERIC_KEY] * bool(block) + [column.name for column in stored]
@@ -326,7 +326,7 @@ def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
 
     if metadata.is_table:  # one parse op for every column (see _parse_table_records); one left out is missing
         columns = metadata.columns
-        numeric = [column.name for column in columns if column.kind == tables.NUMERIC]
+        numeric = [column.name for column in tables.numeric_columns(columns)]
         # The numbers come a feature a column, or as one block, as a record of one row holds them.
         keys = [column.name for column in columns] + [tables.NUMERIC_KEY] * bool(numeric)
         nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column

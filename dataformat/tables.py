@@ -376,7 +376,7 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
 
     # The numeric columns as one block, the others a part each; then one gather puts every number at
     # its place in the vector.
-    numeric = [column for column in columns if column.kind == NUMERIC]
+    numeric = numeric_columns(columns)
     parts = [numeric_block(values, numeric)] if numeric else []
     for column in columns:
         if column.kind == CATEGORICAL:
@@ -399,6 +399,11 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     if places == sorted(places):
         return found
     return tf.gather(found, np.argsort(places), axis=1)
+
+
+def numeric_columns(columns: tuple[Column, ...]) -> list[Column]:
+    """The numeric columns, in their order in the block that records hold (NUMERIC_KEY)."""
+    return [column for column in columns if column.kind == NUMERIC]
 
 
 def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
@@ -462,7 +467,7 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = ""
     names = [key] * bool(key) + [column.name for column in columns]
     empty = tf.constant([""])  # one default for every field: a constant each would add an op a column
     fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[empty] * len(names))))
-    numeric = [column.name for column in columns if column.kind == NUMERIC]
+    numeric = [column.name for column in numeric_columns(columns)]
     if numeric:  # one block of ops for every numeric column, however many there are
         fields[NUMERIC_KEY] = numbers(tf.stack([fields.pop(name) for name in numeric], axis=1))
     return fields
@@ -473,7 +478,7 @@ def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
     predictions from shards); raises KeyError or ValueError on a malformed one."""
     features = example.features.feature
     values = {}
-    numeric = [column.name for column in columns if column.kind == NUMERIC]
+    numeric = [column.name for column in numeric_columns(columns)]
     if numeric and NUMERIC_KEY in features:  # the block (version 6 and older: a feature a column, as below)
         block = features[NUMERIC_KEY]
         if block.WhichOneof("kind") != "float_list" or len(block.float_list.value) % len(numeric):
