@@ -67,7 +67,7 @@ class Size:
     lifecycle_train_steps: int  # --train-steps of each run of benchmarks/lifecycle.py
     lifecycle_eval_steps: int  # its runs evaluate every this many steps
     lifecycle_seeds: int  # seeds of its from-scratch and warm-started runs
-    photo_seeds: int  # seeds of each accuracy run of benchmarks/photos.py
+    photo_folds: int  # folds of benchmarks/photos.py's accuracy runs, of its FOLDS (each trains each --augment)
     photo_trainer_flags: tuple[str, ...]  # added to its trainer.task runs
     photo_speed_batches: tuple[int, int]  # its speed runs: batches of warm-up, then timed batches
 
@@ -121,7 +121,7 @@ SIZES = {
         lifecycle_train_steps=2000,  # the trainer's default
         lifecycle_eval_steps=100,
         lifecycle_seeds=3,
-        photo_seeds=2,
+        photo_folds=4,
         photo_trainer_flags=(),
         photo_speed_batches=(20, 100),
     ),
@@ -158,7 +158,7 @@ SIZES = {
         lifecycle_train_steps=40,
         lifecycle_eval_steps=20,
         lifecycle_seeds=1,
-        photo_seeds=1,
+        photo_folds=1,
         photo_trainer_flags=("--train-steps", "20"),
         photo_speed_batches=(2, 4),
     ),

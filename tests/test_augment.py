@@ -29,7 +29,8 @@ def test_photos_are_cropped_digits_and_vectors_are_not():
     assert augment.resolve("auto", _metadata((64, 48, 3))) == "crop"
     assert augment.resolve("auto", _metadata((28, 28, 1))) == "none"
     assert augment.resolve("auto", _metadata((8, 8, 3))) == "none"
-    assert augment.input_size("crop", _metadata((256, 256, 3))) == (224, 224)
+    assert augment.input_size("crop", _metadata((256, 256, 3))) == augment.input_size("shift", _metadata((256, 256, 3)))
+    assert augment.input_size("shift", _metadata((256, 256, 3))) == (224, 224)
     with pytest.raises(UserError, match="--augment crop: augmentation is for images"):
         augment.resolve("crop", _metadata((16,), "float32"))
 
@@ -51,6 +52,27 @@ def test_random_crops_cover_the_area_and_ratio_ranges_and_half_are_flipped():
     trained, evaluated = layer(tf.constant(images), training=True), layer(tf.constant(images), training=False)
     assert trained.shape == evaluated.shape == (4000, 7, 7, 1)
     np.testing.assert_array_equal(evaluated.numpy()[0], evaluated.numpy()[1])  # the center crop: always the same
+
+
+def test_a_shift_is_a_window_of_exact_pixels_at_every_place_with_half_flipped():
+    """Each training image is the stored image's window of the input size at a whole-pixel place (or its
+    mirror), every place is drawn, and the center window is what evaluation takes."""
+    count, side, size = 3000, 12, (10, 9)
+    stored = np.random.default_rng(0).integers(0, 256, (side, side + 1, 1)).astype(np.uint8)
+    layer = augment.Augment("shift", size, seed=5)
+    trained = layer(tf.constant(np.repeat(stored[None], count, 0)), training=True).numpy()
+    windows = {(top, left): stored[top : top + size[0], left : left + size[1]].astype(np.float32)
+               for top in range(side - size[0] + 1) for left in range(side + 1 - size[1] + 1)}  # fmt: skip
+    places, flips = [], []
+    for image in trained:
+        found = [(place, flip) for place, window in windows.items() for flip in (False, True)
+                 if np.abs(image - (window[:, ::-1] if flip else window)).max() < 1e-3]  # fmt: skip
+        assert found, "a shifted image that is no window of the stored one"
+        places.append(found[0][0])
+        flips.append(found[0][1])
+    assert set(places) == set(windows) and np.mean(flips) == pytest.approx(0.5, abs=0.05)
+    evaluated = layer(tf.constant(stored[None]), training=False).numpy()[0]
+    np.testing.assert_array_equal(evaluated, windows[(1, 2)])  # (12 - 10) // 2, (13 - 9) // 2
 
 
 def write_photos(root, side: int, per_class: int, suffix: str) -> None:

@@ -217,8 +217,13 @@ def test_lifecycle_benchmark(benchmarks_run):
 def test_photos_benchmark(benchmarks_run):
     result = read_result(benchmarks_run, "photos")
     scores = result["accuracy"]
-    assert scores["train"] > 0 and scores["eval"] > 0 and 0 <= scores["logistic_regression"] <= 1
-    assert len(scores["ours_augmented"]) == len(scores["ours_none"]) == SIZES["tiny"].photo_seeds
+    assert len(scores["folds"]) == SIZES["tiny"].photo_folds
+    for fold in scores["folds"]:
+        assert fold["train"] > 2 * fold["eval"] > 0  # a quarter of each class in evaluation, rounded up
+        assert all(0 <= fold[run] <= 1 for run in ("shift", "crop", "none", "logistic_regression"))
+    assert scores["pooled"]["none"] == pytest.approx(scores["folds"][0]["none"])  # one fold: its own figure
+    assert result["gflops"]["ResNet-50"] == pytest.approx(7.8, rel=0.05)  # its published 3.9 G multiply-adds
+    assert 0 < result["gflops"]["default CNN"] < result["gflops"]["ResNet-50"]
     assert [row["feed"].split(",")[0] for row in result["speed"]["rows"]] == ["queue", "queue", "tf.data", "tf.data"]
     assert all(positive(row["images_per_second"]) for row in result["speed"]["rows"])
     assert result["speed"]["pixel_bytes_per_image"] > result["speed"]["jpeg_bytes_per_image"] > 0

@@ -87,9 +87,10 @@ class Config:
     )
     augment: str = _option(
         "auto",
-        "photos only: none, flip (a random horizontal flip), or crop (a random crop of 5-100%% of the stored image, "
-        "resized to the model's input of 87.5%% of each side, then a flip; evaluation and serving take the center "
-        "crop); auto: crop for photos (3 channels, 32 pixels a side or more), none for digit-like data",
+        "photos only: none; flip (a random horizontal flip); shift (a window of the model's input, 87.5%% of each "
+        "stored side, at a random place, then a flip); or crop (a random box of 5-100%% of the stored image, "
+        "resized to the model's input, then a flip). With shift and crop, evaluation and serving take the center "
+        "window. auto: crop for photos (3 channels, 32 pixels a side or more), none for digit-like data",
     )
     data_format: str = _option("auto", "channels_first, channels_last, or auto (channels_first on a GPU)")
     crosses: str = _option(
