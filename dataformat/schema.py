@@ -82,7 +82,8 @@ class Metadata:
     std: tuple[float, ...]
     source: str = ""
     compression: str = ""  # of the shards: "" or "GZIP"
-    examples_per_record: int = 1  # at most; a shard's last record may hold fewer
+    # At most; a shard's last record may hold fewer, as may one where a broken image was skipped.
+    examples_per_record: int = 1
     format_version: int = FORMAT_VERSION
     extra: dict = field(default_factory=dict)  # free-form facts about the run (seed, timings)
     # Tables: the feature columns (see tables.py) and the label column's name; empty otherwise.

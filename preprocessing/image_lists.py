@@ -9,7 +9,8 @@ PATH is a gs:// URI or a local path (relative to the list's folder). ML_USE `tra
 the training split, `validation` and `test` in evaluation; without it (or `unassigned`) the image is split
 as any other example. A line without a label (Vertex AI keeps unlabelled images in a dataset) is left out,
 with a count in the log. Images are decoded later, in the shard writers, where a missing or broken one
-is skipped and named (the list's file and line, and the image), up to writer.MAX_BROKEN_SHARE of them.
+is skipped and named (the list's file and line, and the image), up to sources.BROKEN_FLOOR or
+sources.MAX_BROKEN_SHARE of them.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def read_image_list(path: str, options: SourceOptions) -> RawData:
     if not rows:
         raise UserError(f"{path}: no labelled image")
     labels, classes = encode_labels(np.array([row.label for row in rows]), path)
-    shape = first_image_shape(rows[0].path, options.image_size, rows[0].where)
+    shape = first_image_shape([(row.path, row.where) for row in rows], options.image_size)
     uses = np.array([row.use for row in rows], dtype=np.int8)
     log.info("%s: %d images of %d classes; %d listed for training and %d for evaluation by ML_USE",
              path, len(rows), len(classes), np.sum(uses == TRAIN), np.sum(uses == EVAL))  # fmt: skip

@@ -166,8 +166,17 @@ GRAY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")  # Pillow's on
 
 
 class BrokenImage(UserError):
-    """An image that is missing or does not decode. The shard writers skip it, with a count, up to
-    writer.MAX_BROKEN_SHARE of the images; anything else wrong (a refused read, no credentials) stops."""
+    """An image that is missing or does not decode. The shard writers skip it and name it, with a count,
+    while the broken ones are at most BROKEN_FLOOR or MAX_BROKEN_SHARE of the images; anything else wrong
+    (a refused read, no credentials) stops."""
+
+
+# A photo deleted from a bucket should not cost a rerun of a long conversion: broken images are skipped
+# while they are at most BROKEN_FLOOR, or MAX_BROKEN_SHARE of all. More stop the run once every shard is
+# written; more than BROKEN_FLOOR that are also most of a shard's images so far (a wrong path prefix or
+# bucket) stop it in that shard at once.
+MAX_BROKEN_SHARE = 0.01
+BROKEN_FLOOR = 10
 
 
 @contextlib.contextmanager
@@ -180,10 +189,8 @@ def _opened_image(path: str, where: str = "") -> Iterator:
     try:
         with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
             yield image
-    except FileNotFoundError:
+    except (FileNotFoundError, NotFound):
         raise BrokenImage(f"{named}: no such image file") from None
-    except NotFound as error:  # Cloud Storage's own line
-        raise BrokenImage(f"{where}: {error}" if where else str(error)) from None
     except UserError as error:  # Cloud Storage's own line: a refused read, no credentials
         raise UserError(f"{where}: {error}" if where else str(error)) from None
     except UnidentifiedImageError:
@@ -240,14 +247,23 @@ class ImageLoader:
         return pixels
 
 
-def first_image_shape(path: str, size: tuple[int, int] | None, where: str = "") -> tuple[int, int, int]:
-    """The shape every image will have: the first image's size (or --image-size), and one
-    channel if it is grayscale, else three."""
-    with _opened_image(path, where) as image:
-        channels = 1 if image.mode in GRAY_MODES else 3
-        width, height = image.size
-    height, width = size or (height, width)
-    return (height, width, channels)
+def first_image_shape(items: Sequence, size: tuple[int, int] | None) -> tuple[int, int, int]:
+    """The shape every image will have: the first readable image's size (or --image-size), and one channel
+    if it is grayscale, else three. `items` are paths, or (path, where it was listed). Broken images before
+    it are skipped later, by the shard writers; the first's error stops the run if the first BROKEN_FLOOR + 1
+    are all broken."""
+    first = None
+    for item in items[: BROKEN_FLOOR + 1]:
+        path, where = item if isinstance(item, tuple) else (item, "")
+        try:
+            with _opened_image(path, where) as image:
+                channels = 1 if image.mode in GRAY_MODES else 3
+                width, height = image.size
+            height, width = size or (height, width)
+            return (height, width, channels)
+        except BrokenImage as error:
+            first = first or error
+    raise first
 
 
 def read_images(path: str | None, options: SourceOptions) -> RawData:
@@ -271,7 +287,7 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
         paths.extend(storage.join(storage.join(folder, name), f) for f in files)
         labels.extend([index] * len(files))
         keys.extend(f"{name}/{f}" for f in files)
-    shape = first_image_shape(paths[0], options.image_size)
+    shape = first_image_shape(paths, options.image_size)
     return RawData(
         items=paths,
         labels=np.array(labels, dtype=np.int64),

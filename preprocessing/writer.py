@@ -41,7 +41,7 @@ from dataformat.schema import (
     encode_record,
 )
 from dataformat.tfrecord import frame
-from preprocessing.sources import BrokenImage, RawData
+from preprocessing.sources import BROKEN_FLOOR, MAX_BROKEN_SHARE, BrokenImage, RawData
 from preprocessing.split import shard_name, split_indices
 
 log = logging.getLogger(__name__)
@@ -52,12 +52,7 @@ MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
 # to decode per process.
 EXAMPLES_PER_WORKER = 50_000
 STATS_BLOCK = 1024  # examples a shard writer loads and sums at a time
-# Images that are missing or do not decode are skipped, with a count and the first few named, while they are
-# at most this share of the images: a photo deleted from a bucket should not cost a rerun of a long
-# conversion. More (a wrong path prefix, a wrong bucket) stops the run, within the first BROKEN_FLOOR of a shard.
-MAX_BROKEN_SHARE = 0.01
-BROKEN_FLOOR = 10
-SHOWN_BROKEN = 3
+SHOWN_BROKEN = 3  # skipped images named in the log (sources.BrokenImage)
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Shards, metadata, their temporary names while being written (see storage.temporary_name), and
 # the Beam runner's statistics of each shard.
@@ -163,16 +158,17 @@ def _load(task: ShardTask, start: int, stop: int, broken: list[str]) -> tuple[np
             kept.append(i)
         except BrokenImage as error:
             broken.append(str(error))
-            check_broken(broken, start + i + 1)
+            tried = start + i + 1
+            check_broken(broken, tried, limit=max(BROKEN_FLOOR, tried / 2))  # mostly broken: a wrong path
     return (np.stack(decoded) if decoded else None), np.array(kept, dtype=np.int64)
 
 
-def check_broken(broken: Sequence[str], tried: int) -> None:
-    """Stops once more than BROKEN_FLOOR and MAX_BROKEN_SHARE of the `tried` images are broken."""
-    if len(broken) > max(BROKEN_FLOOR, MAX_BROKEN_SHARE * tried):
+def check_broken(broken: Sequence[str], tried: int, limit: float) -> None:
+    """Stops, naming the first broken image, once more than `limit` of the `tried` images are broken."""
+    if len(broken) > limit:
         raise UserError(
-            f"{broken[0]}; and {len(broken) - 1} more of {tried} images could not be read, more than "
-            f"{MAX_BROKEN_SHARE:.0%}: are the paths right?"
+            f"{broken[0]}; and {len(broken) - 1} more of {tried} images could not be read (more than "
+            f"{math.floor(limit)} stop the run): are the paths right?"
         )
 
 
@@ -383,9 +379,10 @@ def write_metadata(
     examples_per_record: int,
 ) -> Metadata:
     """Writes `metadata.json` for the written shards, last: from now on the dataset is whole."""
+    report_broken(by_split, len(data.labels))
     mean, std = _normalization(by_split["train"])
     results = [result for split in by_split.values() for result in split]
-    skipped = _skipped_per_class(results, len(data.labels), len(data.class_names))
+    skipped = _skipped_per_class(results, len(data.class_names))
     metadata = Metadata(
         shape=data.shape,
         dtype=data.dtype,
@@ -411,13 +408,22 @@ def write_metadata(
     return metadata
 
 
-def _skipped_per_class(results: list[ShardResult], total: int, classes: int) -> np.ndarray:
-    """Stops if too many of the `total` images are broken, or says which were skipped; how many of each class were."""
-    broken = [line for result in results for line in result.broken]
-    check_broken(broken, total)
+def report_broken(by_split: dict[str, list[ShardResult]], total: int) -> None:
+    """Stops if more than BROKEN_FLOOR and MAX_BROKEN_SHARE of the `total` images are broken, or if a split
+    was left with none; otherwise logs the skipped ones, if any."""
+    broken = [line for results in by_split.values() for result in results for line in result.broken]
+    check_broken(broken, total, limit=max(BROKEN_FLOOR, MAX_BROKEN_SHARE * total))
+    for split, results in by_split.items():
+        lines = [line for result in results for line in result.broken]
+        if lines and not sum(result.examples for result in results):
+            raise UserError(f"{lines[0]}; and every other {split} image is missing or does not decode")
     if broken:
         shown = "; ".join(broken[:SHOWN_BROKEN]) + ("; ..." if len(broken) > SHOWN_BROKEN else "")
         log.warning("Skipped %d of %d images, missing or not decodable: %s", len(broken), total, shown)
+
+
+def _skipped_per_class(results: list[ShardResult], classes: int) -> np.ndarray:
+    """How many images of each class were skipped as broken."""
     labels = [label for result in results for label in result.broken_labels]
     return np.bincount(np.array(labels, dtype=np.int64), minlength=classes)
 

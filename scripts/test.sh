@@ -7,7 +7,7 @@ bash scripts/setup.sh cpu,test,beam,plots,vertex,docs
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"  # a broken link fails
-# Two workers, each taking whole test files (their shared fixtures stay built once): on 2 cores the suite
-# took 723 s this way against about 1,000 s in one process, since most tests wait on the processes,
-# clusters and servers they start.
+# Two workers, each taking whole test files, so that a file's fixtures are built once (session ones, once
+# a worker): on 2 cores the suite took 723 s this way against about 1,000 s in one process, since most
+# tests wait on the processes, clusters and servers they start.
 exec .venv/bin/python -m pytest -n 2 --dist loadfile "$@"

@@ -50,6 +50,7 @@ def test_weights_from_a_file_and_only_the_top_blocks_train_on_two_towers(photos,
     with caplog.at_level(logging.INFO, logger="trainer"):
         experiment.run(config)
     assert "Initializing mobilenet_v2 from" in caplog.text
+    assert 'device: "/device:CPU:1"' in (tmp_path / "job" / "graph.pbtxt").read_text()  # the second tower's ops
     frozen, top = "Conv1/kernel", "Conv_1/kernel"  # the first convolution, and the last block's
     np.testing.assert_array_equal(_stored(config.job_dir, frozen), saved[frozen])
     np.testing.assert_array_equal(_stored(config.job_dir, "bn_Conv1/moving_mean"), saved["bn_Conv1/moving_mean"])

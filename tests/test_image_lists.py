@@ -13,11 +13,11 @@ import tensorflow as tf
 from PIL import Image
 
 from dataformat.errors import UserError
-from dataformat.schema import decode_record
+from dataformat.schema import Metadata, decode_record
 from preprocessing.cli import main as preprocess
 from preprocessing.image_lists import read_list
 from preprocessing.sources import SourceOptions, read_images
-from preprocessing.writer import build_dataset, check_broken
+from preprocessing.writer import ShardResult, build_dataset, report_broken
 
 # (file name, Pillow mode, size): every format and mode a photo collection holds, in several sizes
 IMAGES = [
@@ -55,8 +55,6 @@ def photos(tmp_path_factory):
 def eval_reds(output) -> dict[str, set[int]]:
     """Per split, the red levels of the images it holds (each image is one flat color)."""
     metadata = json.loads((output / "metadata.json").read_text())
-    from dataformat.schema import Metadata
-
     parsed = Metadata.from_json((output / "metadata.json").read_text(), str(output))
     found = {}
     for split, info in metadata["splits"].items():
@@ -89,7 +87,7 @@ def test_a_csv_list_with_ml_use_decides_the_split_and_reads_every_format(photos,
     assert {red_of(i) for i, (_, mode, _) in enumerate(IMAGES) if mode != "1"} <= every
 
 
-def test_a_jsonl_list_of_gcs_uris(photos, tmp_path, gcs_server, monkeypatch):
+def test_a_jsonl_list_of_gcs_uris(photos, tmp_path, gcs_server, monkeypatch, caplog):
     from gcs_emulator.server import BUCKET, client
 
     from dataformat import gcs
@@ -112,7 +110,11 @@ def test_a_jsonl_list_of_gcs_uris(photos, tmp_path, gcs_server, monkeypatch):
     lines.append(json.dumps(gone))  # an object not there (404): skipped, named
     bucket.blob("photos/list.jsonl").upload_from_string("\n".join(lines))
     argv = ["--source", "images", "--input", f"gs://{BUCKET}/photos/list.jsonl", "--output", str(tmp_path / "data")]
-    assert preprocess([*argv, "--image-size", "16x16", "--workers", "1"]) == 0
+    with caplog.at_level(logging.WARNING):
+        assert preprocess([*argv, "--image-size", "16x16", "--workers", "1"]) == 0
+    assert re.search(
+        r"Skipped 1 of 7 images.*list.jsonl line 7: gs://.*/photos/gone.png: no such image file", caplog.text
+    )
     gcs._client.cache_clear()
     reds = eval_reds(tmp_path / "data")
     assert {red_of(0), red_of(1)} <= reds["eval"] and len(reds["train"] | reds["eval"]) == 6
@@ -129,13 +131,19 @@ def convert_list(photos, tmp_path, lines: list[str]) -> int:
 
 def test_a_missing_or_broken_image_is_skipped_and_named_by_list_line_and_path(photos, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
-        assert convert_list(photos, tmp_path, ["missing.png,warm", "broken.png,cold"]) == 0
+        assert convert_list(photos, tmp_path, ["training,missing.png,warm", "training,broken.png,cold"]) == 0
     (line,) = [record.getMessage() for record in caplog.records if "Skipped" in record.getMessage()]
     assert re.search(r"Skipped 2 of 8 images.*list.csv line 7: .*missing.png: no such image file", line), line
     assert re.search(r"list.csv line 8: .*broken.png: cannot decode image", line), line
     metadata = json.loads((tmp_path / "data" / "metadata.json").read_text())
     assert sum(split["examples"] for split in metadata["splits"].values()) == 6
     assert metadata["class_counts"] == [3, 3]  # the six good images; the skipped ones are not counted
+    parsed = Metadata.from_json((tmp_path / "data" / "metadata.json").read_text(), str(tmp_path / "data"))
+    for shard in [shard for split in metadata["splits"].values() for shard in split["shards"]]:
+        for record in tf.data.TFRecordDataset(str(tmp_path / "data" / shard["file"])).as_numpy_iterator():
+            for image, label in zip(*decode_record(record, parsed)):  # each image kept its own label
+                index = round((image[..., 0].mean() - 20) / 20)  # the image's place in the list (see red_of)
+                assert 0 <= index < 6 and label == index % 2
 
 
 @pytest.mark.parametrize(
@@ -186,9 +194,20 @@ def test_beam_keeps_ml_use_and_skips_the_same_broken_image(photos, tmp_path):
     assert beam.class_counts == local.class_counts and sum(local.class_counts) == len(IMAGES)
 
 
-def test_broken_images_stop_past_ten_and_one_percent_of_those_tried():
-    check_broken(["x"] * 10, tried=10)
-    check_broken(["x"] * 20, tried=2000)
-    for broken, tried in ((11, 11), (21, 2000)):
-        with pytest.raises(UserError, match=f"x; and {broken - 1} more of {tried} images could not be read"):
-            check_broken(["x"] * broken, tried)
+def _results(broken: int, written: int) -> dict[str, list[ShardResult]]:
+    zeros = np.zeros(3)
+    lines = tuple(f"list.csv line {i + 1}: gone-{i}.png: no such image file" for i in range(broken))
+    return {"train": [ShardResult("t", written, 0, zeros, zeros, 0, lines, (0,) * broken)],
+            "eval": [ShardResult("e", 5, 0, zeros, zeros, 0)]}  # fmt: skip
+
+
+def test_broken_images_stop_the_run_past_ten_and_one_percent_or_when_a_split_is_left_empty(caplog):
+    with caplog.at_level(logging.WARNING):
+        report_broken(_results(10, 80), total=100)
+    assert "Skipped 10 of 100 images" in caplog.text and "gone-2.png: no such image file; ..." in caplog.text
+    report_broken(_results(20, 1980), total=2000)
+    for broken, total in ((11, 100), (21, 2000)):
+        with pytest.raises(UserError, match=f"gone-0.png: .*; and {broken - 1} more of {total} images could not"):
+            report_broken(_results(broken, total - broken - 5), total)
+    with pytest.raises(UserError, match="gone-0.png: no such image file; and every other train image is missing"):
+        report_broken(_results(3, 0), total=8)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -94,8 +95,9 @@ def test_images_that_do_not_decode_stop_the_worker_processes_past_the_limit_nami
     for i in range(40):  # about 16 a training shard: past the 10 a shard may skip
         (tmp_path / "images" / "dogs" / f"broken-{i}.png").write_bytes(b"not a png")
     data = read_images(str(tmp_path / "images"), SourceOptions())
-    with pytest.raises(UserError, match=r"broken-\d+.png: cannot decode image.*; and \d+ more of \d+ images"):
+    with pytest.raises(UserError, match=r"broken-\d+.png: cannot decode image.*; and \d+ more of \d+ images") as stop:
         build_dataset(data, str(tmp_path / "out"), source="images", shards=2, workers=2)
+    assert int(re.search(r"more of (\d+) images", str(stop.value))[1]) < 48  # a shard stopped, not the end
     assert not (tmp_path / "out" / "metadata.json").exists()
 
 

@@ -5,7 +5,7 @@ same layer, so the model sees one size everywhere and serving can never differ f
 Pixels are decoded once, at preprocessing, and stored a little larger than the model's input: with
 `shift` or `crop`, the model sees CENTER of each side of the stored image (224 of 256, as TensorFlow's
 ImageNet pipelines do). Two kinds of training crop:
-- shift: a window of the model's input size at a random place in the stored image, exact pixels: the
+- shift: a window of the model's input size at a random place in the stored image, its pixels: the
   image moves by up to 1/16 of a side each way, at the scale evaluation sees (CIFAR's random crop).
 - crop: a random box covering AREA of the stored image at an aspect ratio in RATIO, resized to the
   model's input (Inception's crop, as tf_cnn_benchmarks and tensorflow/models make it for ImageNet).
@@ -100,7 +100,8 @@ def center_crop(images: tf.Tensor, size: tuple[int, int]) -> tf.Tensor:
 
 def random_windows(shape: tf.Tensor, size: tuple[int, int], seed: int) -> tf.Tensor:
     """[n, 4] boxes of `size` pixels at random whole-pixel places: crop_and_resize then samples each
-    window's exact pixels (box corners are pixel centers: pixel i of a side of n is at i / (n - 1))."""
+    window's pixels, exact to float rounding (box corners are pixel centers: pixel i of a side of n is at
+    i / (n - 1))."""
     count, height, width = shape[0], shape[1], shape[2]
     top = tf.random.uniform([count], 0, height - size[0] + 1, tf.int32, seed=seed)
     left = tf.random.uniform([count], 0, width - size[1] + 1, tf.int32, seed=seed + 1)
