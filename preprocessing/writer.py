@@ -97,7 +97,7 @@ class ShardResult:
     sums: np.ndarray
     squares: np.ndarray
     count: int
-    broken: tuple[str, ...] = ()  # the images skipped (writer.MAX_BROKEN_SHARE), each named in one line
+    broken: tuple[str, ...] = ()  # the images skipped as broken (sources.BrokenImage), each named in one line
     broken_labels: tuple[int, ...] = ()  # their labels
 
 
