@@ -94,6 +94,16 @@ class _WriteShard(beam.DoFn):
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))
 
 
+def pipeline_options(pipeline_args: list[str]) -> PipelineOptions:
+    """Beam's options from --beam-runner and the flags qt-preprocess does not know. Beam 2.72's DirectRunner
+    first downloads the Prism runner from GitHub (a long wait where a firewall drops the request) and falls
+    back to the FnApiRunner; here the DirectRunner is that FnApiRunner at once, the local runner we test."""
+    options = PipelineOptions(pipeline_args)
+    if options.view_as(StandardOptions).runner == "DirectRunner":
+        options.view_as(StandardOptions).runner = "FnApiRunner"
+    return options
+
+
 def template_only(options: PipelineOptions) -> str | None:
     """The --template_location the DataflowRunner writes the job to instead of running it, if any.
 
@@ -138,7 +148,7 @@ def build_dataset_with_beam(
     """Like writer.build_dataset, as a Beam pipeline run with `pipeline_args` (--runner and its
     options). None when the DataflowRunner only wrote the job to --template_location."""
     start = time.time()
-    options = PipelineOptions(pipeline_args)
+    options = pipeline_options(pipeline_args)
     template = template_only(options)
     if not template:
         clear_output(output, overwrite)
@@ -257,7 +267,7 @@ def build_table_dataset_with_beam(
     The same hashes place every row, so the shards are those of a local run, byte for byte."""
     start = time.time()
     files, plan = tables.plan_table(path, options, eval_fraction, seed, shards)
-    beam_options = PipelineOptions(pipeline_args)
+    beam_options = pipeline_options(pipeline_args)
     template = template_only(beam_options)
     if not template:
         clear_output(output, overwrite)
