@@ -3,10 +3,11 @@
     python -m benchmarks [--size tiny|full] [--out benchmarks/results] [--only pipeline,training]
                          [--mnist DIR]
 
-`full` takes 13-20 minutes on a 2-core machine, the training benchmark 6-13 of them (its
-`python -m trainer.task` rows are read per 100 steps: the CNN's windows last 15-60 s), the
-tables benchmark 10-12 more, and the text benchmark about 10; `tiny` is what the tests run. The README is
-rebuilt from every result file in --out, so a run of one benchmark updates its own section.
+`full` took about 90 minutes in all on a 2-core machine (the results' own `seconds`): photos 46 (twelve
+trainings over four folds, while other work ran), clicks and training 8 each (the training rows are read
+per 100 steps: the CNN's windows last 15-60 s), text 8, the lifecycle and the tables 6 each, accuracy 5,
+the rest 5; `tiny` is what the tests run. The README is rebuilt from every result file in --out, so a run
+of one benchmark updates its own section.
 """
 
 from __future__ import annotations
