@@ -186,7 +186,7 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
     for column in columns:
         if column.kind not in (NUMERIC, CATEGORICAL, DATE, TEXT):
             found.append(f"column {column.name!r} has kind {column.kind!r}")
-        if column.name in (*reserved, NUMERIC_KEY) or column.name.endswith((LENGTHS, DAY)):
+        if column.name in reserved or reserved_name(column.name):
             found.append(f"column {column.name!r} has a reserved name")
         if column.kind == DATE:
             try:
@@ -399,6 +399,12 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     if places == sorted(places):
         return found
     return tf.gather(found, np.argsort(places), axis=1)
+
+
+def reserved_name(name: str) -> bool:
+    """Whether no column may take `name`: the records' numeric block, or a name ending as a text column's
+    lengths or a timestamp's day's layer does."""
+    return name == NUMERIC_KEY or name.endswith((LENGTHS, DAY))
 
 
 def numeric_columns(columns: tuple[Column, ...]) -> list[Column]:

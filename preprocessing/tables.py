@@ -958,15 +958,11 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     features = [name for name in names if name not in passed and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
-    reserved = [name for name in [*features, options.key, options.weight] if name and _reserved(name)]
+    named = [name for name in [*features, options.key, options.weight] if name]
+    reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]
     if reserved:
         raise UserError(f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it")
     return label, features
-
-
-def _reserved(name: str) -> bool:
-    """Whether a column's name is one the records or the network's layers use for something of their own."""
-    return name in (LABEL_KEY, tables.NUMERIC_KEY) or name.endswith((tables.LENGTHS, tables.DAY))
 
 
 def _size(path: str) -> int:
