@@ -118,7 +118,7 @@ class Metadata:
     def to_json(self) -> str:
         # num_classes is derived, but written out for readers of the file.
         raw = {
-            **asdict(self),
+            **asdict(replace(self, columns=())),  # asdict would copy every vocabulary, value by value
             "columns": [column.to_json() for column in self.columns],
             "num_classes": self.num_classes,
         }

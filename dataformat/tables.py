@@ -71,6 +71,11 @@ class Column:
     bigram_buckets: int = 0  # text: where the network hashes pairs of neighbouring words
     cut: float = 0.0  # text: the share of training rows with more than max_length words
 
+    def __deepcopy__(self, memo: dict) -> Column:
+        """Itself: nothing in it can change. The Estimator deep-copies its params (the metadata) for every
+        model_fn call, which at 4,096 columns, or 26 vocabularies of 10,000 values, took 0.26 s a call."""
+        return self
+
     @property
     def width(self) -> int:
         """How many numbers of the model's vector the column takes: a date's features, then its value's

@@ -103,11 +103,26 @@ def test_every_serving_input_agrees_with_estimator_predict(table_job):
         model.predict("examples:serving_default", records),
         model.predict("csv_lines:serving_default", lines),
         respond(model, json.loads(json.dumps({"instances": instances})))["predictions"],
+        _as_tf_serving_runs_it(latest_export(config, "latest"), instances),
     ):
         np.testing.assert_array_equal([o["class_ids"] for o in outputs], [p["class_ids"] for p in expected])
         np.testing.assert_allclose(
             [o["probabilities"] for o in outputs], [p["probabilities"] for p in expected], atol=1e-5
         )
+
+
+def _as_tf_serving_runs_it(export: str, instances: list[dict]) -> list[dict]:
+    """serving_default in a TF1 session, each input fed by its tensor's name, as TF Serving (and Vertex AI's
+    prebuilt container) runs a signature: the column inputs are outputs of one op, not placeholders."""
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        signature = tf.compat.v1.saved_model.load(session, ["serve"], export).signature_def["serving_default"]
+        feeds = {
+            info.name: [np.nan if row[name] is None and info.dtype == tf.float32.as_datatype_enum else
+                        "" if row[name] is None else row[name] for row in instances]
+            for name, info in signature.inputs.items()
+        }  # fmt: skip
+        fetched = session.run({name: info.name for name, info in signature.outputs.items()}, feeds)
+    return [{name: values[i] for name, values in fetched.items()} for i in range(len(instances))]
 
 
 def _missing(value) -> bool:
