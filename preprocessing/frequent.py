@@ -60,6 +60,20 @@ class FrequentValues:
     def _compact(self) -> None:
         if not self._pending:
             return
+        if len(self.values) == 0 and len(self._pending) == 1:  # one add's values, distinct already
+            (values, counts), self._pending, self._pending_size = self._pending[0], [], 0
+        else:
+            values, counts = self._summed()
+        if len(counts) > self.capacity:
+            self.overflowed = True
+            cut = int(np.partition(counts, len(counts) - self.capacity - 1)[len(counts) - self.capacity - 1])
+            kept = counts > cut
+            values, counts = values.filter(pa.array(kept)), counts[kept] - cut
+            self.error += cut
+        self.values, self.counts = values, counts
+
+    def _summed(self) -> tuple[pa.Array, np.ndarray]:
+        """The held and pending counts, added up by value."""
         table = pa.table(
             {
                 "value": pa.concat_arrays([self.values, *(values for values, _ in self._pending)]),
@@ -68,14 +82,7 @@ class FrequentValues:
         )
         self._pending, self._pending_size = [], 0
         grouped = table.group_by("value").aggregate([("count", "sum")])
-        values, counts = grouped.column("value").combine_chunks(), grouped.column("count_sum").to_numpy()
-        if len(counts) > self.capacity:
-            self.overflowed = True
-            cut = int(np.partition(counts, len(counts) - self.capacity - 1)[len(counts) - self.capacity - 1])
-            kept = counts > cut
-            values, counts = values.filter(pa.array(kept)), counts[kept] - cut
-            self.error += cut
-        self.values, self.counts = values, counts
+        return grouped.column("value").combine_chunks(), grouped.column("count_sum").to_numpy()
 
     def __getstate__(self) -> dict:  # Beam pickles accumulators: compacted, they are smallest
         self._compact()

@@ -18,7 +18,6 @@ import codecs
 import contextlib
 import csv
 import io
-import itertools
 import json
 import posixpath
 from collections.abc import Iterator
@@ -48,6 +47,10 @@ TEXTS_A_BLOCK = 1024  # text files read into one block
 READING_THREADS = 16  # text files read at once: on gs:// each is a request
 PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
 PARSES_A_BLOCK = 4  # parsed pieces counted and placed together: fewer, larger steps for Python
+# Python's steps cost per block and column, so a block of wide rows (4,096 columns: 30 rows a MiB) gathers
+# more pieces, until it holds this many rows ...
+BLOCK_ROWS = 8192
+BLOCK_BYTES = 64 * PARSE_BYTES  # ... or this much text
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -231,7 +234,7 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
     try:
         with _opened(path) as stream:
             pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
-            while group := list(itertools.islice(pieces, PARSES_A_BLOCK)):
+            for group in _gathered(pieces, BLOCK_BYTES // block_size):
                 batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
                 if skip >= batch.num_rows:
                     skip -= batch.num_rows
@@ -249,6 +252,19 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None
+
+
+def _gathered(pieces: Iterator[pa.RecordBatch], most: int) -> Iterator[list[pa.RecordBatch]]:
+    """The pieces in groups of PARSES_A_BLOCK or more that hold BLOCK_ROWS rows, or of `most` pieces."""
+    group, rows = [], 0
+    for piece in pieces:
+        group.append(piece)
+        rows += piece.num_rows
+        if len(group) >= PARSES_A_BLOCK and rows >= BLOCK_ROWS or len(group) >= most:
+            yield group
+            group, rows = [], 0
+    if group:
+        yield group
 
 
 def _not_text(path: str, encoding: str) -> str:
