@@ -54,7 +54,8 @@ BLOCK_BYTES = 64 * PARSE_BYTES  # ... or this much text
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
-PARQUET_ROWS = 65_536  # rows of a Parquet file converted at a time
+PARQUET_ROWS = 65_536  # rows of a Parquet file converted to text at a time ...
+PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (as many as BLOCK_BYTES of CSV text)
 
 
 def input_files(path: str) -> list[str]:
@@ -372,10 +373,10 @@ def _as_text(value, path: str, line: int, name: str) -> str:
 
 
 def _parquet_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    row = 1
+    row, rows_a_block = 1, max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(dialect.names)))
     with _opened(path) as stream:
         try:
-            for batch in pq.ParquetFile(stream).iter_batches(batch_size=PARQUET_ROWS, columns=list(dialect.names)):
+            for batch in pq.ParquetFile(stream).iter_batches(batch_size=rows_a_block, columns=list(dialect.names)):
                 texts = [_parquet_text(batch.column(i), path, name) for i, name in enumerate(dialect.names)]
                 yield pa.RecordBatch.from_arrays(texts, dialect.names), np.arange(row, row + batch.num_rows)
                 row += batch.num_rows
