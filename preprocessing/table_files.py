@@ -18,6 +18,7 @@ import codecs
 import contextlib
 import csv
 import io
+import itertools
 import json
 import posixpath
 from collections.abc import Iterator
@@ -46,16 +47,16 @@ TEXT_SUFFIX = ".txt"
 TEXTS_A_BLOCK = 1024  # text files read into one block
 READING_THREADS = 16  # text files read at once: on gs:// each is a request
 PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
-PARSES_A_BLOCK = 4  # parsed pieces counted and placed together: fewer, larger steps for Python
-# Python's steps cost per block and column, so a block of wide rows (4,096 columns: 30 rows a MiB) gathers
-# more pieces, until it holds this many rows ...
-BLOCK_ROWS = 8192
-BLOCK_BYTES = 64 * PARSE_BYTES  # ... or this much text
+PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer, larger steps for Python
+# ... and more for a table of hundreds of columns, since Python's steps cost per block and column (4,096
+# columns: 30 rows a MiB): a block takes this much text a column, up to MAX_BLOCK_BYTES.
+BLOCK_BYTES_A_COLUMN = 16 * 1024
+MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
 PARQUET_ROWS = 65_536  # rows of a Parquet file converted to text at a time ...
-PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (as many as BLOCK_BYTES of CSV text)
+PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (MAX_BLOCK_BYTES of 8-byte numbers)
 
 
 def input_files(path: str) -> list[str]:
@@ -235,7 +236,7 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
     try:
         with _opened(path) as stream:
             pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
-            for group in _gathered(pieces, BLOCK_BYTES // block_size):
+            while group := list(itertools.islice(pieces, _pieces_a_block(len(dialect.names), block_size))):
                 batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
                 if skip >= batch.num_rows:
                     skip -= batch.num_rows
@@ -255,17 +256,8 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
         raise UserError(f"{path}: cannot read ({error})") from None
 
 
-def _gathered(pieces: Iterator[pa.RecordBatch], most: int) -> Iterator[list[pa.RecordBatch]]:
-    """The pieces in groups of PARSES_A_BLOCK or more that hold BLOCK_ROWS rows, or of `most` pieces."""
-    group, rows = [], 0
-    for piece in pieces:
-        group.append(piece)
-        rows += piece.num_rows
-        if len(group) >= PARSES_A_BLOCK and rows >= BLOCK_ROWS or len(group) >= most:
-            yield group
-            group, rows = [], 0
-    if group:
-        yield group
+def _pieces_a_block(columns: int, block_size: int) -> int:
+    return max(PARSES_A_BLOCK, min(columns * BLOCK_BYTES_A_COLUMN, MAX_BLOCK_BYTES) // block_size)
 
 
 def _not_text(path: str, encoding: str) -> str:

@@ -49,26 +49,26 @@ def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
     assert all((row["text"] == long) == (row["n"] % 7 == 3) for row in found)
 
 
-def test_blocks_of_wide_rows_gather_pieces_until_they_hold_enough_rows(tmp_path, monkeypatch):
+def test_a_table_of_many_columns_is_read_in_larger_blocks(tmp_path, monkeypatch):
     """Python's work costs per block and column: a block of 4,096-column rows held 30 rows, and converting
-    a 4,096 x 4,096 table took 76 s (9 s in blocks of up to 64 MiB)."""
+    a 4,096 x 4,096 table took 76 s (9 s in blocks of 64 MiB)."""
     monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 1024)  # pieces of 1 KiB
-    monkeypatch.setattr(preprocessing.table_files, "BLOCK_ROWS", 50)
+    monkeypatch.setattr(preprocessing.table_files, "BLOCK_BYTES_A_COLUMN", 64)
     narrow, wide = tmp_path / "narrow.csv", tmp_path / "wide.csv"
-    narrow.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(2000)))  # about 150 rows a piece
+    narrow.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(2000)))  # 175 rows a piece
     wide.write_text(",".join(f"c{j}" for j in range(150)) + "\n" + ("0," * 149 + "1\n") * 400)  # 3.4 a piece
 
-    def block_rows(path, text_a_block):
-        monkeypatch.setattr(preprocessing.table_files, "BLOCK_BYTES", text_a_block)
-        dialect = dialect_of(str(path), TableOptions(label_column="c149"))
+    def block_rows(path, most_bytes):
+        monkeypatch.setattr(preprocessing.table_files, "MAX_BLOCK_BYTES", most_bytes)
+        dialect = dialect_of(str(path), TableOptions(label_column="-1"))
         return [batch.num_rows for batch, _ in preprocessing.table_files.blocks(str(path), dialect)]
 
     narrow_rows = block_rows(narrow, 1 << 20)
-    assert sum(narrow_rows) == 2000 and 500 < narrow_rows[0] < 700  # 4 pieces (PARSES_A_BLOCK), not 50 rows
+    assert sum(narrow_rows) == 2000 and 600 < narrow_rows[0] < 800  # 4 pieces (PARSES_A_BLOCK)
     wide_rows = block_rows(wide, 1 << 20)
-    assert sum(wide_rows) == 400 and all(50 <= rows < 54 for rows in wide_rows[:-1])  # BLOCK_ROWS: 15 pieces
-    wide_rows = block_rows(wide, 8 * 1024)
-    assert sum(wide_rows) == 400 and all(25 <= rows <= 29 for rows in wide_rows[:-1])  # BLOCK_BYTES: 8 pieces
+    assert sum(wide_rows) == 400 and all(25 <= rows <= 35 for rows in wide_rows[:-1])  # 150 x 64 bytes: 9 pieces
+    wide_rows = block_rows(wide, 6 * 1024)
+    assert sum(wide_rows) == 400 and all(15 <= rows <= 24 for rows in wide_rows[:-1])  # MAX_BLOCK_BYTES: 6 pieces
 
 
 @pytest.mark.parametrize("delimiter", [";", "\t", "|", ","])
