@@ -309,7 +309,7 @@ def _json_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, 
     line, rest = 1, b""
     with _opened(path) as stream:
         while True:
-            chunk = stream.read(PARSE_BYTES * PARSES_A_BLOCK)
+            chunk = stream.read(_pieces_a_block(len(dialect.names), PARSE_BYTES) * PARSE_BYTES)
             text = rest + chunk
             cut = len(text) if not chunk else text.rfind(b"\n") + 1
             whole, rest = text[:cut], text[cut:]
