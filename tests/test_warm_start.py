@@ -19,14 +19,19 @@ from trainer.export import latest_export
 
 OLD_CITIES = [f"city-{i}" for i in range(30)]
 NEW_CITIES = [f"city-{i}" for i in range(10, 40)]  # 20 kept, 10 gone, 10 new
+OLD_DAYS, NEW_DAYS = range(0, 30), range(10, 40)  # days after 2024-01-01: 20 in both spans
 
 
-def table(folder, cities, seed, header=("city", "channel", "review", "price", "label"), label=str):
-    """A table of reviews with a city column of many values (an embedding) and a channel (one-hot)."""
+def table(
+    folder, cities, seed, header=("city", "channel", "review", "price", "seen", "label"), label=str, days=OLD_DAYS
+):
+    """A table of reviews with a city column of many values (an embedding), a channel (one-hot) and a
+    timestamp, whose days are categories too (an embedding)."""
     rng = np.random.default_rng(seed)
     rows = []
     for row in review_rows(400, seed):
         named = dict(zip(("channel", "review", "price", "label"), row), city=str(rng.choice(cities)))
+        named["seen"] = f"{np.datetime64('2024-01-01') + int(rng.choice(days))} 08:30"
         named["label"] = label(named["label"])
         rows.append([named[name] for name in header])
     source = write_csv(folder.parent / f"{folder.name}.csv", rows, header=header)
@@ -49,7 +54,8 @@ def _weights(job_dir: str) -> tf.train.CheckpointReader:
 
 def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job, tmp_path, caplog):
     # The new table's columns come in another order, so the city's layers have other names too.
-    metadata = table(tmp_path / "new", NEW_CITIES, seed=1, header=("channel", "city", "review", "price", "label"))
+    header = ("channel", "city", "review", "price", "seen", "label")
+    metadata = table(tmp_path / "new", NEW_CITIES, seed=1, header=header, days=NEW_DAYS)
     config = Config(
         data_dir=str(tmp_path / "new"),
         job_dir=str(tmp_path / "job"),
@@ -64,8 +70,12 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
     old_metadata = warm_start.locate(old_job.job_dir).metadata
     old_labels = networks.row_labels(old_metadata, old_job.hidden_units)
     new_labels = networks.row_labels(metadata, config.hidden_units)
+    day = "2024-01-20"  # in both spans, at another index in each
+    day_layers = [[name for name, labels in found.items() if day in labels] for found in (new_labels, old_labels)]
+    assert len(day_layers[0]) == len(day_layers[1]) == 2  # the day's embedding, and its linear part's
     checked = 0
     for name, before_name in (
+        *zip(*day_layers),
         ("classifier/embedding_1/embeddings", "classifier/embedding_0/embeddings"),  # the city moved: 0 -> 1
         ("classifier/linear/wide_1/embeddings", "classifier/linear/wide_0/embeddings"),
         ("classifier/linear/wide_0/embeddings", "classifier/linear/wide_1/embeddings"),  # the channel
@@ -83,7 +93,8 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
     city = json.dumps("city-39")  # a new city: checked above to start fresh
     assert city in new_labels["classifier/embedding_1/embeddings"]
     assert city not in old_labels["classifier/embedding_0/embeddings"]
-    assert checked > 80
+    assert new_labels[day_layers[0][0]].index(day) != old_labels[day_layers[1][0]].index(day)
+    assert checked > 120
     np.testing.assert_allclose(new.get_tensor("classifier/logits/kernel"), old.get_tensor("classifier/logits/kernel"),
                                atol=1e-6)  # fmt: skip
     assert "remapped classifier/embedding_1/embeddings: 22 of its 32 rows kept" in caplog.text
@@ -98,7 +109,7 @@ def test_an_export_is_a_source_too(old_job):
     export = latest_export(old_job, "latest")
     source = warm_start.locate(export)
     assert source.checkpoint.endswith("variables/variables") and source.config.model == "wide_deep"
-    assert [c.name for c in source.metadata.columns] == ["city", "channel", "review", "price"]
+    assert [c.name for c in source.metadata.columns] == ["city", "channel", "review", "price", "seen"]
     words = source.metadata.columns[2].index_labels()  # the text vocabulary, from the export's assets
     assert words[:2] == ["<padding>", "<out of vocabulary>"] and len(words) > 10
 
@@ -112,7 +123,7 @@ def test_an_export_is_a_source_too(old_job):
     ],
 )
 def test_a_model_that_cannot_fit_is_refused_in_one_line(old_job, tmp_path, flags, labels, message):
-    table(tmp_path / "new", NEW_CITIES, seed=1, label=labels)
+    table(tmp_path / "new", NEW_CITIES, seed=1, label=labels, days=NEW_DAYS)
     config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / "job"), warm_start_from=old_job.job_dir,
                     **flags)  # fmt: skip
     with pytest.raises(UserError, match=message):
