@@ -55,6 +55,9 @@ MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
+# The csv module, which sniffs the delimiter and reads the header, refuses fields over 128 KiB by default:
+# a 10,000-column header split by a delimiter it does not hold is one such field.
+csv.field_size_limit(MAX_PARSE_BYTES)
 PARQUET_ROWS = 65_536  # rows of a Parquet file converted to text at a time ...
 PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (MAX_BLOCK_BYTES of 8-byte numbers)
 
@@ -151,9 +154,12 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
 
 
 def _head(path: str, encoding: str) -> str:
-    """The file's first SNIFF_BYTES as text, a byte-order mark left out."""
+    """The file's first SNIFF_BYTES as text, or up to the end of its first line where that is longer (the
+    header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
     with _opened(path) as stream:
         head = stream.read(SNIFF_BYTES)
+        while b"\n" not in head and len(head) < MAX_PARSE_BYTES and (more := stream.read(len(head))):
+            head += more
     codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
     return head.decode(codec, "replace")
 

@@ -3,6 +3,8 @@ encodings, a byte-order mark, CRLF line endings and headerless files."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_tables import read_rows
 
@@ -69,6 +71,17 @@ def test_a_table_of_many_columns_is_read_in_larger_blocks(tmp_path, monkeypatch)
     assert sum(wide_rows) == 400 and all(25 <= rows <= 35 for rows in wide_rows[:-1])  # 150 x 64 bytes: 9 pieces
     wide_rows = block_rows(wide, 6 * 1024)
     assert sum(wide_rows) == 400 and all(15 <= rows <= 24 for rows in wide_rows[:-1])  # MAX_BLOCK_BYTES: 6 pieces
+
+
+def test_a_first_line_longer_than_the_sniffed_start_is_read_whole(tmp_path):
+    """A header of 10,000 columns (140 KB) came cut at 64 KiB, and the csv module refused it whole as one
+    field (128 KiB) when trying a delimiter it does not hold; a JSON object of as many keys was 'not JSON'."""
+    names = [f"feature_{i:05d}" for i in range(10_000)]
+    (tmp_path / "t.csv").write_text(",".join([*names, "label"]) + "\n" + ",".join(["1"] * 10_001) + "\n")
+    (tmp_path / "t.jsonl").write_text(json.dumps({**dict.fromkeys(names, 1), "label": "a"}) + "\n")
+    for name in ("t.csv", "t.jsonl"):
+        dialect = dialect_of(str(tmp_path / name), TableOptions(label_column="label"))
+        assert dialect.names == (*names, "label"), name
 
 
 @pytest.mark.parametrize("delimiter", [";", "\t", "|", ","])
