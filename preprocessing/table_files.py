@@ -53,7 +53,8 @@ PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer
 BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
-SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from
+SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
+MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
 # The csv module, which sniffs the delimiter and reads the header, refuses fields over 128 KiB by default:
 # a 10,000-column header split by a delimiter it does not hold is one such field.
@@ -138,7 +139,7 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
             raise UserError(f"{path}: empty file")
         return Dialect(tuple(keys), False, "", options.encoding, JSON_LINES)
     delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
-    first = [name.strip() for name in next(csv.reader(io.StringIO(text), delimiter=delimiter), [])]
+    first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
     if not first:
         raise UserError(f"{path}: empty file")
     if options.column_names:
@@ -158,7 +159,9 @@ def _head(path: str, encoding: str) -> str:
     header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
     with _opened(path) as stream:
         head = stream.read(SNIFF_BYTES)
-        while b"\n" not in head and len(head) < MAX_PARSE_BYTES and (more := stream.read(len(head))):
+        while not (b"\n" in head or b"\r" in head) and len(head) < MAX_FIRST_LINE:
+            if not (more := stream.read(len(head))):
+                break
             head += more
     codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
     return head.decode(codec, "replace")

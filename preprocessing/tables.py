@@ -100,8 +100,9 @@ class TableOptions:
 
 
 NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones,
-NUMBER_SPREAD = 0.5  # ... or more than this share of its (at least 100) counted values distinct: a wide table's
-# blocks hold a few hundred rows, and counting each of 10,000 columns of measurements to the end took 2.9 GB
+NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of its (at least 100) counted values
+# distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
+# to the end took 2.9 GB (integers may be codes: they keep the rule above)
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
@@ -435,8 +436,8 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
 
     Its training values are counted for the vocabulary, except in a column of numbers (unless
     `codes`, --categorical-columns): those are counted only until a block has more than
-    NUMBER_CODES distinct values, or distinct values in more than NUMBER_SPREAD of its rows, and again
-    from a block that holds a value that is no number.
+    NUMBER_CODES distinct values, or (fractions) distinct values in more than NUMBER_SPREAD of its rows,
+    and again from a block that holds a value that is no number.
     """
     codes, count_all, forced_date, date_formats, is_text, options = flags
     missing = _missing(values)
@@ -472,7 +473,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     if count_all or bad.any() or not earlier.stopped:
         distinct = pc.value_counts(values.filter(pa.array(present & train)))
         counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
-        spread = counts.distinct_of >= 100 and len(distinct) > NUMBER_SPREAD * counts.distinct_of
+        spread = not counts.integers and len(distinct) > max(100, NUMBER_SPREAD * counts.distinct_of)
         counts.stopped = not (count_all or bad.any()) and (len(distinct) > NUMBER_CODES or spread)
         if not counts.stopped:
             counts.frequent.add(distinct.field("values"), distinct.field("counts").to_numpy())

@@ -84,6 +84,12 @@ def test_a_first_line_longer_than_the_sniffed_start_is_read_whole(tmp_path):
         assert dialect.names == (*names, "label"), name
 
 
+def test_a_file_of_old_mac_line_endings_is_not_read_whole_to_find_its_first_line(tmp_path):
+    (tmp_path / "t.csv").write_bytes(b"x,label\r" + b"".join(b"%d,a\r" % i for i in range(100_000)))
+    assert len(preprocessing.table_files._head(str(tmp_path / "t.csv"), "utf-8")) == 1 << 16  # SNIFF_BYTES
+    assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).names == ("x", "label")
+
+
 @pytest.mark.parametrize("delimiter", [";", "\t", "|", ","])
 def test_the_delimiter_is_found_from_the_first_lines(tmp_path, delimiter):
     lines = [delimiter.join(["price", "city", "label"])]
