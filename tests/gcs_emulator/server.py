@@ -14,6 +14,7 @@ own, created on first use next to the project's (MITMPROXY_VENV).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -44,12 +45,16 @@ TF_FAIL_FAST = {
 
 
 def mitmdump() -> Path:
-    """mitmdump from its own virtual environment, installed there on first use."""
+    """mitmdump from its own virtual environment, installed there on first use: under a lock, since
+    pytest-xdist's workers may each start the emulator first (one cleared the folder the other was
+    installing into, and 49 tests of a fresh clone's CI run failed)."""
     executable = MITMPROXY_VENV / "bin" / "mitmdump"
-    if not executable.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(MITMPROXY_VENV)], check=True)
-        pip = [str(MITMPROXY_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run([*pip, MITMPROXY], check=True, timeout=600)
+    with open(MITMPROXY_VENV.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not executable.exists():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(MITMPROXY_VENV)], check=True)
+            pip = [str(MITMPROXY_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+            subprocess.run([*pip, "--disable-pip-version-check", MITMPROXY], check=True, timeout=600)
     return executable
 
 
