@@ -50,12 +50,8 @@ def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
 
 
 def _empty_strings(name: str | None = None) -> tf.Tensor:
-    return _empty(tf.constant([], tf.string), name)
-
-
-def _empty(default: tf.Tensor, name: str | None = None) -> tf.Tensor:
-    """A [None] input that is `default`, an empty constant, unless fed."""
-    return tf.compat.v1.placeholder_with_default(default, [None], name=name)
+    """A [None] string input that is empty unless fed."""
+    return tf.compat.v1.placeholder_with_default(tf.constant([], tf.string), [None], name=name)
 
 
 def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.export.ServingInputReceiver]:
