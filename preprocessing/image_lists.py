@@ -53,7 +53,7 @@ def read_image_list(path: str, options: SourceOptions) -> RawData:
     if not rows:
         raise UserError(f"{path}: no labelled image")
     labels, classes = encode_labels(np.array([row.label for row in rows]), path)
-    shape = first_image_shape([(row.path, row.where) for row in rows], options.image_size)
+    shape = first_image_shape(((row.path, row.where) for row in rows), options.image_size)
     uses = np.array([row.use for row in rows], dtype=np.int8)
     log.info("%s: %d images of %d classes; %d listed for training and %d for evaluation by ML_USE",
              path, len(rows), len(classes), np.sum(uses == TRAIN), np.sum(uses == EVAL))  # fmt: skip

@@ -11,8 +11,9 @@ import contextlib
 import dataclasses
 import gzip
 import io
+import itertools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -247,14 +248,13 @@ class ImageLoader:
         return pixels
 
 
-def first_image_shape(items: Sequence, size: tuple[int, int] | None) -> tuple[int, int, int]:
+def first_image_shape(images: Iterable[tuple[str, str]], size: tuple[int, int] | None) -> tuple[int, int, int]:
     """The shape every image will have: the first readable image's size (or --image-size), and one channel
-    if it is grayscale, else three. `items` are paths, or (path, where it was listed). Broken images before
+    if it is grayscale, else three. `images` are (path, where it was listed, or ""). Broken images before
     it are skipped later, by the shard writers; the first's error stops the run if the first BROKEN_FLOOR + 1
     are all broken."""
     first = None
-    for item in items[: BROKEN_FLOOR + 1]:
-        path, where = item if isinstance(item, tuple) else (item, "")
+    for path, where in itertools.islice(images, BROKEN_FLOOR + 1):
         try:
             with _opened_image(path, where) as image:
                 channels = 1 if image.mode in GRAY_MODES else 3
@@ -287,7 +287,7 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
         paths.extend(storage.join(storage.join(folder, name), f) for f in files)
         labels.extend([index] * len(files))
         keys.extend(f"{name}/{f}" for f in files)
-    shape = first_image_shape(paths, options.image_size)
+    shape = first_image_shape(((path, "") for path in paths), options.image_size)
     return RawData(
         items=paths,
         labels=np.array(labels, dtype=np.int64),
