@@ -245,7 +245,8 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
     try:
         with _opened(path) as stream:
             pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
-            while group := list(itertools.islice(pieces, _pieces_a_block(len(dialect.names), block_size))):
+            pieces_a_block = _pieces_a_block(len(dialect.names), block_size)
+            while group := list(itertools.islice(pieces, pieces_a_block)):
                 batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
                 if skip >= batch.num_rows:
                     skip -= batch.num_rows
@@ -266,6 +267,7 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
 
 
 def _pieces_a_block(columns: int, block_size: int) -> int:
+    """How many pieces of `block_size` bytes a block of a table of `columns` gathers (PARSES_A_BLOCK and on)."""
     return max(PARSES_A_BLOCK, min(columns * BLOCK_BYTES_A_COLUMN, MAX_BLOCK_BYTES) // block_size)
 
 
@@ -316,9 +318,10 @@ def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, in
 
 def _json_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     line, rest = 1, b""
+    block_bytes = _pieces_a_block(len(dialect.names), PARSE_BYTES) * PARSE_BYTES
     with _opened(path) as stream:
         while True:
-            chunk = stream.read(_pieces_a_block(len(dialect.names), PARSE_BYTES) * PARSE_BYTES)
+            chunk = stream.read(block_bytes)
             text = rest + chunk
             cut = len(text) if not chunk else text.rfind(b"\n") + 1
             whole, rest = text[:cut], text[cut:]
