@@ -104,6 +104,12 @@ def test_progress_on_a_terminal_is_one_bar(caplog):
     assert not [r for r in caplog.records if r.getMessage().startswith("step ")]  # no plain lines besides the bar
 
 
+def test_the_last_progress_line_has_no_eta_and_says_when_training_stopped_short():
+    line = describe(step=7, total=2000, steps_per_sec=0.5, global_batch=32, loss=None, final=True)
+    assert line == "step 7/2,000 (0%), 0.5 steps/s, 16 examples/s, stopped before --train-steps"
+    assert "ETA" not in describe(step=2000, total=2000, steps_per_sec=5.0, global_batch=32, loss=None, final=True)
+
+
 def test_the_progress_line_says_what_is_left():
     line = describe(step=250, total=1000, steps_per_sec=50.0, global_batch=128, loss=0.25)
     assert line.startswith("step 250/1,000 (25%), 50.0 steps/s, 6,400 examples/s, loss 0.2500, ETA 15s")

@@ -1,5 +1,7 @@
 """--steps-per-run: K steps in one session.run train exactly as K runs of one step."""
 
+import logging
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -79,8 +81,10 @@ def test_checkpoints_come_at_the_steps_asked_for_whatever_the_steps_per_run(digi
     assert [int(path.rsplit("-", 1)[1]) for path in saved] == [0, 50, 100, 120]  # 0: the Estimator saves first
 
 
-def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir, tmp_path):
-    """1,438 training digits in batches of 100: 15 steps (the last one of 38), then the input ends."""
+def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir, tmp_path, caplog):
+    """1,438 training digits in batches of 100: 15 steps (the last one of 38), then the input ends, inside
+    a run of 8 steps: the steps logged count that run's too."""
+    caplog.set_level(logging.INFO)
     steps = []
     for steps_per_run in ("1", "8"):
         config = Config(
@@ -94,9 +98,12 @@ def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir,
         )
         data = locate(config)
         estimator = experiment.make_estimator(config, data.metadata)
-        estimator.train(make_input_fn(data.train, data.metadata, config, training=True), max_steps=1000)
+        hook = step_loop.StepsRunHook(input_ends=True)
+        estimator.train(make_input_fn(data.train, data.metadata, config, training=True), max_steps=1000, hooks=[hook])
         steps.append(estimator.get_variable_value("global_step"))
     assert steps == [15, 15]
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("This task ran")]
+    assert logged == ["This task ran 15 training steps; the global step is 15"] * 2
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])

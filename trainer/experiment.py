@@ -189,7 +189,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         StagingHook(config.input_timeout_secs),
         SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
         StopAtTrainStepsHook(config.train_steps),
-        StepsRunHook(),
+        StepsRunHook(input_ends=config.num_epochs is not None),
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
     if config.early_stopping_evals:

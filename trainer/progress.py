@@ -28,8 +28,10 @@ class LastEvaluation:
     shown: str = ""
 
 
-def describe(step: int, total: int, steps_per_sec: float, global_batch: int, loss: float | None) -> str:
-    """The progress line's figures."""
+def describe(
+    step: int, total: int, steps_per_sec: float, global_batch: int, loss: float | None, final: bool = False
+) -> str:
+    """The progress line's figures; the `final` line, once training has stopped, has no ETA."""
     left = (total - step) / steps_per_sec if steps_per_sec > 0 else float("inf")
     parts = [
         f"step {step:,}/{total:,} ({100 * step / total:.0f}%)",
@@ -38,7 +40,10 @@ def describe(step: int, total: int, steps_per_sec: float, global_batch: int, los
     ]
     if loss is not None:
         parts.append(f"loss {loss:.4f}")
-    parts.append(f"ETA {_duration(left)}")
+    if not final:
+        parts.append(f"ETA {_duration(left)}")
+    elif step < total:  # --num-epochs or early stopping ended it
+        parts.append("stopped before --train-steps")
     shown = LastEvaluation.shown
     if shown in LastEvaluation.metrics:
         parts.append(f"last eval {shown} {LastEvaluation.metrics[shown]:.4f}")
@@ -90,17 +95,17 @@ class ProgressHook(tf.estimator.SessionRunHook):
         """The last line's speed is the whole session's, evaluations and exports included."""
         self._step = int(session.run(self._step_tensor))
         self._since, self._since_step = self._started, self._first_step
-        self._report(None)
+        self._report(None, final=True)
         if self._bar is not None:
             self._bar.close()
 
-    def _report(self, loss: float | None) -> None:
+    def _report(self, loss: float | None, final: bool = False) -> None:
         now = time.monotonic()
         rate = (self._step - self._since_step) / max(now - self._since, 1e-9)
         self._since, self._since_step, self._due = now, self._step, now + self._every
         if self._bar is None:
-            log.info("%s", describe(self._step, self._total, rate, self._global_batch, loss))
+            log.info("%s", describe(self._step, self._total, rate, self._global_batch, loss, final))
             return
         self._bar.update(self._step - self._bar.n)
-        figures = describe(self._step, self._total, rate, self._global_batch, loss).split(", ")[1:]
+        figures = describe(self._step, self._total, rate, self._global_batch, loss, final).split(", ")[1:]
         self._bar.set_postfix_str(", ".join(figures), refresh=True)

@@ -96,17 +96,27 @@ class StopAtTrainStepsHook(tf.estimator.SessionRunHook):
 
 
 class StepsRunHook(tf.estimator.SessionRunHook):
-    """Logs how many training steps this task ran itself: in a cluster, every worker's share."""
+    """Logs how many training steps this task ran itself: in a cluster, every worker's share. With
+    `input_ends` (--num-epochs, one machine only), the last run stops inside its loop when the input runs
+    out, and its steps are the global step's growth since the run before."""
 
-    def __init__(self):
+    def __init__(self, input_ends: bool = False):
         self.steps = 0
+        self._input_ends = input_ends
+
+    def after_create_session(self, session, coord):
+        self._last_step = int(session.run(tf.compat.v1.train.get_global_step()))
 
     def before_run(self, run_context):
-        return tf.estimator.SessionRunArgs(RunSteps.of_graph().count)
+        graph_steps = RunSteps.of_graph()
+        return tf.estimator.SessionRunArgs((graph_steps.count, graph_steps.global_step))
 
     def after_run(self, run_context, run_values):
-        self.steps += int(run_values.results)
+        count, self._last_step = map(int, run_values.results)
+        self.steps += count
 
     def end(self, session):
-        step = session.run(tf.compat.v1.train.get_global_step())
+        step = int(session.run(tf.compat.v1.train.get_global_step()))
+        if self._input_ends:
+            self.steps += step - self._last_step
         log.info("This task ran %d training steps; the global step is %d", self.steps, step)
