@@ -4,7 +4,8 @@ use, and exits 0 (or fails, where the last line it shows is an ERROR: the docs s
 line the block shows (as `#   ...`) is checked for its shape: its words up to the first number, not the
 numbers. `gs://my-bucket` is the Cloud Storage emulator, and Vertex AI is
 its stand-in (fake_vertex.py), reached through gcloud's own endpoint override and a credentials file
-whose tokens come from the stand-in."""
+whose tokens come from the stand-in. The block's home is its folder, where Keras's download cache holds
+the weights `--pretrained imagenet` would download."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 import fake_vertex
+import matplotlib
 import numpy as np
 import pytest
 from gcs_emulator.server import child_env, client
@@ -130,6 +132,34 @@ def write_arrays_and_images(root: Path, rng) -> None:
     for i in range(2):
         Image.fromarray(digits[i, ..., 0] * 16).convert("RGB").resize((32, 32)).save(root / "photos" / f"{i}.jpg")
     (root / "request.json").write_text(json.dumps({"instances": digits[:2].tolist()}))
+    shutil.copy(root / "raw" / "photos" / "red" / "0.jpg", root / "my-photo.jpg")
+
+
+def write_flowers(root: Path, rng) -> None:
+    """docs/photos.md's flowers/: 12 photos of each of 3 flowers, and their list in Vertex AI's CSV import
+    format (ML_USE given for some), naming them at gs://my-bucket/flowers/."""
+    lines = []
+    for label, channel in (("daisy", 0), ("roses", 1), ("tulips", 2)):
+        (root / "flowers" / label).mkdir(parents=True)
+        for i in range(12):
+            pixels = rng.integers(0, 120, (60, 80, 3), dtype=np.uint8)
+            pixels[..., channel] += 120
+            Image.fromarray(pixels).save(root / "flowers" / label / f"{i}.jpg")
+            use = ("training," if i < 8 else "validation,") if i % 2 else ""
+            lines.append(f"{use}gs://{BUCKET}/flowers/{label}/{i}.jpg,{label}")
+    (root / "flowers" / "list.csv").write_text("\n".join(lines) + "\n")
+
+
+def write_keras_weights(home: Path) -> None:
+    """What `--pretrained imagenet` finds in Keras's download cache, so that nothing is downloaded: a
+    MobileNetV2 without its top, under the name Keras gives its published file (random weights)."""
+    import tensorflow as tf
+
+    models = home / ".keras" / "models"
+    models.mkdir(parents=True)
+    with tf.Graph().as_default():
+        backbone = tf.keras.applications.MobileNetV2(include_top=False, weights=None, input_shape=(224, 224, 3))
+        backbone.save_weights(str(models / "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_no_top.h5"))
 
 
 def write_reviews(path: Path) -> None:
@@ -167,6 +197,8 @@ def workspace(tmp_path_factory, digits_dir, trained_job) -> Path:
     write_tables(root, rng)
     write_folder(root / "raw" / "tickets", per_class=60)
     write_arrays_and_images(root, rng)
+    write_flowers(root, rng)
+    write_keras_weights(root)  # the blocks' home
     for name in ("digits", "x"):
         shutil.copytree(digits_dir, root / "data" / name)
     shutil.copytree(trained_job[0], root / "runs" / "digits")
@@ -193,12 +225,12 @@ def workspace(tmp_path_factory, digits_dir, trained_job) -> Path:
 
 @pytest.fixture(scope="module")
 def cloud(gcs_server, workspace, tmp_path_factory) -> dict:
-    """The environment the blocks run in: gs://my-bucket on the emulator, holding raw/mnist and raw/photos;
+    """The environment the blocks run in: gs://my-bucket on the emulator, holding raw/mnist, raw/photos and flowers;
     Vertex AI's stand-in, serving the exports deployed to it."""
     gcs_server.create_bucket(BUCKET)
     bucket = client(gcs_server).bucket(BUCKET)
-    for folder in ("mnist", "photos"):
-        for path in (workspace / "raw" / folder).rglob("*.*"):
+    for folder in ("raw/mnist", "raw/photos", "flowers"):
+        for path in (workspace / folder).rglob("*.*"):
             bucket.blob(path.relative_to(workspace).as_posix()).upload_from_filename(str(path))
     with fake_vertex.serving() as fake:
         fake.first_id, fake.polls = {"models": 456, "endpoints": 123}, 0
@@ -243,7 +275,8 @@ def test_a_marked_block_runs_as_shown(where, block, workspace, cloud, tmp_path):
     here = shutil.copytree(workspace, tmp_path / "workspace", symlinks=True)
     for folder in written_by(block):
         shutil.rmtree(here / folder, ignore_errors=True)
-    env = {**cloud, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**cloud, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(here)}
+    env["MPLCONFIGDIR"] = matplotlib.get_cachedir()  # not the new home's: each block would build a font cache
     done = subprocess.run(["bash", "-e", "-c", block], cwd=here, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     output = done.stdout + done.stderr
