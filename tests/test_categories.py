@@ -218,6 +218,17 @@ def test_the_linear_part_buckets_numbers_and_crosses_columns():
     assert columns[0].to_json()["boundaries"] == [10.0, 20.0]
 
 
+def test_the_dense_layers_see_each_bucketed_numbers_quantile_rank():
+    from trainer.networks import QuantileRanks
+
+    amount = tables.Column("amount", tables.NUMERIC, mean=15.0, boundaries=(10.0, 20.0, 40.0))
+    size = tables.Column("size", tables.NUMERIC, mean=3.0, boundaries=(5.0,))  # one boundary: no segment to rank in
+    ranks = QuantileRanks([(0, amount), (2, size)])
+    rows = tf.constant([[5.0, 9.0, 1.0], [15.0, 9.0, 7.0], [30.0, 9.0, np.nan], [50.0, 9.0, 5.0], [np.nan, 9.0, 2.0]])
+    expected = [[0.0, 0.0], [0.25, 0.0], [0.75, 0.0], [1.0, 0.0], [0.25, 0.0]]  # missing: the mean's rank
+    np.testing.assert_allclose(ranks(rows).numpy(), expected)
+
+
 def test_a_cross_of_a_column_the_table_lacks_is_one_line():
     from tiny import VECTORS
 
@@ -250,17 +261,22 @@ def test_a_table_of_over_64_numeric_columns_has_no_buckets_in_its_linear_part():
         width = len(columns)
         return replace(VECTORS, shape=(width,), columns=tuple(columns), mean=(0.0,) * width, std=(1.0,) * width)
 
-    def variables(metadata) -> set[str]:
+    def variables(metadata) -> dict[str, int]:
+        """Each variable's rows."""
         with tf.Graph().as_default():
-            network = build_network(ModelSettings(network="wide_deep"), metadata)
+            network = build_network(ModelSettings(network="wide_deep", hidden_units=(8,)), metadata)
             network(tf.zeros([1, len(metadata.columns)]))
-            return {variable.name for variable in network.weights}
+            return {variable.name: variable.shape[0] for variable in network.weights}
 
-    assert "classifier/linear/wide_buckets/embeddings:0" in variables(table(BUCKETED_MAX))
-    assert "classifier/linear/wide_buckets/embeddings" in row_labels(table(BUCKETED_MAX), (8,))
-    wide = table(BUCKETED_MAX + 1)
+    bucketed, wide = table(BUCKETED_MAX), table(BUCKETED_MAX + 1)
+    assert "classifier/linear/wide_buckets/embeddings:0" in variables(bucketed)
+    assert "classifier/linear/wide_buckets/embeddings" in row_labels(bucketed, (8,))
     assert not any("wide_buckets" in name for name in variables(wide))
     assert "classifier/linear/wide_buckets/embeddings" not in row_labels(wide, (8,))
+    for metadata, ranked in ((bucketed, BUCKETED_MAX), (wide, 0)):  # the dense layer's rows: numbers, ranks, one-hot
+        deep = row_labels(metadata, (8,))["classifier/dense/kernel"]
+        assert variables(metadata)["classifier/dense/kernel:0"] == len(deep)
+        assert sum(label.endswith(" rank>") for label in deep) == ranked
     assert resolve_crosses("x0:c", table(BUCKETED_MAX)) == (("x0", "c"),)
     with pytest.raises(UserError, match=r"--crosses x0:c: x0:c: 'x0' has no buckets to cross: a table of over 64"):
         resolve_crosses("x0:c", wide)

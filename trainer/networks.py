@@ -113,10 +113,11 @@ class TableNetwork(tf.keras.Model):
     Numeric columns and date columns' features, as one block however many there are: a missing
     value becomes the training mean, then every value is standardized (metadata.json's mean and std
     of each number of the vector), and each column that had missing values in training gains a 0/1
-    "was missing" input. Categorical columns: one-hot for small vocabularies, learned
-    embeddings for larger ones (missing, out-of-vocabulary and hashed values have indices of their
-    own). Then the dense layers of `--hidden-units`. Text columns add logits of their own beside them
-    (TextPart: fastText's bags of words, then one linear layer). With `wide`, a linear part over the
+    "was missing" input; the dense layers also see each bucketed numeric column's quantile rank
+    (QuantileRanks). Categorical columns: one-hot for small vocabularies, learned embeddings for
+    larger ones (missing, out-of-vocabulary and hashed values have indices of their own). Then the
+    dense layers of `--hidden-units`. Text columns add logits of their own beside them (TextPart:
+    fastText's bags of words, then one linear layer). With `wide`, a linear part over the
     standardized numbers and every categorical column adds its logits, as the census samples'
     wide-and-deep model does; a column's linear weights are an embedding as wide as the classes,
     which is its one-hot times a matrix without making the one-hot.
@@ -138,6 +139,7 @@ class TableNetwork(tf.keras.Model):
             for i, size in self.categorical
             if size > ONE_HOT_MAX
         }
+        self.ranks = QuantileRanks(bucketed_columns(metadata))
         self.text = TextPart(settings, metadata) if text_columns(metadata) else None
         self.hidden = _dense_layers(settings)
         self.logits = layers.Dense(metadata.num_classes, name="logits")
@@ -145,6 +147,7 @@ class TableNetwork(tf.keras.Model):
 
     def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:
         numbers = self._numbers(rows)
+        ranks = [self.ranks(rows)] if self.ranks.places else []
         where = tf.constant([i for i, _ in self.categorical], tf.int32)  # int32 even when there are none
         indices = tf.cast(tf.gather(rows, where, axis=1), tf.int32)
         categories = []
@@ -153,7 +156,7 @@ class TableNetwork(tf.keras.Model):
             categories.append(self.embeddings[i](index) if i in self.embeddings else tf.one_hot(index, size))
         found = []  # the logits of each part
         if numbers or categories:
-            deep = tf.concat(numbers + categories, axis=1)
+            deep = tf.concat(numbers + ranks + categories, axis=1)
             for layer in self.hidden:
                 deep = layer(deep, training=training)
             found.append(self.logits(deep))
@@ -174,6 +177,34 @@ class TableNetwork(tf.keras.Model):
         if not self.with_missing:
             return [standardized]
         return [tf.concat([standardized, tf.cast(tf.gather(missing, self.with_missing, axis=1), tf.float32)], axis=1)]
+
+
+class QuantileRanks:
+    """Each bucketed numeric column's value (see bucketed_columns; a missing one as its training mean) as its
+    place among the column's quantile boundaries, 0 at the first to 1 at the last, linear between each two:
+    scikit-learn's QuantileTransformer, with metadata.json's deciles. A standardized count with a long tail
+    puts most rows within a fraction of one unit and a few far out, where the dense layers cannot tell the
+    many apart; its ranks spread them evenly. One block of ops for every column."""
+
+    def __init__(self, columns: list[tuple[int, tables.Column]]):
+        self.places = [start for start, _ in columns]  # in the row's vector
+        segments = max([len(column.boundaries) - 1 for _, column in columns], default=0)
+        lower = np.zeros((len(columns), segments), np.float32)  # each segment's lower boundary and width,
+        width = np.ones((len(columns), segments), np.float32)  # padded where a column has fewer of them
+        share = np.zeros((len(columns), segments), np.float32)  # each segment's share of the ranks
+        for j, (_, column) in enumerate(columns):
+            count = len(column.boundaries) - 1
+            if count > 0:  # boundaries are finite and increasing (schema's check)
+                lower[j, :count], width[j, :count] = column.boundaries[:-1], np.diff(column.boundaries)
+                share[j, :count] = 1.0 / count
+        self.lower, self.width, self.share = (tf.constant(a) for a in (lower, width, share))
+        self.means = tf.constant([column.mean for _, column in columns], tf.float32)
+
+    def __call__(self, rows: tf.Tensor) -> tf.Tensor:
+        """[n, columns] ranks of the rows' values."""
+        values = tf.gather(rows, self.places, axis=1)
+        values = tf.where(tf.math.is_nan(values), self.means, values)[:, :, None]
+        return tf.reduce_sum(tf.clip_by_value((values - self.lower) / self.width, 0.0, 1.0) * self.share, axis=2)
 
 
 def numeric_inputs(metadata: Metadata) -> list[tuple[int, str]]:
@@ -432,7 +463,7 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
         return {}
     found = {}
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
-    deep = list(numbers)
+    deep = numbers + [f"<{column.name} rank>" for _, column in bucketed_columns(metadata)]
     for i, name, size, labels in categorical_inputs(metadata):
         values = labels()
         found[f"classifier/linear/wide_{i}/embeddings"] = values
