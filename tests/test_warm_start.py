@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -103,6 +104,46 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
     with caplog.at_level(logging.INFO, logger="trainer"):
         experiment.run(config.__class__(**{**config.__dict__, "train_steps": 2}))
     assert "Resuming from" in caplog.text and "Warm start from" not in caplog.text
+
+
+def without_rank_rows(job_dir: str) -> None:
+    """Rewrites the job's checkpoint as a model trained before the quantile ranks would have it: no rows for
+    them in the first dense layer's kernel (nor in its optimizer's slots)."""
+    path = tf.train.latest_checkpoint(job_dir)
+    labels = networks.row_labels(warm_start.locate(job_dir).metadata, (256,))["classifier/dense/kernel"]
+    kept = [k for k, label in enumerate(labels) if not label.endswith(" rank>")]
+    assert len(kept) < len(labels)
+    reader = tf.train.load_checkpoint(path)
+    with tf.Graph().as_default():
+        variables = []
+        for name, _ in tf.train.list_variables(path):
+            value = reader.get_tensor(name)
+            if name.startswith("classifier/dense/kernel"):
+                value = value[kept]
+            variables.append(tf.compat.v1.Variable(value, name=name))
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver(variables).save(session, path, write_meta_graph=False)
+
+
+def test_a_model_from_before_the_quantile_ranks_keeps_its_rows_and_the_ranks_start_fresh(old_job, tmp_path, caplog):
+    earlier = shutil.copytree(old_job.job_dir, tmp_path / "earlier")
+    without_rank_rows(str(earlier))
+    table(tmp_path / "new", NEW_CITIES, seed=1, days=NEW_DAYS)  # new vocabularies: the kernel's rows move
+    config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / "job"), model="wide_deep", train_steps=1,
+                    learning_rate=1e-9, warm_start_from=str(earlier))  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        experiment.run(config)
+    assert "remapped classifier/dense/kernel" in caplog.text
+    before = _weights(str(earlier)).get_tensor("classifier/dense/kernel")
+    after = _weights(config.job_dir).get_tensor("classifier/dense/kernel")
+    labels = networks.row_labels(warm_start.locate(config.job_dir).metadata, (256,))["classifier/dense/kernel"]
+    earlier_labels = networks.row_labels(warm_start.locate(str(earlier)).metadata, (256,))["classifier/dense/kernel"]
+    earlier_labels = [label for label in earlier_labels if not label.endswith(" rank>")]  # as rewritten
+    rank = labels.index("<price rank>")
+    assert np.abs(after[rank]).max() <= warm_start.NEW_ROWS_RANGE and not np.isin(after[rank], before).any()
+    price = labels.index("<price 0>"), earlier_labels.index("<price 0>")
+    np.testing.assert_allclose(after[price[0]], before[price[1]], atol=1e-6)  # the price's number, kept
 
 
 def test_an_export_is_a_source_too(old_job):

@@ -155,7 +155,11 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     stored = dict(tf.train.list_variables(source.checkpoint))
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
-    old_labels = networks.row_labels(source.metadata, old_hidden)
+    old_labels = {
+        name: _as_stored(labels, stored[name][0])
+        for name, labels in networks.row_labels(source.metadata, old_hidden).items()
+        if name in stored
+    }
     renamed = _renaming(metadata, source.metadata)
     plan = Plan()
     for name, shape in weights.items():
@@ -181,6 +185,16 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
         else:
             plan.fresh[name] = f"{stored[previous]} there, {shape} now"
     return plan
+
+
+def _as_stored(labels: list[str], rows: int) -> list[str]:
+    """A weight's row labels as its checkpoint has them: a model trained before the dense layers took each
+    numeric column's quantile rank (networks.QuantileRanks) has no rows for the ranks."""
+    if len(labels) != rows:
+        without_ranks = [label for label in labels if not label.endswith(" rank>")]
+        if len(without_ranks) == rows:
+            return without_ranks
+    return labels
 
 
 def _renaming(metadata: Metadata, old: Metadata):
