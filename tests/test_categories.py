@@ -227,6 +227,8 @@ def test_the_dense_layers_see_each_bucketed_numbers_quantile_rank():
     rows = tf.constant([[5.0, 9.0, 1.0], [15.0, 9.0, 7.0], [30.0, 9.0, np.nan], [50.0, 9.0, 5.0], [np.nan, 9.0, 2.0]])
     expected = [[0.0, 0.0], [0.25, 0.0], [0.75, 0.0], [1.0, 0.0], [0.25, 0.0]]  # missing: the mean's rank
     np.testing.assert_allclose(ranks(rows).numpy(), expected)
+    unbounded = QuantileRanks([(0, tables.Column("x", tables.NUMERIC))])  # no boundaries (all missing, say)
+    np.testing.assert_allclose(unbounded(rows).numpy(), np.zeros((5, 1)))
 
 
 def test_a_cross_of_a_column_the_table_lacks_is_one_line():

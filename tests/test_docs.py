@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import fake_vertex
-import matplotlib
 import numpy as np
 import pytest
 from gcs_emulator.server import child_env, client
@@ -237,8 +236,10 @@ def cloud(gcs_server, workspace, tmp_path_factory) -> dict:
         fake.serve = fake_vertex.serving_staged_exports(client(gcs_server), tmp_path_factory.mktemp("served"))
         credentials = workspace / "key.json"  # a service account's key, whose tokens come from the stand-in
         credentials.write_text(json.dumps(service_account_key(f"{fake.url}/token")))
+        # One matplotlib folder for every block: in each block's own home, each would build its font cache.
         yield child_env(gcs_server, **{VERTEX_OVERRIDE: fake.url, LOGGING_OVERRIDE: fake.url,
-                                       "GOOGLE_APPLICATION_CREDENTIALS": str(credentials)})  # fmt: skip
+                                       "GOOGLE_APPLICATION_CREDENTIALS": str(credentials),
+                                       "MPLCONFIGDIR": str(tmp_path_factory.mktemp("matplotlib"))})  # fmt: skip
 
 
 def service_account_key(token_uri: str) -> dict:
@@ -276,7 +277,6 @@ def test_a_marked_block_runs_as_shown(where, block, workspace, cloud, tmp_path):
     for folder in written_by(block):
         shutil.rmtree(here / folder, ignore_errors=True)
     env = {**cloud, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(here)}
-    env["MPLCONFIGDIR"] = matplotlib.get_cachedir()  # not the new home's: each block would build a font cache
     done = subprocess.run(["bash", "-e", "-c", block], cwd=here, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     output = done.stdout + done.stderr

@@ -110,6 +110,7 @@ def test_rerun_with_another_model_is_refused_before_touching_the_checkpoint(trai
         f"--job-dir {job_dir}: its checkpoint model.ckpt-800 is of another model "
         "(classifier/dense/kernel is [256, 256] there, [256, 64] with these flags and data)"
     ) in result.stderr.strip().splitlines()[-1]
+    assert f"(with --warm-start-from {job_dir} to start from its weights)" in result.stderr  # the way to keep them
     assert sorted(os.listdir(job_dir)) == sorted(os.listdir(original))  # nothing saved over the old run
 
 

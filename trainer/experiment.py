@@ -157,8 +157,8 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
             there = f"is {stored[name]} there" if name in stored else "is not there"
             raise UserError(
                 f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} is of another model "
-                f"({name} {there}, {shape} with these flags and data); use a new --job-dir, or the model flags "
-                f"and dataset it was trained with"
+                f"({name} {there}, {shape} with these flags and data); use a new --job-dir (with --warm-start-from "
+                f"{config.job_dir} to start from its weights), or the model flags and dataset it was trained with"
             )
 
 

@@ -181,14 +181,15 @@ class TableNetwork(tf.keras.Model):
 
 class QuantileRanks:
     """Each bucketed numeric column's value (see bucketed_columns; a missing one as its training mean) as its
-    place among the column's quantile boundaries, 0 at the first to 1 at the last, linear between each two:
-    scikit-learn's QuantileTransformer, with metadata.json's deciles. A standardized count with a long tail
-    puts most rows within a fraction of one unit and a few far out, where the dense layers cannot tell the
-    many apart; its ranks spread them evenly. One block of ops for every column."""
+    place among the column's distinct deciles in metadata.json: 0 up to the first, 1 from the last, and
+    linear between each two, each gap an equal share (a coarse scikit-learn QuantileTransformer). A
+    standardized count with a long tail puts most rows within a fraction of one unit and a few far out,
+    where the dense layers cannot tell the many apart; its ranks spread them out. One block of ops for
+    every column."""
 
     def __init__(self, columns: list[tuple[int, tables.Column]]):
         self.places = [start for start, _ in columns]  # in the row's vector
-        segments = max([len(column.boundaries) - 1 for _, column in columns], default=0)
+        segments = max([len(column.boundaries) - 1 for _, column in columns] + [0])  # none: no boundaries at all
         lower = np.zeros((len(columns), segments), np.float32)  # each segment's lower boundary and width,
         width = np.ones((len(columns), segments), np.float32)  # padded where a column has fewer of them
         share = np.zeros((len(columns), segments), np.float32)  # each segment's share of the ranks

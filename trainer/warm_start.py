@@ -155,8 +155,9 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     stored = dict(tf.train.list_variables(source.checkpoint))
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
+    ranks = {f"<{column.name} rank>" for _, column in networks.bucketed_columns(source.metadata)}
     old_labels = {
-        name: _as_stored(labels, stored[name][0])
+        name: _as_stored(labels, stored[name][0], ranks)
         for name, labels in networks.row_labels(source.metadata, old_hidden).items()
         if name in stored
     }
@@ -187,11 +188,11 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     return plan
 
 
-def _as_stored(labels: list[str], rows: int) -> list[str]:
+def _as_stored(labels: list[str], rows: int, ranks: set[str]) -> list[str]:
     """A weight's row labels as its checkpoint has them: a model trained before the dense layers took each
-    numeric column's quantile rank (networks.QuantileRanks) has no rows for the ranks."""
+    numeric column's quantile rank (networks.QuantileRanks, labelled `ranks`) has no rows for the ranks."""
     if len(labels) != rows:
-        without_ranks = [label for label in labels if not label.endswith(" rank>")]
+        without_ranks = [label for label in labels if label not in ranks]
         if len(without_ranks) == rows:
             return without_ranks
     return labels
