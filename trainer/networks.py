@@ -208,6 +208,11 @@ class QuantileRanks:
         return tf.reduce_sum(tf.clip_by_value((values - self.lower) / self.width, 0.0, 1.0) * self.share, axis=2)
 
 
+def rank_labels(metadata: Metadata) -> list[str]:
+    """What each of QuantileRanks' inputs stands for, in its order."""
+    return [f"<{column.name} rank>" for _, column in bucketed_columns(metadata)]
+
+
 def numeric_inputs(metadata: Metadata) -> list[tuple[int, str]]:
     """(its place in the vector, a label) of each number of the numeric and date columns."""
     return [
@@ -464,7 +469,7 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
         return {}
     found = {}
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
-    deep = numbers + [f"<{column.name} rank>" for _, column in bucketed_columns(metadata)]
+    deep = numbers + rank_labels(metadata)
     for i, name, size, labels in categorical_inputs(metadata):
         values = labels()
         found[f"classifier/linear/wide_{i}/embeddings"] = values

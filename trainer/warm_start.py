@@ -155,7 +155,7 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     stored = dict(tf.train.list_variables(source.checkpoint))
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
-    ranks = {f"<{column.name} rank>" for _, column in networks.bucketed_columns(source.metadata)}
+    ranks = set(networks.rank_labels(source.metadata))
     old_labels = {
         name: _as_stored(labels, stored[name][0], ranks)
         for name, labels in networks.row_labels(source.metadata, old_hidden).items()
