@@ -139,7 +139,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=(),
         metavar="A,B",
         help="names for the columns of files without a header line (default: the first line's names, or "
-        "column_1, column_2, ... when it holds a number)",
+        "column_1, column_2, ... when it holds a number and not --label-column's name)",
     )
     table.add_argument(
         "--categorical-columns",

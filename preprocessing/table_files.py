@@ -117,14 +117,14 @@ class Dialect:
 def dialect_of(path: str, options: TableOptions) -> Dialect:
     """The file's dialect. JSON lines: the keys of its first objects; Parquet: its schema's fields. CSV:
     the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the column names: --column-names
-    for a file without a header, else its first line, which is a header unless it holds a number (then
-    the columns are named column_1, column_2, ...)."""
+    for a file without a header, else its first line, which is a header unless it holds a number and not
+    --label-column's name (then the columns are named column_1, column_2, ...)."""
     if options.text_folder:
         return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
     if kind == PARQUET:
         with _opened(path) as stream:
-            names = tuple(pq.ParquetFile(stream).schema_arrow.names)
+            names = _distinct(pq.ParquetFile(stream).schema_arrow.names, path)
         return Dialect(names, False, "", options.encoding, PARQUET)
     text = _head(path, options.encoding)
     if kind == JSON_LINES:  # the keys of the first lines' objects, in the order they first appear
@@ -148,10 +148,27 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
                 f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
                 f"{len(first)} (delimiter {delimiter!r})"
             )
-        return Dialect(options.column_names, False, delimiter, options.encoding)
-    if any(tables.is_number(name) for name in first):
-        return Dialect(tuple(f"column_{i + 1}" for i in range(len(first))), False, delimiter, options.encoding)
-    return Dialect(tuple(first), True, delimiter, options.encoding)
+        return Dialect(_distinct(options.column_names, "--column-names"), False, delimiter, options.encoding)
+    if _is_header(first, options.label_column):
+        return Dialect(_distinct(first, f"{path}: line 1"), True, delimiter, options.encoding)
+    return Dialect(tuple(f"column_{i + 1}" for i in range(len(first))), False, delimiter, options.encoding)
+
+
+def _is_header(first: list[str], label_column: str) -> bool:
+    """Whether a file's first line names its columns: it holds no number, or --label-column names one of
+    its fields (a header of years, "2019,2020,label")."""
+    named = not tables.is_number(label_column) and label_column in first
+    return named or not any(tables.is_number(name) for name in first)
+
+
+def _distinct(names, where: str) -> tuple[str, ...]:
+    """The column names, each once: two columns of one name (an export's header) are a UserError."""
+    seen: dict[str, int] = {}
+    for number, name in enumerate(names, 1):
+        if name in seen:
+            raise UserError(f"{where}: columns {seen[name]} and {number} are both named {name!r}; rename one")
+        seen[name] = number
+    return tuple(names)
 
 
 def _head(path: str, encoding: str) -> str:

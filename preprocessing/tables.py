@@ -69,6 +69,7 @@ WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 TEXT_WRITE_ROWS = 4096  # the same for a table with text, whose words take far more memory than its rows
 GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
+MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 
@@ -608,6 +609,11 @@ def _bucket(folder: str, split: str, index: int) -> str:
     return os.path.join(folder, f"{split}-{index}.arrow")
 
 
+def check_rows(rows: int, path: str, plan: TablePlan) -> None:
+    if not rows:
+        raise UserError(f"{path}: no rows" + (" below the header line" if plan.dialect.has_header else ""))
+
+
 def check_labels(labels: Counter, plan: TablePlan) -> None:
     if len(labels) > MAX_LABELS:
         raise UserError(f"--label-column {plan.label}: more than {MAX_LABELS} distinct labels; is it the label?")
@@ -824,14 +830,21 @@ def describe(column: tables.Column) -> str:
     )
 
 
-def class_names(labels: Counter) -> tuple[str, ...]:
-    """The label's classes, sorted: numerically when every label is a number (3 before 10)."""
+def class_names(labels: Counter, label: str) -> tuple[str, ...]:
+    """The label's classes, sorted: numerically when every label is a number (3 before 10). Many numbers
+    with fractions (prices, scores) are a quantity to predict, not classes: a UserError."""
     names = list(labels)
     if len(names) < 2:
         raise UserError(f"found {len(names)} distinct label(s); a classifier needs at least 2")
-    if all(tables.is_number(name) for name in names):
-        return tuple(sorted(names, key=float))
-    return tuple(sorted(names))
+    if not all(tables.is_number(name) for name in names):
+        return tuple(sorted(names))
+    fractions = [name for name in names if not float(name).is_integer()]
+    if fractions and len(names) > MAX_FRACTION_LABELS:
+        raise UserError(
+            f"--label-column {label}: its {len(names)} distinct values are numbers with fractions ({fractions[0]}, "
+            "...), a quantity rather than classes; this trainer classifies: put them into a few classes first"
+        )
+    return tuple(sorted(names, key=float))
 
 
 # Pass 2.
@@ -1055,9 +1068,10 @@ def build_table_dataset(
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         counts, labels, rows = _read_pass(files, plan, folder)
+        check_rows(rows, path, plan)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        classes = class_names(labels)
+        classes = class_names(labels, plan.label)
         writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
         paths = shard_paths(plan, output, compression)

@@ -144,3 +144,34 @@ def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):
     assert preprocess(flags) == 0
     assert preprocess([*flags[:-8], "--encoding", "klingon", "--overwrite"]) == 2
     assert "argument --encoding: 'klingon' is not an encoding Python knows" in caplog.text
+
+
+def test_a_header_of_two_columns_of_one_name_is_refused_with_both_places(tmp_path):
+    (tmp_path / "t.csv").write_text("a,b,a,label\n" + "".join(f"{i},{i % 3},{i * 2},{i % 2}\n" for i in range(30)))
+    with pytest.raises(UserError, match=r"t.csv: line 1: columns 1 and 3 are both named 'a'; rename one"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+    with pytest.raises(UserError, match=r"--column-names: columns 2 and 3 are both named 'b'"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label", column_names=("a", "b", "b", "label"))
+
+
+def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):
+    (tmp_path / "t.csv").write_text("2019,2020,label\n" + "".join(f"{i},{i * 2},{'ab'[i % 2]}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["2019", "2020"]
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
+    headerless = dialect_of(str(tmp_path / "t.csv"), TableOptions(label_column="2"))  # an index names no field
+    assert not headerless.has_header and headerless.names == ("column_1", "column_2", "column_3")
+
+
+def test_a_file_of_only_a_header_says_it_has_no_rows(tmp_path):
+    (tmp_path / "t.csv").write_text("size,label\n")
+    with pytest.raises(UserError, match=r"t.csv: no rows below the header line$"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+
+
+def test_a_label_of_many_numbers_with_fractions_is_refused_as_a_quantity(tmp_path):
+    (tmp_path / "t.csv").write_text("size,price\n" + "".join(f"{i % 7},{i * 1.25:.2f}\n" for i in range(30)))
+    with pytest.raises(UserError, match=r"--label-column price: its 30 distinct values are numbers with fractions"):
+        build(tmp_path, tmp_path / "t.csv", label_column="price")
+    (tmp_path / "r.csv").write_text("size,stars\n" + "".join(f"{i % 7},{1 + i % 9 / 2}\n" for i in range(30)))
+    assert build(tmp_path, tmp_path / "r.csv", label_column="stars").class_names[:3] == ("1.0", "1.5", "2.0")
