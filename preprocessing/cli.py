@@ -128,6 +128,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "comma, semicolon, tab and pipe that splits the first lines alike)",
     )
     table.add_argument(
+        "--decimal",
+        choices=(".", ","),
+        help="the numbers' decimal mark (default: ',' where the file is not comma-separated and its first lines "
+        "hold numbers like 3,14 and none like 3.14, as spreadsheets write CSV in much of Europe; otherwise '.')",
+    )
+    table.add_argument(
         "--encoding",
         type=_encoding,
         default=TableOptions.encoding,
@@ -348,6 +354,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
     options = TableOptions(
         label_column=TEXT_COLUMNS[1] if text_folder else args.label_column,
         delimiter=args.delimiter or "",
+        decimal=args.decimal or "",
         encoding=args.encoding,
         column_names=args.column_names,
         categorical=args.categorical_columns,

@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import posixpath
+import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer
 BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
+POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -108,6 +111,7 @@ class Dialect:
     delimiter: str  # CSV's
     encoding: str  # Python's name of it, as --encoding gives it (pyarrow transcodes from it)
     format: str = CSV
+    decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
 
     @property
     def first_line(self) -> int:
@@ -139,6 +143,7 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
             raise UserError(f"{path}: empty file")
         return Dialect(tuple(keys), False, "", options.encoding, JSON_LINES)
     delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
+    decimal = options.decimal or sniff_decimal(text, delimiter)
     first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
     if not first:
         raise UserError(f"{path}: empty file")
@@ -148,10 +153,12 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
                 f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
                 f"{len(first)} (delimiter {delimiter!r})"
             )
-        return Dialect(_distinct(options.column_names, "--column-names"), False, delimiter, options.encoding)
-    if _is_header(first, options.label_column):
-        return Dialect(_distinct(first, f"{path}: line 1"), True, delimiter, options.encoding)
-    return Dialect(tuple(f"column_{i + 1}" for i in range(len(first))), False, delimiter, options.encoding)
+        names, has_header = _distinct(options.column_names, "--column-names"), False
+    elif _is_header(first, options.label_column):
+        names, has_header = _distinct(first, f"{path}: line 1"), True
+    else:
+        names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
+    return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal)
 
 
 def _is_header(first: list[str], label_column: str) -> bool:
@@ -169,6 +176,17 @@ def _distinct(names, where: str) -> tuple[str, ...]:
             raise UserError(f"{where}: columns {seen[name]} and {number} are both named {name!r}; rename one")
         seen[name] = number
     return tuple(names)
+
+
+def sniff_decimal(text: str, delimiter: str) -> str:
+    """The decimal mark of the numbers in a file's first lines: "," where some are written with a decimal
+    comma and none with a point (Excel's CSV where the comma is the decimal mark: "3,14;blue"); only in files
+    whose delimiter is not the comma."""
+    if delimiter == ",":
+        return "."
+    fields = [field.strip() for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) for field in row]
+    comma = any(re.fullmatch(COMMA_NUMBER, field) for field in fields)
+    return "," if comma and not any(re.fullmatch(POINT_NUMBER, field) for field in fields) else "."
 
 
 def _head(path: str, encoding: str) -> str:
@@ -209,10 +227,17 @@ def blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.nda
         line = dialect.first_line
         for batch in _csv_blocks(path, dialect):
             lines, line = record_lines(batch, line)
-            yield batch, lines
+            yield (_decimal_points(batch) if dialect.decimal == "," else batch), lines
 
 
 # CSV.
+
+
+def _decimal_points(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Every value that is a number with a decimal comma ("-3,14", "1,5E+03") written with a point, as the
+    rest of preprocessing reads numbers; other values as they are."""
+    columns = [pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2") for column in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_row) -> dict:

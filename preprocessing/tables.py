@@ -80,6 +80,7 @@ class TableOptions:
 
     label_column: str = "-1"  # a name, or an index (negative counts from the end)
     delimiter: str = ""  # "" to sniff it (a tab for .tsv)
+    decimal: str = ""  # the numbers' decimal mark, "." or ","; "" to sniff it
     encoding: str = "utf-8"
     column_names: tuple[str, ...] = ()  # the names of a headerless file's columns
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
@@ -498,7 +499,7 @@ def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path:
 
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     """Pass 1 over one file, block by block, checking every row."""
-    dialect = dialect_of(path, plan.options)
+    dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
     if dialect != plan.dialect:
         raise UserError(
             f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must have the first's header"
@@ -992,6 +993,8 @@ def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int
     """(the files of --input, the plan of the conversion), checked before anything is written."""
     files = [path] if options.text_folder else input_files(path)
     dialect = dialect_of(files[0], options)
+    if dialect.decimal == "," and not options.decimal:
+        log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
     names = list(dialect.names)
     label, features = _plan_columns(names, options, files[0])
     if options.text_folder:  # its files' count times the first ones' mean size

@@ -175,3 +175,27 @@ def test_a_label_of_many_numbers_with_fractions_is_refused_as_a_quantity(tmp_pat
         build(tmp_path, tmp_path / "t.csv", label_column="price")
     (tmp_path / "r.csv").write_text("size,stars\n" + "".join(f"{i % 7},{1 + i % 9 / 2}\n" for i in range(30)))
     assert build(tmp_path, tmp_path / "r.csv", label_column="stars").class_names[:3] == ("1.0", "1.5", "2.0")
+
+
+def test_numbers_with_a_decimal_comma_are_numbers_and_the_flag_overrides(tmp_path):
+    rows = [f"{i % 4 * 5 - 7},{i % 9};{'rot' if i % 3 else 'a,b'};{i},5E+02;{'ab'[i % 2]}\n" for i in range(40)]
+    (tmp_path / "t.csv").write_text("size;color;big;label\n" + "".join(rows))
+    assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).decimal == ","
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.kind for column in metadata.columns] == ["numeric", "categorical", "numeric"]
+    assert set(metadata.columns[1].vocabulary) == {"rot", "a,b"}  # a comma between letters stays
+    first = all_rows(tmp_path, metadata)
+    sizes = {float(f"{i % 4 * 5 - 7}.{i % 9}") for i in range(40)}
+    assert {round(row["size"], 3) for row in first} == sizes and max(row["big"] for row in first) == 3950
+    assert build(tmp_path, tmp_path / "t.csv", label_column="label", decimal=".").columns[0].kind == "categorical"
+    (tmp_path / "p.csv").write_text("size;color;label\n" + "".join(f"{i},5;1.5;{'ab'[i % 2]}\n" for i in range(9)))
+    assert dialect_of(str(tmp_path / "p.csv"), TableOptions()).decimal == "."  # a point too: not sure, as it was
+
+
+def test_a_later_file_without_fractions_in_its_first_lines_keeps_the_first_files_decimal_comma(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("x;label\n" + "".join(f"{i},5;{'ab'[i % 2]}\n" for i in range(30)))
+    (tmp_path / "in" / "b.csv").write_text("x;label\n" + "".join(f"{i};{'ab'[i % 2]}\n" for i in range(30)) + "2,5;a\n")
+    metadata = build(tmp_path, tmp_path / "in", label_column="label")
+    assert metadata.columns[0].kind == "numeric"
+    assert sorted(row["x"] for row in all_rows(tmp_path, metadata))[-3:] == [28.5, 29.0, 29.5]
