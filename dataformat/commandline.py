@@ -10,6 +10,7 @@ its own (`--learning-rat`), which would otherwise be ignored and leave a default
 from __future__ import annotations
 
 import argparse
+import codecs
 import difflib
 import logging
 import os
@@ -122,6 +123,16 @@ def fraction(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (exclusive)")
     return value
+
+
+def encoding(text: str) -> str:
+    """A text encoding's name, as Python knows it (--encoding)."""
+    try:
+        return codecs.lookup(text).name
+    except LookupError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an encoding Python knows (e.g. utf-8, latin-1, cp1252)"
+        ) from None
 
 
 def run(command: Callable[[], int], interrupted: str) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import codecs
 import dataclasses
 import logging
 import sys
@@ -45,15 +44,6 @@ def _delimiter(text: str) -> str:
     if len(text) != 1 or text in '"\r\n':
         raise argparse.ArgumentTypeError(f"{text!r} is not one character other than a quote or a newline")
     return text
-
-
-def _encoding(text: str) -> str:
-    try:
-        return codecs.lookup(text).name
-    except LookupError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an encoding Python knows (e.g. utf-8, latin-1, cp1252)"
-        ) from None
 
 
 def _date_format(text: str) -> str:
@@ -135,7 +125,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     table.add_argument(
         "--encoding",
-        type=_encoding,
+        type=commandline.encoding,
         default=TableOptions.encoding,
         help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8; a byte-order mark is skipped)",
     )

@@ -132,7 +132,7 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
         return Dialect(names, False, "", options.encoding, PARQUET)
     text = _head(path, options.encoding)
     if kind == JSON_LINES:  # the keys of the first lines' objects, in the order they first appear
-        lines = text.splitlines()[:-1] or text.splitlines()  # the last line may be cut off
+        lines = _whole_lines(text)
         keys = {
             key: None
             for number, line in enumerate(lines, 1)
@@ -189,6 +189,12 @@ def sniff_decimal(text: str, delimiter: str) -> str:
     return "," if comma and not any(re.fullmatch(POINT_NUMBER, field) for field in fields) else "."
 
 
+def _whole_lines(text: str) -> list[str]:
+    """The lines of a file's head, but its last where the head cut it off (one line at least)."""
+    lines = text.splitlines()
+    return lines if text.endswith(("\n", "\r")) else lines[:-1] or lines
+
+
 def _head(path: str, encoding: str) -> str:
     """The file's first SNIFF_BYTES as text, or up to the end of its first line where that is longer (the
     header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
@@ -205,7 +211,7 @@ def _head(path: str, encoding: str) -> str:
 def sniff_delimiter(text: str) -> str:
     """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
     most of them (quoted fields read as the csv module reads them); a comma when none splits them."""
-    lines = text.splitlines()[:-1] or text.splitlines()  # the last line may be cut off
+    lines = _whole_lines(text)
     best, widest = ",", 1
     for delimiter in DELIMITERS:
         widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines[:50])), delimiter=delimiter) if row}

@@ -1,5 +1,5 @@
 """A table from CSV to predictions: train, export, then every serving input (named columns, tf.Example,
-CSV lines, the predict CLI's CSV and JSON lines) against Estimator.predict on the same rows."""
+CSV lines, the predict CLI's tables and JSON lines) against Estimator.predict on the same rows."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
 from dataformat import tables
+from dataformat.errors import UserError
 from dataformat.schema import decode_record
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import experiment
@@ -20,7 +23,7 @@ from trainer.config import Config
 from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
-from trainer.predict import Model, respond
+from trainer.predict import Model, respond, table_rows
 
 
 def census_like(rows: int, seed: int = 0) -> str:
@@ -144,14 +147,17 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
 
 
 @pytest.mark.slow
-def test_the_predict_cli_reads_csv_with_a_header_and_json_lines(table_job, tmp_path):
+def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table_job, tmp_path):
     config, _, _ = table_job
     (tmp_path / "rows.csv").write_text("hours,workclass,age,income\n40,Private,60,?\n,Self-emp,30,\n")
     (tmp_path / "rows.jsonl").write_text('{"age": 60, "workclass": "Private", "hours": 40}\n{"age": 30}\n')
+    # As a spreadsheet in Europe writes it: semicolons, decimal commas, cp1252, a quoted newline.
+    europe = 'note;hours;workclass;age\n"café\nau lait";40,0;Private;60\n'
+    (tmp_path / "rows.txt").write_bytes(europe.encode("cp1252"))
     export = latest_export(config, "latest")
     result = subprocess.run(
-        [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--input",
-         str(tmp_path / "rows.csv"), str(tmp_path / "rows.jsonl")],
+        [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--encoding", "cp1252", "--input",
+         str(tmp_path / "rows.csv"), str(tmp_path / "rows.jsonl"), str(tmp_path / "rows.txt")],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -163,6 +169,19 @@ def test_the_predict_cli_reads_csv_with_a_header_and_json_lines(table_job, tmp_p
     }
     assert lines[0]["classes"] == lines[2]["prediction"]["classes"]  # the same row, by name and by position
     assert set(lines[3]["prediction"]) == {"class_ids", "classes", "probabilities", "logits"}
+    assert lines[4]["input"] == f"{tmp_path}/rows.txt:2"
+    assert lines[4]["probabilities"] == pytest.approx(lines[0]["probabilities"])  # 40,0 is 40
+
+
+def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
+    (tmp_path / "rows.csv").write_text("40,Private,60\n")
+    with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
+        list(table_rows(str(tmp_path / "rows.csv"), "income", "utf-8"))
+    pq.write_table(pa.table({"age": [60, None], "workclass": ["Private", "?"]}), tmp_path / "rows.parquet")
+    assert list(table_rows(str(tmp_path / "rows.parquet"), "income", "utf-8")) == [
+        (f"{tmp_path}/rows.parquet:1", {"age": "60", "workclass": "Private"}),
+        (f"{tmp_path}/rows.parquet:2", {"age": "", "workclass": "?"}),
+    ]
 
 
 def test_table_columns_of_instances_say_which_row_is_wrong():

@@ -1,9 +1,10 @@
 """`python -m trainer.predict`: predictions from an exported SavedModel, on files or a JSON request.
 
-PNG/JPEG files go through `image_bytes:serving_default` as they are stored; .npz, CSV and
-TFRecord files (a dataset's shards: records that may pack many examples) are read here and
-their values go through the numbers' signature (`serving_default`, or `numbers:serving_default`
-in an export whose serving_default takes another input), one prediction per example.
+PNG/JPEG files go through `image_bytes:serving_default` as they are stored; .npz, CSV (for a
+table, any file its preprocessing reads), and TFRecord files (a dataset's shards: records that may
+pack many examples) are read here and their values go through the numbers' signature
+(`serving_default`, or `numbers:serving_default` in an export whose serving_default takes another
+input), one prediction per example.
 `--instances-json` reads the body of a TF Serving / Vertex AI predict request and prints the
 body the server would return.
 """
@@ -161,16 +162,20 @@ def _csv_lines(path: str) -> list[list[str]]:
     return [[field.strip() for field in fields] for fields in csv.reader(io.StringIO(text)) if fields]
 
 
-def _table_rows(path: str) -> Iterator[tuple[str, dict]]:
-    """A table's rows in a CSV file with a header line (the label column, if there, is ignored)."""
-    lines = _csv_lines(path)
-    if not lines:
-        raise UserError(f"{path}: empty file")
-    header = lines[0]
-    for number, fields in enumerate(lines[1:], start=2):
-        if len(fields) != len(header):
-            raise UserError(f"{path}: line {number} has {len(fields)} columns; the header has {len(header)}")
-        yield f"{path}:{number}", dict(zip(header, fields))
+def table_rows(path: str, label_column: str, encoding: str) -> Iterator[tuple[str, dict]]:
+    """A table's rows ({column: text}; other columns, such as the label, are ignored), named by their line.
+    Read by preprocessing's own reader, so that any file reads here as it did for training: CSV of any
+    delimiter and decimal mark, quoted newlines, gzipped or not, and Parquet. CSV needs a header line."""
+    from preprocessing.table_files import CSV, blocks, dialect_of
+    from preprocessing.tables import TableOptions
+
+    dialect = dialect_of(path, TableOptions(label_column=label_column, encoding=encoding))
+    if dialect.format == CSV and not dialect.has_header:
+        raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
+    for batch, lines in blocks(path, dialect):
+        values = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+        for i, line in enumerate(lines.tolist()):
+            yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
 
 
 def _json_lines(path: str) -> Iterator[tuple[str, object]]:
@@ -185,8 +190,8 @@ def _json_lines(path: str) -> Iterator[tuple[str, object]]:
                 raise UserError(f"{path}: line {number} is not JSON ({error.msg})") from None
 
 
-def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
-    """(input name, signature, value) for each example in one input file."""
+def requests_for(path: str, model: Model, encoding: str = "utf-8") -> Iterator[tuple[str, str, object]]:
+    """(input name, signature, value) for each example in one input file (a table's text in `encoding`)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path):
@@ -195,9 +200,7 @@ def requests_for(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
-        if not suffix.endswith(".csv"):
-            raise UserError(f"{path}: this model takes tables; expected .csv (with a header), .jsonl or .tfrecord")
-        for name, row in _table_rows(path):
+        for name, row in table_rows(path, model.metadata.label_column, encoding):
             yield name, model.numbers_signature, row
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
@@ -240,14 +243,14 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
             i += 1
 
 
-def predict_files(model: Model, paths: list[str], batch_size: int) -> Iterator[dict]:
+def predict_files(model: Model, paths: list[str], batch_size: int, encoding: str = "utf-8") -> Iterator[dict]:
     """Batches consecutive inputs of the same signature; yields one JSON-ready line per input."""
     batch: list[tuple[str, object]] = []
     signature = None
     for path in paths:
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
-        for name, sig, value in requests_for(path, model):
+        for name, sig, value in requests_for(path, model, encoding):
             if batch and (sig != signature or len(batch) == batch_size):
                 yield from _run(model, signature, batch)
                 batch = []
@@ -325,9 +328,21 @@ def parse_args(argv: list[str] | None):
         help="with --endpoint: ask for explanations, added to each line as attributions",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", nargs="+", metavar="FILE", help="images (.png, .jpg), .npz, .csv or .tfrecord files")
+    source.add_argument(
+        "--input",
+        nargs="+",
+        metavar="FILE",
+        help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a table, also .tsv, .parquet "
+        "and any CSV its preprocessing reads",
+    )
     source.add_argument(
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
+    )
+    parser.add_argument(
+        "--encoding",
+        type=commandline.encoding,
+        default="utf-8",
+        help="a table's text encoding, e.g. latin-1 or cp1252 (default: utf-8)",
     )
     parser.add_argument("--output", help="write JSON lines here instead of standard output")
     parser.add_argument(
@@ -355,7 +370,7 @@ def _predict(argv: list[str] | None) -> int:
     if args.instances_json:
         lines = [respond(model, _read_request(args.instances_json))]
     else:
-        lines = predict_files(model, args.input, args.batch_size)
+        lines = predict_files(model, args.input, args.batch_size, args.encoding)
     count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
