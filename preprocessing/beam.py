@@ -276,7 +276,7 @@ def build_table_dataset_with_beam(
 
     def decide(summary) -> tables.ShardWriter:
         counts, labels, rows = summary
-        tables.check_rows(rows, path, plan)
+        tables.check_rows(rows, labels, path, plan)
         columns = tables.write_vocabularies(output, tables.decide_columns(plan, counts, files))
         classes = tables.class_names(labels, plan.label)
         return tables.ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)

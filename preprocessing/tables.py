@@ -257,9 +257,10 @@ class Block:
     """What one block of a file adds: counts by column, labels, and its rows by (split, shard)."""
 
     counts: dict[str, ColumnCount]
-    labels: Counter
-    rows: int
+    labels: Counter  # of its rows with a label
+    rows: int  # all its rows, with a label or not
     parts: list[tuple[tuple[str, int], pa.RecordBatch]]
+    first_unlabeled: int = 0  # the line of its first row without a label, if any
 
 
 def add_counts(total: ColumnCount, more: ColumnCount) -> None:
@@ -506,20 +507,34 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
         )
     key = file_key(path, plan.root, plan.seed)
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
+    unlabeled_seen = False
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
         for batch, lines in blocks(path, dialect):
             block = _read_block(batch, lines, key, plan, pool, earlier, path)
-            earlier = block.counts
+            if block.first_unlabeled and not unlabeled_seen:
+                log.warning(
+                    "%s: line %d, column %s: the label is missing; rows without a label are left out",
+                    path,
+                    block.first_unlabeled,
+                    plan.position(plan.label),
+                )
+                unlabeled_seen = True
+            earlier = block.counts or earlier  # a block of only unlabeled rows counted nothing
             yield block
 
 
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
-    """One block: checked, its rows placed, its columns counted."""
-    trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in plan.kept}
-    missing_label = _missing(trimmed[plan.label])
-    if missing_label.any():
-        line = int(lines[np.argmax(missing_label)])
-        raise UserError(f"{path}: line {line}, column {plan.position(plan.label)}: the label is missing")
+    """One block: checked, its rows placed, its columns counted. Rows without a label are left out, as
+    Ludwig and Vertex AI's tabular training leave them: nothing can be learnt from them."""
+    label = pc.utf8_trim_whitespace(batch.column(plan.label))
+    labeled = ~_missing(label)
+    first_unlabeled = 0 if labeled.all() else int(lines[np.argmin(labeled)])
+    if not labeled.any():
+        return Block({}, Counter(), batch.num_rows, [], first_unlabeled)
+    if first_unlabeled:
+        batch, lines, label = batch.filter(pa.array(labeled)), lines[labeled], label.filter(pa.array(labeled))
+    trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in plan.kept if name != plan.label}
+    trimmed[plan.label] = label
     split_hash, order = row_hashes(key, lines)
     train = stratified_train(split_hash, order, trimmed[plan.label], plan.eval_fraction)
     options = plan.options
@@ -552,7 +567,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         for index, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
-    return Block(counts, labels, batch.num_rows, parts)
+    return Block(counts, labels, len(labeled), parts, first_unlabeled)
 
 
 def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:
@@ -610,9 +625,15 @@ def _bucket(folder: str, split: str, index: int) -> str:
     return os.path.join(folder, f"{split}-{index}.arrow")
 
 
-def check_rows(rows: int, path: str, plan: TablePlan) -> None:
+def check_rows(rows: int, labels: Counter, path: str, plan: TablePlan) -> None:
+    """That there are rows, and labeled ones; how many were left out for the lack of a label."""
     if not rows:
         raise UserError(f"{path}: no rows" + (" below the header line" if plan.dialect.has_header else ""))
+    unlabeled = rows - sum(labels.values())
+    if unlabeled == rows:
+        raise UserError(f"{path}: the label (column {plan.position(plan.label)}) is missing in every row")
+    if unlabeled:
+        log.warning("Left out %d of %d rows: their label is missing", unlabeled, rows)
 
 
 def check_labels(labels: Counter, plan: TablePlan) -> None:
@@ -1071,7 +1092,7 @@ def build_table_dataset(
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         counts, labels, rows = _read_pass(files, plan, folder)
-        check_rows(rows, path, plan)
+        check_rows(rows, labels, path, plan)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
         classes = class_names(labels, plan.label)

@@ -254,10 +254,10 @@ BAD_TABLES = {
         {},
         r"t.csv: line 3 has 3 columns; expected 5",
     ),
-    "empty label": (
-        f"{HEADER}\n39,Private,13,40,<=50K\n40,Private,13,40,\n",
+    "no label": (
+        f"{HEADER}\n39,Private,13,40,\n40,Private,13,40,NA\n",
         {},
-        r"t.csv: line 3, column 5 \('income'\): the label is missing",
+        r"t.csv: the label \(column 5 \('income'\)\) is missing in every row",
     ),
     "always missing": (
         f"{HEADER}\n39,,13,40,a\n40,NA,13,40,b\n",
@@ -322,6 +322,18 @@ def test_a_class_seen_once_a_block_still_reaches_evaluation(tmp_path, monkeypatc
     counts = eval_counts(tmp_path / "out", metadata)
     assert 8 <= counts["rare"] <= 35  # about a fifth of 100, where rounding each block's 0.2 would give 0
     assert counts["common"] + counts["rare"] == metadata.splits["eval"].examples
+
+
+def test_rows_without_a_label_are_left_out_and_counted(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 256)  # blocks of about 40 rows
+    unlabeled = [f"2020-01-{1 + i % 28:02d},{i}," for i in range(200)]  # whole blocks first: dates still found
+    rows = [f"2020-02-{1 + i % 28:02d},{i},{'NA' if i % 10 == 3 else 'ab'[i % 2]}" for i in range(400)]
+    (tmp_path / "t.csv").write_text("\n".join(["day,x,y", *unlabeled, *rows]) + "\n")
+    metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 360
+    assert metadata.columns[0].kind == tables.DATE and metadata.class_counts == (200, 160)
+    assert "t.csv: line 2, column 3 ('y'): the label is missing; rows without a label are left out" in caplog.text
+    assert "Left out 240 of 600 rows: their label is missing" in caplog.text
 
 
 def test_splits_hash_rows_so_that_rows_in_order_still_spread(tmp_path):
