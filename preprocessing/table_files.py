@@ -221,14 +221,16 @@ def sniff_delimiter(text: str) -> str:
     return best
 
 
-def blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    """The file's rows in blocks, every value as text, each block with its rows' lines."""
+def blocks(path: str, dialect: Dialect, wanted: tuple[str, ...] = ()) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
+    the `wanted` columns (all when none are named); JSON lines and Parquet read only those, so that a column
+    left out (--ignore-columns) may hold what a table cannot (nested values)."""
     if dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
     elif dialect.format == PARQUET:
-        yield from _parquet_blocks(path, dialect)
+        yield from _parquet_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == JSON_LINES:
-        yield from _json_blocks(path, dialect)
+        yield from _json_blocks(path, dialect, wanted or dialect.names)
     else:
         line = dialect.first_line
         for batch in _csv_blocks(path, dialect):
@@ -364,7 +366,7 @@ def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, in
 # text in the next, as exports have them (pyarrow's reader stops there).
 
 
-def _json_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+def _json_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     line, rest = 1, b""
     block_bytes = _pieces_a_block(len(dialect.names), PARSE_BYTES) * PARSE_BYTES
     with _opened(path) as stream:
@@ -374,7 +376,7 @@ def _json_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, 
             cut = len(text) if not chunk else text.rfind(b"\n") + 1
             whole, rest = text[:cut], text[cut:]
             if whole:
-                batch, lines = _json_batch(whole, path, dialect, line)
+                batch, lines = _json_batch(whole, path, dialect.encoding, names, line)
                 line += whole.count(b"\n") + (0 if whole.endswith(b"\n") else 1)
                 if batch.num_rows:
                     yield batch, lines
@@ -382,13 +384,15 @@ def _json_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, 
                 return
 
 
-def _json_batch(text: bytes, path: str, dialect: Dialect, first_line: int) -> tuple[pa.RecordBatch, np.ndarray]:
-    """Whole lines of JSON objects to a block of text columns (a key left out or null: empty)."""
+def _json_batch(
+    text: bytes, path: str, encoding: str, names: tuple[str, ...], first_line: int
+) -> tuple[pa.RecordBatch, np.ndarray]:
+    """Whole lines of JSON objects to a block of the named text columns (a key left out or null: empty)."""
     try:
-        decoded = text.decode(dialect.encoding)
+        decoded = text.decode(encoding)
     except UnicodeDecodeError:
-        raise UserError(f"{path}: {_not_text(path, dialect.encoding)}") from None
-    columns = {name: [] for name in dialect.names}
+        raise UserError(f"{path}: {_not_text(path, encoding)}") from None
+    columns = {name: [] for name in names}
     lines = []
     for offset, line in enumerate(decoded.split("\n")):
         if not line.strip():
@@ -397,7 +401,7 @@ def _json_batch(text: bytes, path: str, dialect: Dialect, first_line: int) -> tu
         for name, values in columns.items():
             values.append(_as_text(row.get(name), path, first_line + offset, name))
         lines.append(first_line + offset)
-    batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], dialect.names)
+    batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], names)
     return batch, np.array(lines, np.int64)
 
 
@@ -417,20 +421,23 @@ def _as_text(value, path: str, line: int, name: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        raise UserError(f"{path}: line {line}, column {name!r}: a nested value; tables take one value a column")
+        raise UserError(
+            f"{path}: line {line}, column {name!r}: a nested value; tables take one value a column "
+            f"(--ignore-columns {name} leaves it out)"
+        )
     return str(value)
 
 
 # Parquet: typed columns, cast to text (numbers as numbers, timestamps in ISO 8601).
 
 
-def _parquet_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    row, rows_a_block = 1, max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(dialect.names)))
+def _parquet_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    row, rows_a_block = 1, max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
     with _opened(path) as stream:
         try:
-            for batch in pq.ParquetFile(stream).iter_batches(batch_size=rows_a_block, columns=list(dialect.names)):
-                texts = [_parquet_text(batch.column(i), path, name) for i, name in enumerate(dialect.names)]
-                yield pa.RecordBatch.from_arrays(texts, dialect.names), np.arange(row, row + batch.num_rows)
+            for batch in pq.ParquetFile(stream).iter_batches(batch_size=rows_a_block, columns=list(names)):
+                texts = [_parquet_text(batch.column(i), path, name) for i, name in enumerate(names)]
+                yield pa.RecordBatch.from_arrays(texts, names), np.arange(row, row + batch.num_rows)
                 row += batch.num_rows
         except (pa.ArrowInvalid, OSError) as error:
             raise UserError(f"{path}: cannot read as Parquet ({str(error).splitlines()[0]})") from None
@@ -438,7 +445,10 @@ def _parquet_blocks(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatc
 
 def _parquet_text(values: pa.Array, path: str, name: str) -> pa.Array:
     if pa.types.is_nested(values.type):
-        raise UserError(f"{path}: column {name!r} holds nested values ({values.type}); tables take one value a column")
+        raise UserError(
+            f"{path}: column {name!r} holds nested values ({values.type}); tables take one value a column "
+            f"(--ignore-columns {name} leaves it out)"
+        )
     if pa.types.is_boolean(values.type):
         values = pc.if_else(values, "true", "false")
     return pc.fill_null(values.cast(pa.string()), "")

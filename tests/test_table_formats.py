@@ -102,5 +102,17 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
         build(tmp_path, tmp_path / "t.jsonl", "bad")
     lines[20] = '{"code": [1, 2], "label": "a"}'
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a nested value"):
+    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a nested value.*--ignore-columns code"):
         build(tmp_path, tmp_path / "t.jsonl", "nested")
+
+
+def test_a_nested_column_left_out_is_never_read(tmp_path):
+    """BigQuery's exports hold RECORD and REPEATED columns: --ignore-columns leaves them unread."""
+    rows = [{"tags": [i, i + 1], "where": {"x": i}, "n": i, "label": "ab"[i % 2]} for i in range(40)]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
+    for name in ("t.jsonl", "t.parquet"):
+        with pytest.raises(UserError, match=r"column 'tags'.*nested.*\(--ignore-columns tags leaves it out\)"):
+            build(tmp_path, tmp_path / name, f"refused-{name}")
+        found = build(tmp_path, tmp_path / name, f"out-{name}", ignore=("tags", "where"))
+        assert [column.name for column in found.columns] == ["n"]

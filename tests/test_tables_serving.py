@@ -174,11 +174,14 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
 
 
 def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
+    names = ("age", "workclass", "hours")
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
-        list(table_rows(str(tmp_path / "rows.csv"), "income", "utf-8"))
-    pq.write_table(pa.table({"age": [60, None], "workclass": ["Private", "?"]}), tmp_path / "rows.parquet")
-    assert list(table_rows(str(tmp_path / "rows.parquet"), "income", "utf-8")) == [
+        list(table_rows(str(tmp_path / "rows.csv"), "income", names, "utf-8"))
+    nested = pa.array([[1], []])  # a column the model does not take may hold what a table cannot
+    rows = pa.table({"age": [60, None], "tags": nested, "workclass": ["Private", "?"]})
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    assert list(table_rows(str(tmp_path / "rows.parquet"), "income", names, "utf-8")) == [
         (f"{tmp_path}/rows.parquet:1", {"age": "60", "workclass": "Private"}),
         (f"{tmp_path}/rows.parquet:2", {"age": "", "workclass": "?"}),
     ]

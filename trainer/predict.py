@@ -162,17 +162,18 @@ def _csv_lines(path: str) -> list[list[str]]:
     return [[field.strip() for field in fields] for fields in csv.reader(io.StringIO(text)) if fields]
 
 
-def table_rows(path: str, label_column: str, encoding: str) -> Iterator[tuple[str, dict]]:
-    """A table's rows ({column: text}; other columns, such as the label, are ignored), named by their line.
-    Read by preprocessing's own reader, so that any file reads here as it did for training: CSV of any
-    delimiter and decimal mark, quoted newlines, gzipped or not, and Parquet. CSV needs a header line."""
+def table_rows(path: str, label_column: str, names: tuple[str, ...], encoding: str) -> Iterator[tuple[str, dict]]:
+    """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
+    ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as it
+    did for training: CSV of any delimiter and decimal mark, quoted newlines, gzipped or not, and Parquet.
+    CSV needs a header line."""
     from preprocessing.table_files import CSV, blocks, dialect_of
     from preprocessing.tables import TableOptions
 
     dialect = dialect_of(path, TableOptions(label_column=label_column, encoding=encoding))
     if dialect.format == CSV and not dialect.has_header:
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
-    for batch, lines in blocks(path, dialect):
+    for batch, lines in blocks(path, dialect, tuple(name for name in dialect.names if name in names)):
         values = {name: batch.column(name).to_pylist() for name in batch.schema.names}
         for i, line in enumerate(lines.tolist()):
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
@@ -200,7 +201,9 @@ def requests_for(path: str, model: Model, encoding: str = "utf-8") -> Iterator[t
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
-        for name, row in table_rows(path, model.metadata.label_column, encoding):
+        metadata = model.metadata
+        names = (*(column.name for column in metadata.columns), metadata.key_column)
+        for name, row in table_rows(path, metadata.label_column, names, encoding):
             yield name, model.numbers_signature, row
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
