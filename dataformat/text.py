@@ -8,7 +8,8 @@ same `words` and `token_ids`, so a text is tokenized alike wherever it is read. 
      (FOLD: fullwidth "Ａ" to "a", "É" to "é", a non-breaking space to a space); TensorFlow has no
      Unicode normalization op, so this is a table of code points, made from Python's unicodedata;
   3. HTML tags (`<br />`) become spaces;
-  4. punctuation and symbols (Unicode categories P and S, emoji among them) become tokens of their own;
+  4. punctuation and symbols (Unicode categories P and S, emoji among them) and Chinese characters
+     (written without spaces between words) become tokens of their own;
   5. the text is split at spaces, separators and control characters; the first `max_length` words kept.
 
 A word's ID is its place in the column's vocabulary plus FIRST_ID: PADDING (0) fills a row to
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 PADDING, OUT_OF_VOCABULARY, FIRST_ID = 0, 1, 2
 CHARS_A_TOKEN = 16  # characters read for each word a row keeps: room for long words and markup
 HTML_TAG = r"<[^<>]{0,256}>"
-PUNCTUATION = r"([\pP\pS])"  # one character a token
+# One character a token: punctuation and symbols, and Chinese characters (Han, in Japanese too), which are
+# written without spaces between words; each its own word, as BERT's tokenizer splits them.
+ONE_CHARACTER_WORDS = r"([\pP\pS\p{Han}])"
 SPACES = r"[\pZ\p{Cc}]+"  # separators (spaces of every script) and control characters (tabs, newlines)
 VOCABULARY_SUFFIX = ".vocabulary.txt"
 
@@ -69,7 +72,7 @@ def words(strings: tf.Tensor, max_length: int) -> tf.RaggedTensor:
 
     text = _folded(strings, max_length * CHARS_A_TOKEN)
     text = tf.strings.regex_replace(text, HTML_TAG, " ")
-    text = tf.strings.regex_replace(text, PUNCTUATION, r" \1 ")
+    text = tf.strings.regex_replace(text, ONE_CHARACTER_WORDS, r" \1 ")
     text = tf.strings.regex_replace(text, SPACES, " ")
     return tf.strings.split(text)[:, :max_length]
 

@@ -390,7 +390,8 @@ def looks_like_text(values: pa.Array) -> bool:
     sample = values[:TEXT_SAMPLE]
     if not len(sample):
         return False
-    words = pc.list_value_length(pc.utf8_split_whitespace(sample)).to_numpy(zero_copy_only=False)
+    spaced = pc.list_value_length(pc.utf8_split_whitespace(sample)).to_numpy(zero_copy_only=False)
+    words = spaced + pc.count_substring_regex(sample, r"\p{Han}").to_numpy(zero_copy_only=False)  # see text.py
     distinct = pc.count_distinct(sample).as_py()
     return np.count_nonzero(words >= TEXT_WORDS) >= len(sample) / 2 and distinct >= len(sample) / 2
 

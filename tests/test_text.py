@@ -115,6 +115,7 @@ def test_text_is_standardized_and_split_into_words():
     assert found[5][:5] == ['"', "quoted", ",", "with", "commas"] and found[5][-3:] == ["don", "'", "t"]
     assert found[6] == [] and found[7] == ["na"]  # tokenizing takes every string; a missing one is the reader's
     assert found[9] == ["ελληνικά", "σίσυφοσ", "and", "русский", "текст"]
+    assert found[10] == ["日", "本", "語", "のテキスト", "、", "句", "読", "点", "。"]  # written without spaces
     assert found[11] == ["bold", "&", "amp", ";", "link"]
     assert words(AWKWARD, max_length=4)[12] == ["w0", "w1", "w2", "w3"]
 
@@ -165,6 +166,19 @@ def test_preprocessing_and_the_serving_graph_agree_word_for_word(tmp_path):
     assert {tuple(i for i in row if i != text.PADDING) for row in served} == expected
     never_seen = serving_ids(["zzz unseen words ＺＺＺ"], metadata)[0]
     assert list(never_seen[:5]) == [text.OUT_OF_VOCABULARY] * 4 + [text.PADDING]
+
+
+def test_a_column_of_chinese_reviews_is_text_though_it_has_no_spaces(tmp_path):
+    rng = np.random.default_rng(0)
+    good, bad = "好棒喜欢满意推荐", "差坏失望退货慢"
+    rows = []
+    for i in range(200):
+        chars = rng.choice(list(good if i % 2 else bad), 4).tolist() + rng.choice(list("这个产品质量服务"), 4).tolist()
+        rows.append(["".join(chars) + "。", "ab"[i % 2]])
+    metadata = build(tmp_path, write_csv(tmp_path / "t.csv", rows, header=("review", "label")))
+    assert metadata.columns[0].kind == tables.TEXT
+    vocabulary = (tmp_path / "data" / metadata.columns[0].vocabulary_file).read_text(encoding="utf-8").split()
+    assert set(vocabulary) <= set(good + bad + "这个产品质量服务。")  # a character a word
 
 
 def test_columns_of_short_repeated_phrases_stay_categories_and_flags_decide(tmp_path):
