@@ -68,6 +68,15 @@ def test_verbosity_hides_tensorflows_info_lines_by_default():
     task.parse_args(["--verbosity", "info"])
 
 
+def test_tensorflows_warning_of_each_column_name_with_a_space_is_not_shown(caplog):
+    from absl import logging as absl_logging
+
+    task.parse_args([])
+    absl_logging.warning("`%s` is not a valid tf.function parameter name. Sanitizing to `%s`.", "zip code", "zip_code")
+    absl_logging.warning("another warning")
+    assert "zip code" not in caplog.text and "another warning" in caplog.text
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
