@@ -995,7 +995,9 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         raise UserError(
             f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"
         )
-    passed = (label, options.key, options.weight)
+    if "" in names:  # pandas' to_csv writes its index so: row numbers, nothing to learn from
+        log.warning("%s: column %d has no name and is left out; name it to use it", where, names.index("") + 1)
+    passed = ("", label, options.key, options.weight)
     features = [name for name in names if name not in passed and name not in options.ignore]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
@@ -1003,7 +1005,24 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]
     if reserved:
         raise UserError(f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it")
+    _check_input_names([name for name in [*features, options.key] if name], where)
     return label, features
+
+
+def _check_input_names(names: list[str], where: str) -> None:
+    """The serving signatures take a column by its name; TensorFlow's Python side (tf.saved_model.load, and
+    qt-predict) turns each into a parameter name, every character but letters and digits an underscore, and
+    fails on two that become one ('a b' and 'a_b')."""
+    seen: dict[str, str] = {}
+    for name in names:
+        swapped = "".join(char if char.isalnum() else "_" for char in name)
+        parameter = swapped if swapped[:1].isalpha() else "arg_" + swapped
+        if parameter in seen:
+            raise UserError(
+                f"{where}: columns {seen[parameter]!r} and {name!r} both become {parameter!r} in TensorFlow's "
+                "signatures, which take only letters, digits and '_'; rename one (or --ignore-columns one)"
+            )
+        seen[parameter] = name
 
 
 def _size(path: str) -> int:

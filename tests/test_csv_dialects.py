@@ -199,3 +199,17 @@ def test_a_later_file_without_fractions_in_its_first_lines_keeps_the_first_files
     metadata = build(tmp_path, tmp_path / "in", label_column="label")
     assert metadata.columns[0].kind == "numeric"
     assert sorted(row["x"] for row in all_rows(tmp_path, metadata))[-3:] == [28.5, 29.0, 29.5]
+
+
+def test_two_column_names_that_tensorflow_makes_one_are_refused(tmp_path):
+    (tmp_path / "t.csv").write_text("a b,a_b,A-B,label\n" + "".join(f"{i},{i % 3},{i},{i % 2}\n" for i in range(30)))
+    with pytest.raises(UserError, match=r"columns 'a b' and 'a_b' both become 'a_b' in TensorFlow's signatures"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", ignore=("a_b",))
+    assert [column.name for column in metadata.columns] == ["a b", "A-B"]
+
+
+def test_a_column_without_a_name_is_left_out_with_a_warning(tmp_path, caplog):
+    (tmp_path / "t.csv").write_text(",size,label\n" + "".join(f"{i},{i % 7},{'ab'[i % 2]}\n" for i in range(30)))
+    assert [column.name for column in build(tmp_path, tmp_path / "t.csv").columns] == ["size"]
+    assert "t.csv: column 1 has no name and is left out; name it to use it" in caplog.text
