@@ -534,10 +534,10 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         return Block({}, Counter(), batch.num_rows, [], first_unlabeled)
     if first_unlabeled:
         batch, lines, label = batch.filter(pa.array(labeled)), lines[labeled], label.filter(pa.array(labeled))
-    trimmed = {name: pc.utf8_trim_whitespace(batch.column(name)) for name in plan.kept if name != plan.label}
-    trimmed[plan.label] = label
+    passed = [name for name in (plan.key, plan.weight) if name]  # stored, never counted
+    trimmed = {plan.label: label, **{name: pc.utf8_trim_whitespace(batch.column(name)) for name in passed}}
     split_hash, order = row_hashes(key, lines)
-    train = stratified_train(split_hash, order, trimmed[plan.label], plan.eval_fraction)
+    train = stratified_train(split_hash, order, label, plan.eval_fraction)
     options = plan.options
     date_formats = (options.date_format,) if options.date_format else dates.FORMATS
 
@@ -547,7 +547,8 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         kind_given = codes or name in options.dates or name in options.numeric
         is_text = True if name in options.text else False if kind_given else None
         flags = (codes, codes or named_like_an_id, name in options.dates, date_formats, is_text, options)
-        return _count(trimmed[name], train, (path, lines, split_hash), earlier[name], flags)
+        values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel
+        return _count(values, train, (path, lines, split_hash), earlier[name], flags)
 
     counted = pool.map(count, plan.features)
     counts, nulled = {}, [trimmed[plan.label], *([trimmed[plan.key]] if plan.key else [])]
@@ -577,6 +578,17 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
     counts = {name: ColumnCount() for name in plan.features}
     labels: Counter = Counter()
     rows = 0
+
+    def keep(block: Block, writers: dict) -> None:
+        nonlocal rows
+        for name, more in block.counts.items():
+            add_counts(counts[name], more)
+        labels.update(block.labels)
+        check_labels(labels, plan)
+        rows += block.rows
+        for shard, part in block.parts:
+            writers[shard].write_batch(part)
+
     try:
         with contextlib.ExitStack() as stack:
             writers = {
@@ -584,17 +596,17 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
                 for split, count in plan.shards.items()
                 for i in range(count)
             }
+            # One thread keeps each block (its counts added, its rows written) while the next is read.
+            keeper, kept = stack.enter_context(ThreadPoolExecutor(1)), None
             for path in tqdm(files, unit="file", desc="reading", disable=None):
                 for number, block in enumerate(read_blocks(path, plan)):
+                    if kept:
+                        kept.result()
                     if number % RELEASE_BLOCKS == RELEASE_BLOCKS - 1:
                         release_memory()
-                    for name, more in block.counts.items():
-                        add_counts(counts[name], more)
-                    labels.update(block.labels)
-                    check_labels(labels, plan)
-                    rows += block.rows
-                    for shard, part in block.parts:
-                        writers[shard].write_batch(part)
+                    kept = keeper.submit(keep, block, writers)
+            if kept:
+                kept.result()
     except OSError as error:  # the temporary folder: a full disk, most likely (inputs fail as UserErrors)
         raise UserError(
             f"{folder}: cannot write the temporary shard files ({storage.describe_os_error(error)}); "
