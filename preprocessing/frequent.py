@@ -50,12 +50,13 @@ class FrequentValues:
         self.overflowed = self.overflowed or other.overflowed
         self.add(other.values, other.counts)
 
-    def most_frequent(self) -> tuple[list[str], list[int]]:
-        """(values, their counts), most frequent first, ties in value order."""
+    def most_frequent(self) -> tuple[pa.Array, np.ndarray]:
+        """(values, their counts), most frequent first, ties in value order; as arrays, since a caller
+        takes a few of tens of thousands (40,000 Python strings a column cost 9 ms)."""
         self._compact()
         table = pa.table({"value": self.values, "count": self.counts})
         order = pc.sort_indices(table, [("count", "descending"), ("value", "ascending")])
-        return self.values.take(order).to_pylist(), self.counts[order.to_numpy()].tolist()
+        return self.values.take(order), self.counts[order.to_numpy()]
 
     def _compact(self) -> None:
         if not self._pending:

@@ -760,7 +760,7 @@ def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     options = plan.options
     words, frequencies = count.frequent.most_frequent()
     least = options.min_frequency or MIN_FREQUENCY[tables.TEXT]
-    size = min(sum(n + count.frequent.error >= least for n in frequencies), options.max_tokens)
+    size = min(int(np.count_nonzero(frequencies + count.frequent.error >= least)), options.max_tokens)
     buckets = options.bigram_buckets
     if buckets is None:
         many = count.words >= BIGRAMS_FROM_WORDS
@@ -769,8 +769,8 @@ def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
         name,
         tables.TEXT,
         count.missing,
-        vocabulary=tuple(words[:size]),
-        hashed=round(1 - sum(frequencies[:size]) / count.words, 4) if count.words else 0.0,
+        vocabulary=tuple(words[:size].to_pylist()),
+        hashed=round(1 - int(frequencies[:size].sum()) / count.words, 4) if count.words else 0.0,
         max_length=options.max_length,
         vocabulary_file=tables.vocabulary_name(name),
         vocabulary_size=size,
@@ -838,13 +838,13 @@ def _vocabulary(count: ColumnCount, options: TableOptions) -> tuple[tuple[str, .
     values, frequencies = count.frequent.most_frequent()
     # A kept count is low by at most the summary's error: a value may have been seen that many more times.
     least = options.min_frequency or MIN_FREQUENCY[tables.CATEGORICAL]
-    frequent = sum(n + count.frequent.error >= least for n in frequencies)  # most frequent first
+    frequent = int(np.count_nonzero(frequencies + count.frequent.error >= least))  # most frequent first
     size = min(frequent, options.max_categories)
-    outside = max(count.distinct_of - sum(frequencies[:size]), 0)
-    left_out = outside if count.frequent.overflowed else sum(frequencies[size:frequent])
+    outside = max(count.distinct_of - int(frequencies[:size].sum()), 0)
+    left_out = outside if count.frequent.overflowed else int(frequencies[size:frequent].sum())
     buckets = 0 if count.nearly_unique else min(options.hash_buckets, left_out // ROWS_PER_BUCKET)
     hashed = round(outside / count.distinct_of, 4) if count.distinct_of else 0.0
-    return tuple(values[:size]), buckets, hashed
+    return tuple(values[:size].to_pylist()), buckets, hashed
 
 
 def describe(column: tables.Column) -> str:

@@ -39,6 +39,7 @@ def summary_of(values: list[str], capacity: int, pieces: int = 1) -> FrequentVal
 def test_the_summary_is_exact_while_the_values_fit():
     values = zipf_values(5000, exponent=2.0)
     found, counts = summary_of(values, capacity=5000, pieces=7).most_frequent()
+    found, counts = found.to_pylist(), counts.tolist()
     exact = Counter(values)
     assert dict(zip(found, counts)) == exact
     assert counts == sorted(counts, reverse=True)
@@ -50,6 +51,7 @@ def test_the_summary_keeps_the_frequent_values_within_its_error_bound(pieces):
     exact = Counter(values)
     summary = summary_of(values, capacity=500, pieces=pieces)
     found, counts = summary.most_frequent()
+    found, counts = found.to_pylist(), counts.tolist()
     assert len(found) <= 500 and summary.overflowed
     assert summary.error <= len(values) / 501  # Misra-Gries' bound, through any number of merges
     for value, count in zip(found, counts):
