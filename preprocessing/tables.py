@@ -801,8 +801,10 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
     if count.integers and count.nearly_unique and name not in plan.options.numeric:
         log.warning(
             "column %s holds integers that look like IDs (nearly every value distinct); it is read as a number: "
-            "pass --categorical-columns %s if its values are codes",
+            "pass --ignore-columns %s if it numbers the rows (it would only learn their order), or "
+            "--categorical-columns %s if its values are codes",
             plan.position(name),
+            name,
             name,
         )
     mean, std = mean_and_std(count.total, count.squares, count.counted)
