@@ -169,10 +169,11 @@ def _is_header(first: list[str], label_column: str) -> bool:
 
 
 def _distinct(names, where: str) -> tuple[str, ...]:
-    """The column names, each once: two columns of one name (an export's header) are a UserError."""
+    """The column names, each once: two columns of one name (an export's header) are a UserError. Columns
+    without a name may be many (a spreadsheet's empty columns after the last); they are left out."""
     seen: dict[str, int] = {}
     for number, name in enumerate(names, 1):
-        if name in seen:
+        if name and name in seen:
             raise UserError(f"{where}: columns {seen[name]} and {number} are both named {name!r}; rename one")
         seen[name] = number
     return tuple(names)

@@ -1009,8 +1009,9 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         raise UserError(
             f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"
         )
-    if "" in names:  # pandas' to_csv writes its index so: row numbers, nothing to learn from
-        log.warning("%s: column %d has no name and is left out; name it to use it", where, names.index("") + 1)
+    unnamed = [str(number) for number, name in enumerate(names, 1) if not name]
+    if unnamed:  # pandas' index (row numbers, nothing to learn from), or a spreadsheet's empty columns
+        log.warning("%s: column(s) %s have no name and are left out; name one to use it", where, ", ".join(unnamed))
     passed = ("", label, options.key, options.weight)
     features = [name for name in names if name not in passed and name not in options.ignore]
     if not features:

@@ -209,7 +209,10 @@ def test_two_column_names_that_tensorflow_makes_one_are_refused(tmp_path):
     assert [column.name for column in metadata.columns] == ["a b", "A-B"]
 
 
-def test_a_column_without_a_name_is_left_out_with_a_warning(tmp_path, caplog):
-    (tmp_path / "t.csv").write_text(",size,label\n" + "".join(f"{i},{i % 7},{'ab'[i % 2]}\n" for i in range(30)))
-    assert [column.name for column in build(tmp_path, tmp_path / "t.csv").columns] == ["size"]
-    assert "t.csv: column 1 has no name and is left out; name it to use it" in caplog.text
+def test_columns_without_a_name_are_left_out_with_a_warning(tmp_path, caplog):
+    """pandas' to_csv writes its index as a first column without a name; spreadsheets, empty columns after the last."""
+    rows = "".join(f"{i},{i % 7},{'ab'[i % 2]},,\n" for i in range(30))
+    (tmp_path / "t.csv").write_text(",size,label,,\n" + rows)
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["size"]
+    assert "t.csv: column(s) 1, 4, 5 have no name and are left out; name one to use it" in caplog.text
