@@ -178,6 +178,13 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
         list(table_rows(str(tmp_path / "rows.csv"), "income", names, "utf-8"))
+    (tmp_path / "other.csv").write_text("x,y\n1,2\n")
+    with pytest.raises(UserError, match=r"other.csv: no column of the model's \(age, workclass, hours\) is in its"):
+        list(table_rows(str(tmp_path / "other.csv"), "income", names, "utf-8"))
+    (tmp_path / "sheet.csv").write_text("age,,workclass,,\n60,,Private,,\n")  # a spreadsheet's empty columns
+    assert list(table_rows(str(tmp_path / "sheet.csv"), "income", names, "utf-8")) == [
+        (f"{tmp_path}/sheet.csv:2", {"age": "60", "workclass": "Private"})
+    ]
     nested = pa.array([[1], []])  # a column the model does not take may hold what a table cannot
     rows = pa.table({"age": [60, None], "tags": nested, "workclass": ["Private", "?"]})
     pq.write_table(rows, tmp_path / "rows.parquet")

@@ -173,8 +173,11 @@ def table_rows(path: str, label_column: str, names: tuple[str, ...], encoding: s
     dialect = dialect_of(path, TableOptions(label_column=label_column, encoding=encoding))
     if dialect.format == CSV and not dialect.has_header:
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
-    for batch, lines in blocks(path, dialect, tuple(name for name in dialect.names if name in names)):
-        values = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+    wanted = tuple(name for name in dialect.names if name and name in names)
+    if not wanted:
+        raise UserError(f"{path}: no column of the model's ({', '.join(filter(None, names))}) is in its header")
+    for batch, lines in blocks(path, dialect, wanted):
+        values = {name: batch.column(name).to_pylist() for name in wanted}
         for i, line in enumerate(lines.tolist()):
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
 
