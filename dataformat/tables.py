@@ -23,6 +23,7 @@ alike, so they can never disagree. Indices stay far below 2**24, where float32 i
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -43,6 +44,7 @@ DAY = "/day"  # a timestamp's day's category is named after its column with this
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing.
 MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?")
+SHOWN_NAMES = 20  # column names an error lists at most
 
 
 @dataclass(frozen=True)
@@ -305,6 +307,17 @@ def encode_table_records(
             payload = data[bounds[record] : bounds[record + 1]].tobytes()
             parts += (wire.entry_header(key, path, len(payload)), payload)
         yield wire.field(1, b"".join(parts))  # Example.features (1)
+
+
+def no_such_column(name: str, names: list[str]) -> str:
+    """'no column NAME' and what the user may have meant: the column of another case or spelling, or else
+    the first SHOWN_NAMES columns (a wide table's header would fill the screen)."""
+    by_case = {other.lower(): other for other in names}
+    close = [by_case[name.lower()]] if name.lower() in by_case else difflib.get_close_matches(name, names, 1, 0.8)
+    if close:
+        return f"no column {name!r} (did you mean {close[0]!r}?)"
+    more = f", ... ({len(names)} in all)" if len(names) > SHOWN_NAMES else ""
+    return f"no column {name!r} (its columns: {', '.join(names[:SHOWN_NAMES])}{more})"
 
 
 def is_number(text: str) -> bool:

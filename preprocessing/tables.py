@@ -973,7 +973,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         try:
             label = names[int(options.label_column)]
         except ValueError:
-            raise UserError(f"{where}: --label-column {options.label_column!r} is not a column name") from None
+            raise UserError(f"{where}: --label-column: {tables.no_such_column(options.label_column, names)}") from None
         except IndexError:
             raise UserError(
                 f"{where}: --label-column {options.label_column} is out of range for {len(names)} columns"
@@ -989,7 +989,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     ):
         unknown = [name for name in chosen if name not in names]
         if unknown:
-            raise UserError(f"{flag}: no column {unknown[0]!r} in {where} (its columns: {', '.join(names)})")
+            raise UserError(f"{flag}: {where}: {tables.no_such_column(unknown[0], names)}")
     kinds = {"--categorical-columns": options.categorical, "--numeric-columns": options.numeric}
     kinds.update({"--date-columns": options.dates, "--text-columns": options.text})
     for (flag, chosen), (other, others) in itertools.combinations(kinds.items(), 2):

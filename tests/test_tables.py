@@ -272,8 +272,18 @@ BAD_TABLES = {
     ),
     "unknown column": (
         f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
-        {"ignore": ("wage",)},
-        r"--ignore-columns: no column 'wage' in .*t.csv",
+        {"ignore": ("salary",)},
+        r"--ignore-columns: .*t.csv: no column 'salary' \(its columns: age, workclass, education_num, hours, income\)",
+    ),
+    "a label of another case": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
+        {"label_column": "Income"},
+        r"t.csv: --label-column: no column 'Income' \(did you mean 'income'\?\)",
+    ),
+    "a misspelt column": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
+        {"categorical": ("work_class",)},
+        r"--categorical-columns: .*t.csv: no column 'work_class' \(did you mean 'workclass'\?\)",
     ),
     "one label": (f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,a\n", {}, r"found 1 distinct label"),
     "empty file": ("", {}, r"t.csv: empty file"),
@@ -372,3 +382,11 @@ def test_random_text_converts_or_says_why(tmp_path, text):
         return
     assert metadata.splits["train"].examples and metadata.splits["eval"].examples
     assert json.loads((tmp_path / "out" / "metadata.json").read_text())["columns"]
+
+
+def test_an_unknown_column_of_a_wide_table_lists_only_its_first_names():
+    names = [f"x{i}" for i in range(4096)]
+    assert tables.no_such_column("weight", names) == (
+        f"no column 'weight' (its columns: {', '.join(names[:20])}, ... (4096 in all))"
+    )
+    assert tables.no_such_column("X17", names) == "no column 'X17' (did you mean 'x17'?)"

@@ -130,7 +130,7 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
         unknown = [name for name in cross if name not in names]
         wide = [name for name in cross if name in unbucketed]
         if unknown or wide or not 2 <= len(cross) <= 8:
-            why = f"no column {unknown[0]!r} (its columns: {', '.join(names)})" if unknown else "cross 2 to 8 columns"
+            why = tables.no_such_column(unknown[0], names) if unknown else "cross 2 to 8 columns"
             if wide:
                 why = f"{wide[0]!r} has no buckets to cross: a table of over {BUCKETED_MAX} numeric columns has none"
             raise UserError(f"--crosses {setting}: {':'.join(cross)}: {why}")
