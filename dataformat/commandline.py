@@ -94,7 +94,7 @@ class _Subcommand(ArgumentParser):
     VERBOSITY_DEFAULT = argparse.SUPPRESS
 
 
-def _not_a_sanitized_name(record: logging.LogRecord) -> bool:
+def _hide_name_sanitizing_warning(record: logging.LogRecord) -> bool:
     """False for TensorFlow's warning, on loading a signature, that an input's name ("zip code") is no
     Python identifier: the signature still takes the input by that name."""
     return "is not a valid tf.function parameter name" not in record.getMessage()
@@ -107,8 +107,8 @@ def set_verbosity(level: str) -> None:
     quieter = max(VERBOSITY[level], logging.WARNING) if level != "debug" else logging.DEBUG
     for name in ("tensorflow", "absl"):
         logging.getLogger(name).setLevel(quieter)
-        if _not_a_sanitized_name not in logging.getLogger(name).filters:
-            logging.getLogger(name).addFilter(_not_a_sanitized_name)
+        if _hide_name_sanitizing_warning not in logging.getLogger(name).filters:
+            logging.getLogger(name).addFilter(_hide_name_sanitizing_warning)
     # TensorFlow's C++ side reads this when it loads: 0 all, 1 no INFO, 2 no WARNING, 3 no ERROR.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", {"debug": "0", "info": "1", "warning": "2", "error": "3"}[level])
 

@@ -56,6 +56,7 @@ MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
+THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -118,11 +119,12 @@ class Dialect:
         return 2 if self.has_header else 1
 
 
-def dialect_of(path: str, options: TableOptions) -> Dialect:
+def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) -> Dialect:
     """The file's dialect. JSON lines: the keys of its first objects; Parquet: its schema's fields. CSV:
     the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the column names: --column-names
-    for a file without a header, else its first line, which is a header unless it holds a number and not
-    --label-column's name (then the columns are named column_1, column_2, ...)."""
+    for a file without a header, else its first line, which is a header unless it holds a number and
+    neither --label-column's name nor one of the `known` names (then the columns are named column_1,
+    column_2, ...)."""
     if options.text_folder:
         return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
@@ -147,6 +149,7 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
     first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
     if not first:
         raise UserError(f"{path}: empty file")
+    label_name = () if tables.is_number(options.label_column) else (options.label_column,)  # not an index
     if options.column_names:
         if len(options.column_names) != len(first):
             raise UserError(
@@ -154,18 +157,20 @@ def dialect_of(path: str, options: TableOptions) -> Dialect:
                 f"{len(first)} (delimiter {delimiter!r})"
             )
         names, has_header = _distinct(options.column_names, "--column-names"), False
-    elif _is_header(first, options.label_column):
+    elif _is_header(first, (*known, *label_name), decimal):
         names, has_header = _distinct(first, f"{path}: line 1"), True
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal)
 
 
-def _is_header(first: list[str], label_column: str) -> bool:
-    """Whether a file's first line names its columns: it holds no number, or --label-column names one of
-    its fields (a header of years, "2019,2020,label")."""
-    named = not tables.is_number(label_column) and label_column in first
-    return named or not any(tables.is_number(name) for name in first)
+def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
+    """Whether a file's first line names its columns: it holds no number, or one of its fields is a `known`
+    column name (a header of years with the label's name, "2019,2020,label")."""
+    if any(name in first for name in known if name):
+        return True
+    comma = decimal == ","
+    return not any(tables.is_number(name) or comma and re.fullmatch(COMMA_NUMBER, name) for name in first)
 
 
 def _distinct(names, where: str) -> tuple[str, ...]:
@@ -185,9 +190,11 @@ def sniff_decimal(text: str, delimiter: str) -> str:
     whose delimiter is not the comma."""
     if delimiter == ",":
         return "."
-    fields = [field.strip() for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) for field in row]
-    comma = any(re.fullmatch(COMMA_NUMBER, field) for field in fields)
-    return "," if comma and not any(re.fullmatch(POINT_NUMBER, field) for field in fields) else "."
+    rows = csv.reader(io.StringIO("\n".join(_whole_lines(text))), delimiter=delimiter)
+    fields = [field.strip() for row in rows for field in row]
+    comma = any(re.fullmatch(COMMA_NUMBER, field, re.ASCII) for field in fields)
+    point = any(re.fullmatch(POINT_NUMBER, field, re.ASCII) for field in fields)
+    return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
 
 
 def _whole_lines(text: str) -> list[str]:

@@ -390,8 +390,11 @@ def looks_like_text(values: pa.Array) -> bool:
     sample = values[:TEXT_SAMPLE]
     if not len(sample):
         return False
-    spaced = pc.list_value_length(pc.utf8_split_whitespace(sample)).to_numpy(zero_copy_only=False)
-    words = spaced + pc.count_substring_regex(sample, r"\p{Han}").to_numpy(zero_copy_only=False)  # see text.py
+    # Chinese characters are words of their own (text.py), but a word of Chinese takes about two of them,
+    # so a name of three characters is not text; every other word is one between spaces.
+    spaced = pc.count_substring_regex(pc.replace_substring_regex(sample, r"\p{Han}", " "), r"[^\s\p{Z}]+")
+    han = pc.count_substring_regex(sample, r"\p{Han}")
+    words = spaced.to_numpy(zero_copy_only=False) + han.to_numpy(zero_copy_only=False) / 2
     distinct = pc.count_distinct(sample).as_py()
     return np.count_nonzero(words >= TEXT_WORDS) >= len(sample) / 2 and distinct >= len(sample) / 2
 
@@ -978,6 +981,12 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
             raise UserError(
                 f"{where}: --label-column {options.label_column} is out of range for {len(names)} columns"
             ) from None
+    if not label:  # a spreadsheet's empty last columns, with the default --label-column -1
+        number = int(options.label_column) % len(names) + 1
+        raise UserError(
+            f"{where}: --label-column {options.label_column} is column {number}, which has no name; "
+            "give the label's name with --label-column NAME"
+        )
     for flag, chosen in (
         ("--categorical-columns", options.categorical),
         ("--numeric-columns", options.numeric),

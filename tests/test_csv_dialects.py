@@ -11,7 +11,7 @@ from test_tables import read_rows
 import preprocessing.table_files
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
-from preprocessing.table_files import dialect_of, sniff_delimiter
+from preprocessing.table_files import dialect_of, sniff_decimal, sniff_delimiter
 from preprocessing.tables import TableOptions, build_table_dataset
 
 
@@ -207,6 +207,23 @@ def test_two_column_names_that_tensorflow_makes_one_are_refused(tmp_path):
         build(tmp_path, tmp_path / "t.csv", label_column="label")
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", ignore=("a_b",))
     assert [column.name for column in metadata.columns] == ["a b", "A-B"]
+
+
+def test_a_label_column_without_a_name_is_named_in_the_error(tmp_path):
+    (tmp_path / "t.csv").write_text("size,label,\n" + "".join(f"{i},{'ab'[i % 2]},\n" for i in range(30)))
+    with pytest.raises(UserError, match=r"t.csv: --label-column -1 is column 3, which has no name; give the label's"):
+        build(tmp_path, tmp_path / "t.csv")
+
+
+def test_a_headerless_file_of_decimal_commas_keeps_its_first_row(tmp_path):
+    (tmp_path / "t.csv").write_text("".join(f"{i},5;{i % 3};{'ab'[i % 2]}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "t.csv", delimiter=";")
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
+    assert sorted(row["column_1"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 1.5]
+
+
+def test_commas_between_thousands_are_no_decimal_commas(tmp_path):
+    assert sniff_decimal("a;b\n1,5;1,234,567\n", ";") == "." and sniff_decimal("a;b\n1,5;1,234\n", ";") == ","
 
 
 def test_columns_without_a_name_are_left_out_with_a_warning(tmp_path, caplog):

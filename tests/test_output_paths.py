@@ -45,7 +45,7 @@ def test_preprocessing_output_without_permission_is_one_line(tmp_path, caplog):
 
 def test_predict_output_under_a_file_is_one_line(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr("trainer.predict.Model", lambda model_dir: None)
-    monkeypatch.setattr("trainer.predict.predict_files", lambda model, paths, batch_size, encoding: iter([{"x": 1}]))
+    monkeypatch.setattr("trainer.predict.predict_files", lambda model, paths, batch_size, options: iter([{"x": 1}]))
     (tmp_path / "a-file").write_text("")
     assert predict(["--model-dir", "m", "--input", "x.csv", "--output", str(tmp_path / "a-file" / "p.jsonl")]) == 2
     assert errors(caplog) == [

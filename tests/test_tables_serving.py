@@ -177,18 +177,22 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
     names = ("age", "workclass", "hours")
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
-        list(table_rows(str(tmp_path / "rows.csv"), "income", names, "utf-8"))
+        list(table_rows(str(tmp_path / "rows.csv"), "income", names, TableOptions()))
     (tmp_path / "other.csv").write_text("x,y\n1,2\n")
     with pytest.raises(UserError, match=r"other.csv: no column of the model's \(age, workclass, hours\) is in its"):
-        list(table_rows(str(tmp_path / "other.csv"), "income", names, "utf-8"))
+        list(table_rows(str(tmp_path / "other.csv"), "income", names, TableOptions()))
+    (tmp_path / "years.csv").write_text("2019,2020\n1,2\n")  # a header of numbers, the model's names
+    assert list(table_rows(str(tmp_path / "years.csv"), "income", ("2019", "2020"), TableOptions())) == [
+        (f"{tmp_path}/years.csv:2", {"2019": "1", "2020": "2"})
+    ]
     (tmp_path / "sheet.csv").write_text("age,,workclass,,\n60,,Private,,\n")  # a spreadsheet's empty columns
-    assert list(table_rows(str(tmp_path / "sheet.csv"), "income", names, "utf-8")) == [
+    assert list(table_rows(str(tmp_path / "sheet.csv"), "income", names, TableOptions())) == [
         (f"{tmp_path}/sheet.csv:2", {"age": "60", "workclass": "Private"})
     ]
     nested = pa.array([[1], []])  # a column the model does not take may hold what a table cannot
     rows = pa.table({"age": [60, None], "tags": nested, "workclass": ["Private", "?"]})
     pq.write_table(rows, tmp_path / "rows.parquet")
-    assert list(table_rows(str(tmp_path / "rows.parquet"), "income", names, "utf-8")) == [
+    assert list(table_rows(str(tmp_path / "rows.parquet"), "income", names, TableOptions())) == [
         (f"{tmp_path}/rows.parquet:1", {"age": "60", "workclass": "Private"}),
         (f"{tmp_path}/rows.parquet:2", {"age": "", "workclass": "?"}),
     ]

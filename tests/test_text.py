@@ -174,9 +174,10 @@ def test_a_column_of_chinese_reviews_is_text_though_it_has_no_spaces(tmp_path):
     rows = []
     for i in range(200):
         chars = rng.choice(list(good if i % 2 else bad), 4).tolist() + rng.choice(list("这个产品质量服务"), 4).tolist()
-        rows.append(["".join(chars) + "。", "ab"[i % 2]])
-    metadata = build(tmp_path, write_csv(tmp_path / "t.csv", rows, header=("review", "label")))
-    assert metadata.columns[0].kind == tables.TEXT
+        name = "".join(rng.choice(list("王李张刘陈杨黄赵吴周"), 3))  # names of three characters: no text
+        rows.append(["".join(chars) + "。", name, "ab"[i % 2]])
+    metadata = build(tmp_path, write_csv(tmp_path / "t.csv", rows, header=("review", "name", "label")))
+    assert [column.kind for column in metadata.columns] == [tables.TEXT, tables.CATEGORICAL]
     vocabulary = (tmp_path / "data" / metadata.columns[0].vocabulary_file).read_text(encoding="utf-8").split()
     assert set(vocabulary) <= set(good + bad + "这个产品质量服务。")  # a character a word
 

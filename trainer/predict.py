@@ -20,6 +20,7 @@ import logging
 import posixpath
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 
@@ -162,15 +163,14 @@ def _csv_lines(path: str) -> list[list[str]]:
     return [[field.strip() for field in fields] for fields in csv.reader(io.StringIO(text)) if fields]
 
 
-def table_rows(path: str, label_column: str, names: tuple[str, ...], encoding: str) -> Iterator[tuple[str, dict]]:
+def table_rows(path: str, label_column: str, names: tuple[str, ...], options) -> Iterator[tuple[str, dict]]:
     """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
-    ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as it
-    did for training: CSV of any delimiter and decimal mark, quoted newlines, gzipped or not, and Parquet.
-    CSV needs a header line."""
+    ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as
+    preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding and --decimal, as
+    TableOptions), quoted newlines, gzipped or not, and Parquet. CSV needs a header line."""
     from preprocessing.table_files import CSV, blocks, dialect_of
-    from preprocessing.tables import TableOptions
 
-    dialect = dialect_of(path, TableOptions(label_column=label_column, encoding=encoding))
+    dialect = dialect_of(path, replace(options, label_column=label_column), names)
     if dialect.format == CSV and not dialect.has_header:
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
     wanted = tuple(name for name in dialect.names if name and name in names)
@@ -194,8 +194,9 @@ def _json_lines(path: str) -> Iterator[tuple[str, object]]:
                 raise UserError(f"{path}: line {number} is not JSON ({error.msg})") from None
 
 
-def requests_for(path: str, model: Model, encoding: str = "utf-8") -> Iterator[tuple[str, str, object]]:
-    """(input name, signature, value) for each example in one input file (a table's text in `encoding`)."""
+def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[str, str, object]]:
+    """(input name, signature, value) for each example in one input file (a table read with `table_options`,
+    TableOptions of --encoding and --decimal)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path):
@@ -204,9 +205,13 @@ def requests_for(path: str, model: Model, encoding: str = "utf-8") -> Iterator[t
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
+        if suffix.endswith((*IMAGE_SUFFIXES, ".npz")):
+            raise UserError(f"{path}: this model takes tables (CSV, Parquet, JSON lines or .tfrecord shards)")
+        from preprocessing.tables import TableOptions
+
         metadata = model.metadata
         names = (*(column.name for column in metadata.columns), metadata.key_column)
-        for name, row in table_rows(path, metadata.label_column, names, encoding):
+        for name, row in table_rows(path, metadata.label_column, names, table_options or TableOptions()):
             yield name, model.numbers_signature, row
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
@@ -249,14 +254,14 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
             i += 1
 
 
-def predict_files(model: Model, paths: list[str], batch_size: int, encoding: str = "utf-8") -> Iterator[dict]:
+def predict_files(model: Model, paths: list[str], batch_size: int, table_options=None) -> Iterator[dict]:
     """Batches consecutive inputs of the same signature; yields one JSON-ready line per input."""
     batch: list[tuple[str, object]] = []
     signature = None
     for path in paths:
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
-        for name, sig, value in requests_for(path, model, encoding):
+        for name, sig, value in requests_for(path, model, table_options):
             if batch and (sig != signature or len(batch) == batch_size):
                 yield from _run(model, signature, batch)
                 batch = []
@@ -348,7 +353,12 @@ def parse_args(argv: list[str] | None):
         "--encoding",
         type=commandline.encoding,
         default="utf-8",
-        help="a table's text encoding, e.g. latin-1 or cp1252 (default: utf-8)",
+        help="the encoding of a table's CSV files, e.g. latin-1 or cp1252 (default: utf-8)",
+    )
+    parser.add_argument(
+        "--decimal",
+        choices=(".", ","),
+        help="the decimal mark of a table's CSV numbers (default: found as preprocessing finds it)",
     )
     parser.add_argument("--output", help="write JSON lines here instead of standard output")
     parser.add_argument(
@@ -376,7 +386,10 @@ def _predict(argv: list[str] | None) -> int:
     if args.instances_json:
         lines = [respond(model, _read_request(args.instances_json))]
     else:
-        lines = predict_files(model, args.input, args.batch_size, args.encoding)
+        from preprocessing.tables import TableOptions
+
+        options = TableOptions(encoding=args.encoding, decimal=args.decimal or "")
+        lines = predict_files(model, args.input, args.batch_size, options)
     count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
