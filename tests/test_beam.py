@@ -83,7 +83,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
             f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
             f"u{rng.zipf(1.3) % 2000},{' '.join(rng.choice(words, rng.integers(3, 9)))},"  # user: hundreds of values
             f"2024-05-{rng.integers(1, 11):02d}T{rng.integers(0, 24):02d}:30,"  # a timestamp of 10 days
-            f"{rng.integers(0, 3) / 2},{'yn'[rng.integers(0, 2)]}"  # a weight, the label
+            f"{rng.integers(0, 3) / 2},{'yn'[rng.integers(0, 2)] if rng.random() > 0.05 else ''}"  # a weight, the label
             for _ in range(300)
         ]
         header = "x,color,count,user,note,when,w,label"
@@ -95,6 +95,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
         for shard in local.splits[split].shards:
             assert (tmp_path / "beam" / shard.file).read_bytes() == (tmp_path / "local" / shard.file).read_bytes()
     assert not [name for name in os.listdir(tmp_path / "beam") if name.startswith(".")]
+    assert 800 < beam.splits["train"].examples + beam.splits["eval"].examples < 900  # rows without a label left out
     assert [c.vocabulary for c in beam.columns] == [c.vocabulary for c in local.columns]
     assert [(c.hash_buckets, c.hashed) for c in beam.columns] == [(c.hash_buckets, c.hashed) for c in local.columns]
     assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
