@@ -599,7 +599,9 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
                 for split, count in plan.shards.items()
                 for i in range(count)
             }
-            # One thread keeps each block (its counts added, its rows written) while the next is read.
+            # One thread keeps each block (its counts added, its rows written) while the next is read. The
+            # next block's counting reads this block's counts as `earlier` meanwhile: only their plain fields,
+            # never the summaries that adding compacts.
             keeper, kept = stack.enter_context(ThreadPoolExecutor(1)), None
             for path in tqdm(files, unit="file", desc="reading", disable=None):
                 for number, block in enumerate(read_blocks(path, plan)):
