@@ -1,10 +1,10 @@
 """Date and timestamp columns: their formats, and the features a model gets from them.
 
-A format is a strftime-like pattern (%Y %y %m %d %H %M %S %b, other characters as they are). It
+A format is a strftime-like pattern (%Y %y %m %d %H %M %S %b %p, other characters as they are). It
 becomes an RE2 regular expression and a rewrite template that put a value's fields in a fixed
-order, year|month|day|hour|minute|second; a pattern without %H also takes an optional time of day
-after the date (ISO 8601's 'T' or a space, seconds, fractions and a zone optional: the zone is left
-out, so times are read as written). Arrow (preprocessing) and TensorFlow (training and serving)
+order, year|month|day|hour|minute|second|AM-or-PM; a pattern without %H also takes an optional time of
+day after the date (ISO 8601's 'T' or a space, seconds, fractions, AM or PM and a zone optional: the
+zone is left out, so times are read as written). Arrow (preprocessing) and TensorFlow (training and serving)
 both use RE2, so one value gives the same fields in both.
 
 A date becomes DATE_FEATURES numbers: days since 1970-01-01 and the year (both standardized by the
@@ -23,7 +23,7 @@ import numpy as np
 if TYPE_CHECKING:
     import tensorflow as tf
 
-FIELDS = "YmdHMS"  # the order of the rewritten fields
+FIELDS = "YmdHMSp"  # the order of the rewritten fields (p: "a" or "p" of a 12-hour clock's AM or PM)
 DATE_FEATURES = 12
 FEATURE_NAMES = ("days", "year", "month_sin", "month_cos", "day_sin", "day_cos", "weekday_sin", "weekday_cos")
 FEATURE_NAMES += ("yearday_sin", "yearday_cos", "hour_sin", "hour_cos")
@@ -42,7 +42,10 @@ FORMATS = (
     "%b-%Y",
     "%b %Y",
 )
-TIME_OF_DAY = r"(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?)?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+AM_PM = r"([AaPp])\.?[Mm]\.?"  # 11:59 PM, 8:05 a.m.
+TIME_OF_DAY = (
+    r"(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?(?:\s*" + AM_PM + r")?)?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+)
 DIRECTIVES = {
     "Y": r"(\d{4})",
     "y": r"(\d{2})",
@@ -52,6 +55,7 @@ DIRECTIVES = {
     "M": r"(\d{2})",
     "S": r"(\d{2})",
     "b": r"([A-Za-z]{3})[A-Za-z]*\.?",
+    "p": AM_PM,
 }
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 DAYS_PER_YEAR = 365.2425
@@ -77,7 +81,7 @@ def pattern(date_format: str) -> tuple[str, str]:
         raise ValueError("it needs a year (%Y or %y) and a month (%m or %b)")
     if "H" not in groups:
         expression += TIME_OF_DAY
-        groups += ["H", "M", "S"]
+        groups += ["H", "M", "S", "p"]
     field_of = {"b": "m", "y": "Y"}  # a month name is the month; two digits of a year are the year
     where = {field_of.get(directive, directive): i for i, directive in enumerate(groups)}
     slots = [f"\\{where[field] + 1}" if field in where else ("1" if field == "d" else "") for field in FIELDS]
@@ -93,6 +97,13 @@ def days_from_civil(year, month, day, floor_divide, where):
     day_of_year = floor_divide(153 * where(month > 2, month - 3, month + 9) + 2, 5) + day - 1
     day_of_era = year_of_era * 365 + floor_divide(year_of_era, 4) - floor_divide(year_of_era, 100) + day_of_year
     return era * 146097 + day_of_era - 719468
+
+
+def twelve_hour(hour, pm, has_letter, where):
+    """A 12-hour clock's hour on a 24-hour clock (12 AM is 0, 12 PM is 12, 1 PM is 13), where the value
+    has AM or PM (`pm`: 1 for PM, 0 for AM, in the hour's type); the hour as it is where not (numpy or
+    TensorFlow's where)."""
+    return where(has_letter, hour % 12 + 12 * pm, hour)
 
 
 def in_range(fields):
@@ -112,11 +123,11 @@ def fields_arrow(values, date_format: str) -> np.ndarray:
     expression, template = pattern(date_format)
     matches = pc.fill_null(pc.match_substring_regex(values, expression), False)
     rewritten = pc.replace_substring_regex(pc.if_else(matches, values, pa.scalar("")), expression, template)
-    rewritten = pc.if_else(matches, rewritten, pa.scalar("|" * 5))  # six empty fields
+    rewritten = pc.if_else(matches, rewritten, pa.scalar("|" * (len(FIELDS) - 1)))  # empty fields
     parts = pc.list_flatten(pc.split_pattern(rewritten, "|"))
     fields = np.empty((len(values), 6))
     for i in range(6):
-        column = parts.take(pa.array(np.arange(i, 6 * len(values), 6)))
+        column = parts.take(pa.array(np.arange(i, len(FIELDS) * len(values), len(FIELDS))))
         digits = pc.match_substring_regex(column, r"^\d+$")
         fields[:, i] = pc.cast(pc.if_else(digits, column, pa.scalar("0")), pa.float64()).to_numpy(zero_copy_only=False)
         if i == 1:  # a month may be a name
@@ -125,6 +136,10 @@ def fields_arrow(values, date_format: str) -> np.ndarray:
             fields[:, i] = np.where(digits.to_numpy(zero_copy_only=False), fields[:, i], named + 1.0)
     if "%y" in date_format:
         fields[:, 0] = two_digit_years(fields[:, 0], np.where)
+    letter = pc.utf8_lower(parts.take(pa.array(np.arange(6, len(FIELDS) * len(values), len(FIELDS)))))
+    has_letter = pc.not_equal(letter, "").to_numpy(zero_copy_only=False)
+    pm = pc.equal(letter, "p").to_numpy(zero_copy_only=False).astype(np.float64)
+    fields[:, 3] = twelve_hour(fields[:, 3], pm, has_letter, np.where)
     ok = matches.to_numpy(zero_copy_only=False) & in_range(fields)
     fields[~ok] = np.nan
     return fields
@@ -154,7 +169,7 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     expression, template = pattern(date_format)
     matches = tf.strings.regex_full_match(strings, expression)
     rewritten = tf.strings.regex_replace(tf.where(matches, strings, ""), expression, template)
-    parts = tf.strings.split(rewritten, "|").to_tensor(default_value="", shape=[None, 6])
+    parts = tf.strings.split(rewritten, "|").to_tensor(default_value="", shape=[None, len(FIELDS)])
     digits = tf.strings.regex_full_match(parts, r"\d+")
     numbers = tf.strings.to_number(tf.where(digits, parts, "0"), tf.float64)
     with tf.control_dependencies(None):  # a table is initialized before any queue runs (see tables.py)
@@ -166,7 +181,10 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     year = numbers[:, 0]
     if "%y" in date_format:
         year = two_digit_years(year, tf.where)
-    fields = tf.stack([year, month, *tf.unstack(numbers[:, 2:], num=4, axis=1)], axis=1)
+    letter = tf.strings.lower(parts[:, 6])
+    pm = tf.cast(tf.equal(letter, "p"), tf.float64)
+    hour = twelve_hour(numbers[:, 3], pm, tf.not_equal(letter, ""), tf.where)
+    fields = tf.stack([year, month, numbers[:, 2], hour, numbers[:, 4], numbers[:, 5]], axis=1)
     ok = matches & in_range(fields)
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
 

@@ -159,8 +159,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     table.add_argument(
         "--date-format",
         type=_date_format,
-        help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b, e.g. '%%d/%%m/%%Y' (default: found from the "
-        "values); a format without %%H also reads a time of day after the date",
+        help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b %%p, e.g. '%%d/%%m/%%Y' (default: found from "
+        "the values); a format without %%H also reads a time of day after the date, AM or PM too",
     )
     table.add_argument(
         "--text-columns",

@@ -438,8 +438,8 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     block before; `flags` are (whether --categorical-columns names it, whether its values are counted
     whatever they are, whether --date-columns names it, the date formats to try, whether it is text: True
     (--text-columns names it), False (another flag gives its kind) or None (its values tell), the options).
-    A column of values that are not numbers is tried as free text (in its file's first block), then as
-    dates, as is a --date-columns column whatever it holds.
+    A column of values that are not numbers is tried as dates, then as free text (in its file's first
+    block), as is a --date-columns column as dates whatever it holds.
 
     Its training values are counted for the vocabulary, except in a column of numbers (unless
     `codes`, --categorical-columns): those are counted only until a block has more than
@@ -464,17 +464,19 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
     counts.text_tried = earlier.text_tried or bool(bad.any())
-    if bad.any() and is_text is None and not earlier.text_tried and looks_like_text(values.filter(pa.array(bad))):
+    maybe_dates = bad.any() and not codes or forced_date  # text: it may be dates ("Mar 5, 2018" before free text)
+    date_format = earlier.date_format
+    if maybe_dates and not earlier.date_tried:
+        date_format = find_date_format(values.filter(pa.array(present)), date_formats)
+    first_text = bad.any() and is_text is None and not earlier.text_tried and not date_format
+    if first_text and looks_like_text(values.filter(pa.array(bad))):
         return _count_text(values, train, present, options, where), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]
     counts.total, counts.squares, counts.counted = sums(kept)
     counts.integers = bool(np.all(np.floor(kept) == kept))
-    if bad.any() and not codes or forced_date:  # text: it may be dates
-        date_format = earlier.date_format
-        if not earlier.date_tried:
-            date_format = find_date_format(values.filter(pa.array(present)), date_formats)
+    if maybe_dates:
         _count_dates(counts, values, train, present, date_format)
     counts.stopped = earlier.stopped
     if count_all or bad.any() or not earlier.stopped:

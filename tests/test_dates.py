@@ -42,10 +42,14 @@ AWKWARD = [
     "3-4-2021",
     "31/12/99",
     "🙂 2013-01-01",
+    "12/31/2013 11:59 PM",
+    "1/2/2013 12:05 a.m.",
+    "1/2/2013 12:30:15 pm",
+    "1/2/2013 11:00 XM",
 ]
 
 
-@pytest.mark.parametrize("date_format", [*dates.FORMATS, "%d/%m/%y", "%Y%m%d %H%M"])
+@pytest.mark.parametrize("date_format", [*dates.FORMATS, "%d/%m/%y", "%Y%m%d %H%M", "%m/%d/%Y %H:%M %p"])
 def test_arrow_and_tensorflow_read_every_value_alike(date_format):
     from_arrow = dates.fields_arrow(pa.array(AWKWARD), date_format)
     from_tensorflow = dates.fields_tf(tf.constant(AWKWARD), date_format).numpy()
@@ -65,6 +69,9 @@ def test_formats_read_what_they_say():
     assert dates.fields_arrow(pa.array(["01/02/99", "01/02/05"]), "%d/%m/%y")[:, 0].tolist() == [1999, 2005]
     with pytest.raises(ValueError, match="needs a year"):
         dates.pattern("%d/%m")
+    twelve = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%m/%d/%Y"))}
+    assert twelve["12/31/2013 11:59 PM"][3:5].tolist() == [23, 59] and twelve["1/2/2013 12:05 a.m."][3] == 0
+    assert twelve["1/2/2013 12:30:15 pm"][3:].tolist() == [12, 30, 15] and np.isnan(twelve["1/2/2013 11:00 XM"]).all()
 
 
 def test_features_are_the_days_and_the_cycles():
@@ -123,6 +130,23 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
     assert "stamp (date '%Y-%m-%d', 0 frequent values)" in caplog.text
+
+
+def test_dates_of_several_words_are_dates_not_free_text(tmp_path):
+    """ "Mar 05, 2017" and "3/5/2017 11:59 PM" are three words, mostly distinct, as free text is."""
+    rng = np.random.default_rng(1)
+    days = np.datetime64("2015-01-01") + rng.integers(0, 2000, 300)
+    named = [str(np.datetime_as_string(day)) for day in days]
+    rows = []
+    for i, day in enumerate(named):
+        year, month, dom = day.split("-")
+        spelt = f"{['Jan', 'Feb', 'Mar', 'Apr'][int(month) % 4]} {dom}, {year}"
+        clock = f"{int(month)}/{int(dom)}/{year} {1 + i % 12}:{i % 60:02d} {'AP'[i % 2]}M"
+        rows.append(f'"{spelt}",{clock},{"ab"[i % 2]}')
+    source = write(tmp_path / "t.csv", "spelt,clock,label", rows)
+    metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    found = [(column.kind, column.date_format) for column in metadata.columns]
+    assert found == [(tables.DATE, "%b %d, %Y"), (tables.DATE, "%m/%d/%Y")]
 
 
 def test_a_timestamp_with_many_rows_a_day_gets_its_training_days_as_categories(tmp_path, caplog):
