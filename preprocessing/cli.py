@@ -118,6 +118,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "comma, semicolon, tab and pipe that splits the first lines alike)",
     )
     table.add_argument(
+        "--skip-rows",
+        type=commandline.non_negative_int,
+        default=0,
+        help="lines before a CSV file's header (or first row) to leave out: a report's title, an export's notes "
+        "(default: 0)",
+    )
+    table.add_argument(
         "--decimal",
         choices=(".", ","),
         help="the numbers' decimal mark (default: ',' where the file is not comma-separated and its first lines "
@@ -345,6 +352,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         label_column=TEXT_COLUMNS[1] if text_folder else args.label_column,
         delimiter=args.delimiter or "",
         decimal=args.decimal or "",
+        skip_rows=args.skip_rows,
         encoding=args.encoding,
         column_names=args.column_names,
         categorical=args.categorical_columns,

@@ -54,6 +54,7 @@ PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer
 BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+SNIFF_LINES = 50  # ... from this many lines at most
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
@@ -113,10 +114,11 @@ class Dialect:
     encoding: str  # Python's name of it, as --encoding gives it (pyarrow transcodes from it)
     format: str = CSV
     decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
+    skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
 
     @property
     def first_line(self) -> int:
-        return 2 if self.has_header else 1
+        return self.skip_rows + (2 if self.has_header else 1)
 
 
 def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) -> Dialect:
@@ -132,7 +134,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         with _opened(path) as stream:
             names = _distinct(pq.ParquetFile(stream).schema_arrow.names, path)
         return Dialect(names, False, "", options.encoding, PARQUET)
-    text = _head(path, options.encoding)
+    text = _head(path, options.encoding, options.skip_rows + 1)
     if kind == JSON_LINES:  # the keys of the first lines' objects, in the order they first appear
         lines = _whole_lines(text)
         keys = {
@@ -144,6 +146,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         if not keys:
             raise UserError(f"{path}: empty file")
         return Dialect(tuple(keys), False, "", options.encoding, JSON_LINES)
+    text = "".join(text.splitlines(keepends=True)[options.skip_rows :])
     delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
     decimal = options.decimal or sniff_decimal(text, delimiter)
     first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
@@ -161,7 +164,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names, has_header = _distinct(first, f"{path}: line 1"), True
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
-    return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal)
+    return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal, options.skip_rows)
 
 
 def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
@@ -197,18 +200,27 @@ def sniff_decimal(text: str, delimiter: str) -> str:
     return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
 
 
+def line_naming(path: str, options: TableOptions, name: str) -> int:
+    """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
+    header sits below a report's title lines."""
+    for number, line in enumerate(_whole_lines(_head(path, options.encoding))[:SNIFF_LINES], 1):
+        if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
+            return number
+    return 0
+
+
 def _whole_lines(text: str) -> list[str]:
     """The lines of a file's head, but its last where the head cut it off (one line at least)."""
     lines = text.splitlines()
     return lines if text.endswith(("\n", "\r")) else lines[:-1] or lines
 
 
-def _head(path: str, encoding: str) -> str:
-    """The file's first SNIFF_BYTES as text, or up to the end of its first line where that is longer (the
-    header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
+def _head(path: str, encoding: str, lines: int = 1) -> str:
+    """The file's first SNIFF_BYTES as text, or up to the end of its first `lines` lines where that is longer
+    (the header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
     with _opened(path) as stream:
         head = stream.read(SNIFF_BYTES)
-        while not (b"\n" in head or b"\r" in head) and len(head) < MAX_FIRST_LINE:
+        while max(head.count(b"\n"), head.count(b"\r")) < lines and len(head) < MAX_FIRST_LINE:
             if not (more := stream.read(len(head))):
                 break
             head += more
@@ -222,7 +234,8 @@ def sniff_delimiter(text: str) -> str:
     lines = _whole_lines(text)
     best, widest = ",", 1
     for delimiter in DELIMITERS:
-        widths = {len(row) for row in csv.reader(io.StringIO("\n".join(lines[:50])), delimiter=delimiter) if row}
+        rows = csv.reader(io.StringIO("\n".join(lines[:SNIFF_LINES])), delimiter=delimiter)
+        widths = {len(row) for row in rows if row}
         width = widths.pop() if len(widths) == 1 else 0
         if width > widest:
             best, widest = delimiter, width
@@ -260,7 +273,7 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
     return {
         "read_options": pacsv.ReadOptions(
             column_names=list(dialect.names),
-            skip_rows=1 if dialect.has_header else 0,
+            skip_rows=dialect.skip_rows + (1 if dialect.has_header else 0),
             block_size=block_size,
             use_threads=threads,
             encoding=dialect.encoding,

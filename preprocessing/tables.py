@@ -59,7 +59,16 @@ from dataformat.tfrecord import frame
 from preprocessing import frequent
 from preprocessing.frequent import FrequentValues
 from preprocessing.split import shard_name
-from preprocessing.table_files import Dialect, blocks, dialect_of, input_files, text_files
+from preprocessing.table_files import (
+    CSV,
+    Dialect,
+    blocks,
+    dialect_of,
+    file_format,
+    input_files,
+    line_naming,
+    text_files,
+)
 from preprocessing.writer import clear_output, shard_output, usable_cores
 
 log = logging.getLogger(__name__)
@@ -81,6 +90,7 @@ class TableOptions:
     label_column: str = "-1"  # a name, or an index (negative counts from the end)
     delimiter: str = ""  # "" to sniff it (a tab for .tsv)
     decimal: str = ""  # the numbers' decimal mark, "." or ","; "" to sniff it
+    skip_rows: int = 0  # CSV files' lines before the header (or the first row)
     encoding: str = "utf-8"
     column_names: tuple[str, ...] = ()  # the names of a headerless file's columns
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
@@ -980,7 +990,11 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         try:
             label = names[int(options.label_column)]
         except ValueError:
-            raise UserError(f"{where}: --label-column: {tables.no_such_column(options.label_column, names)}") from None
+            below = line_naming(where, options, options.label_column) if file_format(where) == CSV else 0
+            hint = f"; line {below} names it: pass --skip-rows {below - 1}" if below > 1 else ""
+            raise UserError(
+                f"{where}: --label-column: {tables.no_such_column(options.label_column, names)}{hint}"
+            ) from None
         except IndexError:
             raise UserError(
                 f"{where}: --label-column {options.label_column} is out of range for {len(names)} columns"

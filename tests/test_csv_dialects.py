@@ -233,3 +233,13 @@ def test_columns_without_a_name_are_left_out_with_a_warning(tmp_path, caplog):
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert [column.name for column in metadata.columns] == ["size"]
     assert "t.csv: column(s) 1, 4, 5 have no name and are left out; name one to use it" in caplog.text
+
+
+def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path, caplog):
+    rows = "".join(f"{i},{'NA' if i == 5 else 'ab'[i % 2]}\n" for i in range(30))
+    (tmp_path / "t.csv").write_text("Sales report;;\nGenerated 2021-01-01\nsize,label\n" + rows)
+    with pytest.raises(UserError, match=r"no column 'label' \(its columns: .*\); line 3 names it: pass --skip-rows 2"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", skip_rows=2)
+    assert [column.name for column in metadata.columns] == ["size"] and len(all_rows(tmp_path, metadata)) == 29
+    assert "t.csv: line 9, column 2 ('label'): the label is missing" in caplog.text  # lines of the file
