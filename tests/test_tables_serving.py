@@ -181,9 +181,9 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
     (tmp_path / "other.csv").write_text("x,y\n1,2\n")
     with pytest.raises(UserError, match=r"other.csv: no column of the model's \(age, workclass, hours\) is in its"):
         list(table_rows(str(tmp_path / "other.csv"), "income", names, TableOptions()))
-    (tmp_path / "years.csv").write_text("2019,2020\n1,2\n")  # a header of numbers, the model's names
-    assert list(table_rows(str(tmp_path / "years.csv"), "income", ("2019", "2020"), TableOptions())) == [
-        (f"{tmp_path}/years.csv:2", {"2019": "1", "2020": "2"})
+    (tmp_path / "years.csv").write_text("A title\n2019,2020\n1,2\n")  # a header of numbers, the model's names
+    assert list(table_rows(str(tmp_path / "years.csv"), "income", ("2019", "2020"), TableOptions(skip_rows=1))) == [
+        (f"{tmp_path}/years.csv:3", {"2019": "1", "2020": "2"})
     ]
     (tmp_path / "sheet.csv").write_text("age,,workclass,,\n60,,Private,,\n")  # a spreadsheet's empty columns
     assert list(table_rows(str(tmp_path / "sheet.csv"), "income", names, TableOptions())) == [

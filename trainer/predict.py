@@ -166,8 +166,8 @@ def _csv_lines(path: str) -> list[list[str]]:
 def table_rows(path: str, label_column: str, names: tuple[str, ...], options) -> Iterator[tuple[str, dict]]:
     """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
     ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as
-    preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding and --decimal, as
-    TableOptions), quoted newlines, gzipped or not, and Parquet. CSV needs a header line."""
+    preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
+    --skip-rows, as TableOptions), quoted newlines, gzipped or not, and Parquet. CSV needs a header line."""
     from preprocessing.table_files import CSV, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
@@ -360,6 +360,12 @@ def parse_args(argv: list[str] | None):
         choices=(".", ","),
         help="the decimal mark of a table's CSV numbers (default: found as preprocessing finds it)",
     )
+    parser.add_argument(
+        "--skip-rows",
+        type=commandline.non_negative_int,
+        default=0,
+        help="lines before a table's CSV header to leave out, as for preprocessing (default: 0)",
+    )
     parser.add_argument("--output", help="write JSON lines here instead of standard output")
     parser.add_argument(
         "--batch-size", type=commandline.positive_int, default=128, help="inputs per call to the model (default: 128)"
@@ -388,7 +394,7 @@ def _predict(argv: list[str] | None) -> int:
     else:
         from preprocessing.tables import TableOptions
 
-        options = TableOptions(encoding=args.encoding, decimal=args.decimal or "")
+        options = TableOptions(encoding=args.encoding, decimal=args.decimal or "", skip_rows=args.skip_rows)
         lines = predict_files(model, args.input, args.batch_size, options)
     count = _write(lines, args.output)
     if args.output:
