@@ -152,7 +152,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
     if not first:
         raise UserError(f"{path}: empty file")
-    label_name = () if tables.is_number(options.label_column) else (options.label_column,)  # not an index
+    label_name = (options.label_column,) if _is_a_name(options.label_column, len(first)) else ()
     if options.column_names:
         if len(options.column_names) != len(first):
             raise UserError(
@@ -165,6 +165,15 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal, options.skip_rows)
+
+
+def _is_a_name(label_column: str, width: int) -> bool:
+    """Whether --label-column names a column rather than giving its index in a line of `width` fields (an
+    index past the last is a name: a header of years, "1970,1971,...")."""
+    try:
+        return not -width <= int(label_column) < width
+    except ValueError:
+        return True
 
 
 def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:

@@ -161,6 +161,8 @@ def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
     headerless = dialect_of(str(tmp_path / "t.csv"), TableOptions(label_column="2"))  # an index names no field
     assert not headerless.has_header and headerless.names == ("column_1", "column_2", "column_3")
+    (tmp_path / "y.csv").write_text("1970,1971\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(30)))
+    assert [c.name for c in build(tmp_path, tmp_path / "y.csv", label_column="1971").columns] == ["1970"]
 
 
 def test_a_file_of_only_a_header_says_it_has_no_rows(tmp_path):
