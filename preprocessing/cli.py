@@ -12,6 +12,7 @@ from dataformat import commandline, lease, storage
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
 from preprocessing.sources import SOURCES, SourceOptions
+from preprocessing.table_files import add_reading_flags, reading_options
 from preprocessing.tables import TableOptions
 
 log = logging.getLogger("preprocessing")
@@ -117,25 +118,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
         "comma, semicolon, tab and pipe that splits the first lines alike)",
     )
-    table.add_argument(
-        "--skip-rows",
-        type=commandline.non_negative_int,
-        default=0,
-        help="lines before a CSV file's header (or first row) to leave out: a report's title, an export's notes "
-        "(default: 0)",
-    )
-    table.add_argument(
-        "--decimal",
-        choices=(".", ","),
-        help="the numbers' decimal mark (default: ',' where the file is not comma-separated and its first lines "
-        "hold numbers like 3,14 and none like 3.14, as spreadsheets write CSV in much of Europe; otherwise '.')",
-    )
-    table.add_argument(
-        "--encoding",
-        type=commandline.encoding,
-        default=TableOptions.encoding,
-        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8; a byte-order mark is skipped)",
-    )
+    add_reading_flags(table)
     table.add_argument(
         "--column-names",
         type=_names,
@@ -351,9 +334,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
     options = TableOptions(
         label_column=TEXT_COLUMNS[1] if text_folder else args.label_column,
         delimiter=args.delimiter or "",
-        decimal=args.decimal or "",
-        skip_rows=args.skip_rows,
-        encoding=args.encoding,
+        **reading_options(args),
         column_names=args.column_names,
         categorical=args.categorical_columns,
         numeric=args.numeric_columns,

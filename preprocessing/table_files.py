@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from dataformat import storage, tables
+from dataformat import commandline, storage, tables
 from dataformat.errors import UserError
 
 if TYPE_CHECKING:
@@ -119,6 +119,35 @@ class Dialect:
     @property
     def first_line(self) -> int:
         return self.skip_rows + (2 if self.has_header else 1)
+
+
+def add_reading_flags(group) -> None:
+    """The flags of how CSV files are written that every command reading tables takes (qt-preprocess and
+    qt-predict): --skip-rows, --decimal and --encoding; reading_options gives their TableOptions fields."""
+    group.add_argument(
+        "--skip-rows",
+        type=commandline.non_negative_int,
+        default=0,
+        help="lines before a CSV file's header (or first row) to leave out: a report's title, an export's notes "
+        "(default: 0)",
+    )
+    group.add_argument(
+        "--decimal",
+        choices=(".", ","),
+        help="the numbers' decimal mark (default: ',' where the file is not comma-separated and its first lines "
+        "hold numbers like 3,14 and none like 3.14, as spreadsheets write CSV in much of Europe; otherwise '.')",
+    )
+    group.add_argument(
+        "--encoding",
+        type=commandline.encoding,
+        default="utf-8",
+        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8; a byte-order mark is skipped)",
+    )
+
+
+def reading_options(args) -> dict:
+    """The TableOptions fields of add_reading_flags' flags."""
+    return {"skip_rows": args.skip_rows, "decimal": args.decimal or "", "encoding": args.encoding}
 
 
 def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) -> Dialect:

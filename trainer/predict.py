@@ -196,7 +196,7 @@ def _json_lines(path: str) -> Iterator[tuple[str, object]]:
 
 def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[str, str, object]]:
     """(input name, signature, value) for each example in one input file (a table read with `table_options`,
-    TableOptions of --encoding and --decimal)."""
+    TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path):
@@ -316,6 +316,8 @@ def _instance_value(instance, input_name: str, index: int):
 
 
 def parse_args(argv: list[str] | None):
+    from preprocessing.table_files import add_reading_flags
+
     parser = commandline.ArgumentParser(
         prog="qt-predict",
         description="(also: python -m trainer.predict) "
@@ -349,23 +351,7 @@ def parse_args(argv: list[str] | None):
     source.add_argument(
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
     )
-    parser.add_argument(
-        "--encoding",
-        type=commandline.encoding,
-        default="utf-8",
-        help="the encoding of a table's CSV files, e.g. latin-1 or cp1252 (default: utf-8)",
-    )
-    parser.add_argument(
-        "--decimal",
-        choices=(".", ","),
-        help="the decimal mark of a table's CSV numbers (default: found as preprocessing finds it)",
-    )
-    parser.add_argument(
-        "--skip-rows",
-        type=commandline.non_negative_int,
-        default=0,
-        help="lines before a table's CSV header to leave out, as for preprocessing (default: 0)",
-    )
+    add_reading_flags(parser.add_argument_group("tables, as qt-preprocess reads them"))
     parser.add_argument("--output", help="write JSON lines here instead of standard output")
     parser.add_argument(
         "--batch-size", type=commandline.positive_int, default=128, help="inputs per call to the model (default: 128)"
@@ -392,10 +378,10 @@ def _predict(argv: list[str] | None) -> int:
     if args.instances_json:
         lines = [respond(model, _read_request(args.instances_json))]
     else:
+        from preprocessing.table_files import reading_options
         from preprocessing.tables import TableOptions
 
-        options = TableOptions(encoding=args.encoding, decimal=args.decimal or "", skip_rows=args.skip_rows)
-        lines = predict_files(model, args.input, args.batch_size, options)
+        lines = predict_files(model, args.input, args.batch_size, TableOptions(**reading_options(args)))
     count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
