@@ -65,6 +65,9 @@ CLEARED = re.compile(r"Removing (\d+) file\(s\) left by an interrupted run")
 MARKER = ".soak"  # marks a --work folder as the soak's own, so that a rerun may clear it
 PARTS = ("digits", "train", "preprocess", "cluster")
 POLL_SECS = 0.05
+# Preprocessing runs tried for each kill that must land: a run writes for 0.2 s at the short soak's size, and
+# on a loaded machine the kill, timed from when its log's line is seen, came after three runs in a row ended.
+KILL_TRIES = 10
 START_TIMEOUT_SECS = 600  # a run that has not printed progress by then is stuck
 RUN_TIMEOUT_SECS = 1800
 SERVING_EXAMPLES = 16
@@ -495,7 +498,7 @@ def soak_preprocessing(args: argparse.Namespace, folder: str, result: Preprocess
     attempt = 0
     while len(result.kills) < args.preprocess_kills:
         attempt += 1
-        if attempt > 3 * args.preprocess_kills:
+        if attempt > KILL_TRIES * args.preprocess_kills:
             raise Failure(f"only {len(result.kills)} of {args.preprocess_kills} kills landed before the runs ended")
         log_path = os.path.join(folder, f"run-{attempt:02d}.log")
         record = kill_preprocessing(npz, killed, clean, log_path, rng.uniform(0, result.clean_secs))
