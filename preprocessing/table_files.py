@@ -280,10 +280,13 @@ def sniff_delimiter(text: str) -> str:
     return best
 
 
-def blocks(path: str, dialect: Dialect, wanted: tuple[str, ...] = ()) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+def blocks(
+    path: str, dialect: Dialect, wanted: tuple[str, ...] = (), verbatim: str = ""
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
     the `wanted` columns (all when none are named); JSON lines and Parquet read only those, so that a column
-    left out (--ignore-columns) may hold what a table cannot (nested values)."""
+    left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
+    keeps its text as written, decimal commas and all: it is handed back, never read as a number."""
     if dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
     elif dialect.format == PARQUET:
@@ -294,16 +297,19 @@ def blocks(path: str, dialect: Dialect, wanted: tuple[str, ...] = ()) -> Iterato
         line = dialect.first_line
         for batch in _csv_blocks(path, dialect):
             lines, line = record_lines(batch, line)
-            yield (_decimal_points(batch) if dialect.decimal == "," else batch), lines
+            yield (_decimal_points(batch, verbatim) if dialect.decimal == "," else batch), lines
 
 
 # CSV.
 
 
-def _decimal_points(batch: pa.RecordBatch) -> pa.RecordBatch:
+def _decimal_points(batch: pa.RecordBatch, verbatim: str) -> pa.RecordBatch:
     """Every value that is a number with a decimal comma ("-3,14", "1,5E+03") written with a point, as the
-    rest of preprocessing reads numbers; other values as they are."""
-    columns = [pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2") for column in batch.columns]
+    rest of preprocessing reads numbers; other values, and the `verbatim` column's, as they are."""
+    columns = [
+        column if name == verbatim else pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2")
+        for name, column in zip(batch.schema.names, batch.columns)
+    ]
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 

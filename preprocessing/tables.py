@@ -525,7 +525,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
     unlabeled_seen = False
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
-        for batch, lines in blocks(path, dialect, tuple(plan.kept)):
+        for batch, lines in blocks(path, dialect, tuple(plan.kept), plan.key):
             block = _read_block(batch, lines, key, plan, pool, earlier, path)
             if block.first_unlabeled and not unlabeled_seen:
                 log.warning(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import tensorflow as tf
 from test_tables import read_rows
 
 import preprocessing.table_files
@@ -13,6 +14,7 @@ from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
 from preprocessing.table_files import dialect_of, sniff_decimal, sniff_delimiter
 from preprocessing.tables import TableOptions, build_table_dataset
+from trainer.predict import table_rows
 
 
 def build(tmp_path, source, **options):
@@ -222,6 +224,24 @@ def test_a_headerless_file_of_decimal_commas_keeps_its_first_row(tmp_path):
     metadata = build(tmp_path, tmp_path / "t.csv", delimiter=";")
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
     assert sorted(row["column_1"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 1.5]
+
+
+def test_a_key_of_decimal_commas_stays_as_written_and_qt_predict_returns_it_so(tmp_path):
+    """A key is handed back to join predictions to their rows: '7,5' must not come back as '7.5'."""
+    rows = [f"{i},5;{i % 4},5;{'ab'[i % 2]}\n" for i in range(30)]
+    (tmp_path / "t.csv").write_text("order;size;label\n" + "".join(rows))
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", key="order")
+    shards = [tmp_path / "out" / shard.file for split in ("train", "eval") for shard in metadata.splits[split].shards]
+    keys = [
+        key.decode()
+        for shard in shards
+        for record in tf.data.TFRecordDataset(str(shard)).as_numpy_iterator()
+        for key in tf.train.Example.FromString(record).features.feature["order"].bytes_list.value
+    ]
+    assert sorted(keys) == sorted(f"{i},5" for i in range(30))
+    assert sorted(row["size"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 0.5]  # features: numbers
+    read = list(table_rows(str(tmp_path / "t.csv"), "label", ("size", "order"), TableOptions(), key="order"))
+    assert read[0] == (f"{tmp_path}/t.csv:2", {"order": "0,5", "size": "0.5"})
 
 
 def test_commas_between_thousands_are_no_decimal_commas(tmp_path):

@@ -163,11 +163,14 @@ def _csv_lines(path: str) -> list[list[str]]:
     return [[field.strip() for field in fields] for fields in csv.reader(io.StringIO(text)) if fields]
 
 
-def table_rows(path: str, label_column: str, names: tuple[str, ...], options) -> Iterator[tuple[str, dict]]:
+def table_rows(
+    path: str, label_column: str, names: tuple[str, ...], options, key: str = ""
+) -> Iterator[tuple[str, dict]]:
     """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
     ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as
     preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
-    --skip-rows, as TableOptions), quoted newlines, gzipped or not, and Parquet. CSV needs a header line."""
+    --skip-rows, as TableOptions), quoted newlines, gzipped or not, and Parquet; the `key` column as written.
+    CSV needs a header line."""
     from preprocessing.table_files import CSV, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
@@ -176,7 +179,7 @@ def table_rows(path: str, label_column: str, names: tuple[str, ...], options) ->
     wanted = tuple(name for name in dialect.names if name and name in names)
     if not wanted:
         raise UserError(f"{path}: no column of the model's ({', '.join(filter(None, names))}) is in its header")
-    for batch, lines in blocks(path, dialect, wanted):
+    for batch, lines in blocks(path, dialect, wanted, key):
         values = {name: batch.column(name).to_pylist() for name in wanted}
         for i, line in enumerate(lines.tolist()):
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
@@ -211,7 +214,8 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
 
         metadata = model.metadata
         names = (*(column.name for column in metadata.columns), metadata.key_column)
-        for name, row in table_rows(path, metadata.label_column, names, table_options or TableOptions()):
+        options = table_options or TableOptions()
+        for name, row in table_rows(path, metadata.label_column, names, options, metadata.key_column):
             yield name, model.numbers_signature, row
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
