@@ -150,7 +150,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--date-format",
         type=_date_format,
         help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b %%p, e.g. '%%d/%%m/%%Y' (default: found from "
-        "the values); a format without %%H also reads a time of day after the date, AM or PM too",
+        "the values); a format without %%H also reads a time of day after the date, AM or PM too; '%%H:%%M' reads "
+        "times of day alone",
     )
     table.add_argument(
         "--text-columns",

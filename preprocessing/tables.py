@@ -762,8 +762,10 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     mean, std = mean_and_std(count.days, count.days_squares, count.days_counted)
     missing = count.missing + count.not_dates_train
     vocabulary, buckets, hashed = _vocabulary(count, plan.options)
-    # A timestamp's day is a category too (dates.day_index), one index a day of the training rows' span.
-    span = int(count.last_day - count.first_day + 1) if count.timed else 0
+    # A timestamp's day is a category too (dates.day_index), one index a day of the training rows' span; a time
+    # of day alone has no day.
+    timestamp = count.timed and not dates.is_time_of_day(count.date_format)
+    span = int(count.last_day - count.first_day + 1) if timestamp else 0
     dense = 0 < span <= MOST_DAYS and count.days_counted >= ROWS_A_DAY * span
     first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
     return tables.Column(
@@ -877,7 +879,8 @@ def describe(column: tables.Column) -> str:
         )
     if column.kind == tables.DATE:
         days = f", its {column.day_count} days as categories" if column.day_count else ""
-        return f"{column.name} (date {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
+        kind = "time of day" if dates.is_time_of_day(column.date_format) else "date"
+        return f"{column.name} ({kind} {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     return (
         f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"

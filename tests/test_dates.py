@@ -46,6 +46,9 @@ AWKWARD = [
     "1/2/2013 12:05 a.m.",
     "1/2/2013 12:30:15 pm",
     "1/2/2013 11:00 XM",
+    "14:30",
+    "2:30:15.5 pm",
+    "38:31:00",
 ]
 
 
@@ -69,6 +72,9 @@ def test_formats_read_what_they_say():
     assert dates.fields_arrow(pa.array(["01/02/99", "01/02/05"]), "%d/%m/%y")[:, 0].tolist() == [1999, 2005]
     with pytest.raises(ValueError, match="needs a year"):
         dates.pattern("%d/%m")
+    clock = dates.fields_arrow(pa.array(["14:30", "2:30:15.5 pm", "12:05 a.m.", "38:31:00", "24:00", "1:5"]), "%H:%M")
+    assert clock[:3].tolist() == [[1970, 1, 1, 14, 30, 0], [1970, 1, 1, 14, 30, 15], [1970, 1, 1, 0, 5, 0]]
+    assert np.isnan(clock[3:]).all()  # a duration past a day, and what no clock shows
     twelve = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%m/%d/%Y"))}
     assert twelve["12/31/2013 11:59 PM"][3:5].tolist() == [23, 59] and twelve["1/2/2013 12:05 a.m."][3] == 0
     assert twelve["1/2/2013 12:30:15 pm"][3:].tolist() == [12, 30, 15] and np.isnan(twelve["1/2/2013 11:00 XM"]).all()
@@ -156,6 +162,18 @@ def test_a_timestamp_with_many_rows_a_day_gets_its_training_days_as_categories(t
         stamp, day = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns
     assert (stamp.first_day, stamp.day_count, day.day_count) == (15765, 20, 0)  # 2013-03-01 to 20; dates alone: none
     assert "stamp (date '%Y-%m-%d', 116 frequent values, its 20 days as categories)" in caplog.text
+
+
+def test_a_column_of_times_of_day_gets_the_hours_cycle_and_no_day(tmp_path, caplog):
+    rows = [f"{i % 24}:{i * 7 % 60:02d}{' PM' if i % 5 == 0 else ''},{'ab'[i % 24 >= 12]}" for i in range(300)]
+    source = write(tmp_path / "t.csv", "at,label", rows)
+    with caplog.at_level(logging.INFO):
+        (at,) = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns
+    assert (at.kind, at.date_format, at.day_count) == (tables.DATE, "%H:%M", 0)
+    assert "at (time of day '%H:%M', " in caplog.text
+    hours = dates.features_tf(tf.constant(["6:00", "6:00 PM", "18:00", "never"]), at.date_format).numpy()[:, -2:]
+    np.testing.assert_allclose(hours[:3], [[1, 0], [-1, 0], [-1, 0]], atol=1e-6)  # the hour's sine and cosine
+    assert np.isnan(hours[3]).all()
 
 
 def test_the_flags_name_date_columns_and_their_format(tmp_path):
