@@ -1,11 +1,11 @@
 """A table's files: which they are, how they are written, and their rows in blocks of text.
 
 Three formats, told by the file's suffix (gzipped or not): CSV in any dialect (`.csv`, `.tsv`,
-anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`) and Parquet (`.parquet`), the export
-formats of spreadsheets, databases and BigQuery. Whatever the format, a block is a RecordBatch of
-the table's columns as text (a missing value empty), with each row's line (CSV: the record's
-first line; JSON lines: its line; Parquet: its row, from 1), so that the rest of preprocessing
-reads every format alike and errors name where a row is.
+anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
+objects) and Parquet (`.parquet`), the export formats of spreadsheets, databases, APIs and BigQuery.
+Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
+with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet: its
+row, from 1), so that the rest of preprocessing reads every format alike and errors name where a row is.
 
 A fourth, `--source text`, is a folder of texts with one sub-folder of `.txt` files per class, as
 Keras's text_dataset_from_directory reads: a table of two columns, TEXT_COLUMNS, a file a row (its
@@ -22,7 +22,7 @@ import itertools
 import json
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,7 +39,7 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
-CSV, JSON_LINES, PARQUET = "csv", "jsonl", "parquet"
+CSV, JSON_LINES, JSON_ARRAY, PARQUET = "csv", "jsonl", "json array", "parquet"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES[".parquet"] = PARQUET
 TEXT_FOLDER = "text folder"
@@ -164,17 +164,16 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             names = _distinct(pq.ParquetFile(stream).schema_arrow.names, path)
         return Dialect(names, False, "", options.encoding, PARQUET)
     text = _head(path, options.encoding, options.skip_rows + 1)
-    if kind == JSON_LINES:  # the keys of the first lines' objects, in the order they first appear
-        lines = _whole_lines(text)
-        keys = {
-            key: None
-            for number, line in enumerate(lines, 1)
-            if line.strip()
-            for key in _json_object(line, path, number)
-        }
+    if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear
+        if text.lstrip().startswith("["):
+            pieces = _json_array_rows(path, options.encoding, PARSE_BYTES)
+            kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
+        else:
+            rows = [(number, _json_object(line, path, number)) for number, line in enumerate(_whole_lines(text), 1)]
+        keys = {key: None for _, row in rows for key in row}
         if not keys:
-            raise UserError(f"{path}: empty file")
-        return Dialect(tuple(keys), False, "", options.encoding, JSON_LINES)
+            raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
+        return Dialect(tuple(keys), False, "", options.encoding, kind)
     text = "".join(text.splitlines(keepends=True)[options.skip_rows :])
     delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
     decimal = options.decimal or sniff_decimal(text, delimiter)
@@ -291,7 +290,7 @@ def blocks(
         yield from _text_folder_blocks(path, dialect)
     elif dialect.format == PARQUET:
         yield from _parquet_blocks(path, dialect, wanted or dialect.names)
-    elif dialect.format == JSON_LINES:
+    elif dialect.format in (JSON_LINES, JSON_ARRAY):
         yield from _json_blocks(path, dialect, wanted or dialect.names)
     else:
         line = dialect.first_line
@@ -429,13 +428,25 @@ def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, in
     return ends - 1 - inside, int(ends[-1]) if batch.num_rows else first_line
 
 
-# JSON lines: Python's json module reads each line, so that a column may hold numbers in one row and
-# text in the next, as exports have them (pyarrow's reader stops there).
+# JSON: Python's json module reads each object, so that a column may hold numbers in one row and text
+# in the next, as exports have them (pyarrow's reader stops there).
 
 
 def _json_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    line, rest = 1, b""
     block_bytes = _pieces_a_block(len(dialect.names), PARSE_BYTES) * PARSE_BYTES
+    if dialect.format == JSON_ARRAY:
+        pieces = _json_array_rows(path, dialect.encoding, block_bytes)
+    else:
+        pieces = _json_lines_rows(path, dialect.encoding, block_bytes)
+    for rows in pieces:
+        batch, lines = _json_batch(rows, path, names)
+        if len(lines):
+            yield batch, lines
+
+
+def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:
+    """A JSON lines file's objects, with their lines, in pieces of about `block_bytes` of text."""
+    line, rest = 1, b""
     with _opened(path) as stream:
         while True:
             chunk = stream.read(block_bytes)
@@ -443,31 +454,96 @@ def _json_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterato
             cut = len(text) if not chunk else text.rfind(b"\n") + 1
             whole, rest = text[:cut], text[cut:]
             if whole:
-                batch, lines = _json_batch(whole, path, dialect.encoding, names, line)
+                yield _objects_of_lines(_decoded(whole, path, encoding), path, line)
                 line += whole.count(b"\n") + (0 if whole.endswith(b"\n") else 1)
-                if batch.num_rows:
-                    yield batch, lines
             if not chunk:
                 return
 
 
-def _json_batch(
-    text: bytes, path: str, encoding: str, names: tuple[str, ...], first_line: int
-) -> tuple[pa.RecordBatch, np.ndarray]:
-    """Whole lines of JSON objects to a block of the named text columns (a key left out or null: empty)."""
+def _objects_of_lines(text: str, path: str, first_line: int) -> Iterator[tuple[int, dict]]:
+    for offset, line in enumerate(text.split("\n")):
+        if line.strip():
+            yield first_line + offset, _json_object(line, path, first_line + offset)
+
+
+def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[list[tuple[int, dict]]]:
+    """The objects of a file of one JSON array (as pandas' to_json(orient="records") and many APIs write a
+    table), with the line each starts on, in pieces of about `block_bytes` of text: never the whole file."""
+    decoder = json.JSONDecoder()
+    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+    text_of = codecs.getincrementaldecoder(codec)()
+    text, line, expected = "", 1, "["  # expected: '[', an object (or ']' first), ',' or ']', or the end
+    with _opened(path) as stream:
+        while True:
+            chunk = stream.read(block_bytes)
+            try:
+                text += text_of.decode(chunk, final=not chunk)
+            except UnicodeDecodeError:
+                raise UserError(f"{path}: {_not_text(path, encoding)}") from None
+            rows, position, expected = _array_items(decoder, text, line, expected, path, final=not chunk)
+            yield rows
+            line, text = line + text.count("\n", 0, position), text[position:]
+            if not chunk:
+                break
+            if len(text) > MAX_PARSE_BYTES:
+                raise UserError(f"{path}: line {line}: an object of more than {MAX_PARSE_BYTES} bytes, or no JSON")
+    if expected != "end":
+        raise UserError(f"{path}: the JSON array is not closed (no ']' at its end)")
+
+
+_SPACE = re.compile(r"\s*")
+
+
+def _array_items(decoder, text: str, line: int, expected: str, path: str, final: bool) -> tuple[list, int, str]:
+    """The whole objects in `text`, a JSON array's text from a place where `expected` comes, on `line`:
+    (each object with its line, where the text they took ends, what comes next: '[', 'first' (an object or
+    ']'), 'object', ',' (or ']') or 'end'). An object that the text cuts off waits for more, unless `final`."""
+    rows, position, counted = [], 0, 0
+    while (position := _SPACE.match(text, position).end()) < len(text):
+        line, counted = line + text.count("\n", counted, position), position
+        char = text[position]
+        if expected == "end":
+            raise UserError(f"{path}: line {line}: more after the end of the JSON array")
+        if expected == "[":
+            if char != "[":
+                raise UserError(f"{path}: line {line} is not JSON lines, nor a JSON array of objects")
+            expected, position = "first", position + 1
+        elif expected == ",":
+            if char not in ",]":
+                raise UserError(f"{path}: line {line}: expected ',' or ']' after the array's object, found {char!r}")
+            expected, position = ("object" if char == "," else "end"), position + 1
+        elif char == "]" and expected == "first":
+            expected, position = "end", position + 1
+        else:
+            try:
+                row, end = decoder.raw_decode(text, position)
+            except json.JSONDecodeError as error:
+                if not final:
+                    break
+                where = line + text.count("\n", position, error.pos)
+                raise UserError(f"{path}: line {where} is not JSON ({error.msg})") from None
+            rows.append((line, _an_object(row, path, line)))
+            expected, position = ",", end
+    return rows, position, expected
+
+
+def _decoded(text: bytes, path: str, encoding: str) -> str:
     try:
-        decoded = text.decode(encoding)
+        return text.decode(encoding)
     except UnicodeDecodeError:
         raise UserError(f"{path}: {_not_text(path, encoding)}") from None
-    columns = {name: [] for name in names}
+
+
+def _json_batch(
+    rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...]
+) -> tuple[pa.RecordBatch, np.ndarray]:
+    """Objects, each with its line, to a block of the named text columns (a key left out or null: empty)."""
+    columns: dict[str, list] = {name: [] for name in names}
     lines = []
-    for offset, line in enumerate(decoded.split("\n")):
-        if not line.strip():
-            continue
-        row = _json_object(line, path, first_line + offset)
+    for line, row in rows:  # one object at a time: a block's objects are never all held
         for name, values in columns.items():
-            values.append(_as_text(row.get(name), path, first_line + offset, name))
-        lines.append(first_line + offset)
+            values.append(_as_text(row.get(name), path, line, name))
+        lines.append(line)
     batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], names)
     return batch, np.array(lines, np.int64)
 
@@ -477,6 +553,10 @@ def _json_object(line: str, path: str, number: int) -> dict:
         row = json.loads(line)
     except json.JSONDecodeError as error:
         raise UserError(f"{path}: line {number} is not JSON ({error.msg}, column {error.colno})") from None
+    return _an_object(row, path, number)
+
+
+def _an_object(row, path: str, number: int) -> dict:
     if not isinstance(row, dict):
         raise UserError(f"{path}: line {number} is not a JSON object of column values")
     return row

@@ -1,5 +1,5 @@
-"""Tables as JSON lines and Parquet, BigQuery's export formats: read with the same column rules as CSV,
-locally and on gs://, into the same dataset."""
+"""Tables as JSON lines and Parquet, BigQuery's export formats, and as one JSON array of objects, as many
+tools and APIs write them: read with the same column rules as CSV, locally and on gs://, into the same dataset."""
 
 from __future__ import annotations
 
@@ -70,11 +70,13 @@ def test_json_lines_and_parquet_make_the_dataset_csv_makes(tmp_path):
     rows = [{key: value for key, value in zip(columns, row) if value is not None} for row in zip(*columns.values())]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress((tmp_path / "t.jsonl").read_bytes()))
+    (tmp_path / "t.json").write_text(json.dumps(rows, indent=2))  # pandas' to_json(orient="records", indent=2)
+    (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(rows).encode()))  # ... and all on one line
     pq.write_table(pa.table(columns), tmp_path / "t.parquet", row_group_size=100)
     from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
     assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
     expected = every_row(tmp_path / "csv", from_csv)
-    for name in ("t.jsonl", "t.jsonl.gz", "t.parquet"):
+    for name in ("t.jsonl", "t.jsonl.gz", "t.json", "t.json.gz", "t.parquet"):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv), name
         assert every_row(tmp_path / f"out-{name}", found) == expected, name
@@ -104,6 +106,33 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a nested value.*--ignore-columns code"):
         build(tmp_path, tmp_path / "t.jsonl", "nested")
+
+
+def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 64)  # blocks of 256 bytes, objects cut anywhere
+    monkeypatch.setattr(preprocessing.table_files, "BLOCK_BYTES_A_COLUMN", 1)
+    rows = [{"n": i, "note": "x" * (i % 7), "label": "ab"[i % 2]} for i in range(100)]
+    text = "\ufeff [\n" + ",\n".join(json.dumps(row, indent=1) for row in rows) + "\n]\n"  # 5 lines an object
+    (tmp_path / "t.json").write_text(text)
+    dialect = dialect_of(str(tmp_path / "t.json"), TableOptions(label_column="label"))
+    assert dialect.names == ("n", "note", "label")
+    found = list(preprocessing.table_files.blocks(str(tmp_path / "t.json"), dialect))
+    assert len(found) > 10 and sum(batch.num_rows for batch, _ in found) == 100
+    assert np.array_equal(np.concatenate([lines for _, lines in found]), np.arange(2, 502, 5))
+    assert [value for batch, _ in found for value in batch.column("n").to_pylist()] == [str(i) for i in range(100)]
+    broken = {
+        text.replace('"b"\n},', '"b"\n}', 1): r"line 12: expected ',' or ']' after the array's object, found '\{'",
+        text.replace('"n": 2,', '"n": [2],'): r"line 12, column 'n': a nested value",
+        text.replace('"n": 2,', '"n": 2,,'): r"line 13 is not JSON \(Expecting property name",
+        text[: text.rindex("]")]: r"the JSON array is not closed",
+        text + "[]": r"line 503: more after the end of the JSON array",
+        "[1, 2]": r"line 1 is not a JSON object of column values",
+        "\n [ ]": r"t.json: an empty JSON array",
+    }
+    for wrong, error in broken.items():
+        (tmp_path / "t.json").write_text(wrong)
+        with pytest.raises(UserError, match=error):
+            build(tmp_path, tmp_path / "t.json", "broken")
 
 
 def test_a_nested_column_left_out_is_never_read(tmp_path):

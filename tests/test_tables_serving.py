@@ -154,10 +154,11 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     # As a spreadsheet in Europe writes it: semicolons, decimal commas, cp1252, a quoted newline.
     europe = 'note;hours;workclass;age\n"café\nau lait";40,0;Private;60\n'
     (tmp_path / "rows.txt").write_bytes(europe.encode("cp1252"))
+    (tmp_path / "rows.json").write_text('[\n  {"age": 60, "workclass": "Private", "hours": 40}\n]\n')  # one array
     export = latest_export(config, "latest")
     result = subprocess.run(
         [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--encoding", "cp1252", "--input",
-         str(tmp_path / "rows.csv"), str(tmp_path / "rows.jsonl"), str(tmp_path / "rows.txt")],
+         *(str(tmp_path / name) for name in ("rows.csv", "rows.jsonl", "rows.txt", "rows.json"))],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -171,6 +172,7 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     assert set(lines[3]["prediction"]) == {"class_ids", "classes", "probabilities", "logits"}
     assert lines[4]["input"] == f"{tmp_path}/rows.txt:2"
     assert lines[4]["probabilities"] == pytest.approx(lines[0]["probabilities"])  # 40,0 is 40
+    assert lines[5] == {"instance": lines[2]["instance"], "prediction": lines[2]["prediction"]}  # an array's row
 
 
 def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):

@@ -185,11 +185,19 @@ def table_rows(
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
 
 
-def _json_lines(path: str) -> Iterator[tuple[str, object]]:
-    """One instance a line, as Vertex AI batch prediction reads JSON lines."""
+def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
+    """One instance a line, as Vertex AI batch prediction reads JSON lines; for a `table`'s model, whose
+    instances are objects, also one JSON array of them, as preprocessing reads a table."""
     with storage.open_read(path) as file:
-        lines = file.read().decode("utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
+        text = file.read().decode("utf-8-sig")
+    if table and text.lstrip().startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise UserError(f"{path}: line {error.lineno} is not JSON ({error.msg})") from None
+        yield from ((f"{path}: item {number}", row) for number, row in enumerate(rows, start=1))
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 yield f"{path}:{number}", json.loads(line)
@@ -202,7 +210,7 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES):
-        for name, instance in _json_lines(path):
+        for name, instance in _json_lines(path, model.metadata.is_table):
             value = instance if model.metadata.is_table else model.values([instance], name)[0]
             yield name, model.numbers_signature, value
     elif ".tfrecord" in suffix:
