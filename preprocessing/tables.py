@@ -889,19 +889,26 @@ def describe(column: tables.Column) -> str:
 
 def class_names(labels: Counter, label: str) -> tuple[str, ...]:
     """The label's classes, sorted: numerically when every label is a number (3 before 10). Many numbers
-    with fractions (prices, scores) are a quantity to predict, not classes: a UserError."""
+    with fractions (prices, scores) are a quantity to predict, not classes, and so are many values that
+    mostly label one row each (counts, amounts, IDs): a UserError."""
     names = list(labels)
     if len(names) < 2:
         raise UserError(f"found {len(names)} distinct label(s); a classifier needs at least 2")
-    if not all(tables.is_number(name) for name in names):
-        return tuple(sorted(names))
-    fractions = [name for name in names if not float(name).is_integer()]
+    numbers = all(tables.is_number(name) for name in names)
+    fractions = [name for name in names if numbers and not float(name).is_integer()]
     if fractions and len(names) > MAX_FRACTION_LABELS:
         raise UserError(
             f"--label-column {label}: its {len(names)} distinct values are numbers with fractions ({fractions[0]}, "
             "...), a quantity rather than classes; this trainer classifies: put them into a few classes first"
         )
-    return tuple(sorted(names, key=float))
+    once = [name for name, count in labels.items() if count == 1]
+    if len(names) > MAX_FRACTION_LABELS and len(once) > len(names) / 2:  # classes that nothing can be learnt of
+        raise UserError(
+            f"--label-column {label}: {len(once)} of its {len(names)} distinct values ({once[0]}, ...) label one "
+            "row each: a quantity or an ID rather than classes; this trainer classifies: put them into a few "
+            "classes first"
+        )
+    return tuple(sorted(names, key=float)) if numbers else tuple(sorted(names))
 
 
 # Pass 2.
