@@ -58,6 +58,7 @@ SNIFF_LINES = 50  # ... from this many lines at most
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
+GROUPED = r"\s*[+-]?[1-9]\d{0,2}(?:\.\d{3})+"  # 1.234 or 12.345.678: points between thousands, beside a decimal comma
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -232,8 +233,9 @@ def sniff_decimal(text: str, delimiter: str) -> str:
         return "."
     rows = csv.reader(io.StringIO("\n".join(_whole_lines(text))), delimiter=delimiter)
     fields = [field.strip() for row in rows for field in row]
-    comma = any(re.fullmatch(COMMA_NUMBER, field, re.ASCII) for field in fields)
-    point = any(re.fullmatch(POINT_NUMBER, field, re.ASCII) for field in fields)
+    comma = any(re.fullmatch(f"{COMMA_NUMBER}|{GROUPED},\\d+", field, re.ASCII) for field in fields)  # 1.234,5 too
+    # 1.234 may be either mark's: a thousand and more beside decimal commas, a fraction beside points.
+    point = any(re.fullmatch(POINT_NUMBER, field, re.ASCII) and not re.fullmatch(GROUPED, field) for field in fields)
     return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
 
 
@@ -303,13 +305,21 @@ def blocks(
 
 
 def _decimal_points(batch: pa.RecordBatch, verbatim: str) -> pa.RecordBatch:
-    """Every value that is a number with a decimal comma ("-3,14", "1,5E+03") written with a point, as the
-    rest of preprocessing reads numbers; other values, and the `verbatim` column's, as they are."""
+    """Every value that is a number with a decimal comma ("-3,14", "1,5E+03", "1.234,56") written with a point and
+    without points between its thousands, as the rest of preprocessing reads numbers; other values, and the
+    `verbatim` column's, as they are."""
     columns = [
-        column if name == verbatim else pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2")
+        column if name == verbatim else _with_decimal_point(column)
         for name, column in zip(batch.schema.names, batch.columns)
     ]
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _with_decimal_point(column: pa.Array) -> pa.Array:
+    grouped = pc.match_substring_regex(column, f"^{GROUPED}(?:,\\d+)?\\s*$")
+    if pc.any(grouped).as_py():
+        column = pc.if_else(grouped, pc.replace_substring(column, ".", ""), column)
+    return pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2")
 
 
 def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_row) -> dict:
