@@ -55,6 +55,7 @@ BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 SNIFF_LINES = 50  # ... from this many lines at most
+EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
@@ -164,7 +165,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         with _opened(path) as stream:
             names = _distinct(pq.ParquetFile(stream).schema_arrow.names, path)
         return Dialect(names, False, "", options.encoding, PARQUET)
-    text = _head(path, options.encoding, options.skip_rows + 1)
+    text = _head(path, options.encoding, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear
         if text.lstrip().startswith("["):
             pieces = _json_array_rows(path, options.encoding, PARSE_BYTES)
@@ -175,8 +176,11 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         if not keys:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
         return Dialect(tuple(keys), False, "", options.encoding, kind)
-    text = "".join(text.splitlines(keepends=True)[options.skip_rows :])
-    delimiter = options.delimiter or ("\t" if _stem(path).endswith(".tsv") else sniff_delimiter(text))
+    text, skip_rows = "".join(text.splitlines(keepends=True)[options.skip_rows :]), options.skip_rows
+    if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
+        text, skip_rows = text[excel.end() :], skip_rows + 1
+    delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if _stem(path).endswith(".tsv") else "")
+    delimiter = delimiter or sniff_delimiter(text)
     decimal = options.decimal or sniff_decimal(text, delimiter)
     first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
     if not first:
@@ -190,10 +194,10 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             )
         names, has_header = _distinct(options.column_names, "--column-names"), False
     elif _is_header(first, (*known, *label_name), decimal):
-        names, has_header = _distinct(first, f"{path}: line 1"), True
+        names, has_header = _distinct(first, f"{path}: line {skip_rows + 1}"), True
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
-    return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal, options.skip_rows)
+    return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal, skip_rows)
 
 
 def _is_a_name(label_column: str, width: int) -> bool:

@@ -264,6 +264,24 @@ def test_points_between_thousands_beside_a_decimal_comma_are_read(tmp_path):
     assert sniff_decimal("a;b\n0.125;5,5\n", ";") == "."  # a leading 0: a fraction, never thousands
 
 
+def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
+    rows = [f"{i},5|{'red' if i % 3 else 'blue'}|{'ab'[i % 2]}\r\n" for i in range(30)]
+    (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
+    dialect = dialect_of(str(tmp_path / "t.csv"), TableOptions(label_column="label"))
+    assert (dialect.delimiter, dialect.names, dialect.first_line, dialect.decimal) == (
+        "|",
+        ("size", "color", "label"),
+        3,
+        ",",
+    )
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert sorted(row["size"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 1.5]
+    rows[4] = "4,5|red|\r\n"  # the fifth row, on line 3 + 4
+    (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
+    build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert "t.csv: line 7, column 3 ('label'): the label is missing" in caplog.text
+
+
 def test_commas_between_thousands_are_no_decimal_commas(tmp_path):
     assert sniff_decimal("a;b\n1,5;1,234,567\n", ";") == "." and sniff_decimal("a;b\n1,5;1,234\n", ";") == ","
 
