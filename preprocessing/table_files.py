@@ -59,7 +59,10 @@ EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and w
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
-GROUPED = r"\s*[+-]?[1-9]\d{0,2}(?:\.\d{3})+"  # 1.234 or 12.345.678: points between thousands, beside a decimal comma
+# 1.234, 12.345.678 or 1 234: points or spaces (French, Excel's no-break ones too) between thousands, beside a decimal
+# comma.
+GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:(?:\\.\\d{3})+|(?:[\u00a0\u202f ]\\d{3})+)"
+THOUSANDS_MARKS = "[.\u00a0\u202f ]"
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -322,7 +325,7 @@ def _decimal_points(batch: pa.RecordBatch, verbatim: str) -> pa.RecordBatch:
 def _with_decimal_point(column: pa.Array) -> pa.Array:
     grouped = pc.match_substring_regex(column, f"^{GROUPED}(?:,\\d+)?\\s*$")
     if pc.any(grouped).as_py():
-        column = pc.if_else(grouped, pc.replace_substring(column, ".", ""), column)
+        column = pc.if_else(grouped, pc.replace_substring_regex(column, THOUSANDS_MARKS, ""), column)
     return pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2")
 
 

@@ -250,16 +250,18 @@ def test_a_key_of_decimal_commas_stays_as_written_and_qt_predict_returns_it_so(t
     assert read[0] == (f"{tmp_path}/t.csv:2", {"order": "0,5", "size": "0.5"})
 
 
-def test_points_between_thousands_beside_a_decimal_comma_are_read(tmp_path):
-    """As German, Spanish or Brazilian spreadsheets format amounts: 1.234,56 is 1234.56 and 12.000 is 12000."""
+def test_points_or_spaces_between_thousands_beside_a_decimal_comma_are_read(tmp_path):
+    """As German, Spanish or Brazilian spreadsheets format amounts: 1.234,56 is 1234.56 and 12.000 is 12000; French
+    ones: 1 234,56."""
     german = [f"{i * 48731 % 2_000_000 / 100:,.2f}".translate(str.maketrans(",.", ".,")) for i in range(30)]
     assert german[3] == "1.461,93"
     rows = [f"{amount};{'ab'[i % 2]}\n" for i, amount in enumerate(german)] + ["12.000;a\n", "7,5;b\n"]
+    rows += ["1\u00a0500,25;a\n", "2 000 000;b\n"]  # as French spreadsheets write them: (no-break) spaces
     (tmp_path / "t.csv").write_text("amount;label\n" + "".join(rows))
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert metadata.columns[0].kind == "numeric"
     found = sorted(row["amount"] for row in all_rows(tmp_path, metadata))
-    assert 12000 in found and 7.5 in found and 1461.93 in [round(value, 2) for value in found]
+    assert {12000, 7.5, 1500.25, 2e6} <= set(found) and 1461.93 in [round(value, 2) for value in found]
     assert sniff_decimal("a;b\n1.234;5,5\n", ";") == "," and sniff_decimal("a;b\n1.234;5.5\n", ";") == "."
     assert sniff_decimal("a;b\n0.125;5,5\n", ";") == "."  # a leading 0: a fraction, never thousands
 
