@@ -4,10 +4,10 @@ A format is a strftime-like pattern (%Y %y %m %d %H %M %S %b %p, other character
 becomes an RE2 regular expression and a rewrite template that put a value's fields in a fixed
 order, year|month|day|hour|minute|second|AM-or-PM; a pattern without %H also takes an optional time of
 day after the date (ISO 8601's 'T' or a space, seconds, fractions, AM or PM and a zone optional: the
-zone is left out, so times are read as written). A pattern of only a time of day (%H:%M) reads as that time on
-1970-01-01, seconds, fractions and AM or PM optional: a column of times ('14:30', '2:30 PM') gets its hour's
-cycle. Arrow (preprocessing) and TensorFlow (training and serving) both use RE2, so one value gives the same
-fields in both.
+zone is left out, so times are read as written), and a weekday's name may come first (Tue, 05 Jan 2017).
+A pattern of only a time of day (%H:%M) reads as that time on 1970-01-01, seconds, fractions and AM or
+PM optional: a column of times ('14:30', '2:30 PM') gets its hour's cycle. Arrow (preprocessing) and
+TensorFlow (training and serving) both use RE2, so one value gives the same fields in both.
 
 A date becomes DATE_FEATURES numbers: days since 1970-01-01 and the year (both standardized by the
 training split's statistics), then month, day of month, day of week, day of year and hour of day,
@@ -43,11 +43,16 @@ FORMATS = (
     "%b %d %Y",
     "%b-%Y",
     "%b %Y",
+    "%Y-%m",
+    "%Y/%m",
+    "%m/%Y",
     "%H:%M",
 )
 AM_PM = r"([AaPp])\.?[Mm]\.?"  # 11:59 PM, 8:05 a.m.
 SECONDS_AND_AM_PM = r"(?::(\d{2})(?:[.,]\d+)?)?(?:\s*" + AM_PM + r")?"  # both optional: 14:30, 2:30:15 pm
-TIME_OF_DAY = r"(?:[T ](\d{1,2}):(\d{2})" + SECONDS_AND_AM_PM + r")?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+ZONE_NAME = r"(?:\s*[A-Z]{3,4})?"  # after a time: 06:00:42 EST, as R prints its times
+TIME_OF_DAY = r"(?:[T ](\d{1,2}):(\d{2})" + SECONDS_AND_AM_PM + ZONE_NAME + r")?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+WEEKDAY = r"(?:(?i:mon|tue|wed|thu|fri|sat|sun)[A-Za-z]*\.?,?\s+)?"  # before a date: Tue, 05 Jan 2017 (HTTP, e-mail)
 DEFAULTS = {"Y": "1970", "m": "1", "d": "1"}  # a field the format lacks: a month's first day, a time's 1970-01-01
 DIRECTIVES = {
     "Y": r"(\d{4})",
@@ -92,8 +97,10 @@ def pattern(date_format: str) -> tuple[str, str]:
     elif not ({"Y", "y"} & set(groups)) or "m" not in groups and "b" not in groups:
         raise ValueError("it needs a year (%Y or %y) and a month (%m or %b), or is a time of day alone (%H:%M)")
     elif "H" not in groups:
-        expression += TIME_OF_DAY
+        expression = WEEKDAY + expression + TIME_OF_DAY
         groups += ["H", "M", "S", "p"]
+    else:
+        expression = WEEKDAY + expression
     field_of = {"b": "m", "y": "Y"}  # a month name is the month; two digits of a year are the year
     where = {field_of.get(directive, directive): i for i, directive in enumerate(groups)}
     slots = [f"\\{where[field] + 1}" if field in where else DEFAULTS.get(field, "") for field in FIELDS]

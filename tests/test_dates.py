@@ -49,6 +49,13 @@ AWKWARD = [
     "14:30",
     "2:30:15.5 pm",
     "38:31:00",
+    "2017-01",
+    "2017/01",
+    "01/2017",
+    "2017-01-01 06:00:42 EST",
+    "Tue, 05 Jan 2017 10:00:00 GMT",
+    "Thursday, January 5, 2017",
+    "2017-01-01 TBD",
 ]
 
 
@@ -72,6 +79,13 @@ def test_formats_read_what_they_say():
     assert dates.fields_arrow(pa.array(["01/02/99", "01/02/05"]), "%d/%m/%y")[:, 0].tolist() == [1999, 2005]
     with pytest.raises(ValueError, match="needs a year"):
         dates.pattern("%d/%m")
+    read = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%Y-%m-%d"))}
+    assert read["2017-01-01 06:00:42 EST"].tolist() == [2017, 1, 1, 6, 0, 42]  # R's times: a zone's name
+    assert np.isnan(read["2017-01-01 TBD"]).all()  # ... only after a time
+    web = dates.fields_arrow(pa.array(["Tue, 05 Jan 2017 10:00:00 GMT"]), "%d %b %Y")  # HTTP's and e-mail's
+    assert web[0].tolist() == [2017, 1, 5, 10, 0, 0]
+    assert dates.fields_arrow(pa.array(["Thursday, January 5, 2017"]), "%b %d, %Y")[0, :3].tolist() == [2017, 1, 5]
+    assert dates.fields_arrow(pa.array(["2017-01", "01/2017"]), "%Y-%m")[0, :3].tolist() == [2017, 1, 1]
     clock = dates.fields_arrow(pa.array(["14:30", "2:30:15.5 pm", "12:05 a.m.", "38:31:00", "24:00", "1:5"]), "%H:%M")
     assert clock[:3].tolist() == [[1970, 1, 1, 14, 30, 0], [1970, 1, 1, 14, 30, 15], [1970, 1, 1, 0, 5, 0]]
     assert np.isnan(clock[3:]).all()  # a duration past a day, and what no clock shows
