@@ -216,6 +216,8 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
 
 def _varint_bytes(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each length as a varint: (bytes of every varint, up to 5, in a [n, 5] array; how many each uses)."""
+    if not len(lengths) or lengths.max() < 0x80:  # one byte each: short strings, class indices, word IDs rarely
+        return lengths.astype(np.uint8)[:, None], np.ones(len(lengths), np.int64)
     lengths = lengths.astype(np.uint64)
     sizes = np.ones(len(lengths), np.int64)
     for bits in (7, 14, 21, 28):
@@ -237,14 +239,18 @@ def string_fields(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np
     field_sizes = 1 + varint_sizes + lengths
     starts = np.concatenate([[0], np.cumsum(field_sizes)])
     out = np.empty(starts[-1], np.uint8)
-    out[starts[:-1]] = 0x0A  # field 1, length-delimited
-    for i in range(varints.shape[1]):
-        uses = varint_sizes > i
-        out[starts[:-1][uses] + 1 + i] = varints[uses, i]
-    content = np.ones(len(out), bool)
-    content[starts[:-1]] = False
-    for i in range(varints.shape[1]):
-        content[(starts[:-1] + 1 + i)[varint_sizes > i]] = False
+    content = np.ones(len(out), bool)  # where the strings' own bytes go
+    for i, at in enumerate(range(varints.shape[1] + 1)):
+        places = starts[:-1] + at  # the tag (field 1, length-delimited), then each byte of the varint
+        if i == 0:
+            out[places] = 0x0A
+        elif i == 1:
+            out[places] = varints[:, 0]
+        else:  # only the longer strings' varints have a second byte, and more
+            longer = varint_sizes >= i
+            places = places[longer]
+            out[places] = varints[longer, i - 1]
+        content[places] = False
     out[content] = data[offsets[0] : offsets[-1]]
     return out, starts
 

@@ -361,13 +361,14 @@ def test_splits_hash_rows_so_that_rows_in_order_still_spread(tmp_path):
 
 
 def test_the_vectorized_string_encoder_writes_protobuf_fields():
-    values = ["", "a", "é" * 100, "x" * 20000]
-    data = "".join(values).encode()
-    offsets = np.cumsum([0] + [len(v.encode()) for v in values])
-    out, starts = tables.string_fields(offsets, np.frombuffer(data, np.uint8))
-    expected = tf.train.BytesList(value=[v.encode() for v in values]).SerializeToString()
-    assert out.tobytes() == expected
-    assert list(starts) == [0, 2, 5, 5 + 3 + 200, len(expected)]
+    for values in (["", "a", "é" * 100, "x" * 20000], ["", "a", "bc" * 63]):  # varints of 1-3 bytes, or all of 1
+        data = "".join(values).encode()
+        offsets = np.cumsum([0] + [len(v.encode()) for v in values])
+        out, starts = tables.string_fields(offsets, np.frombuffer(data, np.uint8))
+        expected = tf.train.BytesList(value=[v.encode() for v in values]).SerializeToString()
+        assert out.tobytes() == expected
+        assert list(starts[:3]) == [0, 2, 5] and starts[-1] == len(expected)
+    assert list(starts) == [0, 2, 5, 5 + 2 + 126]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
