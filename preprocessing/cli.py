@@ -116,7 +116,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--delimiter",
         type=_delimiter,
         help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
-        "comma, semicolon, tab and pipe that splits the first lines alike)",
+        "comma, semicolon, tab and pipe that splits the first lines alike, else a space that does; Excel's first "
+        "line sep=; names it too)",
     )
     add_reading_flags(table)
     table.add_argument(

@@ -276,10 +276,13 @@ def _head(path: str, encoding: str, lines: int = 1) -> str:
 
 def sniff_delimiter(text: str) -> str:
     """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
-    most of them (quoted fields read as the csv module reads them); a comma when none splits them."""
+    most of them (quoted fields read as the csv module reads them); else a space, where one does (as R's
+    write.table and many scientific tables separate columns); a comma when none splits them."""
     lines = _whole_lines(text)
     best, widest = ",", 1
-    for delimiter in DELIMITERS:
+    for delimiter in (*DELIMITERS, " "):
+        if delimiter == " " and widest > 1:  # spaces sit inside the fields of other delimiters' tables
+            break
         rows = csv.reader(io.StringIO("\n".join(lines[:SNIFF_LINES])), delimiter=delimiter)
         widths = {len(row) for row in rows if row}
         width = widths.pop() if len(widths) == 1 else 0

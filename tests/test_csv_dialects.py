@@ -92,7 +92,7 @@ def test_a_file_of_old_mac_line_endings_is_not_read_whole_to_find_its_first_line
     assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).names == ("x", "label")
 
 
-@pytest.mark.parametrize("delimiter", [";", "\t", "|", ","])
+@pytest.mark.parametrize("delimiter", [";", "\t", "|", ",", " "])
 def test_the_delimiter_is_found_from_the_first_lines(tmp_path, delimiter):
     lines = [delimiter.join(["price", "city", "label"])]
     lines += [delimiter.join([f'"{i},5"' if delimiter == ";" else str(i), "Lyon", "ab"[i % 2]]) for i in range(30)]
@@ -100,6 +100,7 @@ def test_the_delimiter_is_found_from_the_first_lines(tmp_path, delimiter):
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert [column.name for column in metadata.columns] == ["price", "city"]
     assert sniff_delimiter("a;b;c\n1,5;2;3\n") == ";" and sniff_delimiter("just one column\nx\n") == ","
+    assert sniff_delimiter("name,city\nAnn Lee,New York\n") == ","  # a space only where nothing else splits
 
 
 def test_tsv_files_are_tab_separated_and_the_flag_overrides(tmp_path):
