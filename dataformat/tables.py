@@ -240,8 +240,8 @@ def string_fields(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np
     starts = np.concatenate([[0], np.cumsum(field_sizes)])
     out = np.empty(starts[-1], np.uint8)
     content = np.ones(len(out), bool)  # where the strings' own bytes go
-    for i, at in enumerate(range(varints.shape[1] + 1)):
-        places = starts[:-1] + at  # the tag (field 1, length-delimited), then each byte of the varint
+    for i in range(varints.shape[1] + 1):
+        places = starts[:-1] + i  # the tag (field 1, length-delimited), then each byte of the varint
         if i == 0:
             out[places] = 0x0A
         elif i == 1:
