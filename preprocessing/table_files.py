@@ -261,6 +261,11 @@ def _whole_lines(text: str) -> list[str]:
     return lines if text.endswith(("\n", "\r")) else lines[:-1] or lines
 
 
+def _without_bom(encoding: str) -> str:
+    """The codec that reads `encoding` with a UTF-8 byte-order mark left out (spreadsheets write one)."""
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
 def _head(path: str, encoding: str, lines: int = 1) -> str:
     """The file's first SNIFF_BYTES as text, or up to the end of its first `lines` lines where that is longer
     (the header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
@@ -270,8 +275,7 @@ def _head(path: str, encoding: str, lines: int = 1) -> str:
             if not (more := stream.read(len(head))):
                 break
             head += more
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    return head.decode(codec, "replace")
+    return head.decode(_without_bom(encoding), "replace")
 
 
 def sniff_delimiter(text: str) -> str:
@@ -490,8 +494,7 @@ def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[lis
     """The objects of a file of one JSON array (as pandas' to_json(orient="records") and many APIs write a
     table), with the line each starts on, in pieces of about `block_bytes` of text: never the whole file."""
     decoder = json.JSONDecoder()
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    text_of = codecs.getincrementaldecoder(codec)()
+    text_of = codecs.getincrementaldecoder(_without_bom(encoding))()
     text, line, expected = "", 1, "["  # expected: '[', an object (or ']' first), ',' or ']', or the end
     with _opened(path) as stream:
         while True:
@@ -549,7 +552,7 @@ def _array_items(decoder, text: str, line: int, expected: str, path: str, final:
 
 def _decoded(text: bytes, path: str, encoding: str) -> str:
     try:
-        return text.decode(encoding)
+        return text.decode(_without_bom(encoding))
     except UnicodeDecodeError:
         raise UserError(f"{path}: {_not_text(path, encoding)}") from None
 
@@ -657,9 +660,8 @@ def _text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.Reco
 def _read_text(path: str, encoding: str) -> str:
     with storage.open_read(path) as file:
         data = file.read()
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
     try:
-        return data.decode(codec)
+        return data.decode(_without_bom(encoding))
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise UserError(

@@ -70,13 +70,14 @@ def test_json_lines_and_parquet_make_the_dataset_csv_makes(tmp_path):
     rows = [{key: value for key, value in zip(columns, row) if value is not None} for row in zip(*columns.values())]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (tmp_path / "t.jsonl.gz").write_bytes(gzip.compress((tmp_path / "t.jsonl").read_bytes()))
+    (tmp_path / "bom.jsonl").write_text("\ufeff" + (tmp_path / "t.jsonl").read_text())  # as Windows tools write it
     (tmp_path / "t.json").write_text(json.dumps(rows, indent=2))  # pandas' to_json(orient="records", indent=2)
     (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(rows).encode()))  # ... and all on one line
     pq.write_table(pa.table(columns), tmp_path / "t.parquet", row_group_size=100)
     from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
     assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
     expected = every_row(tmp_path / "csv", from_csv)
-    for name in ("t.jsonl", "t.jsonl.gz", "t.json", "t.json.gz", "t.parquet"):
+    for name in ("t.jsonl", "t.jsonl.gz", "bom.jsonl", "t.json", "t.json.gz", "t.parquet"):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv), name
         assert every_row(tmp_path / f"out-{name}", found) == expected, name
