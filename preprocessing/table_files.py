@@ -63,6 +63,16 @@ THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands
 # comma.
 GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:(?:\\.\\d{3})+|(?:[\u00a0\u202f ]\\d{3})+)"
 THOUSANDS_MARKS = "[.\u00a0\u202f ]"
+# 1,234.56 or 12,345: commas between thousands beside a decimal point (US and UK spreadsheets' formatted cells,
+# quoted in a comma-separated file).
+POINT_GROUPED = r"\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*"
+CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets write before or after an amount
+# The bytes that say a column may hold such symbols: single ones, found at memchr's speed (€ and ₹ start with E2,
+# £ and ¥ with C2).
+DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2")
+# A number with a currency symbol before or after it, or a percent sign after it ($1,234.56, -$5, 1.234,56 €,
+# 12.5%): the sign and the number (\1\2) are kept.
+DECORATED = f"^\\s*([+-]?)\\s*[{CURRENCIES}]?\\s*([+-]?[\\d.][\\d.,\u00a0\u202f ]*?)\\s*[{CURRENCIES}%]?\\s*$"
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -217,8 +227,9 @@ def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
     column name (a header of years with the label's name, "2019,2020,label")."""
     if any(name in first for name in known if name):
         return True
-    comma = decimal == ","
-    return not any(tables.is_number(name) or comma and re.fullmatch(COMMA_NUMBER, name) for name in first)
+    return not any(
+        tables.is_number(text) for text in plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
+    )
 
 
 def _distinct(names, where: str) -> tuple[str, ...]:
@@ -239,11 +250,18 @@ def sniff_decimal(text: str, delimiter: str) -> str:
     if delimiter == ",":
         return "."
     rows = csv.reader(io.StringIO("\n".join(_whole_lines(text))), delimiter=delimiter)
-    fields = [field.strip() for row in rows for field in row]
+    fields = _undecorated(pa.array([field.strip() for row in rows for field in row], pa.string())).to_pylist()
     comma = any(re.fullmatch(f"{COMMA_NUMBER}|{GROUPED},\\d+", field, re.ASCII) for field in fields)  # 1.234,5 too
-    # 1.234 may be either mark's: a thousand and more beside decimal commas, a fraction beside points.
-    point = any(re.fullmatch(POINT_NUMBER, field, re.ASCII) and not re.fullmatch(GROUPED, field) for field in fields)
+    point = any(_has_decimal_point(field) for field in fields)
     return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
+
+
+def _has_decimal_point(field: str) -> bool:
+    """Whether a field is a number with a decimal point: 0.5, 1,234.5; not 1.234, which may be a thousand and more
+    beside decimal commas."""
+    if re.fullmatch(POINT_GROUPED, field):
+        return "." in field
+    return bool(re.fullmatch(POINT_NUMBER, field, re.ASCII)) and not re.fullmatch(GROUPED, field)
 
 
 def line_naming(path: str, options: TableOptions, name: str) -> int:
@@ -312,21 +330,51 @@ def blocks(
         line = dialect.first_line
         for batch in _csv_blocks(path, dialect):
             lines, line = record_lines(batch, line)
-            yield (_decimal_points(batch, verbatim) if dialect.decimal == "," else batch), lines
+            yield _plain_numbers(batch, dialect.decimal, verbatim), lines
 
 
 # CSV.
 
 
-def _decimal_points(batch: pa.RecordBatch, verbatim: str) -> pa.RecordBatch:
-    """Every value that is a number with a decimal comma ("-3,14", "1,5E+03", "1.234,56") written with a point and
-    without points between its thousands, as the rest of preprocessing reads numbers; other values, and the
-    `verbatim` column's, as they are."""
+def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.RecordBatch:
+    """Every value that is a number as a spreadsheet formats it, written as the rest of preprocessing reads
+    numbers: "1,234.56", "$1,234.56", "12.5%" and, where the decimal mark is a comma, "1.234,56 €" and "-3,14" as
+    "1234.56", "1234.56", "12.5", "1234.56" and "-3.14"; other values, and the `verbatim` column's, as they are."""
     columns = [
-        column if name == verbatim else _with_decimal_point(column)
+        column if name == verbatim else plain_number_texts(column, decimal)
         for name, column in zip(batch.schema.names, batch.columns)
     ]
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
+    """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
+    most columns hold none, and a regular expression over a million values costs a tenth of a second."""
+    data = column.buffers()[2] if pa.types.is_string(column.type) else None
+    text = data.to_pybytes() if data is not None else b""  # its values' bytes (more, where a block is a slice)
+    if any(mark in text for mark in DECORATION_BYTES):
+        column = _undecorated(column)
+    if decimal == ",":
+        return _with_decimal_point(column)
+    return _without_thousands_commas(column) if b"," in text else column
+
+
+def _undecorated(column: pa.Array) -> pa.Array:
+    """$1,234.56 as 1,234.56, 12.5% as 12.5: a number's currency symbol and percent sign left out."""
+    return pc.replace_substring_regex(column, DECORATED, r"\1\2")
+
+
+def _without_thousands_commas(column: pa.Array) -> pa.Array:
+    """1,234.56 as 1234.56, unless more of the column's values read as numbers with a decimal comma (3,14, which
+    a comma-separated file may quote): then its commas are taken for decimal ones, and its values stay as written."""
+    grouped = pc.match_substring_regex(column, f"^{POINT_GROUPED}$")
+    count = pc.sum(grouped).as_py() or 0
+    if not count:
+        return column
+    comma_numbers = pc.and_not(pc.match_substring_regex(column, f"^{COMMA_NUMBER}$"), grouped)
+    if (pc.sum(comma_numbers).as_py() or 0) > count:
+        return column
+    return pc.if_else(grouped, pc.replace_substring(column, ",", ""), column)
 
 
 def _with_decimal_point(column: pa.Array) -> pa.Array:

@@ -3,6 +3,7 @@ encodings, a byte-order mark, CRLF line endings and headerless files."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -265,6 +266,36 @@ def test_points_or_spaces_between_thousands_beside_a_decimal_comma_are_read(tmp_
     assert {12000, 7.5, 1500.25, 2e6} <= set(found) and 1461.93 in [round(value, 2) for value in found]
     assert sniff_decimal("a;b\n1.234;5,5\n", ";") == "," and sniff_decimal("a;b\n1.234;5.5\n", ";") == "."
     assert sniff_decimal("a;b\n0.125;5,5\n", ";") == "."  # a leading 0: a fraction, never thousands
+
+
+def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
+    """Excel's CSV holds what its cells show: "1,234.56" (quoted where commas separate fields), "$1,234.56", "-$5",
+    "12.5%"; in much of Europe "1.234,56 €" and "12,5 %". Before, a column of them was categorical, its values
+    nearly all outside its vocabulary."""
+    amounts = [round(i * 48731 % 2_000_000 / 100 - 500, 2) for i in range(80)]
+    rows = [[f"{a:,.2f}", f"-${-a:,.2f}" if a < 0 else f"${a:,.2f}", f"{a / 100:.1f}%", "ab"[i % 2]]
+            for i, a in enumerate(amounts)]  # fmt: skip
+    rows.append(["12,34", "$7", "3 %", "a"])  # 12,34: not a thousands grouping, so a bad cell, not 1234
+    with open(tmp_path / "us.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["amount", "price", "rate", "label"], *rows])
+    metadata = build(tmp_path, tmp_path / "us.csv", label_column="label")
+    assert [column.kind for column in metadata.columns] == ["numeric", "numeric", "numeric"]
+    found = {name: [row[name] for row in all_rows(tmp_path, metadata)] for name in ("amount", "price", "rate")}
+    assert sorted(round(value, 2) for value in found["price"]) == sorted([*amounts, 7.0])
+    assert sorted(round(value, 2) for value in found["amount"] if value == value) == sorted(amounts)  # NaN: 12,34
+    assert sorted(round(value, 1) for value in found["rate"]) == sorted([*(round(a / 100, 1) for a in amounts), 3.0])
+    read = list(table_rows(str(tmp_path / "us.csv"), "label", ("amount", "price"), TableOptions()))
+    assert read[0][1] == {"amount": f"{amounts[0]:.2f}", "price": f"{amounts[0]:.2f}"}  # qt-predict reads them so
+    europe = [f"{a:,.2f} €;{a / 100:.1f} %;{'ab'[i % 2]}\n".translate(str.maketrans(",.", ".,"))
+              for i, a in enumerate(amounts)]  # fmt: skip
+    (tmp_path / "eu.csv").write_text("amount;rate;label\n" + "".join(europe))
+    assert dialect_of(str(tmp_path / "eu.csv"), TableOptions()).decimal == ","
+    metadata = build(tmp_path, tmp_path / "eu.csv", label_column="label")
+    assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
+    assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
+    (tmp_path / "h.csv").write_text("".join(f"${i},{i % 3},{'ab'[i % 2]}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "h.csv")  # headerless: its first line is a row of numbers
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
 
 
 def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
