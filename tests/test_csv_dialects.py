@@ -298,6 +298,20 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
 
 
+def test_sql_exports_null_and_excels_errors_are_missing_values(tmp_path, caplog):
+    """IMDb's TSV files write MySQL's \\N for a missing value; a spreadsheet's formula column shows #DIV/0! where
+    it divided by 0. Before, each made a column of 10% of them categorical."""
+    runtimes = ["\\N" if i % 10 == 0 else str(i * 3) for i in range(60)]
+    ratios = ["#DIV/0!" if i % 10 == 1 else f"{i / 7:.3f}" for i in range(60)]
+    rows = [f"{i}\t{runtimes[i]}\t{ratios[i]}\t{'ab'[i % 2]}\n" for i in range(60)]
+    (tmp_path / "t.tsv").write_text("id\truntime\tratio\tlabel\n" + "".join(rows))
+    metadata = build(tmp_path, tmp_path / "t.tsv", label_column="label", ignore=("id",))
+    assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
+    rows = all_rows(tmp_path, metadata)
+    assert [sum(row[name] != row[name] for row in rows) for name in ("runtime", "ratio")] == [6, 6]  # NaN: missing
+    assert "bad" not in caplog.text.lower()  # missing values, not bad cells
+
+
 def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
     rows = [f"{i},5|{'red' if i % 3 else 'blue'}|{'ab'[i % 2]}\r\n" for i in range(30)]
     (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
