@@ -35,10 +35,13 @@ FORMATS = (
     "%Y/%m/%d",
     "%m/%d/%Y",
     "%d/%m/%Y",
+    "%m/%d/%y",  # 1/5/17: a short date as US spreadsheets show it
+    "%d/%m/%y",
     "%d.%m.%Y",
     "%d-%m-%Y",
     "%d %b %Y",
     "%d-%b-%Y",
+    "%d-%b-%y",  # 05-JAN-17: Oracle's DD-MON-YY, as SQL exports write dates
     "%b %d, %Y",
     "%b %d %Y",
     "%b-%Y",
