@@ -228,7 +228,7 @@ def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
     if any(name in first for name in known if name):
         return True
     return not any(
-        tables.is_number(text) for text in plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
+        tables.is_number(text) for text in _plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
     )
 
 
@@ -341,13 +341,13 @@ def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.Rec
     numbers: "1,234.56", "$1,234.56", "12.5%" and, where the decimal mark is a comma, "1.234,56 €" and "-3,14" as
     "1234.56", "1234.56", "12.5", "1234.56" and "-3.14"; other values, and the `verbatim` column's, as they are."""
     columns = [
-        column if name == verbatim else plain_number_texts(column, decimal)
+        column if name == verbatim else _plain_number_texts(column, decimal)
         for name, column in zip(batch.schema.names, batch.columns)
     ]
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
-def plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
+def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
     data = column.buffers()[2] if pa.types.is_string(column.type) else None
