@@ -20,6 +20,26 @@ import pytest  # noqa: E402
 from preprocessing.sources import SourceOptions, from_arrays, read_digits  # noqa: E402
 from preprocessing.writer import build_dataset  # noqa: E402
 
+# The files whose tests take longest, longest first, then every other file in its order. With --dist loadfile
+# each file runs on one worker; a long file handed out last would run alone while the other worker idles.
+SLOWEST_FILES = (
+    "test_docs.py",
+    "test_benchmarks.py",
+    "test_cluster.py",
+    "test_interruptions.py",
+    "test_soak.py",
+    "test_backbones.py",
+    "test_local_run.py",
+    "test_gcs.py",
+    "test_towers.py",
+    "test_end_to_end.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: place for place, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # a stable sort: a file's tests keep their order
+
 
 @pytest.fixture(scope="session")
 def gcs_server():
