@@ -70,9 +70,12 @@ CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets w
 # The bytes that say a column may hold such symbols: single ones, found at memchr's speed (€ and ₹ start with E2,
 # £ and ¥ with C2).
 DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2")
-# A number with a currency symbol before or after it, or a percent sign after it ($1,234.56, -$5, 1.234,56 €,
-# 12.5%): the sign and the number (\1\2) are kept.
-DECORATED = f"^\\s*([+-]?)\\s*[{CURRENCIES}]?\\s*([+-]?[\\d.][\\d.,\u00a0\u202f ]*?)\\s*[{CURRENCIES}%]?\\s*$"
+# A number with a currency symbol before it, or one or a percent sign after it ($1,234.56, -$5, $-5, 1.234,56 €,
+# 12.5%): the sign and the number (\1 and \2 or \3) are kept. A value without a symbol is left as it is.
+NUMBER_TEXT = "([+-]?[\\d.][\\d.,\u00a0\u202f ]*?)"
+DECORATED = (
+    f"^\\s*([+-]?)\\s*(?:[{CURRENCIES}]\\s*{NUMBER_TEXT}\\s*[{CURRENCIES}%]?|{NUMBER_TEXT}\\s*[{CURRENCIES}%])\\s*$"
+)
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -361,18 +364,20 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
 
 def _undecorated(column: pa.Array) -> pa.Array:
     """$1,234.56 as 1,234.56, 12.5% as 12.5: a number's currency symbol and percent sign left out."""
-    return pc.replace_substring_regex(column, DECORATED, r"\1\2")
+    return pc.replace_substring_regex(column, DECORATED, r"\1\2\3")
 
 
 def _without_thousands_commas(column: pa.Array) -> pa.Array:
-    """1,234.56 as 1234.56, unless more of the column's values read as numbers with a decimal comma (3,14, which
-    a comma-separated file may quote): then its commas are taken for decimal ones, and its values stay as written."""
+    """1,234.56 and 12,345 as 1234.56 and 12345 where the column's values show that their commas stand between
+    thousands: more of them have two such commas (1,234,567) or a decimal point after them (1,234.5) than read as
+    numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote). Else 1,250 may be either
+    (1.25 in a German spreadsheet's export), and the values stay as written."""
     grouped = pc.match_substring_regex(column, f"^{POINT_GROUPED}$")
-    count = pc.sum(grouped).as_py() or 0
-    if not count:
+    if not pc.any(grouped).as_py():
         return column
+    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d{3},|\."))
     comma_numbers = pc.and_not(pc.match_substring_regex(column, f"^{COMMA_NUMBER}$"), grouped)
-    if (pc.sum(comma_numbers).as_py() or 0) > count:
+    if (pc.sum(shown).as_py() or 0) <= (pc.sum(comma_numbers).as_py() or 0):
         return column
     return pc.if_else(grouped, pc.replace_substring(column, ",", ""), column)
 

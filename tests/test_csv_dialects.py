@@ -293,6 +293,13 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     metadata = build(tmp_path, tmp_path / "eu.csv", label_column="label")
     assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
     assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
+    # A German spreadsheet's comma-separated export quotes its decimal commas: 1,250 is 1.25 there, never 1250.
+    german = [[f"{1 + i / 8:.3f}".replace(".", ","), "ab"[i % 2]] for i in range(40)]
+    with open(tmp_path / "de.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["weight", "label"], *german])
+    assert german[2][0] == "1,250" and build(tmp_path, tmp_path / "de.csv", label_column="label").columns[0].kind == (
+        "categorical"
+    )
     (tmp_path / "h.csv").write_text("".join(f"${i},{i % 3},{'ab'[i % 2]}\n" for i in range(30)))
     metadata = build(tmp_path, tmp_path / "h.csv")  # headerless: its first line is a row of numbers
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
