@@ -6,9 +6,10 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from preprocessing.sources import SourceOptions, read_digits
+from preprocessing.sources import SourceOptions, from_arrays, read_digits
 from preprocessing.writer import build_dataset
 from trainer.devices import TOWERS_ON_CPUS
 
@@ -106,16 +107,21 @@ def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster(tmp_path):
     assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))
 
 
-def test_early_stopping_ends_every_task_of_a_cluster(tmp_path, digits_dir):
+def test_early_stopping_ends_every_task_of_a_cluster(tmp_path):
     """The chief stops when the metric stalls, the worker follows through the parameter server, and the
-    evaluator, which would wait for --train-steps, ends after the last checkpoint: all exit 0."""
-    job_dir = str(tmp_path / "job")
+    evaluator, which would wait for --train-steps, ends after the last checkpoint: all exit 0. Labels of
+    pure noise stall the AUC within a few evaluations."""
+    rng = np.random.default_rng(0)
+    data_dir, job_dir = str(tmp_path / "noise"), str(tmp_path / "job")
+    x, y = rng.normal(size=(400, 16)).astype(np.float32), rng.integers(0, 2, 400)
+    build_dataset(from_arrays(x, y, "noise"), data_dir, source="npz", workers=1, shards=3)
     target = 1_000_000
     result = subprocess.run(
         [
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
-            "--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", str(target), "--learning-rate", "0.01",
-            "--save-checkpoints-steps", "100", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+            "--data-dir", data_dir, "--job-dir", job_dir, "--train-steps", str(target), "--learning-rate", "0.01",
+            "--save-checkpoints-steps", "100", "--keep-checkpoint-max", "50",  # outlives an evaluation
+            "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
             "--early-stopping-evals", "2",
         ],
         capture_output=True, text=True, timeout=900,

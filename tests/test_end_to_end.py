@@ -187,3 +187,32 @@ def test_a_run_killed_before_its_last_evaluation_is_evaluated_and_exported_by_th
     with open(job_dir / "eval_metrics.json") as file:
         assert json.load(file)["global_step"] == 800
     assert latest_export(Config(job_dir=str(job_dir)), "latest") and (job_dir / "report.md").exists()
+
+
+def test_a_checkpoint_removed_before_its_export_is_skipped_and_the_best_export_stays_true(
+    trained_job, digits_dir, tmp_path, caplog
+):
+    """In a cluster, training removes checkpoints past --keep-checkpoint-max while the evaluator still
+    evaluates an older one: that export is skipped in one warning (the evaluator, and the job, would
+    otherwise die), no half-written folder stays, and the best exporter measures the next evaluation
+    against the best export it really holds."""
+    from trainer import dataset, experiment, export, serving
+
+    job_dir = str(tmp_path / "job")
+    shutil.copytree(trained_job[0], job_dir)
+    config = Config(data_dir=digits_dir, job_dir=job_dir)
+    data = dataset.locate(config)
+    estimator = experiment.make_estimator(config, data.metadata, None)
+    _, latest, best = export.exporters(
+        config, data.metadata_path, data.metadata.class_names, serving.make_serving_input_fn(data.metadata)
+    )
+    older, newer = (os.path.join(job_dir, f"model.ckpt-{step}") for step in (400, 800))
+    for path in tf.io.gfile.glob(older + ".*"):
+        os.remove(path)  # as the chief's Saver does past --keep-checkpoint-max
+    good, worse = {"log_loss": 0.1, "global_step": 400}, {"log_loss": 0.2, "global_step": 800}
+    for exporter in (latest, best):
+        before = os.listdir(os.path.join(job_dir, "export", exporter.name))
+        assert exporter.export(estimator, None, older, good, False) is None
+        assert os.listdir(os.path.join(job_dir, "export", exporter.name)) == before  # nor a temp- folder
+    assert caplog.text.count("model.ckpt-400 was removed before it could be") == 2
+    assert best.export(estimator, None, newer, worse, False)  # worse than the skipped one, yet the best held

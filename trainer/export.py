@@ -42,10 +42,32 @@ class ExportTo(tf.estimator.Exporter):
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
         folder = posixpath.join(self._folder, self.name)
         once = ExportsOnce(estimator, self._exported)
-        path = self._exporter.export(once, folder, checkpoint_path, eval_result, is_the_final_export)
+        best_before = getattr(self._exporter, "_best_eval_result", None)  # BestExporter's, None for the others
+        try:
+            path = self._exporter.export(once, folder, checkpoint_path, eval_result, is_the_final_export)
+        except (ValueError, tf.errors.NotFoundError):
+            if not checkpoint_path or tf.io.gfile.exists(_text(checkpoint_path) + ".index"):
+                raise
+            return self._skip_removed(folder, checkpoint_path, best_before)
         if path:  # the best exporter writes nothing when the evaluation is no better
             log.info("Exported %s%s", _text(path), f" (a copy of {once.copied_from})" if once.copied_from else "")
         return path
+
+    def _skip_removed(self, folder: str, checkpoint_path: str, best_before) -> None:
+        """A checkpoint gone before its export: in a cluster, training keeps --keep-checkpoint-max checkpoints
+        and removes older ones while the evaluator still evaluates. The evaluator goes on (it would otherwise
+        die, and the job with it); a later evaluation exports, the best exporter measuring it against the
+        best export it really holds."""
+        for unfinished in tf.io.gfile.glob(posixpath.join(folder, "temp-*")):  # the Estimator's half-written one
+            tf.io.gfile.rmtree(unfinished)
+        if hasattr(self._exporter, "_best_eval_result"):
+            self._exporter._best_eval_result = best_before  # a private field of tf.estimator.BestExporter
+        log.warning(
+            "Not exported to %s/: %s was removed before it could be (training keeps --keep-checkpoint-max "
+            "checkpoints; raise it, or --save-checkpoints-steps, where evaluations take longer than training "
+            "takes to write that many)", self.name, _text(checkpoint_path),
+        )  # fmt: skip
+        return None
 
 
 class ExportsOnce:
