@@ -159,7 +159,8 @@ def add_reading_flags(group) -> None:
         "--encoding",
         type=commandline.encoding,
         default="utf-8",
-        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8; a byte-order mark is skipped)",
+        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 for a file that starts with "
+        "its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped)",
     )
 
 
@@ -181,17 +182,18 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         with _opened(path) as stream:
             names = _distinct(pq.ParquetFile(stream).schema_arrow.names, path)
         return Dialect(names, False, "", options.encoding, PARQUET)
-    text = _head(path, options.encoding, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
+    encoding = encoding_of(path, options.encoding)
+    text = _head(path, encoding, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear
         if text.lstrip().startswith("["):
-            pieces = _json_array_rows(path, options.encoding, PARSE_BYTES)
+            pieces = _json_array_rows(path, encoding, PARSE_BYTES)
             kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
         else:
             rows = [(number, _json_object(line, path, number)) for number, line in enumerate(_whole_lines(text), 1)]
         keys = {key: None for _, row in rows for key in row}
         if not keys:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
-        return Dialect(tuple(keys), False, "", options.encoding, kind)
+        return Dialect(tuple(keys), False, "", encoding, kind)
     text, skip_rows = "".join(text.splitlines(keepends=True)[options.skip_rows :]), options.skip_rows
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
@@ -213,7 +215,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names, has_header = _distinct(first, f"{path}: line {skip_rows + 1}"), True
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
-    return Dialect(names, has_header, delimiter, options.encoding, CSV, decimal, skip_rows)
+    return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows)
 
 
 def _is_a_name(label_column: str, width: int) -> bool:
@@ -270,7 +272,7 @@ def _has_decimal_point(field: str) -> bool:
 def line_naming(path: str, options: TableOptions, name: str) -> int:
     """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
     header sits below a report's title lines."""
-    for number, line in enumerate(_whole_lines(_head(path, options.encoding))[:SNIFF_LINES], 1):
+    for number, line in enumerate(_whole_lines(_head(path, encoding_of(path, options.encoding)))[:SNIFF_LINES], 1):
         if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
             return number
     return 0
@@ -280,6 +282,16 @@ def _whole_lines(text: str) -> list[str]:
     """The lines of a file's head, but its last where the head cut it off (one line at least)."""
     lines = text.splitlines()
     return lines if text.endswith(("\n", "\r")) else lines[:-1] or lines
+
+
+def encoding_of(path: str, encoding: str) -> str:
+    """`encoding`, but UTF-16 for a file that begins with UTF-16's byte-order mark, which no UTF-8 file can: Excel's
+    "Unicode text" export (tab-separated) is such a file."""
+    if codecs.lookup(encoding).name != "utf-8":
+        return encoding
+    with _opened(path) as stream:
+        start = stream.read(2)
+    return "utf-16" if start in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else encoding
 
 
 def _without_bom(encoding: str) -> str:

@@ -132,6 +132,20 @@ def test_a_byte_order_mark_and_crlf_line_endings_leave_no_trace(tmp_path):
     assert metadata.class_names == ("a", "b")
 
 
+def test_excels_unicode_text_utf16_with_its_byte_order_mark_reads_without_flags(tmp_path):
+    """Excel's "Unicode text" export: UTF-16 (either byte order) with a byte-order mark, tab-separated, CRLF."""
+    text = "size\tcolor\tlabel\r\n" + "".join(
+        f"{i}\t{'rouge' if i % 3 else 'café'}\t{'ab'[i % 2]}\r\n" for i in range(30)
+    )
+    for name, data in (("le.txt", text.encode("utf-16")), ("be.txt", b"\xfe\xff" + text.encode("utf-16-be"))):
+        (tmp_path / name).write_bytes(data)
+        metadata = build(tmp_path, tmp_path / name, label_column="label")
+        assert [column.name for column in metadata.columns] == ["size", "color"]
+        assert set(metadata.columns[1].vocabulary) == {"rouge", "café"} and metadata.class_names == ("a", "b")
+        rows = list(table_rows(str(tmp_path / name), "label", ("size", "color"), TableOptions()))  # as qt-predict
+        assert rows[0][1] == {"size": "0", "color": "café"} and len(rows) == 30
+
+
 def test_a_headerless_file_takes_its_names_from_the_flag(tmp_path):
     (tmp_path / "t.csv").write_text("".join(f"{i},blue,{'ab'[i % 2]}\n" for i in range(30)))
     metadata = build(tmp_path, tmp_path / "t.csv", column_names=("size", "color", "label"), label_column="label")
