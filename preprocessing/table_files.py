@@ -66,6 +66,8 @@ THOUSANDS_MARKS = "[.\u00a0\u202f ]"
 # 1,234.56 or 12,345: commas between thousands beside a decimal point (US and UK spreadsheets' formatted cells,
 # quoted in a comma-separated file).
 POINT_GROUPED = r"\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*"
+# 1'234.56: apostrophes between thousands (Swiss spreadsheets' formatted cells, beside a decimal point).
+APOSTROPHE_GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:['\u2019]\\d{3})+(?:\\.\\d+)?\\s*"
 CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets write before or after an amount
 # The bytes that say a column may hold such symbols: single ones, found at memchr's speed (€ and ₹ start with E2,
 # £ and ¥ with C2).
@@ -371,7 +373,17 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
         column = _undecorated(column)
     if decimal == ",":
         return _with_decimal_point(column)
+    if b"'" in text or b"\xe2\x80\x99" in text:
+        column = _without_apostrophes(column)
     return _without_thousands_commas(column) if b"," in text else column
+
+
+def _without_apostrophes(column: pa.Array) -> pa.Array:
+    """1'234.56 as 1234.56 (an apostrophe between digits is never a decimal mark); O'Brien as it is."""
+    grouped = pc.match_substring_regex(column, f"^{APOSTROPHE_GROUPED}$")
+    if not pc.any(grouped).as_py():
+        return column
+    return pc.if_else(grouped, pc.replace_substring_regex(column, "['\u2019]", ""), column)
 
 
 def _undecorated(column: pa.Array) -> pa.Array:

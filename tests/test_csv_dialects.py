@@ -307,6 +307,13 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     metadata = build(tmp_path, tmp_path / "eu.csv", label_column="label")
     assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
     assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
+    swiss = [f"{a:,.2f};{'O’Brien' if i % 2 else 'Müller'};{'ab'[i % 2]}\n".replace(",", "'" if i % 3 else "’")
+             for i, a in enumerate(amounts)]  # fmt: skip
+    (tmp_path / "ch.csv").write_text("amount;name;label\n" + "".join(swiss))  # Swiss: 1'234.56, or with ’
+    metadata = build(tmp_path, tmp_path / "ch.csv", label_column="label")
+    assert [column.kind for column in metadata.columns] == ["numeric", "categorical"]
+    assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
+    assert set(metadata.columns[1].vocabulary) == {"O’Brien", "Müller"}
     # A German spreadsheet's comma-separated export quotes its decimal commas: 1,250 is 1.25 there, never 1250.
     german = [[f"{1 + i / 8:.3f}".replace(".", ","), "ab"[i % 2]] for i in range(40)]
     with open(tmp_path / "de.csv", "w", newline="") as file:
