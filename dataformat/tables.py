@@ -336,16 +336,32 @@ def is_number(text: str) -> bool:
     return True
 
 
+def flattened(row: dict) -> dict:
+    """A row whose values include objects, with each object's values as columns of their own, named by their
+    path: {"geo": {"city": "Oslo"}} as {"geo.city": "Oslo"} (BigQuery's RECORD columns, exported as JSON or
+    Parquet). Lists stay as they are."""
+    if not any(isinstance(value, dict) for value in row.values()):
+        return row  # most rows: nothing to copy
+    flat = {}
+    for name, value in row.items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{inner}": item for inner, item in flattened(value).items()})
+        else:
+            flat[name] = value
+    return flat
+
+
 def instance_columns(
     instances: list[dict], columns: tuple[Column, ...], names: list[str], key: str = ""
 ) -> dict[str, np.ndarray]:
     """Rows as a predict request sends them ({column: value}, a key left out or null for a missing
-    value) to one array a column, as the `serving_default` signature takes them, and the rows' `key`
+    value; an object's values as its flattened columns) to one array a column, as the `serving_default` signature takes them, and the rows' `key`
     column as text ("" where left out). A value that cannot be a number in a numeric column is a
     UserError naming the row (by `names`)."""
     from dataformat.errors import UserError
 
     arrays = {}
+    instances = [flattened(instance) if isinstance(instance, dict) else instance for instance in instances]
     if key:
         keys = [instance.get(key) if isinstance(instance, dict) else None for instance in instances]
         arrays[key] = np.array(["" if value is None else str(value) for value in keys], dtype=object)

@@ -182,7 +182,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     kind = file_format(path)
     if kind == PARQUET:
         with _opened(path) as stream:
-            names = _distinct(pq.ParquetFile(stream).schema_arrow.names, path)
+            names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
         return Dialect(names, False, "", options.encoding, PARQUET)
     encoding = encoding_of(path, options.encoding)
     text = _head(path, encoding, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
@@ -659,7 +659,7 @@ def _json_object(line: str, path: str, number: int) -> dict:
 def _an_object(row, path: str, number: int) -> dict:
     if not isinstance(row, dict):
         raise UserError(f"{path}: line {number} is not a JSON object of column values")
-    return row
+    return tables.flattened(row)
 
 
 def _as_text(value, path: str, line: int, name: str) -> str:
@@ -669,7 +669,7 @@ def _as_text(value, path: str, line: int, name: str) -> str:
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
         raise UserError(
-            f"{path}: line {line}, column {name!r}: a nested value; tables take one value a column "
+            f"{path}: line {line}, column {name!r}: a list of values; tables take one value a column "
             f"(--ignore-columns {name} leaves it out)"
         )
     return str(value)
@@ -683,11 +683,31 @@ def _parquet_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iter
     with _opened(path) as stream:
         try:
             for batch in pq.ParquetFile(stream).iter_batches(batch_size=rows_a_block, columns=list(names)):
-                texts = [_parquet_text(batch.column(i), path, name) for i, name in enumerate(names)]
+                batch = _without_structs(batch)
+                texts = [_parquet_text(batch.column(name), path, name) for name in names]
                 yield pa.RecordBatch.from_arrays(texts, names), np.arange(row, row + batch.num_rows)
                 row += batch.num_rows
         except (pa.ArrowInvalid, OSError) as error:
             raise UserError(f"{path}: cannot read as Parquet ({str(error).splitlines()[0]})") from None
+
+
+def _leaf_names(schema: pa.Schema) -> list[str]:
+    """The columns of a Parquet schema, a struct's fields as columns of their own named by their path (geo.city),
+    as tables.flattened names a JSON object's."""
+    names = []
+    for field in schema:
+        if pa.types.is_struct(field.type):
+            names += [f"{field.name}.{name}" for name in _leaf_names(pa.schema(list(field.type)))]
+        else:
+            names.append(field.name)
+    return names
+
+
+def _without_structs(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with its struct columns flattened (geo as geo.city, geo.zip), down to their leaves."""
+    while any(pa.types.is_struct(field.type) for field in batch.schema):
+        batch = pa.Table.from_batches([batch]).flatten().combine_chunks().to_batches()[0]
+    return batch
 
 
 def _parquet_text(values: pa.Array, path: str, name: str) -> pa.Array:

@@ -1024,7 +1024,11 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         ("--key-column", (options.key,) if options.key else ()),
         ("--weight-column", (options.weight,) if options.weight else ()),
     ):
-        unknown = [name for name in chosen if name not in names]
+        unknown = [
+            name
+            for name in chosen
+            if name not in names and not (flag == "--ignore-columns" and _fields_of(name, names))
+        ]
         if unknown:
             raise UserError(f"{flag}: {where}: {tables.no_such_column(unknown[0], names)}")
     kinds = {"--categorical-columns": options.categorical, "--numeric-columns": options.numeric}
@@ -1050,7 +1054,8 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     if unnamed:  # pandas' index (row numbers, nothing to learn from), or a spreadsheet's empty columns
         log.warning("%s: column(s) %s have no name and are left out; name one to use it", where, ", ".join(unnamed))
     passed = ("", label, options.key, options.weight)
-    features = [name for name in names if name not in passed and name not in options.ignore]
+    ignored = {*options.ignore, *(field for name in options.ignore for field in _fields_of(name, names))}
+    features = [name for name in names if name not in passed and name not in ignored]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")
     named = [name for name in [*features, options.key, options.weight] if name]
@@ -1059,6 +1064,12 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         raise UserError(f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it")
     _check_input_names([name for name in [*features, options.key] if name], where)
     return label, features
+
+
+def _fields_of(record: str, names: list[str]) -> list[str]:
+    """The columns that a nested record's fields became (geo.city, geo.zip for geo): --ignore-columns geo
+    leaves them all out."""
+    return [name for name in names if name.startswith(record + ".")]
 
 
 def _check_input_names(names: list[str], where: str) -> None:

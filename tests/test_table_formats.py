@@ -105,7 +105,7 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
         build(tmp_path, tmp_path / "t.jsonl", "bad")
     lines[20] = '{"code": [1, 2], "label": "a"}'
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a nested value.*--ignore-columns code"):
+    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a list of values.*--ignore-columns code"):
         build(tmp_path, tmp_path / "t.jsonl", "nested")
 
 
@@ -123,7 +123,7 @@ def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(
     assert [value for batch, _ in found for value in batch.column("n").to_pylist()] == [str(i) for i in range(100)]
     broken = {
         text.replace('"b"\n},', '"b"\n}', 1): r"line 12: expected ',' or ']' after the array's object, found '\{'",
-        text.replace('"n": 2,', '"n": [2],'): r"line 12, column 'n': a nested value",
+        text.replace('"n": 2,', '"n": [2],'): r"line 12, column 'n': a list of values",
         text.replace('"n": 2,', '"n": 2,,'): r"line 13 is not JSON \(Expecting property name",
         text[: text.rindex("]")]: r"the JSON array is not closed",
         text + "[]": r"line 503: more after the end of the JSON array",
@@ -136,13 +136,38 @@ def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(
             build(tmp_path, tmp_path / "t.json", "broken")
 
 
+def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
+    """BigQuery's RECORD columns, as its JSON and Parquet exports nest them: {"geo": {"city": ..., "at": {"zip":
+    ...}}} gives the columns geo.city and geo.at.zip, read as those of a flat table; a request may nest them too."""
+    columns = frame()
+    flat = [{key: value for key, value in zip(columns, row) if value is not None} for row in zip(*columns.values())]
+    nested = [{"age": row.get("age"), "geo": {"city": row["city"], "at": {"joined": row["joined"]}},
+               "member": row["member"], "label": row["label"]} for row in flat]  # fmt: skip
+    (tmp_path / "flat.jsonl").write_text("".join(json.dumps(row) + "\n" for row in flat))
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in nested))
+    (tmp_path / "t.json").write_text(json.dumps(nested))
+    pq.write_table(pa.Table.from_pylist(nested), tmp_path / "t.parquet")
+    expected = build(tmp_path, tmp_path / "flat.jsonl", "flat")
+    renamed = {"city": "geo.city", "joined": "geo.at.joined"}
+    rows = [(sorted((renamed.get(key, key), value) for key, value in values), label)
+            for values, label in every_row(tmp_path / "flat", expected)]  # fmt: skip
+    rows = sorted(rows, key=repr)
+    for name in ("t.jsonl", "t.json", "t.parquet"):
+        found = build(tmp_path, tmp_path / name, f"out-{name}")
+        assert summary(found) == {renamed.get(key, key): value for key, value in summary(expected).items()}, name
+        assert every_row(tmp_path / f"out-{name}", found) == rows, name
+    request = tables.instance_columns([nested[0], {"geo.city": "Lille"}], found.columns, ["0", "1"])
+    assert list(request["geo.city"]) == [nested[0]["geo"]["city"], "Lille"]
+
+
 def test_a_nested_column_left_out_is_never_read(tmp_path):
-    """BigQuery's exports hold RECORD and REPEATED columns: --ignore-columns leaves them unread."""
+    """BigQuery's exports hold RECORD and REPEATED columns: --ignore-columns leaves them unread (a record's
+    name, all its fields)."""
     rows = [{"tags": [i, i + 1], "where": {"x": i}, "n": i, "label": "ab"[i % 2]} for i in range(40)]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
     for name in ("t.jsonl", "t.parquet"):
-        with pytest.raises(UserError, match=r"column 'tags'.*nested.*\(--ignore-columns tags leaves it out\)"):
+        with pytest.raises(UserError, match=r"column 'tags'.*(list|nested).*\(--ignore-columns tags leaves it out\)"):
             build(tmp_path, tmp_path / name, f"refused-{name}")
         found = build(tmp_path, tmp_path / name, f"out-{name}", ignore=("tags", "where"))
         assert [column.name for column in found.columns] == ["n"]
