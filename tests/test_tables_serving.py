@@ -175,7 +175,7 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     assert lines[5] == {"instance": lines[2]["instance"], "prediction": lines[2]["prediction"]}  # an array's row
 
 
-def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
+def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path, caplog):
     names = ("age", "workclass", "hours")
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
@@ -191,6 +191,7 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path):
     assert list(table_rows(str(tmp_path / "sheet.csv"), "income", names, TableOptions())) == [
         (f"{tmp_path}/sheet.csv:2", {"age": "60", "workclass": "Private"})
     ]
+    assert f"{tmp_path}/sheet.csv: no column 'hours'; read as missing in every row" in caplog.text  # a wrong file?
     nested = pa.array([[1], []])  # a column the model does not take may hold what a table cannot
     rows = pa.table({"age": [60, None], "tags": nested, "workclass": ["Private", "?"]})
     pq.write_table(rows, tmp_path / "rows.parquet")

@@ -171,7 +171,7 @@ def table_rows(
     preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
     --skip-rows, as TableOptions), quoted newlines, gzipped or not, and Parquet; the `key` column as written.
     CSV needs a header line."""
-    from preprocessing.table_files import CSV, blocks, dialect_of
+    from preprocessing.table_files import CSV, PARQUET, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
     if dialect.format == CSV and not dialect.has_header:
@@ -179,6 +179,9 @@ def table_rows(
     wanted = tuple(name for name in dialect.names if name and name in names)
     if not wanted:
         raise UserError(f"{path}: no column of the model's ({', '.join(filter(None, names))}) is in its header")
+    absent = [name for name in names if name and name not in wanted and name != key]
+    if absent and dialect.format in (CSV, PARQUET):  # every row lacks them (a JSON object may hold them)
+        log.warning("%s: no column %s; read as missing in every row", path, ", ".join(map(repr, absent)))
     for batch, lines in blocks(path, dialect, wanted, key):
         values = {name: batch.column(name).to_pylist() for name in wanted}
         for i, line in enumerate(lines.tolist()):
