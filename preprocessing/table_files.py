@@ -58,14 +58,14 @@ SNIFF_LINES = 50  # ... from this many lines at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
-THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
+THOUSANDS = r"[+-]?(?:\d{1,3}(?:,\d{3}){2,}|\d{1,2}(?:,\d{2})+,\d{3})"  # 1,234,567 or 1,00,000: no decimal comma
 # 1.234, 12.345.678 or 1 234: points or spaces (French, Excel's no-break ones too) between thousands, beside a decimal
 # comma.
 GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:(?:\\.\\d{3})+|(?:[\u00a0\u202f ]\\d{3})+)"
 THOUSANDS_MARKS = "[.\u00a0\u202f ]"
 # 1,234.56 or 12,345: commas between thousands beside a decimal point (US and UK spreadsheets' formatted cells,
-# quoted in a comma-separated file).
-POINT_GROUPED = r"\s*[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?\s*"
+# quoted in a comma-separated file), or India's lakhs and crores (1,00,000 or 12,34,567.89).
+POINT_GROUPED = r"\s*[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d?(?:,\d{2})+,\d{3})(?:\.\d+)?\s*"
 # 1'234.56: apostrophes between thousands (Swiss spreadsheets' formatted cells, beside a decimal point).
 APOSTROPHE_GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:['\u2019]\\d{3})+(?:\\.\\d+)?\\s*"
 CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets write before or after an amount
@@ -393,13 +393,13 @@ def _undecorated(column: pa.Array) -> pa.Array:
 
 def _without_thousands_commas(column: pa.Array) -> pa.Array:
     """1,234.56 and 12,345 as 1234.56 and 12345 where the column's values show that their commas stand between
-    thousands: more of them have two such commas (1,234,567) or a decimal point after them (1,234.5) than read as
-    numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote). Else 1,250 may be either
-    (1.25 in a German spreadsheet's export), and the values stay as written."""
+    thousands: more of them have two commas (1,234,567, or India's 1,00,000) or a decimal point after them (1,234.5)
+    than read as numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote). Else 1,250
+    may be either (1.25 in a German spreadsheet's export), and the values stay as written."""
     grouped = pc.match_substring_regex(column, f"^{POINT_GROUPED}$")
     if not pc.any(grouped).as_py():
         return column
-    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d{3},|\."))
+    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d+,|\."))
     comma_numbers = pc.and_not(pc.match_substring_regex(column, f"^{COMMA_NUMBER}$"), grouped)
     if (pc.sum(shown).as_py() or 0) <= (pc.sum(comma_numbers).as_py() or 0):
         return column

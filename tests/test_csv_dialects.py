@@ -307,6 +307,15 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     metadata = build(tmp_path, tmp_path / "eu.csv", label_column="label")
     assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
     assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
+    # India's lakhs and crores: 1,00,000 and 12,34,567.5 (below a lakh, as elsewhere: 19,500.00).
+    india = [[f"{a:,.2f}", "₹1,00,000" if i % 2 else "-12,34,567.5", "ab"[i % 2]] for i, a in enumerate(amounts)]
+    with open(tmp_path / "in.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["amount", "price", "label"], *india])
+    metadata = build(tmp_path, tmp_path / "in.csv", label_column="label")
+    assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
+    found = all_rows(tmp_path, metadata)
+    assert sorted(round(row["amount"], 2) for row in found) == sorted(amounts)
+    assert {row["price"] for row in found} == {100_000.0, -1_234_567.5}
     swiss = [f"{a:,.2f};{'O’Brien' if i % 2 else 'Müller'};{'ab'[i % 2]}\n".replace(",", "'" if i % 3 else "’")
              for i, a in enumerate(amounts)]  # fmt: skip
     (tmp_path / "ch.csv").write_text("amount;name;label\n" + "".join(swiss))  # Swiss: 1'234.56, or with ’
