@@ -342,26 +342,41 @@ def flattened(row: dict) -> dict:
     Parquet). Lists stay as they are."""
     if not any(isinstance(value, dict) for value in row.values()):
         return row  # most rows: nothing to copy
+    from dataformat.errors import UserError
+
     flat = {}
     for name, value in row.items():
         if isinstance(value, dict):
-            flat.update({f"{name}.{inner}": item for inner, item in flattened(value).items()})
+            items = [(f"{name}.{inner}", item) for inner, item in flattened(value).items()]  # {}: no column
         else:
-            flat[name] = value
+            items = [(name, value)]
+        for field, item in items:
+            if field in flat:
+                raise UserError(f"{field!r} is both a key and a nested record's field; rename one")
+            flat[field] = item
     return flat
+
+
+def _flat_instance(instance, name: str):
+    from dataformat.errors import UserError
+
+    try:
+        return flattened(instance) if isinstance(instance, dict) else instance
+    except UserError as error:
+        raise UserError(f"{name}: {error}") from None
 
 
 def instance_columns(
     instances: list[dict], columns: tuple[Column, ...], names: list[str], key: str = ""
 ) -> dict[str, np.ndarray]:
-    """Rows as a predict request sends them ({column: value}, a key left out or null for a missing
-    value; an object's values as its flattened columns) to one array a column, as the `serving_default` signature takes them, and the rows' `key`
-    column as text ("" where left out). A value that cannot be a number in a numeric column is a
-    UserError naming the row (by `names`)."""
+    """Rows as a predict request sends them ({column: value}, a key left out or null for a missing value, a
+    nested record's fields as `flattened` names them) to one array a column, as the `serving_default` signature
+    takes them, and the rows' `key` column as text ("" where left out). A value that cannot be a number in a
+    numeric column is a UserError naming the row (by `names`)."""
     from dataformat.errors import UserError
 
     arrays = {}
-    instances = [flattened(instance) if isinstance(instance, dict) else instance for instance in instances]
+    instances = [_flat_instance(instance, name) for instance, name in zip(instances, names)]
     if key:
         keys = [instance.get(key) if isinstance(instance, dict) else None for instance in instances]
         arrays[key] = np.array(["" if value is None else str(value) for value in keys], dtype=object)

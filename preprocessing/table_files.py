@@ -58,7 +58,7 @@ SNIFF_LINES = 50  # ... from this many lines at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
-THOUSANDS = r"[+-]?(?:\d{1,3}(?:,\d{3}){2,}|\d{1,2}(?:,\d{2})+,\d{3})"  # 1,234,567 or 1,00,000: no decimal comma
+THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
 # 1.234, 12.345.678 or 1 234: points or spaces (French, Excel's no-break ones too) between thousands, beside a decimal
 # comma.
 GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:(?:\\.\\d{3})+|(?:[\u00a0\u202f ]\\d{3})+)"
@@ -184,7 +184,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         with _opened(path) as stream:
             names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
         return Dialect(names, False, "", options.encoding, PARQUET)
-    encoding = encoding_of(path, options.encoding)
+    encoding = options.encoding if kind == JSON_LINES else encoding_of(path, options.encoding)  # JSON is UTF-8
     text = _head(path, encoding, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear
         if text.lstrip().startswith("["):
@@ -193,6 +193,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         else:
             rows = [(number, _json_object(line, path, number)) for number, line in enumerate(_whole_lines(text), 1)]
         keys = {key: None for _, row in rows for key in row}
+        records = {key[:dot] for key in keys for dot, char in enumerate(key) if char == "."}
+        keys = {key: None for key in keys if key not in records}  # "geo": null beside geo.city is no column
         if not keys:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
         return Dialect(tuple(keys), False, "", encoding, kind)
@@ -287,13 +289,15 @@ def _whole_lines(text: str) -> list[str]:
 
 
 def encoding_of(path: str, encoding: str) -> str:
-    """`encoding`, but UTF-16 for a file that begins with UTF-16's byte-order mark, which no UTF-8 file can: Excel's
-    "Unicode text" export (tab-separated) is such a file."""
+    """`encoding`, but UTF-16 (or UTF-32) for a CSV file that begins with its byte-order mark, which no UTF-8 file can:
+    Excel's "Unicode text" export (tab-separated) is such a file."""
     if codecs.lookup(encoding).name != "utf-8":
         return encoding
     with _opened(path) as stream:
-        start = stream.read(2)
-    return "utf-16" if start in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else encoding
+        start = stream.read(4)
+    if start in (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):  # FF FE 00 00 starts UTF-32 before UTF-16
+        return "utf-32"
+    return "utf-16" if start[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else encoding
 
 
 def _without_bom(encoding: str) -> str:
@@ -393,13 +397,13 @@ def _undecorated(column: pa.Array) -> pa.Array:
 
 def _without_thousands_commas(column: pa.Array) -> pa.Array:
     """1,234.56 and 12,345 as 1234.56 and 12345 where the column's values show that their commas stand between
-    thousands: more of them have two commas (1,234,567, or India's 1,00,000) or a decimal point after them (1,234.5)
-    than read as numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote). Else 1,250
-    may be either (1.25 in a German spreadsheet's export), and the values stay as written."""
+    thousands: more of them have two such commas (1,234,567) or a decimal point after them (1,234.5, or India's
+    12,34,567.5) than read as numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote).
+    Else 1,250 may be either (1.25 in a German spreadsheet's export), and 10,20,300 a list: they stay as written."""
     grouped = pc.match_substring_regex(column, f"^{POINT_GROUPED}$")
     if not pc.any(grouped).as_py():
         return column
-    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d+,|\."))
+    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d{3},|\."))  # not 10,20,300: a list, maybe
     comma_numbers = pc.and_not(pc.match_substring_regex(column, f"^{COMMA_NUMBER}$"), grouped)
     if (pc.sum(shown).as_py() or 0) <= (pc.sum(comma_numbers).as_py() or 0):
         return column
@@ -659,7 +663,10 @@ def _json_object(line: str, path: str, number: int) -> dict:
 def _an_object(row, path: str, number: int) -> dict:
     if not isinstance(row, dict):
         raise UserError(f"{path}: line {number} is not a JSON object of column values")
-    return tables.flattened(row)
+    try:
+        return tables.flattened(row)
+    except UserError as error:
+        raise UserError(f"{path}: line {number}: {error}") from None
 
 
 def _as_text(value, path: str, line: int, name: str) -> str:

@@ -1054,7 +1054,8 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     if unnamed:  # pandas' index (row numbers, nothing to learn from), or a spreadsheet's empty columns
         log.warning("%s: column(s) %s have no name and are left out; name one to use it", where, ", ".join(unnamed))
     passed = ("", label, options.key, options.weight)
-    ignored = {*options.ignore, *(field for name in options.ignore for field in _fields_of(name, names))}
+    records = [name for name in options.ignore if name not in names]  # a nested record's name, not a column's
+    ignored = {*options.ignore, *(field for name in records for field in _fields_of(name, names))}
     features = [name for name in names if name not in passed and name not in ignored]
     if not features:
         raise UserError(f"{where}: no feature column is left besides the label")

@@ -137,7 +137,8 @@ def test_excels_unicode_text_utf16_with_its_byte_order_mark_reads_without_flags(
     text = "size\tcolor\tlabel\r\n" + "".join(
         f"{i}\t{'rouge' if i % 3 else 'café'}\t{'ab'[i % 2]}\r\n" for i in range(30)
     )
-    for name, data in (("le.txt", text.encode("utf-16")), ("be.txt", b"\xfe\xff" + text.encode("utf-16-be"))):
+    encoded = {"le.txt": text.encode("utf-16"), "be.txt": b"\xfe\xff" + text.encode("utf-16-be")}
+    for name, data in {**encoded, "32.txt": text.encode("utf-32")}.items():
         (tmp_path / name).write_bytes(data)
         metadata = build(tmp_path, tmp_path / name, label_column="label")
         assert [column.name for column in metadata.columns] == ["size", "color"]
@@ -316,6 +317,10 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     found = all_rows(tmp_path, metadata)
     assert sorted(round(row["amount"], 2) for row in found) == sorted(amounts)
     assert {row["price"] for row in found} == {100_000.0, -1_234_567.5}
+    lists = [["10,20,300" if i % 2 else "5,10,100", "ab"[i % 2]] for i in range(40)]  # a list, maybe: as written
+    with open(tmp_path / "lists.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["sizes", "label"], *lists])
+    assert build(tmp_path, tmp_path / "lists.csv", label_column="label").columns[0].kind == "categorical"
     swiss = [f"{a:,.2f};{'O’Brien' if i % 2 else 'Müller'};{'ab'[i % 2]}\n".replace(",", "'" if i % 3 else "’")
              for i, a in enumerate(amounts)]  # fmt: skip
     (tmp_path / "ch.csv").write_text("amount;name;label\n" + "".join(swiss))  # Swiss: 1'234.56, or with ’

@@ -158,6 +158,14 @@ def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
         assert every_row(tmp_path / f"out-{name}", found) == rows, name
     request = tables.instance_columns([nested[0], {"geo.city": "Lille"}], found.columns, ["0", "1"])
     assert list(request["geo.city"]) == [nested[0]["geo"]["city"], "Lille"]
+    nested[5]["geo"] = None  # BigQuery's NULL record: its fields are missing, and it is no column of its own
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in nested))
+    assert [column.name for column in build(tmp_path, tmp_path / "t.jsonl", "null").columns][:3] == [
+        "age", "geo.city", "geo.at.joined"
+    ]  # fmt: skip
+    (tmp_path / "t.jsonl").write_text(json.dumps({"geo.city": "A", "geo": {"city": "B"}, "label": "a"}) + "\n")
+    with pytest.raises(UserError, match=r"t.jsonl: line 1: 'geo.city' is both a key and a nested record's field"):
+        build(tmp_path, tmp_path / "t.jsonl", "both")
 
 
 def test_a_nested_column_left_out_is_never_read(tmp_path):
@@ -171,3 +179,8 @@ def test_a_nested_column_left_out_is_never_read(tmp_path):
             build(tmp_path, tmp_path / name, f"refused-{name}")
         found = build(tmp_path, tmp_path / name, f"out-{name}", ignore=("tags", "where"))
         assert [column.name for column in found.columns] == ["n"]
+    (tmp_path / "t.csv").write_text(
+        "price,price.eur,n,label\n" + "".join(f"{i},{i},{i},{'ab'[i % 2]}\n" for i in range(40))
+    )
+    found = build(tmp_path, tmp_path / "t.csv", "csv", ignore=("price",))  # a column's name: only that column
+    assert [column.name for column in found.columns] == ["price.eur", "n"]

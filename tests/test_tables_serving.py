@@ -23,7 +23,7 @@ from trainer.config import Config
 from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
-from trainer.predict import Model, respond, table_rows
+from trainer.predict import Model, _json_lines, respond, table_rows
 
 
 def census_like(rows: int, seed: int = 0) -> str:
@@ -192,6 +192,9 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path, c
         (f"{tmp_path}/sheet.csv:2", {"age": "60", "workclass": "Private"})
     ]
     assert f"{tmp_path}/sheet.csv: no column 'hours'; read as missing in every row" in caplog.text  # a wrong file?
+    (tmp_path / "rows.jsonl").write_bytes('{"age": 60}\n{"workclass": "Privé"}\n'.encode("latin-1"))
+    with pytest.raises(UserError, match=r"rows.jsonl: line 2 is not UTF-8 text, which JSON must be"):
+        list(_json_lines(str(tmp_path / "rows.jsonl"), table=True))  # was a UnicodeDecodeError's traceback
     nested = pa.array([[1], []])  # a column the model does not take may hold what a table cannot
     rows = pa.table({"age": [60, None], "tags": nested, "workclass": ["Private", "?"]})
     pq.write_table(rows, tmp_path / "rows.parquet")

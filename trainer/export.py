@@ -45,8 +45,9 @@ class ExportTo(tf.estimator.Exporter):
         best_before = getattr(self._exporter, "_best_eval_result", None)  # BestExporter's, None for the others
         try:
             path = self._exporter.export(once, folder, checkpoint_path, eval_result, is_the_final_export)
-        except (ValueError, tf.errors.NotFoundError):
-            if not checkpoint_path or tf.io.gfile.exists(_text(checkpoint_path) + ".index"):
+        except (ValueError, tf.errors.NotFoundError) as error:
+            gone = checkpoint_path and not tf.io.gfile.exists(_text(checkpoint_path) + ".index")
+            if not gone or (isinstance(error, ValueError) and "not a valid checkpoint" not in str(error)):
                 raise
             return self._skip_removed(folder, checkpoint_path, best_before)
         if path:  # the best exporter writes nothing when the evaluation is no better

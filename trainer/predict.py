@@ -192,7 +192,12 @@ def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
     """One instance a line, as Vertex AI batch prediction reads JSON lines; for a `table`'s model, whose
     instances are objects, also one JSON array of them, as preprocessing reads a table."""
     with storage.open_read(path) as file:
-        text = file.read().decode("utf-8-sig")
+        data = file.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:  # JSON is UTF-8 (RFC 8259)
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UserError(f"{path}: line {line} is not UTF-8 text, which JSON must be") from None
     if table and text.lstrip().startswith("["):
         try:
             rows = json.loads(text)
