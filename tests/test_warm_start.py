@@ -90,7 +90,10 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
                 np.testing.assert_allclose(after[k], before[was[label]], atol=1e-6, err_msg=f"{name} {label}")
                 checked += 1
             else:
-                assert np.abs(after[k]).max() <= warm_start.NEW_ROWS_RANGE and not np.isin(after[k], before).any()
+                assert np.abs(after[k]).max() <= warm_start.NEW_ROWS_RANGE
+                # No old row copied. One number of it may equal one of the old ones: float32's uniform draws
+                # have 2^23 values, so among thousands that happens (it failed a CI run so).
+                assert after[k].size == 1 or not (before == after[k]).all(axis=-1).any(), f"{name} {label}"
     city = json.dumps("city-39")  # a new city: checked above to start fresh
     assert city in new_labels["classifier/embedding_1/embeddings"]
     assert city not in old_labels["classifier/embedding_0/embeddings"]
