@@ -336,10 +336,10 @@ def is_number(text: str) -> bool:
     return True
 
 
-def flattened(row: dict) -> dict:
+def flattened(row: dict, where: str) -> dict:
     """A row whose values include objects, with each object's values as columns of their own, named by their
     path: {"geo": {"city": "Oslo"}} as {"geo.city": "Oslo"} (BigQuery's RECORD columns, exported as JSON or
-    Parquet). Lists stay as they are."""
+    Parquet). Lists stay as they are. A key that is also a field's path is a UserError naming `where` the row is."""
     if not any(isinstance(value, dict) for value in row.values()):
         return row  # most rows: nothing to copy
     from dataformat.errors import UserError
@@ -347,23 +347,14 @@ def flattened(row: dict) -> dict:
     flat = {}
     for name, value in row.items():
         if isinstance(value, dict):
-            items = [(f"{name}.{inner}", item) for inner, item in flattened(value).items()]  # {}: no column
+            items = [(f"{name}.{inner}", item) for inner, item in flattened(value, where).items()]  # {}: no column
         else:
             items = [(name, value)]
         for field, item in items:
             if field in flat:
-                raise UserError(f"{field!r} is both a key and a nested record's field; rename one")
+                raise UserError(f"{where}: {field!r} is both a key and a nested record's field; rename one")
             flat[field] = item
     return flat
-
-
-def _flat_instance(instance, name: str):
-    from dataformat.errors import UserError
-
-    try:
-        return flattened(instance) if isinstance(instance, dict) else instance
-    except UserError as error:
-        raise UserError(f"{name}: {error}") from None
 
 
 def instance_columns(
@@ -376,7 +367,7 @@ def instance_columns(
     from dataformat.errors import UserError
 
     arrays = {}
-    instances = [_flat_instance(instance, name) for instance, name in zip(instances, names)]
+    instances = [flattened(one, name) if isinstance(one, dict) else one for one, name in zip(instances, names)]
     if key:
         keys = [instance.get(key) if isinstance(instance, dict) else None for instance in instances]
         arrays[key] = np.array(["" if value is None else str(value) for value in keys], dtype=object)

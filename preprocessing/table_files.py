@@ -161,8 +161,8 @@ def add_reading_flags(group) -> None:
         "--encoding",
         type=commandline.encoding,
         default="utf-8",
-        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 for a file that starts with "
-        "its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped)",
+        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 or utf-32 for a CSV file "
+        "that starts with its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped)",
     )
 
 
@@ -184,8 +184,9 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         with _opened(path) as stream:
             names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
         return Dialect(names, False, "", options.encoding, PARQUET)
-    encoding = options.encoding if kind == JSON_LINES else encoding_of(path, options.encoding)  # JSON is UTF-8
-    text = _head(path, encoding, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
+    head = _head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
+    encoding = options.encoding if kind == JSON_LINES else encoding_of(head, options.encoding)  # JSON is UTF-8
+    text = head.decode(_without_bom(encoding), "replace")
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear
         if text.lstrip().startswith("["):
             pieces = _json_array_rows(path, encoding, PARSE_BYTES)
@@ -276,7 +277,9 @@ def _has_decimal_point(field: str) -> bool:
 def line_naming(path: str, options: TableOptions, name: str) -> int:
     """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
     header sits below a report's title lines."""
-    for number, line in enumerate(_whole_lines(_head(path, encoding_of(path, options.encoding)))[:SNIFF_LINES], 1):
+    head = _head(path)
+    text = head.decode(_without_bom(encoding_of(head, options.encoding)), "replace")
+    for number, line in enumerate(_whole_lines(text)[:SNIFF_LINES], 1):
         if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
             return number
     return 0
@@ -288,13 +291,12 @@ def _whole_lines(text: str) -> list[str]:
     return lines if text.endswith(("\n", "\r")) else lines[:-1] or lines
 
 
-def encoding_of(path: str, encoding: str) -> str:
-    """`encoding`, but UTF-16 (or UTF-32) for a CSV file that begins with its byte-order mark, which no UTF-8 file can:
-    Excel's "Unicode text" export (tab-separated) is such a file."""
+def encoding_of(head: bytes, encoding: str) -> str:
+    """`encoding`, but UTF-16 (or UTF-32) for a CSV file whose `head` begins with its byte-order mark, which no UTF-8
+    file can: Excel's "Unicode text" export (tab-separated) is such a file."""
     if codecs.lookup(encoding).name != "utf-8":
         return encoding
-    with _opened(path) as stream:
-        start = stream.read(4)
+    start = head[:4]
     if start in (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):  # FF FE 00 00 starts UTF-32 before UTF-16
         return "utf-32"
     return "utf-16" if start[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else encoding
@@ -305,16 +307,16 @@ def _without_bom(encoding: str) -> str:
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
-def _head(path: str, encoding: str, lines: int = 1) -> str:
-    """The file's first SNIFF_BYTES as text, or up to the end of its first `lines` lines where that is longer
-    (the header of 10,000 columns, a JSON object of as many keys), a byte-order mark left out."""
+def _head(path: str, lines: int = 1) -> bytes:
+    """The file's first SNIFF_BYTES, or up to the end of its first `lines` lines where that is longer (the header
+    of 10,000 columns, a JSON object of as many keys)."""
     with _opened(path) as stream:
         head = stream.read(SNIFF_BYTES)
         while max(head.count(b"\n"), head.count(b"\r")) < lines and len(head) < MAX_FIRST_LINE:
             if not (more := stream.read(len(head))):
                 break
             head += more
-    return head.decode(_without_bom(encoding), "replace")
+    return head
 
 
 def sniff_delimiter(text: str) -> str:
@@ -663,10 +665,7 @@ def _json_object(line: str, path: str, number: int) -> dict:
 def _an_object(row, path: str, number: int) -> dict:
     if not isinstance(row, dict):
         raise UserError(f"{path}: line {number} is not a JSON object of column values")
-    try:
-        return tables.flattened(row)
-    except UserError as error:
-        raise UserError(f"{path}: line {number}: {error}") from None
+    return tables.flattened(row, f"{path}: line {number}")
 
 
 def _as_text(value, path: str, line: int, name: str) -> str:

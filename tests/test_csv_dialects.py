@@ -89,7 +89,7 @@ def test_a_first_line_longer_than_the_sniffed_start_is_read_whole(tmp_path):
 
 def test_a_file_of_old_mac_line_endings_is_not_read_whole_to_find_its_first_line(tmp_path):
     (tmp_path / "t.csv").write_bytes(b"x,label\r" + b"".join(b"%d,a\r" % i for i in range(100_000)))
-    assert len(preprocessing.table_files._head(str(tmp_path / "t.csv"), "utf-8")) == 1 << 16  # SNIFF_BYTES
+    assert len(preprocessing.table_files._head(str(tmp_path / "t.csv"))) == 1 << 16  # SNIFF_BYTES
     assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).names == ("x", "label")
 
 
