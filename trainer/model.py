@@ -201,7 +201,11 @@ def resolve_data_format(setting: str) -> str:
 
 
 def build_network(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
-    return NETWORKS[settings.network].build(settings, metadata)
+    network = NETWORKS[settings.network].build(settings, metadata)
+    # Keras hands each subclassed layer's `call` to AutoGraph, once per graph (training, evaluation, each
+    # export). The networks branch on settings, never on tensors, so there is nothing to convert.
+    network.call = tf.autograph.experimental.do_not_convert(network.call)
+    return network
 
 
 def _learning_rate(settings: ModelSettings) -> tf.Tensor:
