@@ -69,14 +69,20 @@ POINT_GROUPED = r"\s*[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d?(?:,\d{2})+,\d{3})(
 # 1'234.56: apostrophes between thousands (Swiss spreadsheets' formatted cells, beside a decimal point).
 APOSTROPHE_GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:['\u2019]\\d{3})+(?:\\.\\d+)?\\s*"
 CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets write before or after an amount
-# The bytes that say a column may hold such symbols: single ones, found at memchr's speed (€ and ₹ start with E2,
-# £ and ¥ with C2).
-DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2")
+# The bytes that say a column may hold such symbols, or accounting's parentheses: single ones, found at memchr's
+# speed (€ and ₹ start with E2, £ and ¥ with C2).
+DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2", b"(")
 # A number with a currency symbol before it, or one or a percent sign after it ($1,234.56, -$5, $-5, 1.234,56 €,
 # 12.5%): the sign and the number (\1 and \2 or \3) are kept. A value without a symbol is left as it is.
 NUMBER_TEXT = "([+-]?[\\d.][\\d.,\u00a0\u202f ]*?)"
 DECORATED = (
     f"^\\s*([+-]?)\\s*(?:[{CURRENCIES}]\\s*{NUMBER_TEXT}\\s*[{CURRENCIES}%]?|{NUMBER_TEXT}\\s*[{CURRENCIES}%])\\s*$"
+)
+# A negative amount as accounting formats write it, in parentheses, a currency symbol inside or outside them:
+# (1,234.56), ($5), $(5), (1.234,56 €). It becomes the number after a minus (-1,234.56, -$5, -$5, -1.234,56 €).
+PARENTHESIZED = (
+    f"^\\s*([{CURRENCIES}]?)\\s*\\(\\s*([{CURRENCIES}]?\\s*(?:\\d|\\.\\d)[\\d.,\u00a0\u202f '\u2019]*?"
+    f"(?:\\s*[{CURRENCIES}%])?)\\s*\\)\\s*([{CURRENCIES}]?)\\s*$"
 )
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
@@ -393,7 +399,9 @@ def _without_apostrophes(column: pa.Array) -> pa.Array:
 
 
 def _undecorated(column: pa.Array) -> pa.Array:
-    """$1,234.56 as 1,234.56, 12.5% as 12.5: a number's currency symbol and percent sign left out."""
+    """$1,234.56 as 1,234.56, 12.5% as 12.5, (1,234.56) as -1,234.56: a number's currency symbol and percent sign
+    left out, and accounting's parentheses made a minus."""
+    column = pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3")
     return pc.replace_substring_regex(column, DECORATED, r"\1\2\3")
 
 

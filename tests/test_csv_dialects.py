@@ -340,6 +340,35 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
 
 
+def test_accountings_negatives_in_parentheses_are_negative_numbers(tmp_path):
+    """Excel's accounting and currency formats show a negative amount in parentheses, and its CSV holds what cells
+    show: (1,234.56), $(5.00), (1.234,56 €). Before, such a column was categorical with every value outside its
+    vocabulary: the model could not use it."""
+    amounts = [round(i * 48731 % 2_000_000 / 100 - 10_000, 2) for i in range(80)]
+    shown = [f"({-a:,.2f})" if a < 0 else f"{a:,.2f}" for a in amounts]
+    dollars = [f"$({-a:,.2f})" if a < 0 else f"${a:,.2f}" for a in amounts]
+    notes = ["(none)" if i % 2 else "(see memo)" for i in range(80)]  # parentheses around words: as written
+    rows = [[*values, "ab"[i % 2]] for i, values in enumerate(zip(shown, dollars, notes))]
+    with open(tmp_path / "us.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["amount", "price", "note", "label"], *rows])
+    assert any(value.startswith("(") for value in shown)
+    metadata = build(tmp_path, tmp_path / "us.csv", label_column="label")
+    assert [column.kind for column in metadata.columns] == ["numeric", "numeric", "categorical"]
+    found = all_rows(tmp_path, metadata)
+    for name in ("amount", "price"):
+        assert sorted(round(row[name], 2) for row in found) == sorted(amounts)
+    assert set(metadata.columns[2].vocabulary) == {"(none)", "(see memo)"}
+    read = list(table_rows(str(tmp_path / "us.csv"), "label", ("amount", "note"), TableOptions()))
+    negative = next(i for i, a in enumerate(amounts) if a < 0)
+    assert read[negative][1] == {"amount": f"{amounts[negative]:.2f}", "note": notes[negative]}  # as qt-predict reads
+    europe = [f"({-a:,.2f} €)" if a < 0 else f"{a:,.2f} €" for a in amounts]
+    rows = [f"{amount.translate(str.maketrans(',.', '.,'))};{'ab'[i % 2]}\n" for i, amount in enumerate(europe)]
+    (tmp_path / "eu.csv").write_text("amount;label\n" + "".join(rows))
+    assert dialect_of(str(tmp_path / "eu.csv"), TableOptions()).decimal == ","
+    metadata = build(tmp_path, tmp_path / "eu.csv", label_column="label")
+    assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
+
+
 def test_sql_exports_null_and_excels_errors_are_missing_values(tmp_path, caplog):
     """IMDb's TSV files write MySQL's \\N for a missing value; a spreadsheet's formula column shows #DIV/0! where
     it divided by 0. Before, each made a column of 10% of them categorical."""
