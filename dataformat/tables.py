@@ -43,9 +43,10 @@ NUMERIC_KEY = "/numeric"  # the records' feature of every numeric column's value
 DAY = "/day"  # a timestamp's day's category is named after its column with this suffix (trainer/networks.py)
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing: R's, SQL's and
-# spreadsheets' spellings, MySQL's and Hive's \N (IMDb's files), and Excel's errors in a cell (#DIV/0!).
+# spreadsheets' spellings, MySQL's and Hive's \N (IMDb's files), the World Bank's ".." and Excel's errors in a
+# cell (#DIV/0!). Not a dash: "-" is a class in tables of +/- labels (UCI's credit approval).
 EXCEL_ERRORS = ("#n/a", "#div/0!", "#value!", "#ref!", "#num!", "#name?", "#null!")
-MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?", "\\n", *EXCEL_ERRORS)
+MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "?", "\\n", "..", *EXCEL_ERRORS)
 SHOWN_NAMES = 20  # column names an error lists at most
 
 

@@ -84,6 +84,8 @@ PARENTHESIZED = (
     f"^\\s*([{CURRENCIES}]?)\\s*\\(\\s*([{CURRENCIES}]?\\s*(?:\\d|\\.\\d)[\\d.,\u00a0\u202f '\u2019]*?"
     f"(?:\\s*[{CURRENCIES}%])?)\\s*\\)\\s*([{CURRENCIES}]?)\\s*$"
 )
+# Zero as accounting formats show it: a dash beside a currency symbol ($ -, - €). A dash alone is a missing value.
+ACCOUNTING_ZERO = f"^\\s*(?:[{CURRENCIES}]\\s*[-\u2013\u2014]|[-\u2013\u2014]\\s*[{CURRENCIES}])\\s*$"
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -399,8 +401,9 @@ def _without_apostrophes(column: pa.Array) -> pa.Array:
 
 
 def _undecorated(column: pa.Array) -> pa.Array:
-    """$1,234.56 as 1,234.56, 12.5% as 12.5, (1,234.56) as -1,234.56: a number's currency symbol and percent sign
-    left out, and accounting's parentheses made a minus."""
+    """$1,234.56 as 1,234.56, 12.5% as 12.5, (1,234.56) as -1,234.56 and $ - as 0: a number's currency symbol and
+    percent sign left out, and accounting's parentheses and zero dash read."""
+    column = pc.replace_substring_regex(column, ACCOUNTING_ZERO, "0")
     column = pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3")
     return pc.replace_substring_regex(column, DECORATED, r"\1\2\3")
 

@@ -345,8 +345,9 @@ def test_accountings_negatives_in_parentheses_are_negative_numbers(tmp_path):
     show: (1,234.56), $(5.00), (1.234,56 €). Before, such a column was categorical with every value outside its
     vocabulary: the model could not use it."""
     amounts = [round(i * 48731 % 2_000_000 / 100 - 10_000, 2) for i in range(80)]
+    amounts[:8] = [0.0] * 8  # accounting shows a zero as a dash: "$ -" (a dash alone stays as written)
     shown = [f"({-a:,.2f})" if a < 0 else f"{a:,.2f}" for a in amounts]
-    dollars = [f"$({-a:,.2f})" if a < 0 else f"${a:,.2f}" for a in amounts]
+    dollars = [f"$({-a:,.2f})" if a < 0 else f"${a:,.2f}" if a else " $ -   " for a in amounts]
     notes = ["(none)" if i % 2 else "(see memo)" for i in range(80)]  # parentheses around words: as written
     rows = [[*values, "ab"[i % 2]] for i, values in enumerate(zip(shown, dollars, notes))]
     with open(tmp_path / "us.csv", "w", newline="") as file:
@@ -371,15 +372,17 @@ def test_accountings_negatives_in_parentheses_are_negative_numbers(tmp_path):
 
 def test_sql_exports_null_and_excels_errors_are_missing_values(tmp_path, caplog):
     """IMDb's TSV files write MySQL's \\N for a missing value; a spreadsheet's formula column shows #DIV/0! where
-    it divided by 0. Before, each made a column of 10% of them categorical."""
+    it divided by 0; the World Bank's exports write "..". Before, each made a column of 10% of them categorical."""
     runtimes = ["\\N" if i % 10 == 0 else str(i * 3) for i in range(60)]
     ratios = ["#DIV/0!" if i % 10 == 1 else f"{i / 7:.3f}" for i in range(60)]
-    rows = [f"{i}\t{runtimes[i]}\t{ratios[i]}\t{'ab'[i % 2]}\n" for i in range(60)]
-    (tmp_path / "t.tsv").write_text("id\truntime\tratio\tlabel\n" + "".join(rows))
+    gdp = [".." if i % 10 == 2 else f"{i * 1234.5:.1f}" for i in range(60)]
+    rows = [f"{i}\t{runtimes[i]}\t{ratios[i]}\t{gdp[i]}\t{'ab'[i % 2]}\n" for i in range(60)]
+    (tmp_path / "t.tsv").write_text("id\truntime\tratio\tgdp\tlabel\n" + "".join(rows))
     metadata = build(tmp_path, tmp_path / "t.tsv", label_column="label", ignore=("id",))
-    assert [column.kind for column in metadata.columns] == ["numeric", "numeric"]
+    assert [column.kind for column in metadata.columns] == ["numeric", "numeric", "numeric"]
     rows = all_rows(tmp_path, metadata)
-    assert [sum(row[name] != row[name] for row in rows) for name in ("runtime", "ratio")] == [6, 6]  # NaN: missing
+    missing = [sum(row[name] != row[name] for row in rows) for name in ("runtime", "ratio", "gdp")]
+    assert missing == [6, 6, 6]  # NaN: missing
     assert "bad" not in caplog.text.lower()  # missing values, not bad cells
 
 
