@@ -1,6 +1,6 @@
 """A table's files: which they are, how they are written, and their rows in blocks of text.
 
-Three formats, told by the file's suffix (gzipped or not): CSV in any dialect (`.csv`, `.tsv`,
+Three formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in any dialect (`.csv`, `.tsv`,
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
 objects) and Parquet (`.parquet`), the export formats of spreadsheets, databases, APIs and BigQuery.
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
@@ -42,6 +42,17 @@ if TYPE_CHECKING:
 CSV, JSON_LINES, JSON_ARRAY, PARQUET = "csv", "jsonl", "json array", "parquet"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES[".parquet"] = PARQUET
+# A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
+# command-line tools write them.
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+# The first bytes of files that are no table of text, and what to do instead.
+NOT_TABLES = {
+    b"PK\x03\x04": "a ZIP archive (an Excel .xlsx workbook is one): save the sheet as CSV, or unzip the archive",
+    b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save the sheet as CSV",
+    b"ARROW1": "an Arrow or Feather file: write it as Parquet (pyarrow.parquet.write_table) or CSV",
+    b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
+    b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
+}
 TEXT_FOLDER = "text folder"
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
 TEXT_SUFFIX = ".txt"
@@ -107,7 +118,7 @@ def input_files(path: str) -> list[str]:
         names = [name for name in storage.list_names(path) if _stem(name).endswith(tuple(SUFFIXES))]
         if not names:
             kinds = ", ".join(SUFFIXES)
-            raise UserError(f"--input {path}: the folder holds no table file ({kinds}, gzipped or not)")
+            raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
         return [storage.join(path, name) for name in names]
     if not storage.exists(path):
         raise UserError(f"--input {path}: no such file")
@@ -119,17 +130,31 @@ def file_format(path: str) -> str:
     return next((kind for suffix, kind in SUFFIXES.items() if stem.endswith(suffix)), CSV)
 
 
+def compression(path: str) -> str:
+    """pyarrow's codec of a compressed file (COMPRESSIONS), "" for another."""
+    return next((codec for suffix, codec in COMPRESSIONS.items() if path.lower().endswith(suffix)), "")
+
+
 def _stem(path: str) -> str:
-    """The file's name, lower case, without .gz."""
+    """The file's name, lower case, without its compression's suffix."""
     name = posixpath.basename(path).lower()
-    return name[:-3] if name.endswith(".gz") else name
+    return posixpath.splitext(name)[0] if compression(name) else name
 
 
 @contextlib.contextmanager
 def _opened(path: str) -> Iterator[pa.NativeFile]:
     with storage.open_read(path) as file:
         stream = pa.PythonFile(file, mode="r")
-        yield pa.CompressedInputStream(stream, "gzip") if path.lower().endswith(".gz") else stream
+        codec = compression(path)
+        yield pa.CompressedInputStream(stream, codec) if codec else stream
+
+
+def _refuse_binary(path: str, head: bytes) -> None:
+    """A UserError naming what the file is, where its first bytes say it is no table of text (an Excel
+    workbook, an archive): read as CSV, it would be a garbled header."""
+    what = next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
+    if what:
+        raise UserError(f"{path}: {what}")
 
 
 @dataclass(frozen=True)
@@ -193,6 +218,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
         return Dialect(names, False, "", options.encoding, PARQUET)
     head = _head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
+    _refuse_binary(path, head)
     encoding = options.encoding if kind == JSON_LINES else encoding_of(head, options.encoding)  # JSON is UTF-8
     text = head.decode(_without_bom(encoding), "replace")
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear

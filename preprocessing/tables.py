@@ -63,6 +63,7 @@ from preprocessing.table_files import (
     CSV,
     Dialect,
     blocks,
+    compression,
     dialect_of,
     file_format,
     input_files,
@@ -76,7 +77,7 @@ log = logging.getLogger(__name__)
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
 WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 TEXT_WRITE_ROWS = 4096  # the same for a table with text, whose words take far more memory than its rows
-GZIP_RATIO = 4  # a .csv.gz's text is about this many times its size, for planning shards
+COMPRESSION_RATIO = 4  # a compressed CSV's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
@@ -1106,7 +1107,7 @@ def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int
         texts = [text_path for text_path, _ in text_files(path)]
         size = len(texts) * sum(map(_size, texts[:100])) // len(texts[:100])
     else:
-        size = sum(_size(file) * (GZIP_RATIO if file.lower().endswith(".gz") else 1) for file in files)
+        size = sum(_size(file) * (COMPRESSION_RATIO if compression(file) else 1) for file in files)
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
     root = path if storage.is_folder(path) else ""

@@ -4,10 +4,11 @@ into shards, read back by the input pipeline and served with named inputs."""
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
+import re
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
@@ -34,10 +35,12 @@ ROWS = [
 ]
 
 
-def write_table(path, rows=ROWS, header=HEADER, copies=20, compress=False):
+def write_table(path, rows=ROWS, header=HEADER, copies=20, compress=""):
+    """The rows as CSV, compressed with pyarrow's `compress` codec ("gzip", "bz2", "zstd") where one is named."""
     text = "\n".join([header, *(rows * copies)]) + "\n"
     if compress:
-        path.write_bytes(gzip.compress(text.encode()))
+        with pa.CompressedOutputStream(str(path), compress) as file:
+            file.write(text.encode())
     else:
         path.write_text(text)
     return path
@@ -226,16 +229,37 @@ def test_flags_choose_column_kinds_and_leave_columns_out(tmp_path):
     assert set(education.vocabulary) == {"13", "9", "7", "14", "5"}
 
 
-def test_a_glob_a_folder_and_gzip_parts_make_one_dataset(tmp_path):
+def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path):
+    """gzip, bzip2 and Zstandard, as pandas' to_csv writes a .csv.gz, .csv.bz2 or .csv.zst."""
     (tmp_path / "parts").mkdir()
     write_table(tmp_path / "parts" / "a.csv", copies=10)
-    write_table(tmp_path / "parts" / "b.csv.gz", copies=10, compress=True)
+    write_table(tmp_path / "parts" / "b.csv.gz", copies=10, compress="gzip")
+    write_table(tmp_path / "parts" / "c.csv.bz2", copies=10, compress="bz2")
+    write_table(tmp_path / "parts" / "d.csv.zst", copies=10, compress="zstd")
     (tmp_path / "parts" / "notes.txt").write_text("not a table")
     whole = build(tmp_path, tmp_path / "parts", name="folder")
-    globbed = build(tmp_path, tmp_path / "parts" / "*.csv*", name="glob")
-    assert whole.splits["train"].examples + whole.splits["eval"].examples == 200
-    assert whole.extra["files"] == 2 and globbed.extra["files"] == 2
-    assert whole.columns == globbed.columns
+    globbed = build(tmp_path, tmp_path / "parts" / "[abc].csv*", name="glob")
+    assert whole.splits["train"].examples + whole.splits["eval"].examples == 400
+    assert whole.extra["files"] == 4 and globbed.extra["files"] == 3
+    assert [(c.name, c.kind) for c in whole.columns] == [(c.name, c.kind) for c in globbed.columns]
+    tabs = write_table(tmp_path / "t.tsv.bz2", [row.replace(",", "\t") for row in ROWS], "\t".join(HEADER.split(",")),
+                       compress="bz2")  # fmt: skip
+    assert preprocessing.table_files.dialect_of(str(tabs), TableOptions()).delimiter == "\t"  # .tsv, compressed
+
+
+@pytest.mark.parametrize(
+    "first_bytes, named",
+    [
+        (b"PK\x03\x04\x14\x00", "a ZIP archive (an Excel .xlsx workbook is one): save the sheet as CSV"),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls): save the sheet as CSV"),
+        (b"ARROW1\x00\x00", "an Arrow or Feather file: write it as Parquet"),
+    ],
+)
+def test_a_workbook_or_archive_is_named_for_what_it_is(tmp_path, first_bytes, named):
+    """Read as CSV, its bytes were a garbled header: no column 'income' (its columns: PK ...)."""
+    (tmp_path / "sales.csv").write_bytes(first_bytes + bytes(range(256)) * 4)
+    with pytest.raises(UserError, match=re.escape(f"sales.csv: {named}")):
+        build(tmp_path, tmp_path / "sales.csv")
 
 
 def test_the_split_does_not_depend_on_other_files_or_the_order_of_rows(tmp_path):
