@@ -33,6 +33,8 @@ setup(
         "tqdm>=4.60",
         # Streams CSV tables: a multi-threaded C++ parser, block by block (below 24 for the beam extra).
         "pyarrow>=14,<24",
+        # Reads Excel workbooks a row at a time (read-only mode), as pandas' read_excel does; pure Python.
+        "openpyxl>=3.1",
     ],
     extras_require={
         "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],

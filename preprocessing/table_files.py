@@ -1,11 +1,13 @@
 """A table's files: which they are, how they are written, and their rows in blocks of text.
 
-Three formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in any dialect (`.csv`, `.tsv`,
+Four formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in any dialect (`.csv`, `.tsv`,
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
-objects) and Parquet (`.parquet`), the export formats of spreadsheets, databases, APIs and BigQuery.
+objects), Parquet (`.parquet`) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
+formats of spreadsheets, databases, APIs and BigQuery.
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
 with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet: its
-row, from 1), so that the rest of preprocessing reads every format alike and errors name where a row is.
+row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format alike and
+errors name where a row is.
 
 A fourth, `--source text`, is a folder of texts with one sub-folder of `.txt` files per class, as
 Keras's text_dataset_from_directory reads: a table of two columns, TEXT_COLUMNS, a file a row (its
@@ -17,6 +19,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import datetime
 import io
 import itertools
 import json
@@ -39,16 +42,16 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
-CSV, JSON_LINES, JSON_ARRAY, PARQUET = "csv", "jsonl", "json array", "parquet"
+CSV, JSON_LINES, JSON_ARRAY, PARQUET, WORKBOOK = "csv", "jsonl", "json array", "parquet", "workbook"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
-SUFFIXES[".parquet"] = PARQUET
+SUFFIXES.update({".parquet": PARQUET, ".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
 # The first bytes of files that are no table of text, and what to do instead.
 NOT_TABLES = {
-    b"PK\x03\x04": "a ZIP archive (an Excel .xlsx workbook is one): save the sheet as CSV, or unzip the archive",
-    b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save the sheet as CSV",
+    b"PK\x03\x04": "a ZIP archive: unzip it (an Excel workbook is read under its .xlsx name)",
+    b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save it as .xlsx (or the sheet as CSV)",
     b"ARROW1": "an Arrow or Feather file: write it as Parquet (pyarrow.parquet.write_table) or CSV",
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
@@ -217,6 +220,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         with _opened(path) as stream:
             names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
         return Dialect(names, False, "", options.encoding, PARQUET)
+    if kind == WORKBOOK:
+        return _workbook_dialect(path, options, (*known, options.label_column))
     head = _head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
     _refuse_binary(path, head)
     encoding = options.encoding if kind == JSON_LINES else encoding_of(head, options.encoding)  # JSON is UTF-8
@@ -381,6 +386,8 @@ def blocks(
         yield from _text_folder_blocks(path, dialect)
     elif dialect.format == PARQUET:
         yield from _parquet_blocks(path, dialect, wanted or dialect.names)
+    elif dialect.format == WORKBOOK:
+        yield from _workbook_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format in (JSON_LINES, JSON_ARRAY):
         yield from _json_blocks(path, dialect, wanted or dialect.names)
     else:
@@ -583,7 +590,7 @@ def _json_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterato
     else:
         pieces = _json_lines_rows(path, dialect.encoding, block_bytes)
     for rows in pieces:
-        batch, lines = _json_batch(rows, path, names)
+        batch, lines = _objects_batch(rows, path, names)
         if len(lines):
             yield batch, lines
 
@@ -677,10 +684,11 @@ def _decoded(text: bytes, path: str, encoding: str) -> str:
         raise UserError(f"{path}: {_not_text(path, encoding)}") from None
 
 
-def _json_batch(
+def _objects_batch(
     rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...]
 ) -> tuple[pa.RecordBatch, np.ndarray]:
-    """Objects, each with its line, to a block of the named text columns (a key left out or null: empty)."""
+    """Objects (JSON's, or a sheet's rows by column name), each with its line, to a block of the named text columns
+    (a key left out or null: empty)."""
     columns: dict[str, list] = {name: [] for name in names}
     lines = []
     for line, row in rows:  # one object at a time: a block's objects are never all held
@@ -808,3 +816,71 @@ def _read_text(path: str, encoding: str) -> str:
             f"{path}: line {line} is not {encoding} text; "
             "pass --encoding with the files' encoding (latin-1, cp1252, ...)"
         ) from None
+
+
+# Excel workbooks.
+
+
+@contextlib.contextmanager
+def _sheet_rows(path: str) -> Iterator[Iterator[tuple[int, tuple]]]:
+    """The rows of the sheet a workbook opens on, each with its row number, as openpyxl reads them in read-only
+    mode: a row at a time, the values the cells hold (numbers, dates as datetimes), never what a format shows."""
+    import openpyxl  # only for workbooks
+
+    with storage.open_read(path) as file:
+        try:
+            book = openpyxl.load_workbook(file, read_only=True, data_only=True)
+        except Exception as error:  # openpyxl's errors for what is no workbook have no common class
+            raise UserError(f"{path}: cannot read as an Excel workbook ({str(error).splitlines()[0]})") from None
+        try:
+            yield enumerate(book.active.iter_rows(values_only=True), 1)
+        finally:
+            book.close()
+
+
+def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -> Dialect:
+    """The column names of a workbook's sheet: --column-names, or its header, the first row after --skip-rows that
+    holds a `known` name (the label's), else the first that holds a value: sheets often have a title and empty
+    rows above their header."""
+    header = None
+    with _sheet_rows(path) as rows:
+        for number, row in itertools.islice(rows, options.skip_rows, options.skip_rows + SNIFF_LINES):
+            names = [_as_text(value, path, number, "").strip() for value in row]
+            if header is None and any(names):
+                header = number, names
+            if any(name in names for name in known if name):
+                header = number, names
+                break
+    if header is None:
+        raise UserError(f"{path}: the sheet has no row of values in its first {options.skip_rows + SNIFF_LINES}")
+    number, names = header
+    while names and not names[-1]:  # the sheet's empty columns after the last
+        names.pop()
+    if options.column_names:
+        return Dialect(_distinct(options.column_names, "--column-names"), False, "", "", WORKBOOK, skip_rows=number - 1)
+    return Dialect(_distinct(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1)
+
+
+def _workbook_blocks(
+    path: str, dialect: Dialect, names: tuple[str, ...]
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """A sheet's rows below its header (empty rows left out) in blocks, each row's line its row number."""
+    rows_a_block = max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
+    with _sheet_rows(path) as rows:
+        objects = (
+            (number, dict(zip(dialect.names, map(_cell_value, row))))
+            for number, row in rows
+            if number >= dialect.first_line and any(value is not None for value in row)
+        )
+        while piece := list(itertools.islice(objects, rows_a_block)):
+            yield _objects_batch(piece, path, names)
+
+
+def _cell_value(value):
+    """A cell's value as a JSON object would hold it: a date or time as ISO 8601 text, a date without its midnight
+    (Excel keeps dates as date-times)."""
+    if isinstance(value, datetime.datetime) and value.time() == datetime.time():
+        return value.date().isoformat()
+    if isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+        return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
+    return value

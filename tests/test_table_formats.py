@@ -184,3 +184,40 @@ def test_a_nested_column_left_out_is_never_read(tmp_path):
     )
     found = build(tmp_path, tmp_path / "t.csv", "csv", ignore=("price",))  # a column's name: only that column
     assert [column.name for column in found.columns] == ["price.eur", "n"]
+
+
+def write_workbook(path, columns: dict[str, list], title_rows: int = 0) -> None:
+    """The columns as an Excel sheet (dates as Excel dates), below `title_rows` of a title and empty rows."""
+    import datetime
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in range(title_rows):
+        sheet.append(["Members, exported 2024-05-01"] if row == 0 else [])
+    sheet.append(list(columns))
+    dates = {name for name in columns if name == "joined"}
+    for row in zip(*columns.values()):
+        sheet.append([datetime.date.fromisoformat(v) if name in dates else v for name, v in zip(columns, row)])
+    book.save(path)
+
+
+def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
+    """The sheet Excel opens on, below its title and empty rows; its cells' values (numbers, dates, booleans),
+    never what their formats show. Before, a workbook was read as CSV: a garbled header."""
+    columns = frame()
+    (tmp_path / "t.csv").write_text(as_csv(columns))
+    write_workbook(tmp_path / "t.xlsx", columns, title_rows=2)
+    from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
+    found = build(tmp_path, tmp_path / "t.xlsx", "xlsx")
+    assert summary(found) == summary(from_csv)
+    assert every_row(tmp_path / "xlsx", found) == every_row(tmp_path / "csv", from_csv)
+    from trainer.predict import table_rows  # qt-predict reads a workbook as preprocessing does
+
+    read = list(table_rows(str(tmp_path / "t.xlsx"), "label", ("age", "city"), TableOptions()))
+    assert read[:2] == [(f"{tmp_path / 't.xlsx'}:4", {"age": "", "city": "Lyon"}),  # row 4: below title and header
+                        (f"{tmp_path / 't.xlsx'}:5", {"age": str(columns["age"][1]), "city": "Nantes"})]  # fmt: skip
+    (tmp_path / "bad.xlsx").write_bytes(b"PK\x03\x04" + bytes(100))  # a ZIP that is no workbook
+    with pytest.raises(UserError, match="bad.xlsx: cannot read as an Excel workbook"):
+        build(tmp_path, tmp_path / "bad.xlsx", "bad")
