@@ -48,6 +48,9 @@ SUFFIXES.update({".parquet": PARQUET, ".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+OTHER_SPREADSHEETS = (".ods", ".xlsb", ".numbers")  # LibreOffice's, Excel's binary and Apple's: ZIP archives too
+# Files a folder holds beside its tables: Excel's lock file of an open workbook, macOS's resource forks.
+HIDDEN_FILES = ("~$", "._")
 # The first bytes of files that are no table of text, and what to do instead.
 NOT_TABLES = {
     b"PK\x03\x04": "a ZIP archive: unzip it (an Excel workbook is read under its .xlsx name)",
@@ -70,6 +73,7 @@ MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 SNIFF_LINES = 50  # ... from this many lines at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
+NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like once written plainly
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
@@ -83,9 +87,9 @@ POINT_GROUPED = r"\s*[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d?(?:,\d{2})+,\d{3})(
 # 1'234.56: apostrophes between thousands (Swiss spreadsheets' formatted cells, beside a decimal point).
 APOSTROPHE_GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:['\u2019]\\d{3})+(?:\\.\\d+)?\\s*"
 CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets write before or after an amount
-# The bytes that say a column may hold such symbols, or accounting's parentheses: single ones, found at memchr's
-# speed (€ and ₹ start with E2, £ and ¥ with C2).
-DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2", b"(")
+# The bytes that say a column may hold such symbols: single ones, found at memchr's speed (€ and ₹ start with E2,
+# £ and ¥ with C2).
+DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2")
 # A number with a currency symbol before it, or one or a percent sign after it ($1,234.56, -$5, $-5, 1.234,56 €,
 # 12.5%): the sign and the number (\1 and \2 or \3) are kept. A value without a symbol is left as it is.
 NUMBER_TEXT = "([+-]?[\\d.][\\d.,\u00a0\u202f ]*?)"
@@ -119,6 +123,7 @@ def input_files(path: str) -> list[str]:
         return files
     if storage.is_folder(path):
         names = [name for name in storage.list_names(path) if _stem(name).endswith(tuple(SUFFIXES))]
+        names = [name for name in names if not name.startswith(HIDDEN_FILES)]
         if not names:
             kinds = ", ".join(SUFFIXES)
             raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
@@ -156,6 +161,8 @@ def _refuse_binary(path: str, head: bytes) -> None:
     """A UserError naming what the file is, where its first bytes say it is no table of text (an Excel
     workbook, an archive): read as CSV, it would be a garbled header."""
     what = next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
+    if what and (_stem(path).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
+        what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
     if what:
         raise UserError(f"{path}: {what}")
 
@@ -221,7 +228,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
         return Dialect(names, False, "", options.encoding, PARQUET)
     if kind == WORKBOOK:
-        return _workbook_dialect(path, options, (*known, options.label_column))
+        label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
+        return _workbook_dialect(path, options, (*known, *label))
     head = _head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
     _refuse_binary(path, head)
     encoding = options.encoding if kind == JSON_LINES else encoding_of(head, options.encoding)  # JSON is UTF-8
@@ -349,12 +357,15 @@ def _without_bom(encoding: str) -> str:
 def _head(path: str, lines: int = 1) -> bytes:
     """The file's first SNIFF_BYTES, or up to the end of its first `lines` lines where that is longer (the header
     of 10,000 columns, a JSON object of as many keys)."""
-    with _opened(path) as stream:
-        head = stream.read(SNIFF_BYTES)
-        while max(head.count(b"\n"), head.count(b"\r")) < lines and len(head) < MAX_FIRST_LINE:
-            if not (more := stream.read(len(head))):
-                break
-            head += more
+    try:
+        with _opened(path) as stream:
+            head = stream.read(SNIFF_BYTES)
+            while max(head.count(b"\n"), head.count(b"\r")) < lines and len(head) < MAX_FIRST_LINE:
+                if not (more := stream.read(len(head))):
+                    break
+                head += more
+    except OSError as error:  # a file named .bz2 that is not bzip2, or a cut one
+        raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
     return head
 
 
@@ -416,6 +427,17 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
     data = column.buffers()[2] if pa.types.is_string(column.type) else None
     text = data.to_pybytes() if data is not None else b""  # its values' bytes (more, where a block is a slice)
+    plain = _plain_texts(column, text, decimal)
+    if b"(" not in text:
+        return plain
+    # Accounting's negatives, (1,234.56), only where the value then reads as a number: "(1, 2)" stays as written.
+    negated = _plain_texts(pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3"), text, decimal)
+    read = pc.and_(pc.match_substring_regex(column, PARENTHESIZED), pc.match_substring_regex(negated, NUMBER))
+    return pc.if_else(pc.fill_null(read, False), negated, plain)
+
+
+def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
+    """_plain_number_texts but for accounting's parentheses; `text` is the column's bytes."""
     if any(mark in text for mark in DECORATION_BYTES):
         column = _undecorated(column)
     if decimal == ",":
@@ -434,10 +456,9 @@ def _without_apostrophes(column: pa.Array) -> pa.Array:
 
 
 def _undecorated(column: pa.Array) -> pa.Array:
-    """$1,234.56 as 1,234.56, 12.5% as 12.5, (1,234.56) as -1,234.56 and $ - as 0: a number's currency symbol and
-    percent sign left out, and accounting's parentheses and zero dash read."""
+    """$1,234.56 as 1,234.56, 12.5% as 12.5 and $ - as 0: a number's currency symbol and percent sign left out,
+    and accounting's zero read."""
     column = pc.replace_substring_regex(column, ACCOUNTING_ZERO, "0")
-    column = pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3")
     return pc.replace_substring_regex(column, DECORATED, r"\1\2\3")
 
 
@@ -497,6 +518,8 @@ def _csv_blocks(path: str, dialect: Dialect) -> Iterator[pa.RecordBatch]:
             if "straddl" not in str(error) or block_size >= MAX_PARSE_BYTES:
                 raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
             block_size *= 8
+        except OSError as error:  # a compressed file cut short
+            raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
 
 
 def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int) -> Iterator[pa.RecordBatch]:
@@ -823,8 +846,9 @@ def _read_text(path: str, encoding: str) -> str:
 
 @contextlib.contextmanager
 def _sheet_rows(path: str) -> Iterator[Iterator[tuple[int, tuple]]]:
-    """The rows of the sheet a workbook opens on, each with its row number, as openpyxl reads them in read-only
-    mode: a row at a time, the values the cells hold (numbers, dates as datetimes), never what a format shows."""
+    """The rows of the sheet a workbook opens on (its first worksheet where that is a chart), each with its row
+    number, as openpyxl reads them in read-only mode: a row at a time, the values the cells hold (numbers, dates as
+    datetimes), never what a format shows."""
     import openpyxl  # only for workbooks
 
     with storage.open_read(path) as file:
@@ -833,7 +857,12 @@ def _sheet_rows(path: str) -> Iterator[Iterator[tuple[int, tuple]]]:
         except Exception as error:  # openpyxl's errors for what is no workbook have no common class
             raise UserError(f"{path}: cannot read as an Excel workbook ({str(error).splitlines()[0]})") from None
         try:
-            yield enumerate(book.active.iter_rows(values_only=True), 1)
+            sheets = book.worksheets  # a chart sheet has no rows
+            if not sheets:
+                raise UserError(f"{path}: the workbook has no worksheet")
+            sheet = book.active if book.active in sheets else sheets[0]
+            sheet.reset_dimensions()  # the size a sheet states may be wrong: read every row it holds
+            yield enumerate(sheet.iter_rows(values_only=True), 1)
         finally:
             book.close()
 
@@ -845,7 +874,7 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
     header = None
     with _sheet_rows(path) as rows:
         for number, row in itertools.islice(rows, options.skip_rows, options.skip_rows + SNIFF_LINES):
-            names = [_as_text(value, path, number, "").strip() for value in row]
+            names = [_as_text(_cell_value(value), path, number, "").strip() for value in row]
             if header is None and any(names):
                 header = number, names
             if any(name in names for name in known if name):
@@ -868,7 +897,7 @@ def _workbook_blocks(
     rows_a_block = max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
     with _sheet_rows(path) as rows:
         objects = (
-            (number, dict(zip(dialect.names, map(_cell_value, row))))
+            (number, dict(zip(dialect.names, map(_cell_value, _within(row, dialect.names, path, number)))))
             for number, row in rows
             if number >= dialect.first_line and any(value is not None for value in row)
         )
@@ -878,9 +907,21 @@ def _workbook_blocks(
 
 def _cell_value(value):
     """A cell's value as a JSON object would hold it: a date or time as ISO 8601 text, a date without its midnight
-    (Excel keeps dates as date-times)."""
+    (Excel keeps dates as date-times), a duration as its seconds."""
+    if isinstance(value, datetime.timedelta):  # a duration ([h]:mm:ss): its seconds
+        return value.total_seconds()
     if isinstance(value, datetime.datetime) and value.time() == datetime.time():
         return value.date().isoformat()
     if isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
         return value.isoformat(sep=" ") if isinstance(value, datetime.datetime) else value.isoformat()
     return value
+
+
+def _within(row: tuple, names: tuple[str, ...], path: str, number: int) -> tuple:
+    """A sheet's row, or a UserError where it holds a value in a column the header does not name."""
+    beyond = next((i for i, value in enumerate(row[len(names) :], len(names) + 1) if value is not None), 0)
+    if beyond:
+        raise UserError(
+            f"{path}: row {number} has a value in column {beyond}, and the header names {len(names)} columns"
+        )
+    return row

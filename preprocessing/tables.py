@@ -61,6 +61,7 @@ from preprocessing.frequent import FrequentValues
 from preprocessing.split import shard_name
 from preprocessing.table_files import (
     CSV,
+    NUMBER,
     Dialect,
     blocks,
     compression,
@@ -316,9 +317,6 @@ MISSING_SPELLINGS = pa.array(sorted(set().union(*map(_spellings, tables.MISSING_
 
 def _missing(column: pa.Array) -> np.ndarray:
     return pc.is_in(column, value_set=MISSING_SPELLINGS).to_numpy(zero_copy_only=False)
-
-
-NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like, for blocks with bad cells
 
 
 def _numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -348,7 +348,7 @@ def test_accountings_negatives_in_parentheses_are_negative_numbers(tmp_path):
     amounts[:8] = [0.0] * 8  # accounting shows a zero as a dash: "$ -" (a dash alone stays as written)
     shown = [f"({-a:,.2f})" if a < 0 else f"{a:,.2f}" for a in amounts]
     dollars = [f"$({-a:,.2f})" if a < 0 else f"${a:,.2f}" if a else " $ -   " for a in amounts]
-    notes = ["(none)" if i % 2 else "(see memo)" for i in range(80)]  # parentheses around words: as written
+    notes = ["(none)", "(see memo)", "(1, 2)", "(3,4)"] * 20  # no amounts in parentheses: as written
     rows = [[*values, "ab"[i % 2]] for i, values in enumerate(zip(shown, dollars, notes))]
     with open(tmp_path / "us.csv", "w", newline="") as file:
         csv.writer(file).writerows([["amount", "price", "note", "label"], *rows])
@@ -358,7 +358,7 @@ def test_accountings_negatives_in_parentheses_are_negative_numbers(tmp_path):
     found = all_rows(tmp_path, metadata)
     for name in ("amount", "price"):
         assert sorted(round(row[name], 2) for row in found) == sorted(amounts)
-    assert set(metadata.columns[2].vocabulary) == {"(none)", "(see memo)"}
+    assert set(metadata.columns[2].vocabulary) == {"(none)", "(see memo)", "(1, 2)", "(3,4)"}
     read = list(table_rows(str(tmp_path / "us.csv"), "label", ("amount", "note"), TableOptions()))
     negative = next(i for i, a in enumerate(amounts) if a < 0)
     assert read[negative][1] == {"amount": f"{amounts[negative]:.2f}", "note": notes[negative]}  # as qt-predict reads

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
+import zipfile
 
 import numpy as np
 import pyarrow as pa
@@ -221,3 +223,44 @@ def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
     (tmp_path / "bad.xlsx").write_bytes(b"PK\x03\x04" + bytes(100))  # a ZIP that is no workbook
     with pytest.raises(UserError, match="bad.xlsx: cannot read as an Excel workbook"):
         build(tmp_path, tmp_path / "bad.xlsx", "bad")
+
+
+def test_a_workbooks_odd_sheets_are_read_whole_or_refused_in_one_line(tmp_path):
+    """A size the sheet states wrongly (read-only openpyxl trusts it: pandas resets it too), a chart sheet Excel
+    opens on, durations, a header that --label-column -1 must not be looked for in (it is an index), and a value
+    in a column the header does not name."""
+    import datetime
+
+    import openpyxl
+    import openpyxl.chart
+
+    book = openpyxl.Workbook()
+    book.active.title = "data"
+    sheet = book.active
+    sheet.append(["temp", datetime.datetime(2020, 1, 1), "waited", "label"])  # a date as a column's name
+    for i in range(40):
+        sheet.append([20 + i % 7, -1 if i % 2 else 1, datetime.timedelta(minutes=90 + i), "ab"[i % 3 == 0]])
+    chart = openpyxl.chart.BarChart()
+    chart.add_data(openpyxl.chart.Reference(sheet, min_col=1, min_row=1, max_row=41))
+    book.create_chartsheet("chart").add_chart(chart)
+    book.active = 1  # saved with its chart on show
+    book.save(tmp_path / "t.xlsx")
+    with zipfile.ZipFile(tmp_path / "t.xlsx") as source, zipfile.ZipFile(tmp_path / "small.xlsx", "w") as copy:
+        for item in source.infolist():  # the sheet's stated size: A1:B3, where it holds A1:D41
+            data = source.read(item.filename)
+            copy.writestr(item, re.sub(rb'<dimension ref="[^"]+"/>', b'<dimension ref="A1:B3"/>', data))
+    metadata = build_table_dataset(str(tmp_path / "small.xlsx"), str(tmp_path / "small"), TableOptions())  # label -1
+    assert [(c.name, c.kind) for c in metadata.columns] == [("temp", "numeric"), ("2020-01-01", "numeric"),
+                                                           ("waited", "numeric")]  # fmt: skip
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 40
+    waited = sorted(row["waited"] for row in every_row_values(tmp_path / "small", metadata))
+    assert waited[:2] == [5400.0, 5460.0]  # 1:30:00 and 1:31:00, in seconds
+    sheet = openpyxl.load_workbook(tmp_path / "t.xlsx")["data"]
+    sheet["F7"] = "stray"
+    sheet.parent.save(tmp_path / "stray.xlsx")
+    with pytest.raises(UserError, match="stray.xlsx: row 7 has a value in column 6, and the header names 4 columns"):
+        build(tmp_path, tmp_path / "stray.xlsx", "stray")
+
+
+def every_row_values(folder, metadata) -> list[dict]:
+    return [instance for split in ("train", "eval") for instance in read_rows(folder, metadata, split)[0]]

@@ -242,6 +242,11 @@ def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path):
     assert whole.splits["train"].examples + whole.splits["eval"].examples == 400
     assert whole.extra["files"] == 4 and globbed.extra["files"] == 3
     assert [(c.name, c.kind) for c in whole.columns] == [(c.name, c.kind) for c in globbed.columns]
+    (tmp_path / "parts" / "~$a.csv").write_bytes(b"\x00" * 162)  # an editor's lock file: no table
+    assert build(tmp_path, tmp_path / "parts", name="again").extra["files"] == 4
+    (tmp_path / "fake.csv.bz2").write_text(HEADER + "\n")
+    with pytest.raises(UserError, match="fake.csv.bz2: cannot read .bz2 decompress failed"):
+        build(tmp_path, tmp_path / "fake.csv.bz2", name="fake")
     tabs = write_table(tmp_path / "t.tsv.bz2", [row.replace(",", "\t") for row in ROWS], "\t".join(HEADER.split(",")),
                        compress="bz2")  # fmt: skip
     assert preprocessing.table_files.dialect_of(str(tabs), TableOptions()).delimiter == "\t"  # .tsv, compressed
