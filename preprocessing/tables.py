@@ -62,6 +62,7 @@ from preprocessing.split import shard_name
 from preprocessing.table_files import (
     CSV,
     NUMBER,
+    WORKBOOK,
     Dialect,
     blocks,
     compression,
@@ -705,9 +706,10 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
         count = counts[name]
         if count.present == 0:
             where = files[0] if len(files) == 1 else f"{len(files)} files"
+            formulas = " (a workbook's formulas read as their last calculated values: save it in Excel first)"
             raise UserError(
-                f"{where}: column {plan.position(name)} is missing in every row; "
-                f"pass --ignore-columns {name} to leave it out"
+                f"{where}: column {plan.position(name)} is missing in every row; pass --ignore-columns {name} to "
+                f"leave it out{formulas if plan.dialect.format == WORKBOOK else ''}"
             )
         mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present
         if name in plan.options.numeric and not mostly_numbers:

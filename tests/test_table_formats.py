@@ -260,6 +260,13 @@ def test_a_workbooks_odd_sheets_are_read_whole_or_refused_in_one_line(tmp_path):
     sheet.parent.save(tmp_path / "stray.xlsx")
     with pytest.raises(UserError, match="stray.xlsx: row 7 has a value in column 6, and the header names 4 columns"):
         build(tmp_path, tmp_path / "stray.xlsx", "stray")
+    sheet = openpyxl.Workbook().active  # a formula a library wrote and nothing calculated: no value to read
+    sheet.append(["price", "total", "label"])
+    for i in range(20):
+        sheet.append([i, f"=A{i + 2}*2", "ab"[i % 2]])
+    sheet.parent.save(tmp_path / "formulas.xlsx")
+    with pytest.raises(UserError, match=r"missing in every row; .*read as their last calculated values"):
+        build(tmp_path, tmp_path / "formulas.xlsx", "formulas")
 
 
 def every_row_values(folder, metadata) -> list[dict]:
