@@ -102,7 +102,7 @@ PARENTHESIZED = (
     f"^\\s*([{CURRENCIES}]?)\\s*\\(\\s*([{CURRENCIES}]?\\s*(?:\\d|\\.\\d)[\\d.,\u00a0\u202f '\u2019]*?"
     f"(?:\\s*[{CURRENCIES}%])?)\\s*\\)\\s*([{CURRENCIES}]?)\\s*$"
 )
-# Zero as accounting formats show it: a dash beside a currency symbol ($ -, - €). A dash alone is a missing value.
+# Zero as accounting formats show it: a dash beside a currency symbol ($ -, - €). A dash alone stays as written.
 ACCOUNTING_ZERO = f"^\\s*(?:[{CURRENCIES}]\\s*[-\u2013\u2014]|[-\u2013\u2014]\\s*[{CURRENCIES}])\\s*$"
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
@@ -752,8 +752,13 @@ def _as_text(value, path: str, line: int, name: str) -> str:
 # Parquet: typed columns, cast to text (numbers as numbers, timestamps in ISO 8601).
 
 
+def _rows_a_block(names: tuple[str, ...]) -> int:
+    """Rows of a typed file (Parquet, a workbook) read at a time: PARQUET_ROWS, or fewer to hold PARQUET_CELLS."""
+    return max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
+
+
 def _parquet_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    row, rows_a_block = 1, max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
+    row, rows_a_block = 1, _rows_a_block(names)
     with _opened(path) as stream:
         try:
             for batch in pq.ParquetFile(stream).iter_batches(batch_size=rows_a_block, columns=list(names)):
@@ -894,7 +899,7 @@ def _workbook_blocks(
     path: str, dialect: Dialect, names: tuple[str, ...]
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """A sheet's rows below its header (empty rows left out) in blocks, each row's line its row number."""
-    rows_a_block = max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
+    rows_a_block = _rows_a_block(names)
     with _sheet_rows(path) as rows:
         objects = (
             (number, dict(zip(dialect.names, map(_cell_value, _within(row, dialect.names, path, number)))))
