@@ -1,15 +1,16 @@
 """A table's files: which they are, how they are written, and their rows in blocks of text.
 
-Four formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in any dialect (`.csv`, `.tsv`,
+The formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in any dialect (`.csv`, `.tsv`,
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
-objects), Parquet (`.parquet`) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
-formats of spreadsheets, databases, APIs and BigQuery.
+objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what pandas' to_feather and R's
+arrow package write) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
+formats of spreadsheets, dataframes, databases, APIs and BigQuery.
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
-with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet: its
-row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format alike and
-errors name where a row is.
+with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet and
+Arrow: its row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format
+alike and errors name where a row is.
 
-A fourth, `--source text`, is a folder of texts with one sub-folder of `.txt` files per class, as
+Another, `--source text`, is a folder of texts with one sub-folder of `.txt` files per class, as
 Keras's text_dataset_from_directory reads: a table of two columns, TEXT_COLUMNS, a file a row (its
 "line" is its place among the folder's files, from 1).
 """
@@ -42,9 +43,20 @@ from dataformat.errors import UserError
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
-CSV, JSON_LINES, JSON_ARRAY, PARQUET, WORKBOOK = "csv", "jsonl", "json array", "parquet", "workbook"
+CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
-SUFFIXES.update({".parquet": PARQUET, ".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
+SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
+TYPED = (PARQUET, ARROW)  # files of typed columns
+TEXT_FOLDER = "text folder"
+FORMAT_NAMES = {
+    CSV: "CSV",
+    JSON_LINES: "JSON lines",
+    JSON_ARRAY: "a JSON array",
+    PARQUET: "Parquet",
+    ARROW: "an Arrow (Feather) file",
+    WORKBOOK: "an Excel workbook",
+    TEXT_FOLDER: "a folder of texts",
+}
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
@@ -55,11 +67,10 @@ HIDDEN_FILES = ("~$", "._")
 NOT_TABLES = {
     b"PK\x03\x04": "a ZIP archive: unzip it (an Excel workbook is read under its .xlsx name)",
     b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save it as .xlsx (or the sheet as CSV)",
-    b"ARROW1": "an Arrow or Feather file: write it as Parquet (pyarrow.parquet.write_table) or CSV",
+    b"ARROW1": "an Arrow or Feather file: name it .feather (or .arrow) to read it as one",
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
 }
-TEXT_FOLDER = "text folder"
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
 TEXT_SUFFIX = ".txt"
 TEXTS_A_BLOCK = 1024  # text files read into one block
@@ -110,7 +121,7 @@ MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up 
 # The csv module, which sniffs the delimiter and reads the header, refuses fields over 128 KiB by default:
 # a 10,000-column header split by a delimiter it does not hold is one such field.
 csv.field_size_limit(MAX_PARSE_BYTES)
-PARQUET_ROWS = 65_536  # rows of a Parquet file converted to text at a time ...
+PARQUET_ROWS = 65_536  # rows of a Parquet or Arrow file converted to text at a time ...
 PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (MAX_BLOCK_BYTES of 8-byte numbers)
 
 
@@ -215,7 +226,7 @@ def reading_options(args) -> dict:
 
 
 def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) -> Dialect:
-    """The file's dialect. JSON lines: the keys of its first objects; Parquet: its schema's fields. CSV:
+    """The file's dialect. JSON lines: the keys of its first objects; Parquet and Arrow: their schema's fields. CSV:
     the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the column names: --column-names
     for a file without a header, else its first line, which is a header unless it holds a number and
     neither --label-column's name nor one of the `known` names (then the columns are named column_1,
@@ -223,10 +234,10 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if options.text_folder:
         return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
-    if kind == PARQUET:
-        with _opened(path) as stream:
-            names = _distinct(_leaf_names(pq.ParquetFile(stream).schema_arrow), path)
-        return Dialect(names, False, "", options.encoding, PARQUET)
+    if kind in TYPED:
+        with _typed_file(path, kind) as file:
+            names = _distinct(_leaf_names(file.schema_arrow if kind == PARQUET else file.schema), path)
+        return Dialect(names, False, "", options.encoding, kind)
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return _workbook_dialect(path, options, (*known, *label))
@@ -390,13 +401,13 @@ def blocks(
     path: str, dialect: Dialect, wanted: tuple[str, ...] = (), verbatim: str = ""
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
-    the `wanted` columns (all when none are named); JSON lines and Parquet read only those, so that a column
+    the `wanted` columns (all when none are named); JSON lines, Parquet and Arrow read only those, so that a column
     left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
     keeps its text as written, decimal commas and all: it is handed back, never read as a number."""
     if dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
-    elif dialect.format == PARQUET:
-        yield from _parquet_blocks(path, dialect, wanted or dialect.names)
+    elif dialect.format in TYPED:
+        yield from _typed_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == WORKBOOK:
         yield from _workbook_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format in (JSON_LINES, JSON_ARRAY):
@@ -749,30 +760,50 @@ def _as_text(value, path: str, line: int, name: str) -> str:
     return str(value)
 
 
-# Parquet: typed columns, cast to text (numbers as numbers, timestamps in ISO 8601).
+# Parquet and Arrow: typed columns, cast to text (numbers as numbers, timestamps in ISO 8601).
 
 
 def _rows_a_block(names: tuple[str, ...]) -> int:
-    """Rows of a typed file (Parquet, a workbook) read at a time: PARQUET_ROWS, or fewer to hold PARQUET_CELLS."""
+    """Rows of a typed file (Parquet, Arrow, a workbook) read at a time: PARQUET_ROWS, or fewer to hold
+    PARQUET_CELLS."""
     return max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
 
 
-def _parquet_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    row, rows_a_block = 1, _rows_a_block(names)
+@contextlib.contextmanager
+def _typed_file(path: str, kind: str) -> Iterator[pq.ParquetFile | pa.ipc.RecordBatchFileReader]:
+    """The Parquet or Arrow file open for reading; a file that is not one is a UserError naming it."""
     with _opened(path) as stream:
         try:
-            for batch in pq.ParquetFile(stream).iter_batches(batch_size=rows_a_block, columns=list(names)):
-                batch = _without_structs(batch)
-                texts = [_parquet_text(batch.column(name), path, name) for name in names]
-                yield pa.RecordBatch.from_arrays(texts, names), np.arange(row, row + batch.num_rows)
-                row += batch.num_rows
+            yield pq.ParquetFile(stream) if kind == PARQUET else pa.ipc.open_file(stream)
         except (pa.ArrowInvalid, OSError) as error:
-            raise UserError(f"{path}: cannot read as Parquet ({str(error).splitlines()[0]})") from None
+            raise UserError(f"{path}: cannot read as {FORMAT_NAMES[kind]} ({str(error).splitlines()[0]})") from None
+
+
+def _typed_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    row, rows_a_block = 1, _rows_a_block(names)
+    with _typed_file(path, dialect.format) as file:
+        for batch in _batches(file, rows_a_block, names):
+            batch = _without_structs(batch)
+            texts = [_typed_text(batch.column(name), path, name) for name in names]
+            yield pa.RecordBatch.from_arrays(texts, names), np.arange(row, row + batch.num_rows)
+            row += batch.num_rows
+
+
+def _batches(file, rows_a_block: int, names: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
+    """A typed file's rows, `rows_a_block` at a time: Parquet reads only the `names` columns; an Arrow file's
+    batches (as its writer made them, pandas' of 64K rows) are read one at a time and sliced."""
+    if isinstance(file, pq.ParquetFile):
+        yield from file.iter_batches(batch_size=rows_a_block, columns=list(names))
+        return
+    for i in range(file.num_record_batches):
+        batch = file.get_batch(i)
+        for start in range(0, batch.num_rows, rows_a_block):
+            yield batch.slice(start, rows_a_block)
 
 
 def _leaf_names(schema: pa.Schema) -> list[str]:
-    """The columns of a Parquet schema, a struct's fields as columns of their own named by their path (geo.city),
-    as tables.flattened names a JSON object's."""
+    """The columns of a Parquet or Arrow schema, a struct's fields as columns of their own named by their path
+    (geo.city), as tables.flattened names a JSON object's."""
     names = []
     for field in schema:
         if pa.types.is_struct(field.type):
@@ -789,7 +820,7 @@ def _without_structs(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch
 
 
-def _parquet_text(values: pa.Array, path: str, name: str) -> pa.Array:
+def _typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
     if pa.types.is_nested(values.type):
         raise UserError(
             f"{path}: column {name!r} holds nested values ({values.type}); tables take one value a column "

@@ -61,6 +61,7 @@ from preprocessing.frequent import FrequentValues
 from preprocessing.split import shard_name
 from preprocessing.table_files import (
     CSV,
+    FORMAT_NAMES,
     NUMBER,
     WORKBOOK,
     Dialect,
@@ -519,7 +520,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
     if dialect != plan.dialect:
         raise UserError(
-            f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must have the first's header"
+            f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must be written as the first is"
         )
     key = file_key(path, plan.root, plan.seed)
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
@@ -684,6 +685,10 @@ def _as_counter(value_counts: pa.StructArray) -> Counter:
 
 
 def _dialect_difference(first: Dialect, this: Dialect) -> str:
+    if this.format != first.format:  # a folder of CSV and JSON lines, say: each is read alike only by its own rules
+        return f"it is {FORMAT_NAMES[this.format]}, the first file {FORMAT_NAMES[first.format]}"
+    if this.encoding != first.encoding:  # a UTF-16 file (Excel's "Unicode text") among UTF-8 ones
+        return f"its encoding is {this.encoding}, the first file's {first.encoding}"
     if this.delimiter != first.delimiter:
         return f"its delimiter is {this.delimiter!r}, the first file's {first.delimiter!r}"
     expected, found = first.names, this.names

@@ -99,6 +99,14 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
             pq.write_table(pa.table({"x": x, "letter": ["abc"[i % 3] for i in range(30)], "label": x > 0}),
                            folder / f"part-{part}.parquet")  # fmt: skip
         return "."
+    if source == "csv feather":  # a dataframe's to_feather
+        import pyarrow as pa
+        import pyarrow.feather as feather
+
+        x = rng.normal(size=60).round(3)
+        feather.write_feather(pa.table({"x": x, "letter": ["abc"[i % 3] for i in range(60)], "label": x > 0}),
+                              folder / "t.feather", chunksize=25)  # fmt: skip
+        return "t.feather"
     if source == "csv jsonl":
         rows = [
             json.dumps({"x": round(float(rng.normal()), 3), "letter": "abc"[i % 3], "label": i % 2}) for i in range(60)
@@ -128,7 +136,9 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
     return "."
 
 
-@pytest.mark.parametrize("source", ["csv", "csv folder", "csv parquet", "csv jsonl", "npz", "mnist", "images", "text"])
+@pytest.mark.parametrize(
+    "source", ["csv", "csv folder", "csv parquet", "csv feather", "csv jsonl", "npz", "mnist", "images", "text"]
+)
 def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
     relative = write_raw(source, tmp_path / "raw")
     remote = upload_folder(gcs_server, tmp_path / "raw", unique(f"raw-{source.replace(' ', '-')}"))

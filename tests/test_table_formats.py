@@ -1,5 +1,6 @@
-"""Tables as JSON lines and Parquet, BigQuery's export formats, and as one JSON array of objects, as many
-tools and APIs write them: read with the same column rules as CSV, locally and on gs://, into the same dataset."""
+"""Tables as JSON lines and Parquet, BigQuery's export formats, as one JSON array of objects, as many tools and
+APIs write them, and as Arrow files (Feather), as dataframes save themselves: read with the same column rules as
+CSV, locally and on gs://, into the same dataset."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import zipfile
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 from test_tables import read_rows
@@ -64,7 +66,7 @@ def every_row(folder, metadata) -> list:
     return sorted(rows, key=repr)
 
 
-def test_json_lines_and_parquet_make_the_dataset_csv_makes(tmp_path):
+def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
     """The same columns, kinds and rows (the split differs: a CSV's first row is its line 2, a JSON line's
     line 1, and the split hashes lines)."""
     columns = frame()
@@ -76,25 +78,49 @@ def test_json_lines_and_parquet_make_the_dataset_csv_makes(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(rows, indent=2))  # pandas' to_json(orient="records", indent=2)
     (tmp_path / "t.json.gz").write_bytes(gzip.compress(json.dumps(rows).encode()))  # ... and all on one line
     pq.write_table(pa.table(columns), tmp_path / "t.parquet", row_group_size=100)
+    feather.write_feather(pa.table(columns), tmp_path / "t.feather", chunksize=100)  # pandas' to_feather writes this
+    with pa.ipc.new_file(tmp_path / "t.arrow", pa.table(columns).schema) as writer:  # Arrow's file format, written
+        writer.write_table(pa.table(columns), max_chunksize=70)  # uncompressed and in other batches
     from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
     assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
     expected = every_row(tmp_path / "csv", from_csv)
-    for name in ("t.jsonl", "t.jsonl.gz", "bom.jsonl", "t.json", "t.json.gz", "t.parquet"):
+    for name in ("t.jsonl", "t.jsonl.gz", "bom.jsonl", "t.json", "t.json.gz", "t.parquet", "t.feather", "t.arrow"):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv), name
         assert every_row(tmp_path / f"out-{name}", found) == expected, name
 
 
-def test_a_wide_parquet_file_is_read_in_blocks_of_bounded_values(tmp_path, monkeypatch):
-    """A 4,096-column Parquet file of 32,768 rows, read 65,536 rows at a time, took 8.7 GB (1.8 GB now)."""
+@pytest.mark.parametrize("name", ["t.parquet", "t.feather"])
+def test_a_wide_typed_file_is_read_in_blocks_of_bounded_values(tmp_path, monkeypatch, name):
+    """A 4,096-column Parquet file of 32,768 rows, read 65,536 rows at a time, took 8.7 GB (1.8 GB now). An
+    Arrow file's batch (pandas writes 65,536 rows) is cut to the same bound."""
     monkeypatch.setattr(preprocessing.table_files, "PARQUET_CELLS", 1000)
     columns = frame()
     pq.write_table(pa.table(columns), tmp_path / "t.parquet")
-    dialect = dialect_of(str(tmp_path / "t.parquet"), TableOptions(label_column="label"))
-    found = list(preprocessing.table_files.blocks(str(tmp_path / "t.parquet"), dialect))
+    feather.write_feather(pa.table(columns), tmp_path / "t.feather")  # one batch of all 300 rows
+    dialect = dialect_of(str(tmp_path / name), TableOptions(label_column="label"))
+    found = list(preprocessing.table_files.blocks(str(tmp_path / name), dialect))
     assert [batch.num_rows for batch, _ in found] == [200, 100]  # 1,000 values of 5 columns
     assert np.array_equal(np.concatenate([lines for _, lines in found]), np.arange(1, ROWS + 1))
     assert found[1][0].column("city").to_pylist() == columns["city"][200:]
+
+
+def test_a_file_that_is_not_its_suffixs_format_is_named(tmp_path):
+    """A .parquet or .feather file that is none (a CSV renamed, a download cut short) stops in one line; a
+    broken .parquet file stopped with pyarrow's traceback."""
+    (tmp_path / "t.csv").write_text(as_csv(frame()))
+    (tmp_path / "t.parquet").write_bytes(b"PAR1")
+    (tmp_path / "t.feather").write_text(as_csv(frame()))
+    feather.write_feather(pa.table(frame()), tmp_path / "whole.feather")
+    (tmp_path / "cut.feather").write_bytes((tmp_path / "whole.feather").read_bytes()[:-100])
+    expected = {
+        "t.parquet": r"t.parquet: cannot read as Parquet \(Parquet file size is 4 bytes",
+        "t.feather": r"t.feather: cannot read as an Arrow \(Feather\) file \(Not an Arrow file\)",
+        "cut.feather": r"cut.feather: cannot read as an Arrow \(Feather\) file",
+    }
+    for name, error in expected.items():
+        with pytest.raises(UserError, match=error):
+            build(tmp_path, tmp_path / name, f"out-{name}")
 
 
 def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_path):
@@ -149,12 +175,13 @@ def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in nested))
     (tmp_path / "t.json").write_text(json.dumps(nested))
     pq.write_table(pa.Table.from_pylist(nested), tmp_path / "t.parquet")
+    feather.write_feather(pa.Table.from_pylist(nested), tmp_path / "t.feather")
     expected = build(tmp_path, tmp_path / "flat.jsonl", "flat")
     renamed = {"city": "geo.city", "joined": "geo.at.joined"}
     rows = [(sorted((renamed.get(key, key), value) for key, value in values), label)
             for values, label in every_row(tmp_path / "flat", expected)]  # fmt: skip
     rows = sorted(rows, key=repr)
-    for name in ("t.jsonl", "t.json", "t.parquet"):
+    for name in ("t.jsonl", "t.json", "t.parquet", "t.feather"):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == {renamed.get(key, key): value for key, value in summary(expected).items()}, name
         assert every_row(tmp_path / f"out-{name}", found) == rows, name
@@ -176,7 +203,8 @@ def test_a_nested_column_left_out_is_never_read(tmp_path):
     rows = [{"tags": [i, i + 1], "where": {"x": i}, "n": i, "label": "ab"[i % 2]} for i in range(40)]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
-    for name in ("t.jsonl", "t.parquet"):
+    feather.write_feather(pa.Table.from_pylist(rows), tmp_path / "t.feather")
+    for name in ("t.jsonl", "t.parquet", "t.feather"):
         with pytest.raises(UserError, match=r"column 'tags'.*(list|nested).*\(--ignore-columns tags leaves it out\)"):
             build(tmp_path, tmp_path / name, f"refused-{name}")
         found = build(tmp_path, tmp_path / name, f"out-{name}", ignore=("tags", "where"))

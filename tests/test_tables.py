@@ -257,7 +257,7 @@ def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path):
     [
         (b"PK\x03\x04\x14\x00", "a ZIP archive: unzip it (an Excel workbook is read under its .xlsx name)"),
         (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls): save it as .xlsx"),
-        (b"ARROW1\x00\x00", "an Arrow or Feather file: write it as Parquet"),
+        (b"ARROW1\x00\x00", "an Arrow or Feather file: name it .feather (or .arrow) to read it as one"),
     ],
 )
 def test_a_workbook_or_archive_is_named_for_what_it_is(tmp_path, first_bytes, named):
@@ -332,6 +332,23 @@ def test_files_with_another_header_are_named(tmp_path):
     write_table(tmp_path / "parts" / "b.csv", header=HEADER.replace("hours", "hours_per_week"))
     with pytest.raises(UserError, match=r"b.csv: column 4 is 'hours_per_week', in the first file 'hours'"):
         build(tmp_path, tmp_path / "parts")
+
+
+def test_files_of_another_format_or_encoding_are_named(tmp_path):
+    """A folder of a CSV and JSON lines of the same columns, or of UTF-8 and UTF-16 CSV (Excel's "Unicode
+    text"), stopped with a traceback (StopIteration): their headers are alike."""
+    (tmp_path / "mixed").mkdir()
+    write_table(tmp_path / "mixed" / "a.csv")
+    lines = (tmp_path / "mixed" / "a.csv").read_text().splitlines()
+    names = lines[0].split(",")
+    rows = [dict(zip(names, line.split(","))) for line in lines[1:]]
+    (tmp_path / "mixed" / "b.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(UserError, match=r"b.jsonl: it is JSON lines, the first file CSV; every file must be written"):
+        build(tmp_path, tmp_path / "mixed", name="formats")
+    (tmp_path / "mixed" / "b.jsonl").unlink()
+    (tmp_path / "mixed" / "b.csv").write_text("\n".join(lines) + "\n", encoding="utf-16")
+    with pytest.raises(UserError, match=r"b.csv: its encoding is utf-16, the first file's utf-8"):
+        build(tmp_path, tmp_path / "mixed", name="encodings")
 
 
 def test_a_headerless_file_names_its_columns_by_position(tmp_path):

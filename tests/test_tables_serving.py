@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
@@ -175,7 +176,7 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     assert lines[5] == {"instance": lines[2]["instance"], "prediction": lines[2]["prediction"]}  # an array's row
 
 
-def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path, caplog):
+def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(tmp_path, caplog):
     names = ("age", "workclass", "hours")
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
@@ -198,10 +199,13 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet(tmp_path, c
     nested = pa.array([[1], []])  # a column the model does not take may hold what a table cannot
     rows = pa.table({"age": [60, None], "tags": nested, "workclass": ["Private", "?"]})
     pq.write_table(rows, tmp_path / "rows.parquet")
-    assert list(table_rows(str(tmp_path / "rows.parquet"), "income", names, TableOptions())) == [
-        (f"{tmp_path}/rows.parquet:1", {"age": "60", "workclass": "Private"}),
-        (f"{tmp_path}/rows.parquet:2", {"age": "", "workclass": "?"}),
-    ]
+    feather.write_feather(rows, tmp_path / "rows.feather")
+    for name in ("rows.parquet", "rows.feather"):
+        assert list(table_rows(str(tmp_path / name), "income", names, TableOptions())) == [
+            (f"{tmp_path}/{name}:1", {"age": "60", "workclass": "Private"}),
+            (f"{tmp_path}/{name}:2", {"age": "", "workclass": "?"}),
+        ]
+    assert f"{tmp_path}/rows.feather: no column 'hours'; read as missing in every row" in caplog.text
 
 
 def test_table_columns_of_instances_say_which_row_is_wrong():

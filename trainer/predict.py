@@ -169,10 +169,10 @@ def table_rows(
     """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
     ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as
     preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
-    --skip-rows, as TableOptions), quoted newlines, compressed or not, Parquet and Excel workbooks; the `key`
+    --skip-rows, as TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
     column as written.
     CSV needs a header line."""
-    from preprocessing.table_files import CSV, PARQUET, WORKBOOK, blocks, dialect_of
+    from preprocessing.table_files import CSV, TYPED, WORKBOOK, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
     if dialect.format == CSV and not dialect.has_header:
@@ -181,7 +181,7 @@ def table_rows(
     if not wanted:
         raise UserError(f"{path}: no column of the model's ({', '.join(filter(None, names))}) is in its header")
     absent = [name for name in names if name and name not in wanted and name != key]
-    if absent and dialect.format in (CSV, PARQUET, WORKBOOK):  # every row lacks them (a JSON object may hold them)
+    if absent and dialect.format in (CSV, WORKBOOK, *TYPED):  # every row lacks them (a JSON object may hold them)
         log.warning("%s: no column %s; read as missing in every row", path, ", ".join(map(repr, absent)))
     for batch, lines in blocks(path, dialect, wanted, key):
         values = {name: batch.column(name).to_pylist() for name in wanted}
@@ -226,7 +226,8 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
         if suffix.endswith((*IMAGE_SUFFIXES, ".npz")):
-            raise UserError(f"{path}: this model takes tables (CSV, Parquet, JSON lines, .xlsx or .tfrecord shards)")
+            kinds = "CSV, Parquet, Arrow, JSON lines, .xlsx or .tfrecord shards"
+            raise UserError(f"{path}: this model takes tables ({kinds})")
         from preprocessing.tables import TableOptions
 
         metadata = model.metadata
@@ -366,8 +367,8 @@ def parse_args(argv: list[str] | None):
         "--input",
         nargs="+",
         metavar="FILE",
-        help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a table, also .tsv, .parquet "
-        "and any CSV its preprocessing reads",
+        help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a table, also .tsv, .parquet, "
+        ".feather, .xlsx and any CSV its preprocessing reads",
     )
     source.add_argument(
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
