@@ -828,7 +828,13 @@ def _typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
         )
     if pa.types.is_boolean(values.type):
         values = pc.if_else(values, "true", "false")
-    return pc.fill_null(values.cast(pa.string()), "")
+    try:  # bytes are text where they are UTF-8: older Spark and Hive write strings as bytes
+        return pc.fill_null(values.cast(pa.string()), "")
+    except pa.ArrowInvalid:
+        raise UserError(
+            f"{path}: column {name!r} holds bytes that are not UTF-8 text ({values.type}); tables take numbers, "
+            f"dates and text (--ignore-columns {name} leaves it out)"
+        ) from None
 
 
 # A folder of texts, a sub-folder a class.

@@ -204,6 +204,12 @@ def test_a_nested_column_left_out_is_never_read(tmp_path):
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
     feather.write_feather(pa.Table.from_pylist(rows), tmp_path / "t.feather")
+    photos, names = [b"\xff\xd8\xff", b"\x89PNG"] * 20, [b"Lyon", b"Lille"] * 20
+    with_bytes = pa.table({"photo": photos, "name": names, "label": ["a", "b", "b", "a"] * 10})
+    pq.write_table(with_bytes, tmp_path / "bytes.parquet")  # "name": strings as older Spark writes them, as bytes
+    with pytest.raises(UserError, match=r"bytes.parquet: column .photo. holds bytes that are not UTF-8 text \(binary"):
+        build(tmp_path, tmp_path / "bytes.parquet", "bytes")  # was "cannot read as Parquet (Invalid UTF8 payload)"
+    assert build(tmp_path, tmp_path / "bytes.parquet", "names", ignore=("photo",)).columns[0].vocabulary
     for name in ("t.jsonl", "t.parquet", "t.feather"):
         with pytest.raises(UserError, match=r"column 'tags'.*(list|nested).*\(--ignore-columns tags leaves it out\)"):
             build(tmp_path, tmp_path / name, f"refused-{name}")
