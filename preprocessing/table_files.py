@@ -45,7 +45,8 @@ if TYPE_CHECKING:
 
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
-SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
+SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
+SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
 TYPED = (PARQUET, ARROW)  # files of typed columns
 TEXT_FOLDER = "text folder"
 FORMAT_NAMES = {
@@ -68,6 +69,7 @@ NOT_TABLES = {
     b"PK\x03\x04": "a ZIP archive: unzip it (an Excel workbook is read under its .xlsx name)",
     b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save it as .xlsx (or the sheet as CSV)",
     b"ARROW1": "an Arrow or Feather file: name it .feather (or .arrow) to read it as one",
+    b"FEA1": "a Feather version 1 file: write it again as version 2 (pandas' to_feather) and name it .feather",
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
 }
@@ -401,8 +403,8 @@ def blocks(
     path: str, dialect: Dialect, wanted: tuple[str, ...] = (), verbatim: str = ""
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
-    the `wanted` columns (all when none are named); JSON lines, Parquet and Arrow read only those, so that a column
-    left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
+    the `wanted` columns (all when none are named); JSON lines, Parquet and Arrow convert only those, so that a
+    column left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
     keeps its text as written, decimal commas and all: it is handed back, never read as a number."""
     if dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
@@ -771,10 +773,13 @@ def _rows_a_block(names: tuple[str, ...]) -> int:
 
 @contextlib.contextmanager
 def _typed_file(path: str, kind: str) -> Iterator[pq.ParquetFile | pa.ipc.RecordBatchFileReader]:
-    """The Parquet or Arrow file open for reading; a file that is not one is a UserError naming it."""
+    """The Parquet file, or the Arrow file or stream, open for reading; a file that is not one is a UserError
+    naming it. Both are read only as they are: they need seeking, and compress within the file."""
+    if compression(path):
+        raise UserError(f"{path}: decompress it first ({FORMAT_NAMES[kind]} compresses within the file)")
     with _opened(path) as stream:
         try:
-            yield pq.ParquetFile(stream) if kind == PARQUET else pa.ipc.open_file(stream)
+            yield pq.ParquetFile(stream) if kind == PARQUET else _arrow_reader(stream, path)
         except (pa.ArrowInvalid, OSError) as error:
             raise UserError(f"{path}: cannot read as {FORMAT_NAMES[kind]} ({str(error).splitlines()[0]})") from None
 
@@ -789,14 +794,24 @@ def _typed_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterat
             row += batch.num_rows
 
 
+def _arrow_reader(stream: pa.NativeFile, path: str) -> pa.ipc.RecordBatchFileReader | pa.ipc.RecordBatchStreamReader:
+    """Arrow's file format (Feather version 2), or its stream format (R's write_ipc_stream, Polars')."""
+    start = stream.read(8)
+    stream.seek(0)
+    if start.startswith(b"FEA1"):
+        raise UserError(f"{path}: {NOT_TABLES[b'FEA1']}")
+    return pa.ipc.open_file(stream) if start.startswith(b"ARROW1") else pa.ipc.open_stream(stream)
+
+
 def _batches(file, rows_a_block: int, names: tuple[str, ...]) -> Iterator[pa.RecordBatch]:
     """A typed file's rows, `rows_a_block` at a time: Parquet reads only the `names` columns; an Arrow file's
-    batches (as its writer made them, pandas' of 64K rows) are read one at a time and sliced."""
+    batches (as its writer made them, pandas' of 64K rows) are read whole, one at a time, and sliced."""
     if isinstance(file, pq.ParquetFile):
         yield from file.iter_batches(batch_size=rows_a_block, columns=list(names))
         return
-    for i in range(file.num_record_batches):
-        batch = file.get_batch(i)
+    if isinstance(file, pa.ipc.RecordBatchFileReader):
+        file = map(file.get_batch, range(file.num_record_batches))
+    for batch in file:  # a stream reader yields its batches
         for start in range(0, batch.num_rows, rows_a_block):
             yield batch.slice(start, rows_a_block)
 
@@ -831,10 +846,13 @@ def _typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
     try:  # bytes are text where they are UTF-8: older Spark and Hive write strings as bytes
         return pc.fill_null(values.cast(pa.string()), "")
     except pa.ArrowInvalid:
-        raise UserError(
-            f"{path}: column {name!r} holds bytes that are not UTF-8 text ({values.type}); tables take numbers, "
-            f"dates and text (--ignore-columns {name} leaves it out)"
-        ) from None
+        what = "bytes that are not UTF-8 text"
+    except pa.ArrowNotImplementedError:  # an interval of months, days and nanoseconds (pandas' DateOffset), say
+        what = "values that have no text"
+    raise UserError(
+        f"{path}: column {name!r} holds {what} ({values.type}); tables take numbers, dates and text "
+        f"(--ignore-columns {name} leaves it out)"
+    )
 
 
 # A folder of texts, a sub-folder a class.

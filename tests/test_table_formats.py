@@ -81,10 +81,22 @@ def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
     feather.write_feather(pa.table(columns), tmp_path / "t.feather", chunksize=100)  # pandas' to_feather writes this
     with pa.ipc.new_file(tmp_path / "t.arrow", pa.table(columns).schema) as writer:  # Arrow's file format, written
         writer.write_table(pa.table(columns), max_chunksize=70)  # uncompressed and in other batches
+    with pa.ipc.new_stream(tmp_path / "t.arrows", pa.table(columns).schema) as writer:  # its stream format (Polars')
+        writer.write_table(pa.table(columns), max_chunksize=70)
     from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
     assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
     expected = every_row(tmp_path / "csv", from_csv)
-    for name in ("t.jsonl", "t.jsonl.gz", "bom.jsonl", "t.json", "t.json.gz", "t.parquet", "t.feather", "t.arrow"):
+    for name in (
+        "t.jsonl",
+        "t.jsonl.gz",
+        "bom.jsonl",
+        "t.json",
+        "t.json.gz",
+        "t.parquet",
+        "t.feather",
+        "t.arrow",
+        "t.arrows",
+    ):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv), name
         assert every_row(tmp_path / f"out-{name}", found) == expected, name
@@ -113,10 +125,17 @@ def test_a_file_that_is_not_its_suffixs_format_is_named(tmp_path):
     (tmp_path / "t.feather").write_text(as_csv(frame()))
     feather.write_feather(pa.table(frame()), tmp_path / "whole.feather")
     (tmp_path / "cut.feather").write_bytes((tmp_path / "whole.feather").read_bytes()[:-100])
+    (tmp_path / "t.feather.gz").write_bytes(gzip.compress((tmp_path / "whole.feather").read_bytes()))
+    feather.write_feather(pa.table(frame()), tmp_path / "old.feather", version=1)  # the R feather package's
+    table = pa.table({**frame(), "every": pa.array([(1, 2, 3)] * ROWS, pa.month_day_nano_interval())})
+    feather.write_feather(table, tmp_path / "offsets.feather")  # pandas' DateOffset objects
     expected = {
         "t.parquet": r"t.parquet: cannot read as Parquet \(Parquet file size is 4 bytes",
-        "t.feather": r"t.feather: cannot read as an Arrow \(Feather\) file \(Not an Arrow file\)",
+        "t.feather": r"t.feather: cannot read as an Arrow \(Feather\) file \(",
         "cut.feather": r"cut.feather: cannot read as an Arrow \(Feather\) file",
+        "t.feather.gz": r"t.feather.gz: decompress it first \(an Arrow \(Feather\) file compresses within the file\)",
+        "old.feather": r"old.feather: a Feather version 1 file: write it again as version 2",
+        "offsets.feather": r"column .every. holds values that have no text \(month_day_nano_interval\); tables",
     }
     for name, error in expected.items():
         with pytest.raises(UserError, match=error):
