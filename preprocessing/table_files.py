@@ -545,15 +545,17 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
 
     try:
         with _opened(path) as stream:
-            pieces = pacsv.open_csv(stream, **_csv_options(dialect, block_size, True, on_invalid_row))
-            pieces_a_block = _pieces_a_block(len(dialect.names), block_size)
-            while group := list(itertools.islice(pieces, pieces_a_block)):
-                batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
-                if skip >= batch.num_rows:
-                    skip -= batch.num_rows
-                    continue
-                yield batch.slice(skip)
-                skip = 0
+            options = _csv_options(dialect, block_size, True, on_invalid_row)
+            # The reader closes before the stream: its threads read ahead from it, also when a row stops the run.
+            with pacsv.open_csv(stream, **options) as pieces:
+                pieces_a_block = _pieces_a_block(len(dialect.names), block_size)
+                while group := list(itertools.islice(pieces, pieces_a_block)):
+                    batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+                    if skip >= batch.num_rows:
+                        skip -= batch.num_rows
+                        continue
+                    yield batch.slice(skip)
+                    skip = 0
     except pa.ArrowInvalid as error:
         if "UTF8" in str(error) or "UTF-8" in str(error):
             raise UserError(f"{path}: {_not_text(path, dialect.encoding)}") from None
