@@ -774,7 +774,9 @@ def _rows_a_block(names: tuple[str, ...]) -> int:
 
 
 @contextlib.contextmanager
-def _typed_file(path: str, kind: str) -> Iterator[pq.ParquetFile | pa.ipc.RecordBatchFileReader]:
+def _typed_file(
+    path: str, kind: str
+) -> Iterator[pq.ParquetFile | pa.ipc.RecordBatchFileReader | pa.ipc.RecordBatchStreamReader]:
     """The Parquet file, or the Arrow file or stream, open for reading; a file that is not one is a UserError
     naming it. Both are read only as they are: they need seeking, and compress within the file."""
     if compression(path):
