@@ -18,6 +18,7 @@ so a resumed run restores its own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -111,6 +112,11 @@ def pretrained_weights(name: str, source: str) -> tuple[np.ndarray, ...]:
     own loader, eagerly, in a thread of its own: a new thread runs eagerly, outside the graph an Estimator may
     be building in this one (in a graph, MobileNetV2's weights took 13.3 s, and Keras warned of each assignment;
     eagerly 1.2-1.7 s)."""
+    # The eager context this may start takes GPU memory as it grows, as this trainer's sessions do, rather than
+    # the whole GPU at once (a RuntimeError: started already, its memory settled).
+    for gpu in tf.config.list_physical_devices("GPU"):
+        with contextlib.suppress(RuntimeError):
+            tf.config.experimental.set_memory_growth(gpu, True)
     with ThreadPoolExecutor(1) as thread:
         return thread.submit(_read_weights, name, source).result()
 
