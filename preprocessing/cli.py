@@ -76,9 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="digits",
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
         "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines, Parquet, Feather "
-        "or .xlsx) of "
-        "numeric, categorical, date and free-text columns with missing values, in one or many files, of any size "
-        "(streamed); text = a folder with one sub-folder of .txt files per class (streamed); "
+        "or .xlsx) of numeric, categorical, date and free-text columns with missing values, in one or many files, "
+        "of any size (streamed); text = a folder with one sub-folder of .txt files per class (streamed); "
         "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
         "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
         "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: digits)",

@@ -132,21 +132,27 @@ def _read_weights(name: str, source: str) -> tuple[np.ndarray, ...]:
     else:
         model = _backbone(name)
         with tempfile.TemporaryDirectory() as folder:
+            local = os.path.join(folder, "weights.h5")
             try:
-                tf.io.gfile.copy(source, os.path.join(folder, "weights.h5"))
-                model.load_weights(os.path.join(folder, "weights.h5"))
+                tf.io.gfile.copy(source, local)
+                model.load_weights(local)
             except (tf.errors.OpError, OSError, ValueError) as error:
                 why = error.message if isinstance(error, tf.errors.OpError) else str(error).splitlines()[0]
                 raise UserError(f"--pretrained {source}: not {name}'s weights without its top (.h5): {why}") from None
-    # Layer after layer: a frozen layer's weights come in the same order, where the model's own list would not.
-    return tuple(weight.numpy() for layer in model.layers for weight in layer.weights)
+    return tuple(weight.numpy() for weight in layer_weights(model))
+
+
+def layer_weights(model: tf.keras.Model) -> list:
+    """A backbone's weights, layer after layer: the order the pretrained values are read in and assigned in (a
+    frozen layer's weights come in the same order either way, where the model's own list would not)."""
+    return [weight for layer in model.layers for weight in layer.weights]
 
 
 def init_fn(network: Classifier, name: str, source: str) -> Callable:
     """A Scaffold init_fn that assigns the pretrained weights, through placeholders (ResNet-50's 90 MB would
     not fit in a graph)."""
     values = pretrained_weights(name, source)
-    variables = [variable for layer in network.backbone.layers for variable in layer.weights]
+    variables = layer_weights(network.backbone)
     feeds = [tf.compat.v1.placeholder(v.dtype.base_dtype, v.shape) for v in variables]
     assign = tf.group(*[v.assign(feed) for v, feed in zip(variables, feeds)])
     log.info("Initializing %s from %s (%d weights)", name, source, len(values))
