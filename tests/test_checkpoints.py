@@ -1,8 +1,10 @@
 """newest_intact: a damaged newest checkpoint (as a preemption mid-write leaves it) is skipped, named
-in one warning, and the `checkpoint` state file is pointed at the newest intact one."""
+in one warning, and the `checkpoint` state file is pointed at the newest intact one. A cluster's
+evaluator goes on when training removes the checkpoint it was about to read."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -14,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from dataformat.errors import UserError
-from trainer.checkpoints import newest_intact
+from trainer.checkpoints import TrainingExecutor, newest_intact
 
 STEPS = (500, 1000, 1500)
 
@@ -252,6 +254,47 @@ def test_job_dir_with_a_trailing_slash(job_dir):
     truncate_data(job_dir)
     assert newest_intact(job_dir + "/") == ckpt(job_dir, 1000)
     assert tf.train.latest_checkpoint(job_dir) == ckpt(job_dir, 1000)
+
+
+def weight_model_fn(features, labels, mode):
+    """One weight, moved towards 1 by each step; evaluation reports it."""
+    weight = tf.compat.v1.get_variable("weight", initializer=0.0)
+    loss = tf.square(weight - 1.0)
+    step = tf.compat.v1.train.get_or_create_global_step()
+    train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss, step)
+    metrics = {"weight": tf.compat.v1.metrics.mean(weight)}
+    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train, eval_metric_ops=metrics)
+
+
+def one_example():
+    return tf.data.Dataset.from_tensors(({"x": [1.0]}, [0])).repeat()
+
+
+def test_a_clusters_evaluator_goes_on_when_training_removed_its_checkpoint(tmp_path, monkeypatch, caplog):
+    """The race a cluster's evaluator meets: while it builds the graph for the newest checkpoint, the chief
+    trains on and removes it (here a hook of the evaluation trains, with the chief's own Estimator)."""
+    job_dir = str(tmp_path)
+    run_config = tf.estimator.RunConfig(model_dir=job_dir, save_checkpoints_steps=1, keep_checkpoint_max=2)
+    chief = tf.estimator.Estimator(weight_model_fn, config=run_config)
+    chief.train(one_example, max_steps=3)
+
+    class ChiefTrainsOn(tf.estimator.SessionRunHook):
+        def begin(self):
+            if chief.latest_checkpoint() == ckpt(job_dir, 3):
+                chief.train(one_example, max_steps=5)  # writes 4 and 5, removes 3
+
+    evaluator_task = {"cluster": {"chief": ["localhost:2222"]}, "task": {"type": "evaluator", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(evaluator_task))
+    evaluator = tf.estimator.Estimator(weight_model_fn, config=tf.estimator.RunConfig(model_dir=job_dir))
+    train_spec = tf.estimator.TrainSpec(one_example, max_steps=5)
+    eval_spec = tf.estimator.EvalSpec(one_example, steps=1, hooks=[ChiefTrainsOn()], throttle_secs=0)
+    with caplog.at_level(logging.WARNING, logger="trainer"):
+        TrainingExecutor(evaluator, train_spec, eval_spec).run()  # returns once it has evaluated step 5
+    assert "model.ckpt-3 was removed before it could be evaluated" in caplog.text
+    events = tf.io.gfile.glob(os.path.join(job_dir, "eval", "events.out.tfevents.*"))
+    evaluated = [event.step for path in events for event in tf.compat.v1.train.summary_iterator(path)
+                 if any(value.tag == "weight" for value in event.summary.value)]  # fmt: skip
+    assert evaluated == [5]
 
 
 GCS_SCRIPT = """

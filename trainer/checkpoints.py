@@ -9,6 +9,8 @@ state file it starts again from scratch without a word.
 newest_intact() checks the candidates newest first, logs one warning for each damaged one,
 and rewrites the state file to point at the first intact one before the Estimator reads it.
 Everything goes through tf.io.gfile and tf.train, so it works the same on local paths and gs://.
+
+TrainingExecutor keeps a cluster's evaluator going when training removes the checkpoint it is reading.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow.python.training.checkpoint_state_pb2 import CheckpointState
+from tensorflow_estimator.python.estimator import training as estimator_training
 
 from dataformat.errors import UserError, tensorflow_error_line
 
@@ -34,6 +37,11 @@ _SHARD = re.compile(r"\.data-(\d+)-of-(\d+)$")
 # exceptions its C++ reader turns a status into (OUT_OF_RANGE, which a truncated file gives,
 # becomes IndexError; INVALID_ARGUMENT ValueError; the other codes RuntimeError).
 _READ_ERRORS = (tf.errors.OpError, ValueError, IndexError, RuntimeError)
+# Why a cluster's evaluator may find its checkpoint gone, and what to do about it.
+REMOVED_WHY = (
+    "training keeps --keep-checkpoint-max checkpoints; raise it, or --save-checkpoints-steps, where evaluations "
+    "take longer than training takes to write that many"
+)
 
 
 @dataclass(frozen=True)
@@ -224,6 +232,30 @@ def _missing_shard(prefix: str, shards: list[str]) -> str | None:
             return None
         missing = missing or absent[0]
     return missing
+
+
+class TrainingExecutor(estimator_training._TrainingExecutor):
+    """tf.estimator.train_and_evaluate's executor, whose cluster evaluator goes on when training removed the
+    checkpoint it was evaluating before it could read it: training keeps --keep-checkpoint-max checkpoints and
+    removes older ones while the evaluator builds its graph (seconds; a fast GPU writes checkpoints that
+    often). tf.estimator's evaluator would stop with `The passed save_path is not a valid checkpoint`, and
+    the job with it; this one warns and evaluates the newest checkpoint next."""
+
+    def _execute_evaluator_once(self, evaluator, continuous_eval_listener, throttle_secs):
+        checkpoint = self._estimator.latest_checkpoint()  # the one the evaluator is about to evaluate
+        try:
+            return super()._execute_evaluator_once(evaluator, continuous_eval_listener, throttle_secs)
+        except _READ_ERRORS:
+            if not checkpoint or not removed(checkpoint):
+                raise
+            log.warning("%s was removed before it could be evaluated (%s); evaluating the newest next",
+                        _name(checkpoint), REMOVED_WHY)  # fmt: skip
+            return None, False  # no evaluation: the evaluator's loop goes on
+
+
+def removed(prefix) -> bool:
+    """Whether a checkpoint (its prefix, str or bytes) is gone: its .index is, which the Saver removes first."""
+    return not _has_index(prefix.decode() if isinstance(prefix, bytes) else str(prefix))
 
 
 def _has_index(prefix: str) -> bool:

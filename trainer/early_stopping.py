@@ -110,10 +110,3 @@ class EvaluatorStops(estimator_training._ContinuousEvalListener):
             self._evaluated = int(eval_result.metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP])
         stop = read_stop(self._job_dir)
         return stop is None or stop.final_step < 0 or self._evaluated < stop.final_step
-
-
-def train_and_evaluate(estimator, train_spec, eval_spec, job_dir: str):
-    """tf.estimator.train_and_evaluate, with an evaluator that ends at an early stop."""
-    return estimator_training._TrainingExecutor(
-        estimator, train_spec, eval_spec, continuous_eval_listener=EvaluatorStops(job_dir)
-    ).run()

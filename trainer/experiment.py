@@ -210,7 +210,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         throttle_secs=config.eval_throttle_secs,
         hooks=hooks,
     )
-    result = early_stopping.train_and_evaluate(estimator, train_spec, eval_spec, config.job_dir)
+    stops = early_stopping.EvaluatorStops(config.job_dir)  # a cluster's evaluator ends at an early stop
+    result = checkpoints.TrainingExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=stops).run()
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         log.info("Training %s", stop.describe())

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
-from trainer import early_stopping, figures, serving
+from trainer import checkpoints, early_stopping, figures, serving
 from trainer import metrics as names
 from trainer.config import CONFIG_FILE, Config
 from trainer.head import better_by
@@ -46,8 +46,8 @@ class ExportTo(tf.estimator.Exporter):
         try:
             path = self._exporter.export(once, folder, checkpoint_path, eval_result, is_the_final_export)
         except (ValueError, tf.errors.NotFoundError) as error:
-            gone = checkpoint_path and not tf.io.gfile.exists(_text(checkpoint_path) + ".index")
-            if not gone or (isinstance(error, ValueError) and "not a valid checkpoint" not in str(error)):
+            other_value_error = isinstance(error, ValueError) and "not a valid checkpoint" not in str(error)
+            if not checkpoint_path or not checkpoints.removed(checkpoint_path) or other_value_error:
                 raise
             return self._skip_removed(folder, checkpoint_path, best_before)
         if path:  # the best exporter writes nothing when the evaluation is no better
@@ -64,9 +64,8 @@ class ExportTo(tf.estimator.Exporter):
         if hasattr(self._exporter, "_best_eval_result"):
             self._exporter._best_eval_result = best_before  # a private field of tf.estimator.BestExporter
         log.warning(
-            "Not exported to %s/: %s was removed before it could be (training keeps --keep-checkpoint-max "
-            "checkpoints; raise it, or --save-checkpoints-steps, where evaluations take longer than training "
-            "takes to write that many)", self.name, _text(checkpoint_path),
+            "Not exported to %s/: %s was removed before it could be (%s)",
+            self.name, _text(checkpoint_path), checkpoints.REMOVED_WHY,
         )  # fmt: skip
         return None
 
