@@ -10,7 +10,7 @@ from tiny import IMAGES, VECTORS
 from dataformat.errors import UserError
 from dataformat.tables import NUMERIC, Column
 from trainer.config import Config
-from trainer.model import ModelSettings, model_fn
+from trainer.model import LazyAdam, ModelSettings, model_fn
 
 MODES = tf.estimator.ModeKeys
 
@@ -139,3 +139,35 @@ def test_training_leaves_the_losses_collection_to_the_estimator():
         features = {VECTORS.feature_key: tf.zeros([4, *VECTORS.shape])}
         model_fn(features, tf.zeros([4], tf.int64), MODES.TRAIN, params(VECTORS))
         assert tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES) == []
+
+
+def test_lazy_adam_moves_only_the_batchs_rows_of_an_embedding_and_every_dense_weight_as_adam():
+    with tf.Graph().as_default():
+        table = tf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2))
+        dense = tf.Variable([1.0, 2.0])
+        ids = tf.compat.v1.placeholder(tf.int32, [None])
+        loss = tf.reduce_sum(tf.square(tf.gather(table, ids))) + tf.reduce_sum(tf.square(dense))
+        train = LazyAdam(0.1).minimize(loss)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            for batch in ([1, 3, 3], [3, 4]):  # row 3 twice in one batch: its gradients add up
+                session.run(train, {ids: batch})
+            rows, weights = session.run([table, dense])
+    expected = np.arange(12, dtype=np.float64).reshape(6, 2)
+    moments, squares = np.zeros_like(expected), np.zeros_like(expected)
+    weight, weight_moment, weight_square = np.array([1.0, 2.0]), np.zeros(2), np.zeros(2)
+    for step, batch in enumerate(([1, 3, 3], [3, 4]), 1):
+        gradient = np.zeros_like(expected)
+        for row in batch:
+            gradient[row] += 2 * expected[row]
+        seen = sorted(set(batch))
+        rate = 0.1 * np.sqrt(1 - 0.999**step) / (1 - 0.9**step)
+        moments[seen] = 0.9 * moments[seen] + 0.1 * gradient[seen]
+        squares[seen] = 0.999 * squares[seen] + 0.001 * gradient[seen] ** 2
+        expected[seen] -= rate * moments[seen] / (np.sqrt(squares[seen]) + 1e-8)
+        weight_moment = 0.9 * weight_moment + 0.1 * 2 * weight
+        weight_square = 0.999 * weight_square + 0.001 * (2 * weight) ** 2
+        weight = weight - rate * weight_moment / (np.sqrt(weight_square) + 1e-8)
+    np.testing.assert_allclose(rows, expected, atol=1e-5)
+    assert rows[[0, 2, 5]].tolist() == [[0, 1], [4, 5], [10, 11]]  # never in a batch: never moved
+    np.testing.assert_allclose(weights, weight, atol=1e-5)

@@ -219,12 +219,35 @@ def _learning_rate(settings: ModelSettings) -> tf.Tensor:
     )
 
 
+class LazyAdam(tf.compat.v1.train.AdamOptimizer):
+    """Adam, except that an embedding's rows (a sparse gradient) update only when they are in the batch, as
+    tf.contrib's LazyAdamOptimizer did and recommender systems do. Adam's own sparse update decays both
+    moments of every row at every step: on 100,000 reviews, whose text has 14,481 words and 100,000 bigram
+    buckets, that was 9.8 steps/s, and 41.1 steps/s lazily. A row absent from the batch keeps its moments
+    and its value, where Adam would go on moving it by its stale momentum."""
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        # Called with the batch's rows once each: apply_gradients sums a repeated row's gradients first.
+        dtype = var.dtype.base_dtype
+        beta1_power, beta2_power = (tf.cast(power, dtype) for power in self._get_beta_accumulators())
+        beta1, beta2, epsilon = (tf.cast(value, dtype) for value in (self._beta1_t, self._beta2_t, self._epsilon_t))
+        rate = tf.cast(self._lr_t, dtype) * tf.sqrt(1 - beta2_power) / (1 - beta1_power)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_rows = beta1 * tf.gather(m, indices) + (1 - beta1) * grad
+        v_rows = beta2 * tf.gather(v, indices) + (1 - beta2) * tf.square(grad)
+        return tf.group(
+            m.scatter_update(tf.IndexedSlices(m_rows, indices)),
+            v.scatter_update(tf.IndexedSlices(v_rows, indices)),
+            var.scatter_sub(tf.IndexedSlices(rate * m_rows / (tf.sqrt(v_rows) + epsilon), indices)),
+        )
+
+
 def _optimizer(settings: ModelSettings, network: tf.keras.Model) -> tf.compat.v1.train.Optimizer:
     # The rate is a function, evaluated where each update is made: inside the in-graph loop, every
     # step reads its own global step.
-    optimizer = tf.compat.v1.train.AdamOptimizer(lambda: _learning_rate(settings))
+    optimizer = LazyAdam(lambda: _learning_rate(settings))
     if settings.pretrained:  # the backbone's top blocks: slower, and only after --freeze-steps
-        slower = tf.compat.v1.train.AdamOptimizer(lambda: _learning_rate(settings) * backbones.FINE_TUNE_RATE)
+        slower = LazyAdam(lambda: _learning_rate(settings) * backbones.FINE_TUNE_RATE)
         names = {variable.op.name for variable in network.backbone.trainable_weights}
         optimizer = backbones.TwoRates(optimizer, slower, settings.freeze_steps, names)
     if settings.mixed_precision:  # float16 gradients underflow without it
