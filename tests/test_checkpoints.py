@@ -287,7 +287,8 @@ def test_a_clusters_evaluator_goes_on_when_training_removed_its_checkpoint(tmp_p
     monkeypatch.setenv("TF_CONFIG", json.dumps(evaluator_task))
     evaluator = tf.estimator.Estimator(weight_model_fn, config=tf.estimator.RunConfig(model_dir=job_dir))
     train_spec = tf.estimator.TrainSpec(one_example, max_steps=5)
-    eval_spec = tf.estimator.EvalSpec(one_example, steps=1, hooks=[ChiefTrainsOn()], throttle_secs=0)
+    hooks = [ChiefTrainsOn()]
+    eval_spec = tf.estimator.EvalSpec(one_example, steps=1, hooks=hooks, start_delay_secs=0, throttle_secs=0)
     with caplog.at_level(logging.WARNING, logger="trainer"):
         TrainingExecutor(evaluator, train_spec, eval_spec).run()  # returns once it has evaluated step 5
     assert "model.ckpt-3 was removed before it could be evaluated" in caplog.text
