@@ -28,6 +28,7 @@ case "$1" in
   --version) echo "Python {version}" ;;
   -c) shift; exec {real} -I -S -c {patch} "$@" ;;
   *) echo "$0 $*" >> {log}
+     if [ "$2 $3 $4" = "pip config list" ]; then printf '%s\n' "${{FAKE_PIP_CONFIG:-}}"; fi
      if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; fi ;;
 esac
 """
@@ -38,7 +39,7 @@ PATCH = (
 )
 # A fake uv: logs its arguments; `uv venv ... DIR` leaves a fake Python 3.11 as DIR/bin/python, then exits $status.
 FAKE_UV = """#!/bin/sh
-echo "uv $*" >> {log}
+echo "uv $*${{SSL_CERT_FILE:+ (SSL_CERT_FILE=$SSL_CERT_FILE)}}" >> {log}
 if [ "$1" = venv ]; then
   for dir; do :; done
   mkdir -p "$dir/bin" && cp {python} "$dir/bin/python"
@@ -230,7 +231,42 @@ def test_an_existing_venv_is_reused_without_a_search(machine):
     result = machine.setup("cpu")
     assert result.returncode == 0, result.stderr
     assert "Using existing .venv (Python 3.10.13)" in result.stderr
-    assert [call.split(" -m ")[1].split()[0] for call in machine.calls()] == ["pip"]
+    assert [call.split(" -m ")[1].split()[0] for call in machine.calls()] == ["pip", "pip"]  # uv's, then ours
+    assert "installing with pip instead" in result.stderr  # the fake pip leaves no uv in .venv
+
+
+def test_uv_installs_from_where_pip_is_configured_to_look(machine):
+    machine.python("python", "3.11.9", folder=machine.repo / ".venv" / "bin")
+    machine.uv()
+    config = [  # as `pip config list` prints them: pip's files, then its environment variables, which win
+        "global.index-url='https://mirror.example/simple'",
+        "global.extra-index-url='file:///opt/a/simple file:///opt/b/simple'",
+        "global.constraint='/etc/pip/constraints.txt'",
+        "global.cert='/etc/ssl/ca.pem'",
+        ":env:.find-links='/opt/wheels'",
+        ":env:.index-url='https://nearer.example/simple'",
+    ]
+    result = machine.setup("cpu", FAKE_PIP_CONFIG="\n".join(config))
+    assert result.returncode == 0, result.stderr
+    assert machine.calls()[-1] == (
+        "uv pip install --quiet --python .venv/bin/python --compile-bytecode --index-strategy unsafe-best-match "
+        "--index-url https://nearer.example/simple --extra-index-url file:///opt/a/simple "
+        "--extra-index-url file:///opt/b/simple --find-links /opt/wheels --constraint /etc/pip/constraints.txt "
+        "-e .[cpu] (SSL_CERT_FILE=/etc/ssl/ca.pem)"
+    )
+    assert "with pip instead" not in result.stderr
+
+
+def test_pip_installs_where_uv_fails(machine):
+    machine.python("python", "3.11.9", folder=machine.repo / ".venv" / "bin")
+    machine.uv(status=1)
+    result = machine.setup("cpu")
+    assert result.returncode == 0, result.stderr
+    calls = machine.calls()
+    assert calls[-2].startswith("uv pip install") and calls[-1].endswith(
+        "-m pip install --quiet --disable-pip-version-check -e .[cpu]"
+    )
+    assert "uv is not to be had or failed (see above); installing with pip instead" in result.stderr
 
 
 def test_an_existing_venv_with_an_unsupported_python_is_refused(machine):
