@@ -126,8 +126,8 @@ uv_sources() {
 }
 
 # uv installs the same packages as pip, bytecode included, in 54 s where pip took 130 s (the test extras into a new
-# .venv, nothing cached): it downloads and unpacks in parallel. pip installs them where uv cannot be had or fails.
-# The uv on PATH if there is one, else one pip installs into .venv.
+# .venv, nothing cached): it downloads and unpacks in parallel. The uv on PATH if there is one, else one that pip
+# installs into .venv; pip installs the packages itself where uv cannot be had or fails.
 install_with_uv() {
   local uv
   uv="$(command -v uv || true)"
