@@ -37,7 +37,8 @@ PATCH = (
     "import sys; code = sys.argv.pop(1); sys.version_info = {info!r}; "
     "exec(compile(code, '<string>', 'exec'), {{'__name__': '__main__'}})"
 )
-# A fake uv: logs its arguments; `uv venv ... DIR` leaves a fake Python 3.11 as DIR/bin/python, then exits $status.
+# A fake uv: logs its arguments (and SSL_CERT_FILE, where set); `uv venv ... DIR` leaves a fake Python 3.11 as
+# DIR/bin/python, then exits $status.
 FAKE_UV = """#!/bin/sh
 echo "uv $*${{SSL_CERT_FILE:+ (SSL_CERT_FILE=$SSL_CERT_FILE)}}" >> {log}
 if [ "$1" = venv ]; then
