@@ -22,9 +22,11 @@ def batches(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return data, (data.sum(axis=2) > 0).astype(np.int64)
 
 
-def train(steps_per_run: int, runs: int, train_steps: int = 1000, **fields) -> tuple[dict, int, list[int]]:
+def train(
+    steps_per_run: int, runs: int, train_steps: int = 1000, each_run: list | None = None, **fields
+) -> tuple[dict, int, list[int]]:
     """Trains on 16 fixed batches taken in order from a queue; returns the variables, the global
-    step and each run's step count."""
+    step and each run's step count (and appends the variables after each run to `each_run`)."""
     config = Config(hidden_units=(16,), steps_per_run=str(steps_per_run), train_steps=train_steps, **fields)
     params = {"settings": ModelSettings.of(config, VECTORS), "metadata": VECTORS}
     data, labels = batches(16)
@@ -40,8 +42,11 @@ def train(steps_per_run: int, runs: int, train_steps: int = 1000, **fields) -> t
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(fill)
-            counts = [session.run([spec.train_op, run_steps.count])[1] for _ in range(runs)]
-            variables = {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
+            counts = []
+            for _ in range(runs):
+                counts.append(session.run([spec.train_op, run_steps.count])[1])
+                variables = {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
+                each_run is not None and each_run.append(variables)
             step = session.run(tf.compat.v1.train.get_global_step())
     return variables, step, counts
 

@@ -3,6 +3,7 @@ CSV lines, the predict CLI's tables and JSON lines) against Estimator.predict on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -58,6 +59,26 @@ def table_job(tmp_path_factory):
     )
     metrics = experiment.run(config)
     return config, metrics, folder
+
+
+def test_a_table_ends_with_its_averaged_weights(table_job):
+    """--average-weights auto is on for tables: at the last step each weight took its mean's value."""
+    config, _, _ = table_job
+    reader = tf.train.load_checkpoint(config.job_dir)
+    weights = [name for name, _ in tf.train.list_variables(config.job_dir) if name.startswith("classifier/")]
+    weights = [name for name in weights if "Adam" not in name]
+    assert len(weights) > 10
+    for name in weights:
+        np.testing.assert_array_equal(reader.get_tensor(name), reader.get_tensor(f"averaged/{name}"), err_msg=name)
+
+
+def test_a_job_trained_without_averaged_weights_resumes_only_without_them(table_job, tmp_path):
+    config, _, _ = table_job
+    plain = Config(data_dir=config.data_dir, job_dir=str(tmp_path), train_steps=4, average_weights="off")
+    experiment.run(plain)
+    with pytest.raises(UserError, match="holds no averaged weights .* rerun with --average-weights off to resume it"):
+        experiment.run(dataclasses.replace(plain, train_steps=8, average_weights="auto"))
+    assert experiment.run(dataclasses.replace(plain, train_steps=8))["global_step"] == 8
 
 
 def test_a_table_trains_with_the_wide_and_deep_network(table_job):

@@ -15,7 +15,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
-from trainer import checkpoints, dataset, early_stopping, export, serving, warm_start
+from trainer import averaging, checkpoints, dataset, early_stopping, export, serving, warm_start
 from trainer import config as config_module
 from trainer import metrics as names
 from trainer.config import Config
@@ -153,6 +153,12 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
         return
     stored = dict(tf.train.list_variables(checkpoint))
     for name, shape in model_variables(config, metadata).items():
+        if name.startswith(f"{averaging.SCOPE}/") and name not in stored:
+            raise UserError(
+                f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} holds no averaged "
+                "weights (it was trained with --average-weights off, or before that flag); rerun with "
+                "--average-weights off to resume it"
+            )
         if stored.get(name) != shape:
             there = f"is {stored[name]} there" if name in stored else "is not there"
             raise UserError(

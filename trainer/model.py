@@ -19,6 +19,7 @@ from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
 from trainer import augment, backbones, step_loop
+from trainer.averaging import Averages
 from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
@@ -57,6 +58,7 @@ class ModelSettings:
     checkpoint_steps: int = 500  # --save-checkpoints-steps, where a run of the loop ends early
     class_weights: tuple[float, ...] | None = None  # --class-weights, resolved (None: every class 1)
     embedding_l2: float = 0.0  # --embedding-l2, resolved
+    average_weights: bool = False  # --average-weights, resolved
     crosses: tuple[tuple[str, ...], ...] = ()  # --crosses: each the names of two or more columns
     augment: str = "none"  # --augment, resolved
     pretrained: str = ""  # --pretrained: imagenet or a weights file, for a backbone of trainer/backbones.py
@@ -82,6 +84,7 @@ class ModelSettings:
             checkpoint_steps=config.save_checkpoints_steps,
             class_weights=resolve_class_weights(config.class_weights, metadata),
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
+            average_weights=config.average_weights == "on" or (config.average_weights == "auto" and metadata.is_table),
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
@@ -272,8 +275,14 @@ def model_fn(features, labels, mode, params, config=None):
         return head.estimator_spec(mode, logits, labels, {KEY: features[KEY]} if KEY in features else {})
     build_variables(network, metadata, settings.towers)
     optimizer, batches = _optimizer(settings, network), training_batches(features, labels, metadata)
+    averages = Averages.create(network.weights, settings.train_steps) if settings.average_weights else None
+
+    def step():
+        result = train_step(network, head, optimizer, batches, settings.towers)
+        return result._replace(train_op=averages.after(result.train_op)) if averages else result
+
     result = step_loop.run(
-        lambda: train_step(network, head, optimizer, batches, settings.towers),
+        step,
         settings.steps_per_run,
         settings.train_steps,
         settings.checkpoint_steps,

@@ -1,0 +1,45 @@
+"""--average-weights: a run that reaches --train-steps ends with the mean of its snapshots' weights."""
+
+import numpy as np
+import pytest
+from test_step_loop import train
+
+from trainer.averaging import SCOPE, Schedule
+from trainer.config import Config
+
+
+@pytest.mark.parametrize(
+    "train_steps, first, every",
+    [(2000, 1100, 100), (40, 22, 2), (16, 7, 1), (5, 1, 1), (1, 1, 1)],
+)
+def test_ten_snapshots_spread_over_the_last_half(train_steps, first, every):
+    assert Schedule.of(train_steps) == Schedule(first, every, train_steps)
+
+
+def test_the_last_step_holds_the_mean_of_the_snapshots_whatever_the_steps_per_run():
+    """16 steps: snapshots at steps 7 to 16. Batch norm's moving averages are averaged too."""
+    fields = {"dropout": 0.3, "learning_rate": 0.01, "train_steps": 16}
+    plain = []
+    train(1, runs=16, each_run=plain, average_weights="off", **fields)
+    for steps_per_run, runs in ((1, 16), (8, 2)):
+        averaged = []
+        final, step, _ = train(steps_per_run, runs=runs, each_run=averaged, average_weights="on", **fields)
+        weights = [name for name in plain[0] if name.startswith("classifier/") and "Adam" not in name]
+        assert step == 16 and any("moving_mean" in name for name in weights)
+        for name in weights:
+            expected = np.mean([variables[name] for variables in plain[6:]], axis=0)
+            np.testing.assert_allclose(final[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(final[f"{SCOPE}/{name}"], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+            if steps_per_run == 1:  # training itself is the same until the last step
+                np.testing.assert_allclose(averaged[14][name], plain[14][name], rtol=1e-5, atol=1e-6, err_msg=name)
+        assert not np.allclose(final["classifier/logits/kernel"], plain[-1]["classifier/logits/kernel"])
+
+
+def test_off_adds_no_variables():
+    variables, _, _ = train(1, runs=1, average_weights="off")
+    assert not [name for name in variables if name.startswith(SCOPE)]
+
+
+def test_a_value_other_than_auto_on_or_off_is_refused():
+    with pytest.raises(Exception, match="--average-weights yes: must be auto, on or off"):
+        Config(average_weights="yes")
