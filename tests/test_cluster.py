@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from preprocessing.sources import SourceOptions, from_arrays, read_digits
 from preprocessing.writer import build_dataset
@@ -103,6 +104,8 @@ def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster(tmp_path):
     with open(os.path.join(job_dir, "eval_metrics.json")) as file:
         metrics = json.load(file)
     assert metrics["global_step"] >= target and metrics["accuracy"] > 0.8 and metrics["auc"] > 0.85
+    stored = [name for name, _ in tf.train.list_variables(job_dir)]  # the means, kept beside their weights
+    assert "averaged/classifier/logits/kernel" in stored and "classifier/logits/kernel" in stored
     exported = os.path.join(job_dir, "export", "best")
     assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))
 

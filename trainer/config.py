@@ -108,7 +108,7 @@ class Config:
         "auto",
         "on: a run that reaches --train-steps ends with the mean of its weights at 10 steps over the last half of "
         "training, which the last evaluation and the exports use; off: its last step's weights; auto: on for "
-        "tables (accuracy up on each of the 7 public tables measured), off otherwise",
+        "the table networks, wide_deep and table (measured there: docs/tables.md), off otherwise",
     )
     class_weights: str = _option(
         "none",

@@ -84,7 +84,7 @@ class ModelSettings:
             checkpoint_steps=config.save_checkpoints_steps,
             class_weights=resolve_class_weights(config.class_weights, metadata),
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
-            average_weights=config.average_weights == "on" or (config.average_weights == "auto" and metadata.is_table),
+            average_weights=resolve_average_weights(config.average_weights, choose_network(config.model, metadata)),
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
@@ -138,6 +138,13 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
                 why = f"{wide[0]!r} has no buckets to cross: a table of over {BUCKETED_MAX} numeric columns has none"
             raise UserError(f"--crosses {setting}: {':'.join(cross)}: {why}")
     return crosses
+
+
+AVERAGED_NETWORKS = ("wide_deep", "table")  # where --average-weights auto is on: measured there (trainer/averaging.py)
+
+
+def resolve_average_weights(setting: str, network: str) -> bool:
+    return setting == "on" or (setting == "auto" and network in AVERAGED_NETWORKS)
 
 
 def resolve_embedding_l2(setting: float | None, metadata: Metadata) -> float:
