@@ -334,16 +334,19 @@ def parse_examples(serialized: tf.Tensor, metadata: Metadata) -> tf.Tensor:
     return tf.io.parse_example(serialized, spec)[VECTOR_KEY]
 
 
-def table_example_values(serialized: tf.Tensor, columns: tuple[tables.Column, ...]) -> dict[str, tf.Tensor]:
+def table_example_values(
+    serialized: tf.Tensor, columns: tuple[tables.Column, ...], key: str | None = None
+) -> dict[str, tf.Tensor]:
     """Serialized tf.train.Examples of one table row each to named column values, as tables.to_vector takes
     them (the numbers as one block), with one parse op for every column (see _parse_table_records). The numbers
-    come a feature a column, or as one block, as a record of one row holds them; one left out is missing."""
+    come a feature a column, or as one block, as a record of one row holds them; one left out is missing.
+    With `key` (--key-column), each row's key too, in the same parse ("" where it has none)."""
     import tensorflow as tf
 
     numeric = [column.name for column in tables.numeric_columns(columns)]
-    keys = [column.name for column in columns] + [tables.NUMERIC_KEY] * bool(numeric)
+    keys = [column.name for column in columns] + [key] * bool(key) + [tables.NUMERIC_KEY] * bool(numeric)
     nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column
-    defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns]
+    defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns] + [empty] * bool(key)
     parsed = tf.raw_ops.ParseExampleV2(
         serialized=serialized,
         names=[],
@@ -355,7 +358,7 @@ def table_example_values(serialized: tf.Tensor, columns: tuple[tables.Column, ..
         sparse_types=[],
         ragged_value_types=[],
         ragged_split_types=[],
-        dense_shapes=[[]] * len(columns) + [[len(numeric)]] * bool(numeric),
+        dense_shapes=[[]] * (len(columns) + bool(key)) + [[len(numeric)]] * bool(numeric),
     )
     values = dict(zip(keys, parsed.dense_values))
     if numeric:

@@ -111,13 +111,12 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
         named = _column_inputs(columns)
         examples, lines = _empty_strings(EXAMPLES), _empty_strings(CSV_LINES)
         from_lines = tables.parse_csv_lines(lines, columns, key)
-        sources = [_as_block(named, columns), table_example_values(examples, columns), from_lines]
+        from_examples = table_example_values(examples, columns, key)
+        sources = [_as_block(named, columns), from_examples, from_lines]
         features = {metadata.feature_key: tables.to_vector(_one_after_another(sources), columns)}
         if key:  # passed through to the predictions, whichever input the rows came in
             named[key] = _empty_strings()
-            spec = {key: tf.io.FixedLenFeature([], tf.string, default_value="")}
-            keys = [named[key], tf.io.parse_example(examples, spec)[key], from_lines[key]]
-            features[KEY] = tf.concat(keys, axis=0)
+            features[KEY] = tf.concat([named[key], from_examples[key], from_lines[key]], axis=0)
         return tf.estimator.export.ServingInputReceiver(
             features=features,
             receiver_tensors=named,
