@@ -67,8 +67,9 @@ class ModelSettings:
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
+        network = choose_network(config.model, metadata)
         return cls(
-            network=choose_network(config.model, metadata),
+            network=network,
             conv_filters=config.conv_filters,
             hidden_units=config.hidden_units,
             dropout=resolve_dropout(config.dropout, metadata),
@@ -84,7 +85,7 @@ class ModelSettings:
             checkpoint_steps=config.save_checkpoints_steps,
             class_weights=resolve_class_weights(config.class_weights, metadata),
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
-            average_weights=resolve_average_weights(config.average_weights, choose_network(config.model, metadata)),
+            average_weights=resolve_average_weights(config.average_weights, network),
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
