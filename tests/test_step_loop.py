@@ -42,12 +42,16 @@ def train(
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
             session.run(fill)
+
+            def values() -> dict:
+                return {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
+
             counts = []
             for _ in range(runs):
                 counts.append(session.run([spec.train_op, run_steps.count])[1])
-                variables = {v.op.name: session.run(v) for v in tf.compat.v1.global_variables()}
-                each_run is not None and each_run.append(variables)
-            step = session.run(tf.compat.v1.train.get_global_step())
+                if each_run is not None:
+                    each_run.append(values())
+            variables, step = values(), session.run(tf.compat.v1.train.get_global_step())
     return variables, step, counts
 
 
