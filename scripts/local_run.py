@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         venv = os.path.join(work, "venv")
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
         python = os.path.join(venv, "bin", "python")
-        pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        # --no-compile: this environment runs one job, which compiles only the modules it imports: the install
+        # took 26 s here against 45 s compiling every module, and TensorFlow's first import 7.6 s against 3.3 s.
+        pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
         print(f"Installing {os.path.basename(sdist)}[{args.extras}] into a fresh virtual environment", flush=True)
         installed = subprocess.run([*pip, f"{sdist}[{args.extras}]"])
         if installed.returncode != 0:

@@ -10,47 +10,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from preprocessing.sources import SourceOptions, from_arrays, read_digits
+from preprocessing.sources import from_arrays
 from preprocessing.writer import build_dataset
 from trainer.devices import TOWERS_ON_CPUS
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def test_local_cluster_trains_evaluates_and_exports(tmp_path):
-    """Chief and worker each run two towers (on virtual CPU devices), as on GPU machines."""
-    digits_dir = str(tmp_path / "digits")
-    build_dataset(read_digits(None, SourceOptions()), digits_dir, source="digits", shards=6)
-    job_dir = str(tmp_path / "job")
-    # The Estimator starts worker i (i + 1) x 5 s after the chief; on 2 busy cores worker-0
-    # joins about 10 s in, so the target must outlast that with room to spare.
-    target = 1000
-    result = subprocess.run(
-        [
-            sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
-            "--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", str(target),
-            "--save-checkpoints-steps", "500", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
-            "--num-towers", "2",
-        ],
-        capture_output=True, text=True, timeout=900, env={**os.environ, TOWERS_ON_CPUS: "1"},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    steps = {name: int(n) for name, n in re.findall(r"^(\w+-\d): (\d+) steps$", result.stdout, re.M)}
-    assert set(steps) == {"chief-0", "worker-0"}
-    assert all(n > 0 for n in steps.values()), steps  # every training task contributed
-    with open(os.path.join(job_dir, "eval_metrics.json")) as file:
-        metrics = json.load(file)  # written by the evaluator
-    assert metrics["global_step"] >= target
-    assert metrics["accuracy"] > 0.8
-    for name in ("latest", "best"):  # in a cluster the evaluator runs the exporters
-        versions = os.listdir(os.path.join(job_dir, "export", name))
-        assert any(os.path.exists(os.path.join(job_dir, "export", name, v, "saved_model.pb")) for v in versions)
-    with open(os.path.join(job_dir, "cluster-logs", "worker-0.log")) as file:
-        log = file.read()
-    assert "This worker reads 3 of the 6 training files" in log
-    assert "2 tower(s) x batch 128 = global batch 256" in log  # each worker runs its own towers
 
 
 def test_num_epochs_is_refused_in_a_cluster_instead_of_leaving_the_evaluator_waiting(tmp_path, digits_dir):
@@ -77,9 +43,10 @@ def test_num_epochs_is_refused_in_a_cluster_instead_of_leaving_the_evaluator_wai
     assert "--num-epochs: not for a TF_CONFIG cluster" in result.stderr.strip().splitlines()[-1]
 
 
-def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster(tmp_path):
+def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster_of_towers(tmp_path):
     """Chief, a worker, a parameter server and the evaluator, as processes, on a table whose badges hash
-    into buckets and whose hire dates become features: the embeddings live on the parameter server."""
+    into buckets and whose hire dates become features: the embeddings and the averaged weights live on the
+    parameter server, and chief and worker each run two towers (on virtual CPU devices), as on GPU machines."""
     from test_tables_serving import census_like
 
     from preprocessing.tables import TableOptions, build_table_dataset
@@ -89,25 +56,33 @@ def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster(tmp_path):
     options = TableOptions(label_column="income", max_categories=20)
     metadata = build_table_dataset(str(tmp_path / "census.csv"), data_dir, options, shards=4)
     assert {column.name: column.hash_buckets > 0 for column in metadata.columns}["badge"]
+    # The Estimator starts worker i (i + 1) x 5 s after the chief; on 2 busy cores worker-0
+    # joins about 10 s in, so the target must outlast that with room to spare.
     target = 1500
     result = subprocess.run(
         [
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
             "--data-dir", data_dir, "--job-dir", job_dir, "--train-steps", str(target),
             "--save-checkpoints-steps", "500", "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+            "--num-towers", "2",
         ],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=900, env={**os.environ, TOWERS_ON_CPUS: "1"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     steps = {name: int(n) for name, n in re.findall(r"^(\w+-\d): (\d+) steps$", result.stdout, re.M)}
-    assert set(steps) == {"chief-0", "worker-0"} and all(n > 0 for n in steps.values()), steps
+    assert set(steps) == {"chief-0", "worker-0"} and all(n > 0 for n in steps.values()), steps  # both trained
     with open(os.path.join(job_dir, "eval_metrics.json")) as file:
-        metrics = json.load(file)
+        metrics = json.load(file)  # written by the evaluator
     assert metrics["global_step"] >= target and metrics["accuracy"] > 0.8 and metrics["auc"] > 0.85
     stored = [name for name, _ in tf.train.list_variables(job_dir)]  # the means, kept beside their weights
     assert "averaged/classifier/logits/kernel" in stored and "classifier/logits/kernel" in stored
-    exported = os.path.join(job_dir, "export", "best")
-    assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))
+    for name in ("latest", "best"):  # in a cluster the evaluator runs the exporters
+        exported = os.path.join(job_dir, "export", name)
+        assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))
+    with open(os.path.join(job_dir, "cluster-logs", "worker-0.log")) as file:
+        log = file.read()
+    assert "This worker reads 2 of the 4 training files" in log
+    assert "2 tower(s) x batch 128 = global batch 256" in log  # each worker runs its own towers
 
 
 def test_early_stopping_ends_every_task_of_a_cluster(tmp_path):
