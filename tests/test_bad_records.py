@@ -117,9 +117,9 @@ def test_decode_record_says_what_is_wrong(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name", ["missing image", "wrong type", "wrong shape", "two byte strings", "label too big", "negative label"]
-)
+# One of each place where training meets a bad record: parsing it, decoding its image, checking its label (every
+# kind's message is checked above, without training).
+@pytest.mark.parametrize("name", ["wrong type", "wrong shape", "label too big"])
 def test_training_on_a_bad_record_names_file_and_record(tmp_path, name):
     record, message = BAD_RECORDS[name]
     data_dir = write_dataset(tmp_path / "data", good_records(50) + [record] + good_records(50), good_records(20))

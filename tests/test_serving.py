@@ -14,6 +14,7 @@ import tensorflow as tf
 from PIL import Image
 
 from dataformat.schema import encode_record, parse_records
+from trainer import predict
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.experiment import make_estimator
@@ -177,23 +178,12 @@ def test_predict_cli_answers_a_request_body_as_a_server_would(served, tmp_path):
         ),
     ],
 )
-def test_bad_request_bodies_are_one_line_errors(served, tmp_path, request_body, message):
+def test_bad_request_bodies_are_one_line_errors(served, tmp_path, caplog, request_body, message):
+    """In this process (the CLI's process is tested above): each case would otherwise pay TensorFlow's import."""
     (tmp_path / "request.json").write_text(json.dumps(request_body))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer.predict",
-            "--model-dir",
-            served[0],
-            "--instances-json",
-            str(tmp_path / "request.json"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 2
-    assert message in result.stderr.strip().splitlines()[-1]
+    assert predict.main(["--model-dir", served[0], "--instances-json", str(tmp_path / "request.json")]) == 2
+    (error,) = [record for record in caplog.records if record.levelname == "ERROR"]
+    assert message in error.getMessage() and "\n" not in error.getMessage()
 
 
 @pytest.mark.slow
