@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from preprocessing.sources import from_arrays
 from preprocessing.writer import build_dataset
+from trainer import averaging
 from trainer.devices import TOWERS_ON_CPUS
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
@@ -75,7 +76,7 @@ def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster_of_towers(tmp
         metrics = json.load(file)  # written by the evaluator
     assert metrics["global_step"] >= target and metrics["accuracy"] > 0.8 and metrics["auc"] > 0.85
     stored = [name for name, _ in tf.train.list_variables(job_dir)]  # the means, kept beside their weights
-    assert "averaged/classifier/logits/kernel" in stored and "classifier/logits/kernel" in stored
+    assert f"{averaging.SCOPE}/classifier/logits/kernel" in stored and "classifier/logits/kernel" in stored
     for name in ("latest", "best"):  # in a cluster the evaluator runs the exporters
         exported = os.path.join(job_dir, "export", name)
         assert any(os.path.exists(os.path.join(exported, v, "saved_model.pb")) for v in os.listdir(exported))

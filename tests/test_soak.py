@@ -35,17 +35,17 @@ def soak():
 
 def test_the_short_soak_passes_and_prints_its_figures(tmp_path):
     result = subprocess.run(
-        [sys.executable, SCRIPT, "--kills", "1", "--train-steps", "1200", "--save-checkpoints-steps", "200",
+        [sys.executable, SCRIPT, "--kills", "1", "--train-steps", "600", "--save-checkpoints-steps", "100",
          "--preprocess-kills", "1", "--preprocess-examples", "200000", "--no-cluster", "--work", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     out = result.stdout
     assert out.rstrip().endswith("PASSED: every check")
-    assert re.search(r"^training kills: +1 \(--train-steps 1200", out, re.M)
+    assert re.search(r"^training kills: +1 \(--train-steps 600", out, re.M)
     assert re.search(r"^steps lost per kill: +median \d+, max \d+ ", out, re.M)
     assert re.search(r"^time to resume: +median [\d.]+ s, max [\d.]+ s", out, re.M)
-    assert re.search(r"^final run: +global step 1200 of 1200, .* answered 16 digits", out, re.M)
+    assert re.search(r"^final run: +global step 600 of 600, .* answered 16 digits", out, re.M)
     assert re.search(r"^preprocessing kills: +1 \(200,000 x 64 float32", out, re.M)
     assert re.search(r"^bytes match: +yes \(11 files", out, re.M)
     assert "cluster:" not in out
@@ -54,9 +54,9 @@ def test_the_short_soak_passes_and_prints_its_figures(tmp_path):
     assert [int(row[0]) for row in rows] == [1]
     for _, _, before, last, resumed, lost, _ in rows:
         assert int(resumed) >= int(before)  # the kill never took a checkpoint away
-        assert 0 <= int(lost) <= 200 and int(lost) == max(0, int(last) - int(resumed))
+        assert 0 <= int(lost) <= 100 and int(lost) == max(0, int(last) - int(resumed))
     with open(tmp_path / "train" / "job" / "eval_metrics.json") as file:
-        assert json.load(file)["global_step"] == 1200
+        assert json.load(file)["global_step"] == 600
     assert sorted(os.listdir(tmp_path / "train")) == ["job", "run-01.log", "run-02.log"]
 
 

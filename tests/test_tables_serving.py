@@ -20,7 +20,7 @@ from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.schema import decode_record
 from preprocessing.tables import TableOptions, build_table_dataset
-from trainer import experiment
+from trainer import averaging, experiment
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.export import latest_export
@@ -69,7 +69,8 @@ def test_a_table_ends_with_its_averaged_weights(table_job):
     weights = [name for name in weights if "Adam" not in name]
     assert len(weights) > 10
     for name in weights:
-        np.testing.assert_array_equal(reader.get_tensor(name), reader.get_tensor(f"averaged/{name}"), err_msg=name)
+        mean = reader.get_tensor(f"{averaging.SCOPE}/{name}")
+        np.testing.assert_array_equal(reader.get_tensor(name), mean, err_msg=name)
 
 
 def test_a_job_trained_without_averaged_weights_resumes_only_without_them(table_job, tmp_path):
