@@ -156,9 +156,10 @@ def write_keras_weights(home: Path) -> None:
 
     models = home / ".keras" / "models"
     models.mkdir(parents=True)
-    with tf.Graph().as_default():
-        backbone = tf.keras.applications.MobileNetV2(include_top=False, weights=None, input_shape=(224, 224, 3))
-        backbone.save_weights(str(models / "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_no_top.h5"))
+    # Eager: in a graph, save_weights reads each layer's weights with a session run of its own (8 s against 0.3 s).
+    backbone = tf.keras.applications.MobileNetV2(include_top=False, weights=None, input_shape=(224, 224, 3))
+    backbone.save_weights(str(models / "mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_no_top.h5"))
+    tf.keras.backend.clear_session()
 
 
 def write_reviews(path: Path) -> None:

@@ -314,14 +314,17 @@ def _summaries(settings: ModelSettings, metadata: Metadata, examples: tf.Tensor)
 
 def _checkpoint_hooks(config: tf.estimator.RunConfig | None, settings: ModelSettings) -> list:
     """The Estimator's checkpoint hook, told how many steps a run makes: left to its default (a
-    million), it reads the global step once more after every run."""
+    million), it reads the global step once more after every run. Without graph.pbtxt and a .meta file
+    beside each checkpoint: TensorBoard reads the graph from the events file, which still gets it, and
+    nothing reads them (the Estimator rebuilds its graphs from model_fn); on a table they took 0.3 s of
+    each start and 4 MB, and 1 MB each checkpoint, uploaded too where the job dir is on gs://."""
     if config is None:
         return []
     saver = tf.compat.v1.train.CheckpointSaverHook(
         config.model_dir,
         save_secs=config.save_checkpoints_secs,
         save_steps=config.save_checkpoints_steps,
-        save_graph_def=config.checkpoint_save_graph_def,
+        save_graph_def=False,
     )
     saver._set_steps_per_run(settings.steps_per_run)  # what TPUEstimator calls; no public setter exists
     return [saver]
