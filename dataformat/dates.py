@@ -6,8 +6,10 @@ order, year|month|day|hour|minute|second|AM-or-PM; a pattern without %H also tak
 day after the date (ISO 8601's 'T' or a space, seconds, fractions, AM or PM and a zone optional: the
 zone is left out, so times are read as written), and a weekday's name may come first (Tue, 05 Jan 2017).
 A pattern of only a time of day (%H:%M) reads as that time on 1970-01-01, seconds, fractions and AM or
-PM optional: a column of times ('14:30', '2:30 PM') gets its hour's cycle. Arrow (preprocessing) and
-TensorFlow (training and serving) both use RE2, so one value gives the same fields in both.
+PM optional: a column of times ('14:30', '2:30 PM') gets its hour's cycle. The format %s alone reads Unix
+times, numbers of seconds since 1970-01-01 UTC (see unix_seconds for larger units). Arrow (preprocessing)
+and TensorFlow (training and serving) both use RE2 and IEEE float64, so one value gives the same fields in
+both.
 
 A date becomes DATE_FEATURES numbers: days since 1970-01-01 and the year (both standardized by the
 training split's statistics), then month, day of month, day of week, day of year and hour of day,
@@ -25,6 +27,11 @@ import numpy as np
 if TYPE_CHECKING:
     import tensorflow as tf
 
+UNIX = "%s"  # the format of Unix times, as GNU date's %s: seconds since 1970-01-01 UTC
+# A Unix time as text: a decimal number, a fraction or an exponent allowed (1260759144, 1.26e9, -5.5).
+UNIX_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+UNIX_UNIT_STEPS = (1e11, 1e14, 1e17)  # from each, a Unix time is in a unit 1000 times smaller (unix_seconds)
+UNIX_LIMIT = 1e20  # a Unix time this large, in any unit, is past the year 5138: no time
 FIELDS = "YmdHMSp"  # the order of the rewritten fields (p: "a" or "p" of a 12-hour clock's AM or PM)
 DATE_FEATURES = 12
 FEATURE_NAMES = ("days", "year", "month_sin", "month_cos", "day_sin", "day_cos", "weekday_sin", "weekday_cos")
@@ -74,7 +81,13 @@ DAYS_PER_YEAR = 365.2425
 
 def is_time_of_day(date_format: str) -> bool:
     """Whether a format reads a time of day alone, without a date."""
-    return not re.search(r"%[Yy]", date_format)
+    return date_format != UNIX and not re.search(r"%[Yy]", date_format)
+
+
+def check(date_format: str) -> None:
+    """ValueError for a format this module cannot read."""
+    if date_format != UNIX:
+        pattern(date_format)
 
 
 def pattern(date_format: str) -> tuple[str, str]:
@@ -86,7 +99,7 @@ def pattern(date_format: str) -> tuple[str, str]:
         if part.startswith("%") and len(part) == 2:
             directive = part[1]
             if directive not in DIRECTIVES:
-                raise ValueError(f"%{directive} is not one of %{' %'.join(DIRECTIVES)}")
+                raise ValueError(f"%{directive} is not one of %{' %'.join(DIRECTIVES)}, nor %s alone (Unix time)")
             expression += DIRECTIVES[directive]
             groups.append(directive)
         else:
@@ -121,6 +134,32 @@ def days_from_civil(year, month, day, floor_divide, where):
     return era * 146097 + day_of_era - 719468
 
 
+def civil_from_days(days, floor_divide, where):
+    """(year, month, day) of integer days since 1970-01-01, proleptic Gregorian: days_from_civil's inverse,
+    also Howard Hinnant's, for numpy or TensorFlow arrays alike."""
+    shifted = days + 719468
+    era = floor_divide(shifted, 146097)
+    day_of_era = shifted - era * 146097
+    year_of_era = day_of_era - floor_divide(day_of_era, 1460) + floor_divide(day_of_era, 36524)
+    year_of_era = floor_divide(year_of_era - floor_divide(day_of_era, 146096), 365)
+    day_of_year = day_of_era - (365 * year_of_era + floor_divide(year_of_era, 4) - floor_divide(year_of_era, 100))
+    shifted_month = floor_divide(5 * day_of_year + 2, 153)  # March is 0
+    day = day_of_year - floor_divide(153 * shifted_month + 2, 5) + 1
+    month = where(shifted_month < 10, shifted_month + 3, shifted_month - 9)
+    year = year_of_era + era * 400
+    return where(month <= 2, year + 1, year), month, day
+
+
+def unix_seconds(numbers, where):
+    """Unix times as seconds. A number from 1e11 is read as milliseconds, from 1e14 as microseconds, from 1e17
+    as nanoseconds (Java's and JavaScript's clocks count milliseconds, BigQuery's and Spark's microseconds,
+    pandas' nanoseconds): each unit reads the times from 1973-03-03 to 5138. For numpy or TensorFlow alike."""
+    size = abs(numbers)
+    for step in UNIX_UNIT_STEPS:
+        numbers = where(size >= step, numbers / 1000, numbers)
+    return numbers
+
+
 def twelve_hour(hour, pm, has_letter, where):
     """A 12-hour clock's hour on a 24-hour clock (12 AM is 0, 12 PM is 12, 1 PM is 13), where the value
     has AM or PM (`pm`: 1 for PM, 0 for AM, in the hour's type); the hour as it is where not (numpy or
@@ -142,6 +181,11 @@ def fields_arrow(values, date_format: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if date_format == UNIX:
+        numbers = np.full(len(values), np.nan)
+        read = pc.fill_null(pc.match_substring_regex(values, UNIX_NUMBER), False).to_numpy(zero_copy_only=False)
+        numbers[read] = pc.cast(pc.utf8_trim_whitespace(values.filter(pa.array(read))), pa.float64()).to_numpy()
+        return unix_fields(numbers)
     expression, template = pattern(date_format)
     matches = pc.fill_null(pc.match_substring_regex(values, expression), False)
     rewritten = pc.replace_substring_regex(pc.if_else(matches, values, pa.scalar("")), expression, template)
@@ -167,6 +211,22 @@ def fields_arrow(values, date_format: str) -> np.ndarray:
     return fields
 
 
+def unix_fields(numbers: np.ndarray) -> np.ndarray:
+    """Unix times ([n] float64, see unix_seconds) to [n, 6] float64 Y|m|d|H|M|S in UTC, seconds' fractions left
+    out as other formats leave them; NaN rows where a number is NaN or past UNIX_LIMIT. unix_fields_tf's twin."""
+    read = np.abs(numbers) < UNIX_LIMIT
+    seconds = np.where(read, unix_seconds(numbers, np.where), 0.0)
+    day = np.floor(seconds / 86400)
+    clock = seconds - day * 86400
+    year, month, day_of_month = civil_from_days(day.astype(np.int64), np.floor_divide, np.where)
+    hour = np.floor(clock / 3600)
+    minute = np.floor((clock - hour * 3600) / 60)
+    second = np.floor(clock - hour * 3600 - minute * 60)
+    fields = np.stack([year, month, day_of_month, hour, minute, second], axis=1).astype(np.float64)
+    fields[~read] = np.nan
+    return fields
+
+
 def days(fields: np.ndarray) -> np.ndarray:
     """Days since 1970-01-01, fractional with the time of day, of [n, 6] fields (NaN stays NaN)."""
     present = ~np.isnan(fields[:, 0])
@@ -188,6 +248,8 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     """[n] strings to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value does not read as a date."""
     import tensorflow as tf
 
+    if date_format == UNIX:
+        return unix_fields_tf(strings)
     expression, template = pattern(date_format)
     matches = tf.strings.regex_full_match(strings, expression)
     rewritten = tf.strings.regex_replace(tf.where(matches, strings, ""), expression, template)
@@ -209,6 +271,25 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     fields = tf.stack([year, month, numbers[:, 2], hour, numbers[:, 4], numbers[:, 5]], axis=1)
     ok = matches & in_range(fields)
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
+
+
+def unix_fields_tf(strings: tf.Tensor) -> tf.Tensor:
+    """[n] strings of Unix times to [n, 6] float64 Y|m|d|H|M|S: unix_fields in TensorFlow."""
+    import tensorflow as tf
+
+    matches = tf.strings.regex_full_match(strings, UNIX_NUMBER)
+    numbers = tf.strings.to_number(tf.where(matches, tf.strings.strip(strings), "0"), tf.float64)
+    read = matches & (tf.abs(numbers) < UNIX_LIMIT)
+    seconds = tf.where(read, unix_seconds(numbers, tf.where), tf.zeros_like(numbers))
+    day = tf.floor(seconds / 86400)
+    clock = seconds - day * 86400
+    year, month, day_of_month = civil_from_days(tf.cast(day, tf.int64), tf.math.floordiv, tf.where)
+    hour = tf.floor(clock / 3600)
+    minute = tf.floor((clock - hour * 3600) / 60)
+    second = tf.floor(clock - hour * 3600 - minute * 60)
+    whole = tf.cast(tf.stack([year, month, day_of_month], axis=1), tf.float64)
+    fields = tf.concat([whole, tf.stack([hour, minute, second], axis=1)], axis=1)
+    return tf.where(read[:, None], fields, tf.constant(np.nan, tf.float64))
 
 
 def features_tf(strings: tf.Tensor, date_format: str, first_day: int = 0, day_count: int = 0) -> tf.Tensor:

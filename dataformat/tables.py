@@ -200,7 +200,7 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
             found.append(f"column {column.name!r} has a reserved name")
         if column.kind == DATE:
             try:
-                dates.pattern(column.date_format)
+                dates.check(column.date_format)
             except ValueError as error:
                 found.append(f"column {column.name!r} has date format {column.date_format!r}: {error}")
         if column.kind in (NUMERIC, DATE) and not (np.isfinite(column.std) and column.std > 0):

@@ -51,7 +51,7 @@ def _date_format(text: str) -> str:
     from dataformat import dates
 
     try:
-        dates.pattern(text)
+        dates.check(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
     return text
@@ -144,15 +144,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=_names,
         default=(),
         metavar="A,B",
-        help="columns of dates or timestamps (default: the text columns whose values read as dates in one of the "
-        "common formats: ISO 8601 and its variants, m/d/Y, d/m/Y, d.m.Y, 'Mar 5, 2018', 'Mar-2018', ...)",
+        help="columns of dates or timestamps, numbers as 20180305 or Unix times too (default: the text columns whose "
+        "values read as dates in one of the common formats: ISO 8601 and its variants, m/d/Y, d/m/Y, d.m.Y, "
+        "'Mar 5, 2018', 'Mar-2018', ...; and the columns named like times, e.g. timestamp, created_at, whose "
+        "numbers read as such dates or as Unix times of likely years)",
     )
     table.add_argument(
         "--date-format",
         type=_date_format,
         help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b %%p, e.g. '%%d/%%m/%%Y' (default: found from "
         "the values); a format without %%H also reads a time of day after the date, AM or PM too; '%%H:%%M' reads "
-        "times of day alone",
+        "times of day alone; '%%s' reads Unix times (seconds since 1970, UTC; milliseconds, microseconds or "
+        "nanoseconds when larger)",
     )
     table.add_argument(
         "--text-columns",

@@ -142,6 +142,13 @@ WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many tr
 # Adam updates every row of an embedding at every step: 730,000 buckets of 128 trained 6 steps/s.
 MOST_BIGRAM_BUCKETS = 100_000
 ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
+# Columns named like times (timestamp, created_at, eventTime, date) whose values are numbers are tried as dates in
+# NUMBER_DATE_FORMATS too, as are the columns --date-columns names: 20180305, and Unix times (MovieLens' ratings).
+TIME_NAME = re.compile(r"(^|[^A-Za-z])(?i:time|timestamp|ts|date|datetime|epoch|at)$|[a-z](Time|Timestamp|Date|At|TS)$")
+NUMBER_DATE_FORMATS = ("%Y%m%d", dates.UNIX)
+# A column's numbers are found to be dates in a NUMBER_DATE_FORMATS format only if they fall in these years
+# (from, to): a Unix time of fewer than 9 digits is before 1973-03-03, and more likely a count or a duration.
+LIKELY_YEARS = {"%Y%m%d": (1800, 2100), dates.UNIX: (1974, 2100)}
 
 
 @dataclass
@@ -373,11 +380,20 @@ def boundaries(count: ColumnCount) -> tuple[float, ...]:
 
 def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
     """The format of `formats` that reads the most of the first DATE_SAMPLE values as dates, if it reads
-    all but BAD_CELLS_SHARE of them; "" otherwise."""
+    all but BAD_CELLS_SHARE of them; "" otherwise. Where formats are tried (more than one), a number counts as a
+    date only in its LIKELY_YEARS."""
     sample = values[:DATE_SAMPLE]
-    read = [int(np.count_nonzero(~np.isnan(dates.fields_arrow(sample, form)[:, 0]))) for form in formats]
+    read = [int(np.count_nonzero(_read_as_dates(sample, form, len(formats) > 1))) for form in formats]
     best = int(np.argmax(read))
     return formats[best] if len(sample) and read[best] >= (1 - BAD_CELLS_SHARE) * len(sample) else ""
+
+
+def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.ndarray:
+    years = dates.fields_arrow(values, date_format)[:, 0]
+    if likely_only and date_format in LIKELY_YEARS:
+        first, last = LIKELY_YEARS[date_format]
+        return (years >= first) & (years < last)
+    return ~np.isnan(years)
 
 
 def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str):
@@ -475,7 +491,9 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
     counts.text_tried = earlier.text_tried or bool(bad.any())
-    maybe_dates = bad.any() and not codes or forced_date  # text: it may be dates ("Mar 5, 2018" before free text)
+    # Text may be dates ("Mar 5, 2018" before free text); so may numbers, in a column named like times.
+    numbers_may_be_dates = finite.any() and any(form in NUMBER_DATE_FORMATS for form in date_formats)
+    maybe_dates = bad.any() and not codes or forced_date or numbers_may_be_dates
     date_format = earlier.date_format
     if maybe_dates and not earlier.date_tried:
         date_format = find_date_format(values.filter(pa.array(present)), date_formats)
@@ -490,11 +508,12 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     if maybe_dates:
         _count_dates(counts, values, train, present, date_format)
     counts.stopped = earlier.stopped
-    if count_all or bad.any() or not earlier.stopped:
+    every_value = count_all or bad.any() or bool(counts.date_format)  # a date column's values: all counted
+    if every_value or not earlier.stopped:
         distinct = pc.value_counts(values.filter(pa.array(present & train)))
         counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
         spread = not counts.integers and len(distinct) > max(100, NUMBER_SPREAD * counts.distinct_of)
-        counts.stopped = not (count_all or bad.any()) and (len(distinct) > NUMBER_CODES or spread)
+        counts.stopped = not every_value and (len(distinct) > NUMBER_CODES or spread)
         if not counts.stopped:
             counts.frequent.add(distinct.field("values"), distinct.field("counts").to_numpy())
     return counts, nulled
@@ -562,7 +581,9 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         named_like_an_id = bool(ID_NAME.search(name)) and name not in options.numeric
         kind_given = codes or name in options.dates or name in options.numeric
         is_text = True if name in options.text else False if kind_given else None
-        flags = (codes, codes or named_like_an_id, name in options.dates, date_formats, is_text, options)
+        named_like_a_time = name in options.dates or not kind_given and TIME_NAME.search(name)
+        formats = date_formats + NUMBER_DATE_FORMATS if named_like_a_time and not options.date_format else date_formats
+        flags = (codes, codes or named_like_an_id, name in options.dates, formats, is_text, options)
         values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel
         return _count(values, train, (path, lines, split_hash), earlier[name], flags)
 
@@ -725,7 +746,8 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
             )
         mostly_dates = bool(count.date_format) and count.not_dates <= BAD_CELLS_SHARE * count.present
         if name in plan.options.dates and not mostly_dates:
-            where = f"{count.date_format!r}" if count.date_format else f"any of {', '.join(dates.FORMATS)}"
+            tried = (*dates.FORMATS, *NUMBER_DATE_FORMATS)
+            where = f"{count.date_format!r}" if count.date_format else f"any of {', '.join(tried)}"
             raise UserError(
                 f"column {plan.position(name)}: {count.not_dates or count.present} of its {count.present} values "
                 f"are no dates in {where} (--date-columns {name}); give their format with --date-format"
@@ -823,7 +845,14 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
             cells,
             ", ..." if count.not_numbers > len(count.bad_cells) else "",
         )
-    if count.integers and count.nearly_unique and name not in plan.options.numeric:
+    if count.integers and name not in plan.options.numeric and _likely_unix_times(count):
+        log.warning(
+            "column %s holds integers that read as Unix times (seconds since 1970, or milliseconds); it is read as "
+            "a number: pass --date-columns %s to read them as dates and times",
+            plan.position(name),
+            name,
+        )
+    elif count.integers and count.nearly_unique and name not in plan.options.numeric:
         log.warning(
             "column %s holds integers that look like IDs (nearly every value distinct); it is read as a number: "
             "pass --ignore-columns %s if it numbers the rows (it would only learn their order), or "
@@ -835,6 +864,15 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
     mean, std = mean_and_std(count.total, count.squares, count.counted)
     missing = count.missing + count.not_numbers_train
     return tables.Column(name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count))
+
+
+def _likely_unix_times(count: ColumnCount) -> bool:
+    """Whether a numeric column's sampled training numbers all read as Unix times in LIKELY_YEARS."""
+    if not count.sample:
+        return False
+    first, last = LIKELY_YEARS[dates.UNIX]
+    years = dates.unix_fields(count.sample[1])[:, 0]
+    return bool(np.all((years >= first) & (years < last)))
 
 
 def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
@@ -886,6 +924,7 @@ def describe(column: tables.Column) -> str:
     if column.kind == tables.DATE:
         days = f", its {column.day_count} days as categories" if column.day_count else ""
         kind = "time of day" if dates.is_time_of_day(column.date_format) else "date"
+        kind = "Unix time" if column.date_format == dates.UNIX else kind
         return f"{column.name} ({kind} {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     return (

@@ -3,6 +3,7 @@ training and serving (TensorFlow), and expanded into the features a model can us
 
 from __future__ import annotations
 
+import datetime
 import logging
 
 import numpy as np
@@ -215,7 +216,49 @@ def test_the_flags_name_date_columns_and_their_format(tmp_path):
     options = TableOptions(dates=("day",), date_format="%Y%m%d")
     column = build_table_dataset(str(source), str(tmp_path / "b"), options).columns[0]
     assert column.kind == tables.DATE and column.date_format == "%Y%m%d"
+    found = build_table_dataset(str(source), str(tmp_path / "c"), TableOptions(dates=("day",))).columns[0]
+    assert found.date_format == "%Y%m%d"  # numbers are tried as dates in a column the flag names
+    counts = write(tmp_path / "n.csv", "day,label", [f"{i % 7},{'ab'[i % 2]}" for i in range(100)])
     with pytest.raises(UserError, match=r"column 1 \('day'\): 100 of its 100 values are no dates in any of %Y-%m-%d"):
-        build_table_dataset(str(source), str(tmp_path / "c"), TableOptions(dates=("day",)))
+        build_table_dataset(str(counts), str(tmp_path / "e"), TableOptions(dates=("day",)))
     with pytest.raises(UserError, match="--numeric-columns and --date-columns both name 'day'"):
         build_table_dataset(str(source), str(tmp_path / "d"), TableOptions(dates=("day",), numeric=("day",)))
+
+
+def test_unix_times_read_as_python_reads_them_in_every_unit():
+    seconds = np.random.default_rng(3).integers(-5 * 10**9, 5 * 10**10, 5000)  # 1811 to 3554
+    scaled = ["1500000000", "1500000000000", "1500000000000000", "1500000000000000000", " 1.5e9 ", "1500000000.9"]
+    strings = [str(value) for value in seconds] + scaled + ["soon", "", "1e400", "12 34", "-1"]
+    from_arrow = dates.fields_arrow(pa.array(strings), dates.UNIX)
+    np.testing.assert_array_equal(from_arrow, dates.fields_tf(tf.constant(strings), dates.UNIX).numpy())
+    epoch = datetime.datetime(1970, 1, 1)
+    for value, row in zip(seconds.tolist(), from_arrow):
+        time = epoch + datetime.timedelta(seconds=value)
+        assert row.tolist() == [time.year, time.month, time.day, time.hour, time.minute, time.second]
+    assert (from_arrow[len(seconds) : -5] == [2017, 7, 14, 2, 40, 0]).all()  # s, ms, µs, ns, exponent, fraction
+    assert np.isnan(from_arrow[-5:-1]).all() and from_arrow[-1].tolist() == [1969, 12, 31, 23, 59, 59]
+    assert not dates.is_time_of_day(dates.UNIX)
+    with pytest.raises(ValueError, match="nor %s alone"):
+        dates.check("%Y %s")
+
+
+def test_numbers_in_columns_named_like_times_are_found_to_be_dates(tmp_path, caplog):
+    """MovieLens' ratings have a `timestamp` of Unix seconds; exports write dates as 20180305."""
+    rng = np.random.default_rng(4)
+    stamps = rng.integers(1_400_000_000, 1_700_000_000, 300)
+    rows = [
+        f"{stamp},{stamp * 1000 + 7},{20000101 + i % 28},{rng.integers(0, 5000)},{'ab'[i % 2]}"
+        for i, stamp in enumerate(stamps.tolist())
+    ]
+    source = write(tmp_path / "t.csv", "timestamp,moment_ms,date,time,label", rows)
+    with caplog.at_level(logging.INFO):
+        stamp, moment, day, time = build_table_dataset(str(source), str(tmp_path / "a"), TableOptions()).columns
+    assert (stamp.kind, stamp.date_format, day.kind, day.date_format) == (tables.DATE, "%s", tables.DATE, "%Y%m%d")
+    assert moment.kind == time.kind == tables.NUMERIC  # not named like a time; a duration, not in LIKELY_YEARS
+    every_day = stamps / 86400
+    assert abs(stamp.mean - every_day.mean()) < 100 and abs(stamp.std - every_day.std()) < 100
+    assert "timestamp (Unix time '%s', " in caplog.text
+    assert "column 2 ('moment_ms') holds integers that read as Unix times" in caplog.text
+    options = TableOptions(dates=("moment_ms",), numeric=("timestamp",))
+    stamp, moment, _, _ = build_table_dataset(str(source), str(tmp_path / "b"), options).columns
+    assert (stamp.kind, moment.kind, moment.date_format) == (tables.NUMERIC, tables.DATE, "%s")

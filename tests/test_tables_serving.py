@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 
-from dataformat import tables
+from dataformat import dates, tables
 from dataformat.errors import UserError
 from dataformat.schema import decode_record
 from preprocessing.tables import TableOptions, build_table_dataset
@@ -38,10 +38,11 @@ def census_like(rows: int, seed: int = 0) -> str:
     hired = np.datetime64("2000-01-01") + rng.integers(0, 40, rows)  # 40 days: each its own category too
     when = [str(day) + (" 09:30" if i % 3 else "") if i % 17 else "" for i, day in enumerate(hired)]
     badge = [f"b-{n}" for n in rng.zipf(1.3, rows) % 500]
+    seen_at = rng.integers(1_400_000_000, 1_700_000_000, rows)  # Unix times, read as dates by their name
     rich = (age > 40) & (work != "State-gov") | (hours == "NA") | (hired < np.datetime64("2000-01-06"))
-    lines = [",".join(map(str, row)) for row in zip(age, work, hours, when, badge)]
+    lines = [",".join(map(str, row)) for row in zip(age, work, hours, when, badge, seen_at)]
     lines = [f"{line},{'>50K' if r else '<=50K'}" for line, r in zip(lines, rich)]
-    return "\n".join(["age,workclass,hours,hired,badge,income", *lines]) + "\n"
+    return "\n".join(["age,workclass,hours,hired,badge,seen_at,income", *lines]) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +98,7 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert columns["hired"].kind == tables.DATE and columns["hired"].date_format == "%Y-%m-%d"
     assert columns["hired"].day_count == 40 and columns["hired"].first_day == 10957  # 2000-01-01 to 02-09
     assert columns["badge"].hash_buckets > 0
+    assert columns["seen_at"].kind == tables.DATE and columns["seen_at"].date_format == dates.UNIX
     report = (Path(config.job_dir) / "report.md").read_text()  # a binary label: its curves and thresholds
     assert "## Thresholds (class 1 is positive)" in report and "roc_and_precision_recall.png" in report
     assert (
