@@ -13,7 +13,7 @@ from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
 from preprocessing.sources import SOURCES, SourceOptions
 from preprocessing.table_files import add_reading_flags, reading_options
-from preprocessing.tables import TableOptions
+from preprocessing.tables import LAST_COLUMN, TableOptions
 
 log = logging.getLogger("preprocessing")
 
@@ -110,7 +110,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
     table = parser.add_argument_group("tables (--source csv)")
     table.add_argument(
-        "--label-column", default="-1", help="name or 0-based index of the label column (default: -1, the last)"
+        "--label-column",
+        default=LAST_COLUMN,
+        help="name or 0-based index of the label column (default: the column named label, if one is; else -1, the "
+        "last)",
     )
     table.add_argument(
         "--delimiter",

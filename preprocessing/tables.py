@@ -85,13 +85,14 @@ MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not
 MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
+LAST_COLUMN = "-1"  # --label-column's default: the last column, unless one is named LABEL_KEY
 
 
 @dataclass(frozen=True)
 class TableOptions:
     """The flags that say how to read a table."""
 
-    label_column: str = "-1"  # a name, or an index (negative counts from the end)
+    label_column: str = LAST_COLUMN  # a name, or an index (negative counts from the end)
     delimiter: str = ""  # "" to sniff it (a tab for .tsv)
     decimal: str = ""  # the numbers' decimal mark, "." or ","; "" to sniff it
     skip_rows: int = 0  # CSV files' lines before the header (or the first row)
@@ -1041,6 +1042,8 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     column is neither)."""
     if options.label_column in names:
         label = options.label_column
+    elif options.label_column == LAST_COLUMN and LABEL_KEY in names:  # the one name no feature may have
+        label = LABEL_KEY
     else:
         try:
             label = names[int(options.label_column)]
@@ -1107,7 +1110,10 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     named = [name for name in [*features, options.key, options.weight] if name]
     reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]
     if reserved:
-        raise UserError(f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it")
+        raise UserError(
+            f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it, or pass "
+            f"--ignore-columns {reserved[0]}"
+        )
     _check_input_names([name for name in [*features, options.key] if name], where)
     return label, features
 

@@ -205,6 +205,16 @@ def test_a_column_named_as_the_records_features_is_refused(tmp_path, name):
         build(tmp_path, source, options={"key": name})
 
 
+def test_the_default_label_is_the_column_named_label_else_the_last(tmp_path):
+    named = write_table(tmp_path / "named.csv", header="label,workclass,education_num,hours,age")
+    metadata = build(tmp_path, named, "a", options={"label_column": TableOptions().label_column})
+    assert metadata.label_column == LABEL_KEY and [c.name for c in metadata.columns][-1] == "age"
+    last = build(
+        tmp_path, write_table(tmp_path / "last.csv"), "b", options={"label_column": TableOptions().label_column}
+    )
+    assert last.label_column == "income"
+
+
 def test_unseen_and_rare_values_share_the_out_of_vocabulary_index(tmp_path):
     rows = [*ROWS, "45, Never-worked,10,40,<=50K"]
     metadata = build(tmp_path, write_table(tmp_path / "t.csv", rows=rows, copies=1), options={"min_frequency": 2})
