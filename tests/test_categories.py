@@ -304,3 +304,34 @@ def test_crosses_pairs_are_the_pairs_of_the_categorical_columns_with_the_fewest_
     alone = table.__class__(**{**table.__dict__, "shape": (2,), "columns": tuple(columns[:2])})
     with pytest.raises(UserError, match="--crosses pairs: the table has 1 categorical column"):
         resolve_crosses("pairs", alone)
+
+
+def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_column_order():
+    """The one-hots are made as one block and put in place among the embeddings: as one a column would be."""
+    from tiny import VECTORS
+
+    from trainer.model import ModelSettings, build_network
+    from trainer.networks import embedding_size
+
+    def categorical(name: str, values: int) -> tables.Column:
+        return tables.Column(name, tables.CATEGORICAL, vocabulary=tuple(map(str, range(values))))
+
+    columns = (categorical("a", 3), categorical("b", 40), categorical("c", 7), categorical("d", 60))
+    metadata = replace(VECTORS, shape=(4,), columns=columns, mean=(0.0,) * 4, std=(1.0,) * 4)
+    indices = np.random.default_rng(0).integers(0, [5, 42, 9, 62], (6, 4)).astype(np.int32)
+    with tf.Graph().as_default():
+        network = build_network(ModelSettings(network="table", hidden_units=(8,)), metadata)
+        network(tf.zeros([1, 4]))
+        found = network._categories(tf.constant(indices))
+        embedded = [network.embeddings[1], network.embeddings[3]]
+        expected = [tf.one_hot(indices[:, 0], 5), embedded[0](indices[:, 1]), tf.one_hot(indices[:, 2], 9)]
+        expected = tf.concat([*expected, embedded[1](indices[:, 3])], axis=1)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            found, expected = session.run([found[0], expected])
+    assert found.shape == (6, 5 + embedding_size(42) + 9 + embedding_size(62))
+    np.testing.assert_array_equal(found, expected)
+    only_embedded = replace(metadata, shape=(1,), columns=columns[1:2], mean=(0.0,), std=(1.0,))
+    with tf.Graph().as_default():
+        network = build_network(ModelSettings(network="table", hidden_units=(8,)), only_embedded)
+        assert network(tf.zeros([3, 1])).shape.as_list() == [3, metadata.num_classes]
