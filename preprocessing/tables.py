@@ -150,6 +150,10 @@ NUMBER_DATE_FORMATS = ("%Y%m%d", dates.UNIX)
 # A column's numbers are found to be dates in a NUMBER_DATE_FORMATS format only if they fall in these years
 # (from, to): a Unix time of fewer than 9 digits is before 1973-03-03, and more likely a count or a duration.
 LIKELY_YEARS = {"%Y%m%d": (1800, 2100), dates.UNIX: (1974, 2100)}
+# Integers written with leading zeros (02134, 007) are codes, as ZIP and FIPS codes are, when at least this share
+# of a block's counted values are so written; a stray "007" in a column of counts is not.
+ZERO_LED_SHARE = 0.01
+ZERO_LED = r"^[+-]?0\d"
 
 
 @dataclass
@@ -181,6 +185,7 @@ class ColumnCount:
     last_day: float = -math.inf
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
     text: bool = False  # whether its values are counted as text: `frequent` then counts their words
+    zero_led: bool = False  # whether its integers are codes written with leading zeros (ZERO_LED_SHARE)
     text_tried: bool = False  # whether its file's first block was looked at for text
     words: int = 0  # text: training rows' words (up to max_length a row)
     texts: int = 0  # text: training rows with a text
@@ -310,6 +315,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.first_day, total.last_day = min(total.first_day, more.first_day), max(total.last_day, more.last_day)
     total.sample = _lowest(total.sample, more.sample)
     total.text = total.text or more.text
+    total.zero_led = total.zero_led or more.zero_led
     total.text_tried = total.text_tried or more.text_tried
     total.words += more.words
     total.texts += more.texts
@@ -509,15 +515,24 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     if maybe_dates:
         _count_dates(counts, values, train, present, date_format)
     counts.stopped = earlier.stopped
-    every_value = count_all or bad.any() or bool(counts.date_format)  # a date column's values: all counted
+    counts.zero_led = earlier.zero_led  # codes: every value counted, as a categorical column's
+    every_value = count_all or bad.any() or bool(counts.date_format) or counts.zero_led
     if every_value or not earlier.stopped:
         distinct = pc.value_counts(values.filter(pa.array(present & train)))
         counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
+        if counts.integers and not (codes or bad.any()):  # integers that may be codes
+            counts.zero_led = counts.zero_led or _zero_led(distinct, counts.distinct_of)
         spread = not counts.integers and len(distinct) > max(100, NUMBER_SPREAD * counts.distinct_of)
-        counts.stopped = not every_value and (len(distinct) > NUMBER_CODES or spread)
+        counts.stopped = not (every_value or counts.zero_led) and (len(distinct) > NUMBER_CODES or spread)
         if not counts.stopped:
             counts.frequent.add(distinct.field("values"), distinct.field("counts").to_numpy())
     return counts, nulled
+
+
+def _zero_led(distinct: pa.StructArray, counted: int) -> bool:
+    """Whether ZERO_LED_SHARE or more of a block's `counted` values (`distinct`: value_counts) have leading zeros."""
+    zero_led = pc.match_substring_regex(distinct.field("values"), ZERO_LED).to_numpy(zero_copy_only=False)
+    return int(distinct.field("counts").to_numpy()[zero_led].sum()) >= max(1, ZERO_LED_SHARE * counted)
 
 
 def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> pa.Array:
@@ -768,6 +783,14 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
     if name in options.dates or mostly_dates and name not in options.numeric:
         return _date_column(name, count, plan)
     if not (count.counted and mostly_numbers):
+        return _categorical_column(name, count, plan)
+    if count.integers and count.zero_led and name not in options.numeric:
+        log.warning(
+            "column %s holds integers written with leading zeros, as codes are (ZIP codes): they are read as "
+            "categories; pass --numeric-columns %s if they are quantities",
+            plan.position(name),
+            name,
+        )
         return _categorical_column(name, count, plan)
     if count.integers and ID_NAME.search(name) and name not in options.numeric:
         log.warning(

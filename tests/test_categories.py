@@ -155,6 +155,25 @@ def test_a_near_unique_integer_column_gets_the_id_hint(tmp_path, caplog):
     assert "'floor'" not in caplog.text
 
 
+def test_integers_written_with_leading_zeros_are_codes(tmp_path, caplog, monkeypatch):
+    """ZIP and FIPS codes: 02134 is no quantity. A stray 007 among counts is a count. Blocks of about 300 rows:
+    the codes are found in the first and counted in every block, as a categorical column's values are."""
+    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 1024)
+    monkeypatch.setattr(preprocessing.table_files, "BLOCK_BYTES_A_COLUMN", 64)
+    monkeypatch.setattr(preprocessing.tables, "NUMBER_CODES", 100)  # numbers would stop being counted in a block
+    rng = np.random.default_rng(5)
+    zips = np.where(rng.random(3000) < 0.1, rng.choice([2134, 2139, 1002], 3000), rng.integers(10000, 10300, 3000))
+    rows = [f"{z:05d},{'007' if i == 9 else rng.integers(100)},{'ab'[z < 10000]}" for i, z in enumerate(zips)]
+    source = write(tmp_path / "t.csv", "zip,visits,label", rows)
+    with caplog.at_level(logging.WARNING):
+        zip_code, visits = build_table_dataset(str(source), str(tmp_path / "a"), TableOptions()).columns
+    assert (zip_code.kind, visits.kind) == (tables.CATEGORICAL, tables.NUMERIC)
+    assert {"02134", "01002", "10001"} <= set(zip_code.vocabulary) and len(zip_code.vocabulary) > 250
+    assert "column 1 ('zip') holds integers written with leading zeros" in caplog.text and "'visits'" not in caplog.text
+    kept = build_table_dataset(str(source), str(tmp_path / "b"), TableOptions(numeric=("zip",))).columns[0]
+    assert kept.kind == tables.NUMERIC
+
+
 def test_a_column_of_unique_names_gets_no_buckets_and_a_hint(tmp_path, caplog):
     rows = [f"name {i},{i % 3},{'ab'[i % 2]}" for i in range(400)]
     source = write(tmp_path / "t.csv", "name,size,label", rows)

@@ -237,9 +237,11 @@ def test_two_column_names_that_tensorflow_makes_one_are_refused(tmp_path):
 
 
 def test_a_label_column_without_a_name_is_named_in_the_error(tmp_path):
-    (tmp_path / "t.csv").write_text("size,label,\n" + "".join(f"{i},{'ab'[i % 2]},\n" for i in range(30)))
+    (tmp_path / "t.csv").write_text("size,outcome,\n" + "".join(f"{i},{'ab'[i % 2]},\n" for i in range(30)))
     with pytest.raises(UserError, match=r"t.csv: --label-column -1 is column 3, which has no name; give the label's"):
         build(tmp_path, tmp_path / "t.csv")
+    (tmp_path / "named.csv").write_text("size,label,\n" + "".join(f"{i},{'ab'[i % 2]},\n" for i in range(30)))
+    assert build(tmp_path, tmp_path / "named.csv").label_column == "label"  # a column named label is the label
 
 
 def test_a_headerless_file_of_decimal_commas_keeps_its_first_row(tmp_path):
