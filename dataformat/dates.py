@@ -61,7 +61,11 @@ FORMATS = (
 AM_PM = r"([AaPp])\.?[Mm]\.?"  # 11:59 PM, 8:05 a.m.
 SECONDS_AND_AM_PM = r"(?::(\d{2})(?:[.,]\d+)?)?(?:\s*" + AM_PM + r")?"  # both optional: 14:30, 2:30:15 pm
 ZONE_NAME = r"(?:\s*[A-Z]{3,4})?"  # after a time: 06:00:42 EST, as R prints its times
-TIME_OF_DAY = r"(?:[T ](\d{1,2}):(\d{2})" + SECONDS_AND_AM_PM + ZONE_NAME + r")?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+# After a time, an offset of hours alone too: PostgreSQL writes 2020-01-05 10:00:00+00.
+HOURS_OFFSET = r"(?:[+-]\d{2}(?::?\d{2})?)?"
+TIME_OF_DAY = (
+    r"(?:[T ](\d{1,2}):(\d{2})" + SECONDS_AND_AM_PM + ZONE_NAME + HOURS_OFFSET + r")?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+)
 WEEKDAY = r"(?:(?i:mon|tue|wed|thu|fri|sat|sun)[A-Za-z]*\.?,?\s+)?"  # before a date: Tue, 05 Jan 2017 (HTTP, e-mail)
 DEFAULTS = {"Y": "1970", "m": "1", "d": "1"}  # a field the format lacks: a month's first day, a time's 1970-01-01
 DIRECTIVES = {

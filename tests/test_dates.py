@@ -59,6 +59,8 @@ AWKWARD = [
     "Tue, 05 Jan 2017 10:00:00 GMT",
     "Thursday, January 5, 2017",
     "2017-01-01 TBD",
+    "2020-01-05 10:00:00+00",
+    "2020-01-05 10:00:00.123456-05",
 ]
 
 
@@ -84,6 +86,7 @@ def test_formats_read_what_they_say():
         dates.pattern("%d/%m")
     read = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%Y-%m-%d"))}
     assert read["2017-01-01 06:00:42 EST"].tolist() == [2017, 1, 1, 6, 0, 42]  # R's times: a zone's name
+    assert read["2020-01-05 10:00:00+00"].tolist() == [2020, 1, 5, 10, 0, 0]  # PostgreSQL's: an hour's offset
     assert np.isnan(read["2017-01-01 TBD"]).all()  # ... only after a time
     web = dates.fields_arrow(pa.array(["Tue, 05 Jan 2017 10:00:00 GMT"]), "%d %b %Y")  # HTTP's and e-mail's
     assert web[0].tolist() == [2017, 1, 5, 10, 0, 0]
