@@ -354,3 +354,40 @@ def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_c
     with tf.Graph().as_default():
         network = build_network(ModelSettings(network="table", hidden_units=(8,)), only_embedded)
         assert network(tf.zeros([3, 1])).shape.as_list() == [3, metadata.num_classes]
+
+
+def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_table():
+    from tiny import VECTORS
+
+    from trainer.model import ModelSettings, build_network
+    from trainer.networks import ONE_WEIGHT_TABLE_FROM, row_labels
+
+    def table(count: int):
+        columns = tuple(
+            tables.Column(f"q{k}", tables.CATEGORICAL, vocabulary=("a", "b", "c")[: 1 + k % 3]) for k in range(count)
+        )
+        return replace(VECTORS, shape=(count,), columns=columns, mean=(0.0,) * count, std=(1.0,) * count)
+
+    def run(metadata, indices: np.ndarray):
+        """(the linear part's logits, each variable's value by name)"""
+        with tf.Graph().as_default():
+            network = build_network(ModelSettings(network="wide_deep", hidden_units=(8,)), metadata)
+            network(tf.zeros([1, len(metadata.columns)]))
+            rows = tf.constant(indices, tf.float32)
+            logits = network.wide(rows, None, tf.constant(indices, tf.int32))
+            with tf.compat.v1.Session() as session:
+                session.run(tf.compat.v1.global_variables_initializer())
+                return session.run([logits, {v.name[:-2]: v for v in network.weights}])
+
+    few, many = table(ONE_WEIGHT_TABLE_FROM), table(ONE_WEIGHT_TABLE_FROM + 1)
+    sizes = [column.size for column in many.columns]  # 2 + 1, 2 or 3 values
+    indices = np.random.default_rng(0).integers(0, sizes, (5, len(sizes)))
+    logits, weights = run(many, indices)
+    table_name = "classifier/linear/wide_categories/embeddings"
+    assert not any("/wide_0/" in name for name in weights) and weights[table_name].shape[0] == sum(sizes)
+    offsets = np.cumsum([0, *sizes[:-1]])
+    np.testing.assert_allclose(logits, weights[table_name][indices + offsets].sum(axis=1), rtol=1e-6)
+    labels = row_labels(many, (8,))[table_name]
+    assert len(labels) == sum(sizes) == len(set(labels)) and labels[3] == "<q1> <missing>"
+    _, weights = run(few, indices[:, :-1])  # up to ONE_WEIGHT_TABLE_FROM: a table a column, as jobs before it
+    assert "classifier/linear/wide_0/embeddings" in weights and table_name not in weights
