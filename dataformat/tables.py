@@ -395,16 +395,23 @@ def instance_columns(
 # Reading (TensorFlow, in the input pipeline and the serving graph).
 
 
-def _vocabulary_lookup(column: Column) -> tf.lookup.StaticHashTable:
+KEY_SEPARATOR = "\x1f"  # between a column's number and a value, in the keys of the vocabularies' one table
+
+
+def _vocabularies_lookup(columns: list[Column]) -> tf.lookup.StaticHashTable:
+    """One table of every column's vocabulary: "j" KEY_SEPARATOR value -> the value's index in column j."""
     import tensorflow as tf
 
-    keys = list(column.vocabulary) or [""]
-    first = OOV_INDEX + 1
-    values = list(range(first, first + len(column.vocabulary))) or [OOV_INDEX]
+    keys, values = [], []
+    for j, column in enumerate(columns):
+        keys += [f"{j}{KEY_SEPARATOR}{value}" for value in column.vocabulary]
+        values += range(OOV_INDEX + 1, OOV_INDEX + 1 + len(column.vocabulary))
     # Free of the caller's control dependencies: the table is initialized with the local variables,
     # before any queue runs, and must not wait for a record to be read.
     with tf.control_dependencies(None):
-        initializer = tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.constant(values, tf.int64))
+        initializer = tf.lookup.KeyValueTensorInitializer(
+            tf.constant(keys or [""]), tf.constant(values or [OOV_INDEX], tf.int64)
+        )
         return tf.lookup.StaticHashTable(initializer, default_value=OOV_INDEX, name="vocabulary")
 
 
@@ -423,28 +430,27 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     then its index, then a timestamp's day's) and each text column (its word IDs)."""
     import tensorflow as tf
 
-    # The numeric columns as one block, the others a part each; then one gather puts every number at
-    # its place in the vector.
+    # The numeric columns as one block, the categorical and date columns' indices as another, the others a
+    # part each; then one gather puts every number at its place in the vector.
+    starts = offsets(columns)
     numeric = numeric_columns(columns)
     parts = [numeric_block(values, numeric)] if numeric else []
-    for column in columns:
-        if column.kind == CATEGORICAL:
-            parts.append(_category_index(values[column.name], column)[:, None])
-        elif column.kind == DATE:  # its features, its value's index, then a timestamp's day's index
-            value = values[column.name]
-            features = dates.features_tf(
-                tf.strings.strip(value), column.date_format, column.first_day, column.day_count
+    places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
+    indexed = [(column, start) for column, start in zip(columns, starts) if column.category_slot is not None]
+    if indexed:
+        parts.append(_category_indices(values, [column for column, _ in indexed]))
+        places += [start + column.category_slot for column, start in indexed]
+    for column, start in zip(columns, starts):
+        if column.kind == DATE:  # its features, then a timestamp's day's index (its value's index: above)
+            found = dates.features_tf(
+                tf.strings.strip(values[column.name]), column.date_format, column.first_day, column.day_count
             )
-            features, day = features[:, : dates.DATE_FEATURES], features[:, dates.DATE_FEATURES :]
-            parts += [features, _category_index(value, column)[:, None], day]
+            parts.append(found)
+            places += [start + j for j in range(column.width) if j != column.category_slot]
         elif column.kind == TEXT:
             parts.append(_word_ids(values[column.name], column))
+            places += range(start, start + column.width)
     found = tf.concat(parts, axis=1) if len(parts) > 1 else parts[0]
-    starts = offsets(columns)
-    places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
-    places += [
-        start + j for column, start in zip(columns, starts) if column.kind != NUMERIC for j in range(column.width)
-    ]
     if places == sorted(places):
         return found
     return tf.gather(found, np.argsort(places), axis=1)
@@ -490,16 +496,23 @@ def _word_ids(value: tf.Tensor, column: Column) -> tf.Tensor:
     return text.padded(text.token_ids(value, lookup, column.max_length), column.max_length)
 
 
-def _category_index(value: tf.Tensor, column: Column) -> tf.Tensor:
-    """A categorical column's strings to their indices (see the module's docstring), as float32."""
+def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf.Tensor:
+    """Categorical and date columns' strings to their value's indices (see the module's docstring), [n, k]
+    float32, as one block: one lookup in one table keyed by column and value, missing values found at once,
+    the values outside a vocabulary hashed once for each count of buckets. (An op a column made a table of
+    500 categorical columns read 48 batches a second on 2 cores.)"""
     import tensorflow as tf
 
-    strings = tf.strings.strip(value)
-    index = _vocabulary_lookup(column).lookup(strings)
-    if column.hash_buckets:
-        first_bucket = OOV_INDEX + 1 + len(column.vocabulary)
-        hashed = first_bucket + tf.strings.to_hash_bucket_fast(strings, column.hash_buckets)
-        index = tf.where(tf.equal(index, OOV_INDEX), hashed, index)
+    strings = tf.strings.strip(tf.stack([values[column.name] for column in columns], axis=1))
+    prefixes = tf.constant([f"{j}{KEY_SEPARATOR}" for j in range(len(columns))])
+    index = _vocabularies_lookup(columns).lookup(
+        tf.strings.join([tf.broadcast_to(prefixes, tf.shape(strings)), strings])
+    )
+    counts = [column.hash_buckets for column in columns]
+    first_bucket = tf.constant([OOV_INDEX + 1 + len(column.vocabulary) for column in columns], tf.int64)
+    for count in sorted(set(counts) - {0}):
+        outside = tf.equal(index, OOV_INDEX) & tf.constant([each == count for each in counts])
+        index = tf.where(outside, first_bucket + tf.strings.to_hash_bucket_fast(strings, count), index)
     index = tf.where(is_missing(strings), tf.constant(MISSING_INDEX, tf.int64), index)
     return tf.cast(index, tf.float32)
 
