@@ -322,13 +322,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.cut += more.cut
 
 
-def _spellings(token: str) -> set[str]:
-    """Every upper and lower case spelling of a token: "na", "nA", "Na", "NA"."""
-    return {"".join(chars) for chars in itertools.product(*({char.lower(), char.upper()} for char in token))}
-
-
-# Matched as they are: cheaper than lowering every value first.
-MISSING_SPELLINGS = pa.array(sorted(set().union(*map(_spellings, tables.MISSING_TOKENS))))
+MISSING_SPELLINGS = pa.array(tables.MISSING_SPELLINGS)
 
 
 def _missing(column: pa.Array) -> np.ndarray:
