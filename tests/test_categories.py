@@ -360,7 +360,7 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
     from tiny import VECTORS
 
     from trainer.model import ModelSettings, build_network
-    from trainer.networks import ONE_WEIGHT_TABLE_FROM, row_labels
+    from trainer.networks import COLUMN_WEIGHT_TABLES_MAX, row_labels
 
     def table(count: int):
         columns = tuple(
@@ -379,7 +379,7 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
                 session.run(tf.compat.v1.global_variables_initializer())
                 return session.run([logits, {v.name[:-2]: v for v in network.weights}])
 
-    few, many = table(ONE_WEIGHT_TABLE_FROM), table(ONE_WEIGHT_TABLE_FROM + 1)
+    few, many = table(COLUMN_WEIGHT_TABLES_MAX), table(COLUMN_WEIGHT_TABLES_MAX + 1)
     sizes = [column.size for column in many.columns]  # 2 + 1, 2 or 3 values
     indices = np.random.default_rng(0).integers(0, sizes, (5, len(sizes)))
     logits, weights = run(many, indices)
@@ -389,5 +389,5 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
     np.testing.assert_allclose(logits, weights[table_name][indices + offsets].sum(axis=1), rtol=1e-6)
     labels = row_labels(many, (8,))[table_name]
     assert len(labels) == sum(sizes) == len(set(labels)) and labels[3] == "<q1> <missing>"
-    _, weights = run(few, indices[:, :-1])  # up to ONE_WEIGHT_TABLE_FROM: a table a column, as jobs before it
+    _, weights = run(few, indices[:, :-1])  # up to COLUMN_WEIGHT_TABLES_MAX: a table a column, as jobs before it
     assert "classifier/linear/wide_0/embeddings" in weights and table_name not in weights

@@ -274,9 +274,9 @@ def categorical_inputs(metadata: Metadata) -> list[Category]:
 
 
 BUCKETED_MAX = 64  # the linear part buckets a table's numeric columns when it has at most this many
-# The linear part keeps a table's categorical weights in one table when it has more category inputs than this
-# (see LinearPart); up to it, a table a column, as before it, so that jobs trained then still resume.
-ONE_WEIGHT_TABLE_FROM = 64
+# The linear part keeps a weight table a column for up to this many category inputs, as before there was one
+# table for more (see LinearPart), so that jobs trained then still resume.
+COLUMN_WEIGHT_TABLES_MAX = 64
 WEIGHT_TABLE = "wide_categories"
 
 
@@ -295,7 +295,7 @@ class LinearPart(layers.Layer):
     date) column's index, in each numeric column's quantile bucket (its boundaries from metadata.json;
     missing values a bucket of their own; see bucketed_columns), and in each hashed cross of --crosses.
     Each categorical column's weights are an embedding as wide as the classes: its one-hot times a matrix,
-    without making the one-hot. Past ONE_WEIGHT_TABLE_FROM category inputs they are rows of one table, each
+    without making the one-hot. Past COLUMN_WEIGHT_TABLES_MAX category inputs they are rows of one table, each
     column's from its own offset: one lookup and one sparse update a step, where a table a column took 500 of
     each on a table of 500 columns (60 ms of its 132 ms step). The buckets of the numeric columns are one
     searchsorted and one matrix product (BucketWeights), however many columns there are, up to BUCKETED_MAX."""
@@ -306,7 +306,7 @@ class LinearPart(layers.Layer):
         self.categorical = categorical
         self.numbers = layers.Dense(classes, name="wide_logits")
         sizes = [size for _, size in categorical]
-        self.one_table = len(categorical) > ONE_WEIGHT_TABLE_FROM
+        self.one_table = len(categorical) > COLUMN_WEIGHT_TABLES_MAX
         if self.one_table:
             self.table = layers.Embedding(sum(sizes), classes, embeddings_regularizer=penalty, name=WEIGHT_TABLE)
             self.table_offsets = tf.constant(np.cumsum([0, *sizes[:-1]]), tf.int32)
@@ -514,7 +514,7 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
     deep = numbers + rank_labels(metadata)
     categories = categorical_inputs(metadata)
-    one_table = len(categories) > ONE_WEIGHT_TABLE_FROM
+    one_table = len(categories) > COLUMN_WEIGHT_TABLES_MAX
     for i, name, size, labels in categories:
         values = labels()
         if one_table:
