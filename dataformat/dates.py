@@ -164,6 +164,16 @@ def unix_seconds(numbers, where):
     return numbers
 
 
+def split_seconds(seconds, floor):
+    """(day, hour, minute, second) of seconds since 1970-01-01, each a whole number in float (numpy's or
+    TensorFlow's floor): the day since 1970, then the time of that day."""
+    day = floor(seconds / 86400)
+    clock = seconds - day * 86400
+    hour = floor(clock / 3600)
+    minute = floor((clock - hour * 3600) / 60)
+    return day, hour, minute, floor(clock - hour * 3600 - minute * 60)
+
+
 def twelve_hour(hour, pm, has_letter, where):
     """A 12-hour clock's hour on a 24-hour clock (12 AM is 0, 12 PM is 12, 1 PM is 13), where the value
     has AM or PM (`pm`: 1 for PM, 0 for AM, in the hour's type); the hour as it is where not (numpy or
@@ -220,12 +230,8 @@ def unix_fields(numbers: np.ndarray) -> np.ndarray:
     out as other formats leave them; NaN rows where a number is NaN or past UNIX_LIMIT. unix_fields_tf's twin."""
     read = np.abs(numbers) < UNIX_LIMIT
     seconds = np.where(read, unix_seconds(numbers, np.where), 0.0)
-    day = np.floor(seconds / 86400)
-    clock = seconds - day * 86400
+    day, hour, minute, second = split_seconds(seconds, np.floor)
     year, month, day_of_month = civil_from_days(day.astype(np.int64), np.floor_divide, np.where)
-    hour = np.floor(clock / 3600)
-    minute = np.floor((clock - hour * 3600) / 60)
-    second = np.floor(clock - hour * 3600 - minute * 60)
     fields = np.stack([year, month, day_of_month, hour, minute, second], axis=1).astype(np.float64)
     fields[~read] = np.nan
     return fields
@@ -285,12 +291,8 @@ def unix_fields_tf(strings: tf.Tensor) -> tf.Tensor:
     numbers = tf.strings.to_number(tf.where(matches, tf.strings.strip(strings), "0"), tf.float64)
     read = matches & (tf.abs(numbers) < UNIX_LIMIT)
     seconds = tf.where(read, unix_seconds(numbers, tf.where), tf.zeros_like(numbers))
-    day = tf.floor(seconds / 86400)
-    clock = seconds - day * 86400
+    day, hour, minute, second = split_seconds(seconds, tf.floor)
     year, month, day_of_month = civil_from_days(tf.cast(day, tf.int64), tf.math.floordiv, tf.where)
-    hour = tf.floor(clock / 3600)
-    minute = tf.floor((clock - hour * 3600) / 60)
-    second = tf.floor(clock - hour * 3600 - minute * 60)
     whole = tf.cast(tf.stack([year, month, day_of_month], axis=1), tf.float64)
     fields = tf.concat([whole, tf.stack([hour, minute, second], axis=1)], axis=1)
     return tf.where(read[:, None], fields, tf.constant(np.nan, tf.float64))

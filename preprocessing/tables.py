@@ -398,9 +398,13 @@ def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
 def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.ndarray:
     years = dates.fields_arrow(values, date_format)[:, 0]
     if likely_only and date_format in LIKELY_YEARS:
-        first, last = LIKELY_YEARS[date_format]
-        return (years >= first) & (years < last)
+        return _in_likely_years(years, date_format)
     return ~np.isnan(years)
+
+
+def _in_likely_years(years: np.ndarray, date_format: str) -> np.ndarray:
+    first, last = LIKELY_YEARS[date_format]
+    return (years >= first) & (years < last)
 
 
 def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str):
@@ -894,9 +898,7 @@ def _likely_unix_times(count: ColumnCount) -> bool:
     """Whether a numeric column's sampled training numbers all read as Unix times in LIKELY_YEARS."""
     if not count.sample:
         return False
-    first, last = LIKELY_YEARS[dates.UNIX]
-    years = dates.unix_fields(count.sample[1])[:, 0]
-    return bool(np.all((years >= first) & (years < last)))
+    return bool(np.all(_in_likely_years(dates.unix_fields(count.sample[1])[:, 0], dates.UNIX)))
 
 
 def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:

@@ -12,7 +12,7 @@ from PIL import Image
 from test_augment import write_photos
 
 from dataformat.errors import UserError
-from trainer import backbones, experiment
+from trainer import backbones, experiment, figures
 from trainer.config import Config
 from trainer.devices import TOWERS_ON_CPUS
 from trainer.export import latest_export
@@ -35,7 +35,7 @@ def photos(tmp_path_factory):
 def _devices(job_dir: str) -> set[str]:
     """The devices the training graph's ops ask for, from the graph TensorBoard reads (the events file)."""
     devices = set()
-    for path in tf.io.gfile.glob(f"{job_dir}/events.out.tfevents.*"):
+    for path in tf.io.gfile.glob(f"{job_dir}/{figures.EVENTS_GLOB}"):
         for event in tf.compat.v1.train.summary_iterator(path):
             if event.graph_def:
                 graph = tf.compat.v1.GraphDef.FromString(event.graph_def)  # the steps' loop: a library function

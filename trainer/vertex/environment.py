@@ -73,11 +73,13 @@ def copy_summaries(job_dir: str) -> None:
     so TensorBoard shows the same two runs there as on JOB_DIR."""
     import tensorflow as tf
 
+    from trainer.figures import EVENTS_GLOB  # imports TensorFlow, as this does only when copying
+
     target = tensorboard_log_dir()
     if not target or target.rstrip("/") == job_dir.rstrip("/"):
         return
     for run in ("", "eval"):
-        for source in tf.io.gfile.glob(posixpath.join(job_dir, run, "events.out.tfevents.*")):
+        for source in tf.io.gfile.glob(posixpath.join(job_dir, run, EVENTS_GLOB)):
             copy = posixpath.join(target, run, posixpath.basename(source))
             if not tf.io.gfile.exists(copy) or tf.io.gfile.stat(copy).length != tf.io.gfile.stat(source).length:
                 tf.io.gfile.makedirs(posixpath.dirname(copy))
