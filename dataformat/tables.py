@@ -430,11 +430,18 @@ def is_missing(strings: tf.Tensor) -> tf.Tensor:
     """Whether each value is missing: one of MISSING_TOKENS, in any case, spaces around it left out."""
     import tensorflow as tf
 
+    return is_missing_stripped(tf.strings.strip(strings))
+
+
+def is_missing_stripped(stripped: tf.Tensor) -> tf.Tensor:
+    """is_missing of values already stripped of spaces (stripping 64,000 values takes 2.5 ms)."""
+    import tensorflow as tf
+
     with tf.control_dependencies(None):  # as _vocabularies_lookup's table
         spellings = tf.constant(MISSING_SPELLINGS)
         initializer = tf.lookup.KeyValueTensorInitializer(spellings, tf.ones_like(spellings, tf.int64))
         table = tf.lookup.StaticHashTable(initializer, default_value=0, name="missing")
-    return tf.greater(table.lookup(tf.strings.strip(strings)), 0)
+    return tf.greater(table.lookup(stripped), 0)
 
 
 def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
@@ -528,7 +535,7 @@ def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf
     for count in sorted(set(counts) - {0}):
         outside = tf.equal(index, OOV_INDEX) & tf.constant([each == count for each in counts])
         index = tf.where(outside, first_bucket + tf.strings.to_hash_bucket_fast(strings, count), index)
-    index = tf.where(is_missing(strings), tf.constant(MISSING_INDEX, tf.int64), index)
+    index = tf.where(is_missing_stripped(strings), tf.constant(MISSING_INDEX, tf.int64), index)
     return tf.cast(index, tf.float32)
 
 
@@ -536,8 +543,9 @@ def numbers(strings: tf.Tensor) -> tf.Tensor:
     """Numbers written as text to float32, a missing value (MISSING_TOKENS) to NaN."""
     import tensorflow as tf
 
-    missing = is_missing(strings)
-    safe = tf.where(missing, "0", tf.strings.strip(strings))
+    stripped = tf.strings.strip(strings)
+    missing = is_missing_stripped(stripped)
+    safe = tf.where(missing, "0", stripped)
     return tf.where(missing, float("nan"), tf.strings.to_number(safe, tf.float32))
 
 
