@@ -745,18 +745,11 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
 
 
 def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:
-    """Each feature column described: its kind, vocabulary or statistics. Warns of numeric columns'
-    bad cells, and hints at integer columns that look like IDs."""
+    """Each feature column described: its kind, vocabulary or statistics. Leaves out the columns missing in
+    every row, warns of numeric columns' bad cells, and hints at integer columns that look like IDs."""
     columns = []
-    for name in plan.features:
+    for name in _present_columns(plan, counts, files):
         count = counts[name]
-        if count.present == 0:
-            where = files[0] if len(files) == 1 else f"{len(files)} files"
-            formulas = " (a workbook's formulas read as their last calculated values: save it in Excel first)"
-            raise UserError(
-                f"{where}: column {plan.position(name)} is missing in every row; pass --ignore-columns {name} to "
-                f"leave it out{formulas if plan.dialect.format == WORKBOOK else ''}"
-            )
         mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present
         if name in plan.options.numeric and not mostly_numbers:
             path, line, value = count.bad_cells[0]
@@ -774,6 +767,22 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
             )
         columns.append(_decide(name, count, plan, mostly_numbers, mostly_dates))
     return tuple(columns)
+
+
+def _present_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> list[str]:
+    """The feature columns with a value in some row. Those missing in every row (a field nobody filled, as
+    exports of databases hold) carry nothing to learn: left out, with one warning naming them all; a UserError
+    when no feature column is left."""
+    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    empty = [plan.position(name) for name in plan.features if not counts[name].present]
+    formulas = " (a workbook's formulas read as their last calculated values: save it in Excel first)"
+    because = formulas if plan.dialect.format == WORKBOOK else ""
+    present = [name for name in plan.features if counts[name].present]
+    if not present:
+        raise UserError(f"{where}: every feature column is missing in every row{because}")
+    if empty:
+        log.warning("%s: column(s) %s are missing in every row and are left out%s", where, ", ".join(empty), because)
+    return present
 
 
 def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool, mostly_dates: bool) -> tables.Column:
@@ -964,7 +973,10 @@ def class_names(labels: Counter, label: str) -> tuple[str, ...]:
     mostly label one row each (counts, amounts, IDs): a UserError."""
     names = list(labels)
     if len(names) < 2:
-        raise UserError(f"found {len(names)} distinct label(s); a classifier needs at least 2")
+        raise UserError(
+            f"--label-column {label}: every labeled row has the same value, {names[0]!r}; a classifier needs at least "
+            "2 classes (is it the label?)"
+        )
     numbers = all(tables.is_number(name) for name in names)
     fractions = [name for name in names if numbers and not float(name).is_integer()]
     if fractions and len(names) > MAX_FRACTION_LABELS:

@@ -298,10 +298,10 @@ BAD_TABLES = {
         {},
         r"t.csv: the label \(column 5 \('income'\)\) is missing in every row",
     ),
-    "always missing": (
-        f"{HEADER}\n39,,13,40,a\n40,NA,13,40,b\n",
+    "every feature missing": (
+        f"{HEADER}\n,,,NA,a\nNA,,?,,b\n",
         {},
-        r"t.csv: column 2 \('workclass'\) is missing in every row; pass --ignore-columns workclass",
+        r"t.csv: every feature column is missing in every row",
     ),
     "not a number": (
         f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
@@ -324,7 +324,11 @@ BAD_TABLES = {
         {"categorical": ("work_class",)},
         r"--categorical-columns: .*t.csv: no column 'work_class' \(did you mean 'workclass'\?\)",
     ),
-    "one label": (f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,a\n", {}, r"found 1 distinct label"),
+    "one label": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,a\n",
+        {},
+        r"--label-column income: every labeled row has the same value, 'a'; a classifier needs at least 2 classes",
+    ),
     "empty file": ("", {}, r"t.csv: empty file"),
 }
 
@@ -334,6 +338,15 @@ def test_bad_tables_name_the_file_line_and_column(tmp_path, text, options, messa
     (tmp_path / "t.csv").write_text(text)
     with pytest.raises(UserError, match=message):
         build(tmp_path, tmp_path / "t.csv", options=options)
+
+
+def test_columns_missing_in_every_row_are_left_out_with_one_warning(tmp_path, caplog):
+    """As an export of a database holds a field nobody filled: nothing to learn, so no reason to stop."""
+    rows = "".join(f"{20 + i},,{i % 7},,{'ab'[i % 2]}\n" for i in range(40))
+    (tmp_path / "t.csv").write_text(f"{HEADER}\n{rows}")
+    metadata = build(tmp_path, tmp_path / "t.csv")
+    assert [column.name for column in metadata.columns] == ["age", "education_num"]
+    assert "t.csv: column(s) 2 ('workclass'), 4 ('hours') are missing in every row and are left out" in caplog.text
 
 
 def test_files_with_another_header_are_named(tmp_path):
