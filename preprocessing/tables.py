@@ -556,11 +556,8 @@ def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path:
 
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     """Pass 1 over one file, block by block, checking every row."""
-    dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
-    if dialect != plan.dialect:
-        raise UserError(
-            f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must be written as the first is"
-        )
+    plan = replace(plan, dialect=_file_dialect(path, plan))  # errors name this file's column numbers
+    dialect = plan.dialect
     key = file_key(path, plan.root, plan.seed)
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
     unlabeled_seen = False
@@ -725,6 +722,18 @@ def _as_counter(value_counts: pa.StructArray) -> Counter:
     return Counter(dict(zip(value_counts.field("values").to_pylist(), value_counts.field("counts").to_pylist())))
 
 
+def _file_dialect(path: str, plan: TablePlan) -> Dialect:
+    """How one of the files is written: as the first is, but for the order of its header's columns (read by
+    name, as exports of one table by different tools order them differently). Else a UserError saying what
+    differs."""
+    dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
+    if replace(dialect, names=plan.names) != plan.dialect or sorted(dialect.names) != sorted(plan.names):
+        raise UserError(
+            f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must be written as the first is"
+        )
+    return dialect
+
+
 def _dialect_difference(first: Dialect, this: Dialect) -> str:
     if this.format != first.format:  # a folder of CSV and JSON lines, say: each is read alike only by its own rules
         return f"it is {FORMAT_NAMES[this.format]}, the first file {FORMAT_NAMES[first.format]}"
@@ -735,10 +744,13 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
     expected, found = first.names, this.names
     if this.has_header != first.has_header:
         return "it has no header line, the first file has one" if first.has_header else "it has a header line"
-    if len(expected) != len(found):
-        return f"its header has {len(found)} columns, the first file's {len(expected)}"
-    index = next(i for i, (a, b) in enumerate(zip(expected, found)) if a != b)
-    return f"column {index + 1} is {found[index]!r}, in the first file {expected[index]!r}"
+    if not this.has_header:
+        return f"it has {len(found)} columns, the first file {len(expected)}"
+    lacking = [name for name in expected if name not in found]
+    if lacking:
+        return f"its header lacks column {lacking[0]!r}" + (f" and {len(lacking) - 1} more" if len(lacking) > 1 else "")
+    more = [name for name in found if name not in expected]
+    return f"its header has a column {more[0]!r} that the first file's lacks"
 
 
 # Decide.

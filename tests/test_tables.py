@@ -349,11 +349,37 @@ def test_columns_missing_in_every_row_are_left_out_with_one_warning(tmp_path, ca
     assert "t.csv: column(s) 2 ('workclass'), 4 ('hours') are missing in every row and are left out" in caplog.text
 
 
-def test_files_with_another_header_are_named(tmp_path):
+def test_files_whose_columns_are_in_another_order_are_read_by_name(tmp_path):
+    """Exports of one table by different tools: the same dataset, byte for byte, as files of one order."""
+    reordered = [4, 2, 0, 3, 1]  # income,education_num,age,hours,workclass
+    for folder, order in (("same", range(5)), ("reordered", reordered)):
+        (tmp_path / folder).mkdir()
+        write_table(tmp_path / folder / "a.csv")
+        fields = [line.split(",") for line in [HEADER, *ROWS]]
+        moved = [",".join(row[i] for i in order) for row in fields]
+        write_table(tmp_path / folder / "b.csv", rows=moved[1:], header=moved[0])
+    same = build(tmp_path, tmp_path / "same", name="from_same")
+    metadata = build(tmp_path, tmp_path / "reordered", name="from_reordered")
+    assert metadata.columns == same.columns
+    for shard in metadata.splits["train"].shards + metadata.splits["eval"].shards:
+        assert (tmp_path / "from_reordered" / shard.file).read_bytes() == (
+            tmp_path / "from_same" / shard.file
+        ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        (HEADER.replace("hours", "hours_per_week"), r"b.csv: its header lacks column 'hours'; every file must be"),
+        (HEADER + ",note", r"b.csv: its header has a column 'note' that the first file's lacks"),
+    ],
+)
+def test_files_with_another_header_are_named(tmp_path, header, message):
     (tmp_path / "parts").mkdir()
     write_table(tmp_path / "parts" / "a.csv")
-    write_table(tmp_path / "parts" / "b.csv", header=HEADER.replace("hours", "hours_per_week"))
-    with pytest.raises(UserError, match=r"b.csv: column 4 is 'hours_per_week', in the first file 'hours'"):
+    rows = ROWS if header.count(",") == HEADER.count(",") else [row + ",x" for row in ROWS]
+    write_table(tmp_path / "parts" / "b.csv", rows=rows, header=header)
+    with pytest.raises(UserError, match=message):
         build(tmp_path, tmp_path / "parts")
 
 
