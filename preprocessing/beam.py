@@ -26,11 +26,13 @@ import pyarrow as pa
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, StandardOptions
 
 from dataformat import storage
+from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES, Metadata, ShardInfo
 from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
+from preprocessing.table_files import LateColumn
 from preprocessing.writer import (
     ShardResult,
     ShardTask,
@@ -203,9 +205,15 @@ class _ReadTable(beam.DoFn):
         self._plan = plan
 
     def process(self, path: str):
-        for block in tables.read_blocks(path, self._plan):
-            yield beam.pvalue.TaggedOutput("counts", (block.counts, block.labels, block.rows))
-            yield from block.parts
+        try:
+            for block in tables.read_blocks(path, self._plan):
+                yield beam.pvalue.TaggedOutput("counts", (block.counts, block.labels, block.rows))
+                yield from block.parts
+        except LateColumn as late:  # the local runner reads the files' keys and starts again; workers cannot
+            raise UserError(
+                f"{late}; JSON's columns are the keys of the first file's first objects here: give them in its "
+                "first object (null values will do), or preprocess with --runner local, which finds every key"
+            ) from None
 
 
 class _CombineCounts(beam.CombineFn):

@@ -253,12 +253,10 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
         else:
             rows = [(number, _json_object(line, path, number)) for number, line in enumerate(_whole_lines(text), 1)]
-        keys = {key: None for _, row in rows for key in row}
-        records = {key[:dot] for key in keys for dot, char in enumerate(key) if char == "."}
-        keys = {key: None for key in keys if key not in records}  # "geo": null beside geo.city is no column
-        if not keys:
+        names = json_columns(rows)
+        if not names:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
-        return Dialect(tuple(keys), False, "", encoding, kind)
+        return Dialect(names, False, "", encoding, kind)
     text, skip_rows = "".join(text.splitlines(keepends=True)[options.skip_rows :]), options.skip_rows
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
@@ -400,12 +398,13 @@ def sniff_delimiter(text: str) -> str:
 
 
 def blocks(
-    path: str, dialect: Dialect, wanted: tuple[str, ...] = (), verbatim: str = ""
+    path: str, dialect: Dialect, wanted: tuple[str, ...] = (), verbatim: str = "", every_column: bool = False
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
     the `wanted` columns (all when none are named); JSON lines, Parquet and Arrow convert only those, so that a
     column left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
-    keeps its text as written, decimal commas and all: it is handed back, never read as a number."""
+    keeps its text as written, decimal commas and all: it is handed back, never read as a number. With
+    `every_column`, a JSON object with a value under a key that is none of the dialect's columns is a LateColumn."""
     if dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
     elif dialect.format in TYPED:
@@ -413,7 +412,7 @@ def blocks(
     elif dialect.format == WORKBOOK:
         yield from _workbook_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format in (JSON_LINES, JSON_ARRAY):
-        yield from _json_blocks(path, dialect, wanted or dialect.names)
+        yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
         line = dialect.first_line
         for batch in _csv_blocks(path, dialect):
@@ -621,14 +620,38 @@ def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, in
 # in the next, as exports have them (pyarrow's reader stops there).
 
 
-def _json_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+class LateColumn(UserError):
+    """A JSON object with a value under a key that the objects the columns were taken from lack: its file's
+    columns are found only by reading every object (every_json_column)."""
+
+
+def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[str, ...]:
+    """The columns of (flattened) JSON objects: their keys in the order they first appear, less a nested
+    record's own key ("geo": null beside geo.city is no column)."""
+    keys = {key: None for _, row in rows for key in row}
+    records = {key[:dot] for key in keys for dot, char in enumerate(key) if char == "."}
+    return tuple(key for key in keys if key not in records)
+
+
+def every_json_column(files: list[str], dialect: Dialect) -> tuple[str, ...]:
+    """The columns of every object of the JSON files: the dialect's first, then the others as they appear."""
+    rows = (row for path in files for piece in _json_pieces(path, dialect) for row in piece)
+    return json_columns(itertools.chain([(0, dict.fromkeys(dialect.names))], rows))
+
+
+def _json_pieces(path: str, dialect: Dialect) -> Iterator[Iterable[tuple[int, dict]]]:
     block_bytes = _pieces_a_block(len(dialect.names), PARSE_BYTES) * PARSE_BYTES
     if dialect.format == JSON_ARRAY:
-        pieces = _json_array_rows(path, dialect.encoding, block_bytes)
-    else:
-        pieces = _json_lines_rows(path, dialect.encoding, block_bytes)
-    for rows in pieces:
-        batch, lines = _objects_batch(rows, path, names)
+        return _json_array_rows(path, dialect.encoding, block_bytes)
+    return _json_lines_rows(path, dialect.encoding, block_bytes)
+
+
+def _json_blocks(
+    path: str, dialect: Dialect, names: tuple[str, ...], every_column: bool
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    known = frozenset(dialect.names) if every_column else None
+    for rows in _json_pieces(path, dialect):
+        batch, lines = _objects_batch(rows, path, names, known)
         if len(lines):
             yield batch, lines
 
@@ -723,18 +746,26 @@ def _decoded(text: bytes, path: str, encoding: str) -> str:
 
 
 def _objects_batch(
-    rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...]
+    rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...], known: frozenset | None = None
 ) -> tuple[pa.RecordBatch, np.ndarray]:
     """Objects (JSON's, or a sheet's rows by column name), each with its line, to a block of the named text columns
-    (a key left out or null: empty)."""
+    (a key left out or null: empty). Where `known` names every column, a value under any other key is a LateColumn."""
     columns: dict[str, list] = {name: [] for name in names}
     lines = []
     for line, row in rows:  # one object at a time: a block's objects are never all held
+        if known is not None and not known.issuperset(row):
+            _check_known(row, known, path, line)
         for name, values in columns.items():
             values.append(_as_text(row.get(name), path, line, name))
         lines.append(line)
     batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], names)
     return batch, np.array(lines, np.int64)
+
+
+def _check_known(row: dict, known: frozenset, path: str, line: int) -> None:
+    late = [key for key, value in row.items() if key not in known and value is not None]
+    if late:
+        raise LateColumn(f"{path}: line {line} has a column {late[0]!r} that the first objects lack")
 
 
 def _json_object(line: str, path: str, number: int) -> dict:

@@ -62,12 +62,16 @@ from preprocessing.split import shard_name
 from preprocessing.table_files import (
     CSV,
     FORMAT_NAMES,
+    JSON_ARRAY,
+    JSON_LINES,
     NUMBER,
     WORKBOOK,
     Dialect,
+    LateColumn,
     blocks,
     compression,
     dialect_of,
+    every_json_column,
     file_format,
     input_files,
     line_naming,
@@ -562,7 +566,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
     unlabeled_seen = False
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
-        for batch, lines in blocks(path, dialect, tuple(plan.kept), plan.key):
+        for batch, lines in blocks(path, dialect, tuple(plan.kept), plan.key, every_column=True):
             block = _read_block(batch, lines, key, plan, pool, earlier, path)
             if block.first_unlabeled and not unlabeled_seen:
                 log.warning(
@@ -727,6 +731,8 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     name, as exports of one table by different tools order them differently). Else a UserError saying what
     differs."""
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
+    if dialect.format in (JSON_LINES, JSON_ARRAY):  # objects are read by key: any may lack any column
+        dialect = replace(dialect, names=plan.names)
     if replace(dialect, names=plan.names) != plan.dialect or sorted(dialect.names) != sorted(plan.names):
         raise UserError(
             f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must be written as the first is"
@@ -1194,10 +1200,15 @@ def _size(path: str) -> int:
         return file.seek(0, os.SEEK_END)
 
 
-def plan_table(path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None) -> tuple:
-    """(the files of --input, the plan of the conversion), checked before anything is written."""
+def plan_table(
+    path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None, every_object: bool = False
+) -> tuple:
+    """(the files of --input, the plan of the conversion), checked before anything is written. JSON's columns
+    are the keys of the first file's first objects, or with `every_object` of all of them."""
     files = [path] if options.text_folder else input_files(path)
     dialect = dialect_of(files[0], options)
+    if every_object and dialect.format in (JSON_LINES, JSON_ARRAY):
+        dialect = replace(dialect, names=every_json_column(files, dialect))
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
     names = list(dialect.names)
@@ -1275,7 +1286,12 @@ def build_table_dataset(
     files, plan = plan_table(path, options, eval_fraction, seed, shards)
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
-        counts, labels, rows = _read_pass(files, plan, folder)
+        try:
+            counts, labels, rows = _read_pass(files, plan, folder)
+        except LateColumn as late:  # sparse JSON: columns that the first objects lack, found only by reading all
+            log.info("%s: finding every object's columns, then reading the rows again", late)
+            files, plan = plan_table(path, options, eval_fraction, seed, shards, every_object=True)
+            counts, labels, rows = _read_pass(files, plan, folder)
         check_rows(rows, labels, path, plan)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))

@@ -115,6 +115,10 @@ def test_beam_names_a_bad_table_in_one_line(tmp_path):
     (tmp_path / "t.csv").write_text("a,b,label\n1,x,y\n2,x\n")
     with pytest.raises(UserError, match=r"t.csv: line 3 has 2 columns; expected 3"):
         build_table_dataset_with_beam(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions(), DIRECT)
+    rows = [f'{{"a": {i}, "label": "{"xy"[i % 2]}"}}\n' for i in range(3000)]  # past the first objects' keys:
+    (tmp_path / "t.jsonl").write_text("".join(rows) + '{"a": 1, "late": 2, "label": "x"}\n')  # restarts locally
+    with pytest.raises(UserError, match=r"t.jsonl: line 3001 has a column 'late' that .* --runner local, which"):
+        build_table_dataset_with_beam(str(tmp_path / "t.jsonl"), str(tmp_path / "json"), TableOptions(), DIRECT)
 
 
 def test_beam_writes_to_gcs(gcs_server, digits_dir, tmp_path):

@@ -156,6 +156,30 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
         build(tmp_path, tmp_path / "t.jsonl", "nested")
 
 
+def test_json_keys_that_the_first_objects_lack_are_columns_too(tmp_path, monkeypatch, caplog):
+    """Sparse JSON (a null left out, a field added later): a key first seen past the objects the columns were
+    taken from, in the first file or a later one, gives the dataset that declaring it in the first object would."""
+    monkeypatch.setattr(preprocessing.table_files, "SNIFF_BYTES", 256)  # the columns: the first few objects'
+    caplog.set_level("INFO")
+    rows = [{"x": i % 7, "label": "ab"[i % 2]} for i in range(200)]
+    for i in range(120, 200, 3):
+        rows[i]["late"] = "pq"[i % 2]
+    for i in range(150, 200, 4):
+        rows[i]["later"] = i / 10
+    (tmp_path / "sparse").mkdir()
+    (tmp_path / "declared").mkdir()
+    for folder, first in (("sparse", {}), ("declared", {"late": None, "later": None})):
+        objects = [{**rows[0], **first}, *rows[1:100]]
+        (tmp_path / folder / "a.jsonl").write_text("".join(json.dumps(row) + "\n" for row in objects))
+        (tmp_path / folder / "b.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows[100:]))
+    metadata = build(tmp_path, tmp_path / "sparse", "from_sparse")
+    assert "b.jsonl: line 21 has a column 'late' that the first objects lack: finding every object's" in caplog.text
+    declared = build(tmp_path, tmp_path / "declared", "from_declared")
+    assert [column.name for column in metadata.columns] == ["x", "late", "later"]
+    assert metadata.columns == declared.columns
+    assert every_row(tmp_path / "from_sparse", metadata) == every_row(tmp_path / "from_declared", declared)
+
+
 def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(tmp_path, monkeypatch):
     monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 64)  # blocks of 256 bytes, objects cut anywhere
     monkeypatch.setattr(preprocessing.table_files, "BLOCK_BYTES_A_COLUMN", 1)

@@ -217,6 +217,11 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
         (f"{tmp_path}/sheet.csv:2", {"age": "60", "workclass": "Private"})
     ]
     assert f"{tmp_path}/sheet.csv: no column 'hours'; read as missing in every row" in caplog.text  # a wrong file?
+    (tmp_path / "sparse.jsonl").write_text('{"age": 60}\n' * 3000 + '{"hours": 40}\n')  # past the first objects
+    assert list(table_rows(str(tmp_path / "sparse.jsonl"), "income", names, TableOptions()))[-1] == (
+        f"{tmp_path}/sparse.jsonl:3001",
+        {"age": "", "workclass": "", "hours": "40"},
+    )
     (tmp_path / "rows.jsonl").write_bytes('{"age": 60}\n{"workclass": "Privé"}\n'.encode("latin-1"))
     with pytest.raises(UserError, match=r"rows.jsonl: line 2 is not UTF-8 text, which JSON must be"):
         list(_json_lines(str(tmp_path / "rows.jsonl"), table=True))  # was a UnicodeDecodeError's traceback
