@@ -754,9 +754,9 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
         return f"it has {len(found)} columns, the first file {len(expected)}"
     lacking = [name for name in expected if name not in found]
     if lacking:
-        return f"its header lacks column {lacking[0]!r}" + (f" and {len(lacking) - 1} more" if len(lacking) > 1 else "")
+        return f"it lacks column {lacking[0]!r}" + (f" and {len(lacking) - 1} more" if len(lacking) > 1 else "")
     more = [name for name in found if name not in expected]
-    return f"its header has a column {more[0]!r} that the first file's lacks"
+    return f"it has a column {more[0]!r} that the first file lacks"
 
 
 # Decide.

@@ -370,8 +370,8 @@ def test_files_whose_columns_are_in_another_order_are_read_by_name(tmp_path):
 @pytest.mark.parametrize(
     "header, message",
     [
-        (HEADER.replace("hours", "hours_per_week"), r"b.csv: its header lacks column 'hours'; every file must be"),
-        (HEADER + ",note", r"b.csv: its header has a column 'note' that the first file's lacks"),
+        (HEADER.replace("hours", "hours_per_week"), r"b.csv: it lacks column 'hours'; every file must be"),
+        (HEADER + ",note", r"b.csv: it has a column 'note' that the first file lacks"),
     ],
 )
 def test_files_with_another_header_are_named(tmp_path, header, message):
