@@ -58,6 +58,10 @@ FORMATS = (
     "%m/%Y",
     "%H:%M",
 )
+# Every value that one of FORMATS reads has a digit beside a separator and a digit or a month's name ("2017-01",
+# "5 Jan", "Sept. 5", "14:30"): a column whose values lack it is no dates, found with one expression where trying
+# every format took 30 ms a column (most of it compiling them), as on a click log's columns of hashes.
+FORMATS_MARK = r"\d[-/.:]\d|\d[\s,-]+[A-Za-z]|[A-Za-z][\s.,-]+\d"
 AM_PM = r"([AaPp])\.?[Mm]\.?"  # 11:59 PM, 8:05 a.m.
 SECONDS_AND_AM_PM = r"(?::(\d{2})(?:[.,]\d+)?)?(?:\s*" + AM_PM + r")?"  # both optional: 14:30, 2:30:15 pm
 ZONE_NAME = r"(?:\s*[A-Z]{3,4})?"  # after a time: 06:00:42 EST, as R prints its times

@@ -391,12 +391,17 @@ def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
     enough = (1 - BAD_CELLS_SHARE) * len(sample)
     # Every format reads digits: a column of words is no dates, found at once (trying every format on each
     # column of words was 75% of converting a table of 500 of them).
-    digits = pc.fill_null(pc.match_substring_regex(sample, r"\d"), False).to_numpy(zero_copy_only=False)
-    if not len(sample) or np.count_nonzero(digits) < enough:
+    if not len(sample) or _count_matching(sample, r"\d") < enough:
         return ""
-    read = [int(np.count_nonzero(_read_as_dates(sample, form, len(formats) > 1))) for form in formats]
-    best = int(np.argmax(read))
-    return formats[best] if read[best] >= enough else ""
+    marked = _count_matching(sample, dates.FORMATS_MARK) >= enough
+    tried = [form for form in formats if form not in dates.FORMATS or marked]  # a number may be a Unix time
+    read = [int(np.count_nonzero(_read_as_dates(sample, form, len(formats) > 1))) for form in tried]
+    best = int(np.argmax(read)) if read else 0
+    return tried[best] if read and read[best] >= enough else ""
+
+
+def _count_matching(values: pa.Array, expression: str) -> int:
+    return int(pc.sum(pc.match_substring_regex(values, expression)).as_py() or 0)
 
 
 def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.ndarray:

@@ -8,6 +8,7 @@ import logging
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import tensorflow as tf
 
@@ -70,6 +71,17 @@ def test_arrow_and_tensorflow_read_every_value_alike(date_format):
     from_tensorflow = dates.fields_tf(tf.constant(AWKWARD), date_format).numpy()
     np.testing.assert_array_equal(from_arrow, from_tensorflow)
     assert (~np.isnan(from_arrow[:, 0])).any()
+
+
+def test_every_date_that_a_format_reads_bears_the_formats_mark():
+    """What lets a column without it skip trying every format (find_date_format)."""
+    values = pa.array(AWKWARD)
+    read = np.any([~np.isnan(dates.fields_arrow(values, form)[:, 0]) for form in dates.FORMATS], axis=0)
+    marked = pc.match_substring_regex(values, dates.FORMATS_MARK).to_numpy(zero_copy_only=False)
+    assert read.sum() > 30 and not (read & ~marked).any()
+    assert not pc.any(
+        pc.match_substring_regex(pa.array(["daa66d13", "3c5120ce", "ab12", "7x"]), dates.FORMATS_MARK)
+    ).as_py()
 
 
 def test_formats_read_what_they_say():
