@@ -473,7 +473,8 @@ def gradient_boosting(part: Part):
         [("categorical", codes, few), ("target", target, many)] if many else [("categorical", codes, few)],
         remainder="passthrough",
     )
-    native = [True] * len(few) + [False] * (part.x.shape[1] - len(few))
+    encoded = len(many) * (1 if binary else len(np.unique(part.labels)))  # a number a class, each, in multiclass
+    native = [True] * len(few) + [False] * (encoded + part.x.shape[1] - len(few) - len(many))
     return make_pipeline(features, HistGradientBoostingClassifier(random_state=0, categorical_features=native))
 
 
