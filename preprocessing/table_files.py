@@ -17,6 +17,7 @@ Keras's text_dataset_from_directory reads: a table of two columns, TEXT_COLUMNS,
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import csv
@@ -77,6 +78,13 @@ TEXT_COLUMNS = ("text", "label")  # a text folder's columns
 TEXT_SUFFIX = ".txt"
 TEXTS_A_BLOCK = 1024  # text files read into one block
 READING_THREADS = 16  # text files read at once: on gs:// each is a request
+# A row cut short at a carriage return: pandas' to_csv writes a text's lone \r unquoted (its lines end in \n), and
+# every CSV reader (pyarrow's, pandas' own) ends a row there.
+LONE_CR = (
+    " (a carriage return, \\r, ends it inside a field that is not quoted, as pandas' to_csv writes a text that holds "
+    "one: quote the field, or replace the \\r)"
+)
+BLANK_LINE = re.compile(rb"\n(?=\r?\n)")  # a newline that ends the line before a blank one
 PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
 PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer, larger steps for Python
 # ... and more for a table of hundreds of columns, since Python's steps cost per block and column (4,096
@@ -414,9 +422,9 @@ def blocks(
     elif dialect.format in (JSON_LINES, JSON_ARRAY):
         yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
-        line = dialect.first_line
-        for batch in _csv_blocks(path, dialect):
-            lines, line = record_lines(batch, line)
+        line, blank_lines = dialect.first_line, []
+        for batch in _csv_blocks(path, dialect, blank_lines):
+            lines, line = record_lines(batch, line, blank_lines)
             yield _plain_numbers(batch, dialect.decimal, verbatim), lines
 
 
@@ -515,14 +523,15 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
     }
 
 
-def _csv_blocks(path: str, dialect: Dialect) -> Iterator[pa.RecordBatch]:
+def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator[pa.RecordBatch]:
     """A CSV file's rows in blocks; a row with another number of values than the header is a UserError
     naming its line. A record longer than a block (a field of megabytes) makes the file read again with
-    blocks 8 times larger, from the record it stopped at."""
+    blocks 8 times larger, from the record it stopped at. The file's blank lines (which pyarrow leaves out)
+    are added to `blank_lines` before any block after them."""
     done, block_size = 0, PARSE_BYTES
     while True:
         try:
-            for batch in _csv_blocks_of_size(path, dialect, block_size, skip=done):
+            for batch in _csv_blocks_of_size(path, dialect, block_size, done, blank_lines):
                 done += batch.num_rows
                 yield batch
             return
@@ -534,7 +543,9 @@ def _csv_blocks(path: str, dialect: Dialect) -> Iterator[pa.RecordBatch]:
             raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
 
 
-def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int) -> Iterator[pa.RecordBatch]:
+def _csv_blocks_of_size(
+    path: str, dialect: Dialect, block_size: int, skip: int, blank_lines: list[int]
+) -> Iterator[pa.RecordBatch]:
     """_csv_blocks with one block size, leaving out the first `skip` rows."""
     ragged = []
 
@@ -543,7 +554,10 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
         return "error"
 
     try:
-        with _opened(path) as stream:
+        with _opened(path) as file:
+            blank_lines.clear()  # read again from the start
+            ascii_based = codecs.lookup(dialect.encoding).encode("\n")[0] == b"\n"  # not UTF-16's two bytes a newline
+            stream = pa.PythonFile(BlankLines(file, blank_lines), mode="r") if ascii_based else file
             options = _csv_options(dialect, block_size, True, on_invalid_row)
             # The reader closes before the stream: its threads read ahead from it, also when a row stops the run.
             with pacsv.open_csv(stream, **options) as pieces:
@@ -561,11 +575,27 @@ def _csv_blocks_of_size(path: str, dialect: Dialect, block_size: int, skip: int)
         if not ragged:
             raise
         row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
+        line = _record_line(path, dialect, row.number)
         raise UserError(
-            f"{path}: line {row.number} has {row.actual_columns} columns; expected {row.expected_columns}"
+            f"{path}: line {line} has {row.actual_columns} columns; expected {row.expected_columns}"
+            + (LONE_CR if row.actual_columns < row.expected_columns and _lone_cr_line(path) == line else "")
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None
+
+
+def _lone_cr_line(path: str) -> int:
+    """The line (counted by newlines) of the file's first carriage return that no newline follows, or 0."""
+    line, last = 1, b""
+    with _opened(path) as stream:
+        while chunk := stream.read(1 << 20):
+            text = last + chunk
+            found = re.search(rb"\r(?!\n)", text[:-1] if len(text) > 1 else text)  # a CR that ends the chunk: wait
+            if found:
+                return line + text[: found.start()].count(b"\n")
+            line += text[:-1].count(b"\n")
+            last = text[-1:]
+    return line if last == b"\r" else 0
 
 
 def _pieces_a_block(columns: int, block_size: int) -> int:
@@ -590,7 +620,7 @@ def _not_text(path: str, encoding: str) -> str:
 
 def _first_ragged_row(path: str, dialect: Dialect):
     """The file's first row of another width, read again with one thread: only then does pyarrow
-    number the rows (its numbers are lines of the file)."""
+    number the rows (its numbers count records: see _record_line)."""
     ragged = []
 
     def on_invalid_row(row) -> str:
@@ -604,16 +634,75 @@ def _first_ragged_row(path: str, dialect: Dialect):
     return ragged[0]
 
 
-def record_lines(batch: pa.RecordBatch, first_line: int) -> tuple[np.ndarray, int]:
-    """(each record's first line in the file, the line after the last record), from the first record's
-    line: one line a record, and one more for each newline inside its quoted fields."""
+def _record_line(path: str, dialect: Dialect, number: int) -> int:
+    """The line that pyarrow's row `number` begins on. pyarrow counts records (the skipped and header lines
+    among them), not the newlines inside their quoted fields, nor blank lines; read again by Python's csv module,
+    which keeps the count of lines. Only where a row is wrong: it reads the file up to that row."""
+    csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
+    with _opened(path) as stream:
+        text = io.TextIOWrapper(stream, encoding=_without_bom(dialect.encoding), newline="")
+        reader = csv.reader(text, delimiter=dialect.delimiter or ",")
+        records, before = 0, 0  # records read, and the lines they and the blank lines between them took
+        for fields in reader:
+            records += bool(fields)  # a blank line reads as no fields
+            if records == number:
+                return before + 1
+            before = reader.line_num
+    return number
+
+
+def record_lines(batch: pa.RecordBatch, first_line: int, blank_lines: list[int]) -> tuple[np.ndarray, int]:
+    """(each record's first line in the file, the line after the last record), from the line the block
+    begins on: one line a record, one more for each newline inside its quoted fields, and the `blank_lines`
+    (sorted) between them."""
     inside = np.zeros(batch.num_rows, np.int64)
     for column in batch.columns:
         data = column.buffers()[2]  # all its text: a newline anywhere in it is rare, and cheap to look for
         if data is not None and data.to_pybytes().find(b"\n") >= 0:
             inside += pc.count_substring(column, "\n").to_numpy(zero_copy_only=False)
-    ends = first_line + np.arange(1, batch.num_rows + 1) + np.cumsum(inside)  # each record's next line
-    return ends - 1 - inside, int(ends[-1]) if batch.num_rows else first_line
+    starts = first_line + np.arange(batch.num_rows) + np.cumsum(inside) - inside  # as if there were no blank lines
+    blanks = np.array(blank_lines[bisect.bisect_left(blank_lines, first_line) :], np.int64)
+    if len(blanks):  # a record is as many lines further as there are blank lines before it
+        starts += np.searchsorted(blanks - np.arange(len(blanks)), starts, side="right")
+    return starts, int(starts[-1] + 1 + inside[-1]) if batch.num_rows else first_line
+
+
+class BlankLines:
+    """A CSV file as pyarrow reads it, its blank lines noted in `found` (their numbers, counted by newlines):
+    pyarrow leaves them out, and the lines of the records after them must count them. A newline inside quotes
+    (an odd number of quotes before it) begins no line of the file's rows."""
+
+    def __init__(self, file, found: list[int]):
+        self.file, self.found = file, found
+        self._line, self._quoted, self._carried = 1, False, b""  # where the bytes read so far end
+        self._quotes = False  # whether the bytes being read hold a quote
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.file.read(size)
+        text = self._carried + chunk
+        end = max(0, len(text) - 2) if chunk else len(text)  # the last 2 bytes wait for what follows them
+        at, self._quotes = 0, b'"' in text  # most tables quote nothing: then no quote is counted
+        for blank in BLANK_LINE.finditer(text):
+            if blank.start() >= end:
+                break
+            self._count(text, at, blank.start() + 1)
+            at = blank.start() + 1
+            if not self._quoted:
+                self.found.append(self._line)
+        self._count(text, at, end)
+        self._carried = text[end:]
+        return chunk
+
+    def _count(self, text: bytes, start: int, stop: int) -> None:
+        self._quoted ^= self._quotes and bool(text.count(b'"', start, stop) % 2)
+        self._line += text.count(b"\n", start, stop)
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def close(self) -> None:
+        self.file.close()
 
 
 # JSON: Python's json module reads each object, so that a column may hold numbers in one row and text

@@ -43,6 +43,32 @@ def test_quoted_newlines_stay_inside_their_field_and_lines_are_counted(tmp_path,
     assert "t.csv: line 122, column 3 ('label'): the label is missing; rows without a label are left out" in caplog.text
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_blank_lines_between_rows_are_counted_in_their_lines_and_quoted_ones_are_not(tmp_path, caplog, newline):
+    """pyarrow leaves blank lines out: the rows after them were named as many lines early."""
+    rows = ["n,note,label", "0,plain,x", "", "", '1,"two\n\nparagraphs",y', "", "2,missing,"]
+    rows += [f"{i},more,{'xy'[i % 2]}" for i in range(3, 30)] + [""]
+    (tmp_path / "t.csv").write_bytes(newline.join(rows).replace("\n\n", newline * 2).encode())
+    for parse_bytes in (1 << 20, 16):  # a block and a chunk read a time, or a blank line cut between chunks
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(preprocessing.table_files, "PARSE_BYTES", parse_bytes)
+            build(tmp_path, tmp_path / "t.csv", label_column="label")
+        assert "t.csv: line 9, column 3 ('label'): the label is missing" in caplog.text
+        caplog.clear()
+
+
+def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_blank_lines(tmp_path):
+    """pyarrow numbers records, not lines: the row was named 5 lines early past 5 quoted newlines."""
+    rows = [f'{i},"a\nb",{"xy"[i % 2]}' for i in range(5)] + ["", "5,c,x", "6,d"]  # 2 lines a row, then a blank line
+    (tmp_path / "t.csv").write_text("n,note,label\n" + "\n".join(rows) + "\n")
+    with pytest.raises(UserError, match=r"t.csv: line 14 has 2 columns; expected 3$"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+    # A text's lone carriage return, unquoted, as pandas' to_csv writes it: every reader ends the row there.
+    (tmp_path / "t.csv").write_text("n,note,label\n0,a,x\n1,b\rc,y\n", newline="")
+    with pytest.raises(UserError, match=r"line 3 has 2 columns; expected 3 \(a carriage return, \\r, ends it inside"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+
+
 def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 1024)  # blocks of 1 KiB, fields of 20 KB
     long = "x" * 20_000
