@@ -124,6 +124,7 @@ NUMBER_CODES = 1000  # a column of numbers is counted value by value until a blo
 NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of its (at least 100) counted values
 # distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
 # to the end took 2.9 GB (integers may be codes: they keep the rule above)
+WHOLE_FRACTION = r"^([+-]?\d+)\.0+$"  # a label such as 1.0 or 0.00, that is an integer's class
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
@@ -588,7 +589,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted. Rows without a label are left out, as
     Ludwig and Vertex AI's tabular training leave them: nothing can be learnt from them."""
-    label = pc.utf8_trim_whitespace(batch.column(plan.label))
+    label = _one_class_a_number(pc.utf8_trim_whitespace(batch.column(plan.label)))
     labeled = ~_missing(label)
     first_unlabeled = 0 if labeled.all() else int(lines[np.argmin(labeled)])
     if not labeled.any():
@@ -633,6 +634,14 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
     return Block(counts, labels, len(labeled), parts, first_unlabeled)
+
+
+def _one_class_a_number(labels: pa.Array) -> pa.Array:
+    """Labels with a whole number written as a fraction ("1.0", as pandas writes an integer column that lacks a
+    value) written as the integer, so that "1" and "1.0" are one class."""
+    if not pc.any(pc.match_substring_regex(pc.unique(labels), WHOLE_FRACTION)).as_py():
+        return labels  # most tables: only the few distinct labels were looked at
+    return pc.replace_substring_regex(labels, WHOLE_FRACTION, r"\1")
 
 
 def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:

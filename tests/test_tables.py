@@ -340,6 +340,14 @@ def test_bad_tables_name_the_file_line_and_column(tmp_path, text, options, messa
         build(tmp_path, tmp_path / "t.csv", options=options)
 
 
+def test_a_whole_number_written_as_a_fraction_is_the_integers_class(tmp_path):
+    """Files of one table, one written by pandas where the label column lacked a value (1.0), one not (1)."""
+    rows = "".join(f"{i},{['1', '1.0', '0', '0.00'][i % 4]}\n" for i in range(40))
+    (tmp_path / "t.csv").write_text("x,y\n" + rows + "41,2.5\n")
+    metadata = build(tmp_path, tmp_path / "t.csv", options={"label_column": "y"})
+    assert metadata.class_names == ("0", "1", "2.5") and metadata.class_counts == (20, 20, 1)
+
+
 def test_columns_missing_in_every_row_are_left_out_with_one_warning(tmp_path, caplog):
     """As an export of a database holds a field nobody filled: nothing to learn, so no reason to stop."""
     rows = "".join(f"{20 + i},,{i % 7},,{'ab'[i % 2]}\n" for i in range(40))
