@@ -199,6 +199,7 @@ class Dialect:
     format: str = CSV
     decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
     skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
+    sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
 
     @property
     def first_line(self) -> int:
@@ -1029,10 +1030,10 @@ def _read_text(path: str, encoding: str) -> str:
 
 
 @contextlib.contextmanager
-def _sheet_rows(path: str) -> Iterator[Iterator[tuple[int, tuple]]]:
-    """The rows of the sheet a workbook opens on (its first worksheet where that is a chart), each with its row
-    number, as openpyxl reads them in read-only mode: a row at a time, the values the cells hold (numbers, dates as
-    datetimes), never what a format shows."""
+def _workbook(path: str):
+    """A workbook's worksheets, the one it opens on first (a chart sheet has no rows), as openpyxl reads them in
+    read-only mode: a row at a time, the values the cells hold (numbers, dates as datetimes), never what a format
+    shows."""
     import openpyxl  # only for workbooks
 
     with storage.open_read(path) as file:
@@ -1041,37 +1042,57 @@ def _sheet_rows(path: str) -> Iterator[Iterator[tuple[int, tuple]]]:
         except Exception as error:  # openpyxl's errors for what is no workbook have no common class
             raise UserError(f"{path}: cannot read as an Excel workbook ({str(error).splitlines()[0]})") from None
         try:
-            sheets = book.worksheets  # a chart sheet has no rows
+            sheets = book.worksheets
             if not sheets:
                 raise UserError(f"{path}: the workbook has no worksheet")
-            sheet = book.active if book.active in sheets else sheets[0]
-            sheet.reset_dimensions()  # the size a sheet states may be wrong: read every row it holds
-            yield enumerate(sheet.iter_rows(values_only=True), 1)
+            yield sorted(sheets, key=lambda sheet: sheet is not book.active)
         finally:
             book.close()
+
+
+@contextlib.contextmanager
+def _sheet_rows(path: str, name: str) -> Iterator[Iterator[tuple[int, tuple]]]:
+    """The rows of the sheet `name` (or of the one the workbook opens on), each with its row number."""
+    with _workbook(path) as sheets:
+        sheet = next((sheet for sheet in sheets if sheet.title == name), sheets[0])
+        sheet.reset_dimensions()  # the size a sheet states may be wrong: read every row it holds
+        yield enumerate(sheet.iter_rows(values_only=True), 1)
 
 
 def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -> Dialect:
     """The column names of a workbook's sheet: --column-names, or its header, the first row after --skip-rows that
     holds a `known` name (the label's), else the first that holds a value: sheets often have a title and empty
-    rows above their header."""
-    header = None
-    with _sheet_rows(path) as rows:
-        for number, row in itertools.islice(rows, options.skip_rows, options.skip_rows + SNIFF_LINES):
-            names = [_as_text(_cell_value(value), path, number, "").strip() for value in row]
-            if header is None and any(names):
-                header = number, names
-            if any(name in names for name in known if name):
-                header = number, names
-                break
+    rows above their header. The sheet is the one the workbook opens on, unless only another holds a known name
+    (a workbook that opens on its notes)."""
+    with _workbook(path) as sheets:
+        headers = [(sheet.title, _sheet_header(sheet, path, options.skip_rows, known)) for sheet in sheets]
+    holding = [(title, header) for title, header in headers if header and header[2]]  # the one it opens on first
+    title, header = holding[0] if holding else headers[0]
+    title = "" if title == headers[0][0] else title
     if header is None:
         raise UserError(f"{path}: the sheet has no row of values in its first {options.skip_rows + SNIFF_LINES}")
-    number, names = header
+    number, names, _ = header
     while names and not names[-1]:  # the sheet's empty columns after the last
         names.pop()
     if options.column_names:
-        return Dialect(_distinct(options.column_names, "--column-names"), False, "", "", WORKBOOK, skip_rows=number - 1)
-    return Dialect(_distinct(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1)
+        names = _distinct(options.column_names, "--column-names")
+        return Dialect(names, False, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
+    return Dialect(_distinct(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
+
+
+def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> tuple[int, list[str], bool] | None:
+    """(the row number, the names and whether it holds a `known` name) of a sheet's header, as _workbook_dialect
+    finds it; None for a sheet of no values in its first rows."""
+    header = None
+    sheet.reset_dimensions()
+    rows = enumerate(sheet.iter_rows(values_only=True), 1)
+    for number, row in itertools.islice(rows, skip_rows, skip_rows + SNIFF_LINES):
+        names = [_as_text(_cell_value(value), path, number, "").strip() for value in row]
+        if any(name in names for name in known if name):
+            return number, names, True
+        if header is None and any(names):
+            header = number, names, False
+    return header
 
 
 def _workbook_blocks(
@@ -1079,7 +1100,7 @@ def _workbook_blocks(
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """A sheet's rows below its header (empty rows left out) in blocks, each row's line its row number."""
     rows_a_block = _rows_a_block(names)
-    with _sheet_rows(path) as rows:
+    with _sheet_rows(path, dialect.sheet) as rows:
         objects = (
             (number, dict(zip(dialect.names, map(_cell_value, _within(row, dialect.names, path, number)))))
             for number, row in rows

@@ -747,7 +747,8 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
     if dialect.format in (JSON_LINES, JSON_ARRAY):  # objects are read by key: any may lack any column
         dialect = replace(dialect, names=plan.names)
-    if replace(dialect, names=plan.names) != plan.dialect or sorted(dialect.names) != sorted(plan.names):
+    alike = replace(dialect, names=plan.names, sheet=plan.dialect.sheet) == plan.dialect  # a workbook's sheet: its own
+    if not alike or sorted(dialect.names) != sorted(plan.names):
         raise UserError(
             f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must be written as the first is"
         )
@@ -1223,6 +1224,8 @@ def plan_table(
     dialect = dialect_of(files[0], options)
     if every_object and dialect.format in (JSON_LINES, JSON_ARRAY):
         dialect = replace(dialect, names=every_json_column(files, dialect))
+    if dialect.sheet:
+        log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
     names = list(dialect.names)

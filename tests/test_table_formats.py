@@ -297,6 +297,20 @@ def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
     read = list(table_rows(str(tmp_path / "t.xlsx"), "label", ("age", "city"), TableOptions()))
     assert read[:2] == [(f"{tmp_path / 't.xlsx'}:4", {"age": "", "city": "Lyon"}),  # row 4: below title and header
                         (f"{tmp_path / 't.xlsx'}:5", {"age": str(columns["age"][1]), "city": "Nantes"})]  # fmt: skip
+    import openpyxl  # a workbook that opens on its notes: the sheet whose header names the label holds the table
+
+    book = openpyxl.load_workbook(tmp_path / "t.xlsx")
+    notes = book.create_sheet("Notes", 0)
+    notes.append(["age: in years; city: where the member lives"])
+    book.active = notes
+    book.save(tmp_path / "notes_first.xlsx")
+    assert every_row(tmp_path / "notes", build(tmp_path, tmp_path / "notes_first.xlsx", "notes")) == every_row(
+        tmp_path / "xlsx", found
+    )
+    assert list(table_rows(str(tmp_path / "notes_first.xlsx"), "label", ("age", "city"), TableOptions()))[1] == (
+        f"{tmp_path / 'notes_first.xlsx'}:5",
+        read[1][1],
+    )
     (tmp_path / "bad.xlsx").write_bytes(b"PK\x03\x04" + bytes(100))  # a ZIP that is no workbook
     with pytest.raises(UserError, match="bad.xlsx: cannot read as an Excel workbook"):
         build(tmp_path, tmp_path / "bad.xlsx", "bad")
