@@ -171,3 +171,16 @@ def test_lazy_adam_moves_only_the_batchs_rows_of_an_embedding_and_every_dense_we
     np.testing.assert_allclose(rows, expected, atol=1e-5)
     assert rows[[0, 2, 5]].tolist() == [[0, 1], [4, 5], [10, 11]]  # never in a batch: never moved
     np.testing.assert_allclose(weights, weight, atol=1e-5)
+
+
+def test_a_class_absent_from_the_evaluation_split_is_named(caplog):
+    """A few rows of a rare class, all drawn for training: its recall and the AUC say nothing (they read 1.0)."""
+    from types import SimpleNamespace
+
+    from trainer.experiment import _warn_of_absent_classes
+
+    _warn_of_absent_classes({"confusion_matrix": [[3, 1], [0, 0]]}, SimpleNamespace(class_names=("no", "yes")))
+    assert "no example of class 'yes': its recall, and the AUC, say nothing" in caplog.text
+    caplog.clear()
+    _warn_of_absent_classes({"confusion_matrix": [[3, 1], [0, 2]]}, SimpleNamespace(class_names=("no", "yes")))
+    assert not caplog.text

@@ -97,7 +97,23 @@ def run(config: Config) -> dict | None:
         if problem is None:
             raise  # not the data's fault
         raise UserError(f"{problem}; rerun preprocessing, or pass --skip-corrupt to leave such shards out") from None
+    if metrics:
+        _warn_of_absent_classes(metrics, data.metadata)
     return metrics
+
+
+def _warn_of_absent_classes(metrics: dict, metadata: Metadata) -> None:
+    """A class with no example in the evaluation split (a few rows of it, all drawn for training) has figures
+    that say nothing: its recall, and a binary label's AUC."""
+    rows = metrics[names.CONFUSION]  # rows: true classes
+    absent = [repr(name) for name, row in zip(metadata.class_names, rows) if not sum(row)]
+    if absent:
+        log.warning(
+            "The evaluation split holds no example of class %s: its recall%s say nothing; preprocess more rows, "
+            "or with a larger --eval-fraction",
+            ", ".join(absent),
+            ", and the AUC," if len(rows) == 2 else "",
+        )
 
 
 def _log_dataset(data: dataset.DataFiles) -> None:
