@@ -1228,8 +1228,13 @@ def plan_table(
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
-    names = list(dialect.names)
-    label, features = _plan_columns(names, options, files[0])
+    sparse = dialect.format in (JSON_LINES, JSON_ARRAY) and not every_object
+    try:
+        label, features = _plan_columns(list(dialect.names), options, files[0])
+    except UserError:  # a column a flag names may be a key that only later objects hold
+        if sparse:
+            return plan_table(path, options, eval_fraction, seed, shards, every_object=True)
+        raise
     if options.text_folder:  # its files' count times the first ones' mean size
         texts = [text_path for text_path, _ in text_files(path)]
         size = len(texts) * sum(map(_size, texts[:100])) // len(texts[:100])

@@ -178,6 +178,9 @@ def test_json_keys_that_the_first_objects_lack_are_columns_too(tmp_path, monkeyp
     assert [column.name for column in metadata.columns] == ["x", "late", "later"]
     assert metadata.columns == declared.columns
     assert every_row(tmp_path / "from_sparse", metadata) == every_row(tmp_path / "from_declared", declared)
+    unlabeled = [json.dumps({"x": i}) + "\n" for i in range(50)]  # the label itself first seen past them
+    (tmp_path / "late_label.jsonl").write_text("".join(unlabeled) + (tmp_path / "sparse" / "b.jsonl").read_text())
+    assert build(tmp_path, tmp_path / "late_label.jsonl", "late_label").splits["train"].examples == 80
 
 
 def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(tmp_path, monkeypatch):
