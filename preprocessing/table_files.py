@@ -85,6 +85,7 @@ LONE_CR = (
     "one: quote the field, or replace the \\r)"
 )
 BLANK_LINE = re.compile(rb"\n(?=\r?\n)")  # a newline that ends the line before a blank one
+LONE_CR_BYTE = re.compile(rb"\r(?!\n)")
 PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
 PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer, larger steps for Python
 # ... and more for a table of hundreds of columns, since Python's steps cost per block and column (4,096
@@ -587,16 +588,18 @@ def _csv_blocks_of_size(
 
 def _lone_cr_line(path: str) -> int:
     """The line (counted by newlines) of the file's first carriage return that no newline follows, or 0."""
-    line, last = 1, b""
+    line, carried = 1, b""
     with _opened(path) as stream:
-        while chunk := stream.read(1 << 20):
-            text = last + chunk
-            found = re.search(rb"\r(?!\n)", text[:-1] if len(text) > 1 else text)  # a CR that ends the chunk: wait
-            if found:
-                return line + text[: found.start()].count(b"\n")
-            line += text[:-1].count(b"\n")
-            last = text[-1:]
-    return line if last == b"\r" else 0
+        while True:
+            chunk = stream.read(1 << 20)
+            text = carried + chunk
+            found = LONE_CR_BYTE.search(text)
+            if found and (found.end() < len(text) or not chunk):  # a CR that ends the bytes read waits for the next
+                return line + text.count(b"\n", 0, found.start())
+            if not chunk:
+                return 0
+            line += text.count(b"\n", 0, len(text) - 1)
+            carried = text[-1:]
 
 
 def _pieces_a_block(columns: int, block_size: int) -> int:
@@ -1063,11 +1066,11 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
     """The column names of a workbook's sheet: --column-names, or its header, the first row after --skip-rows that
     holds a `known` name (the label's), else the first that holds a value: sheets often have a title and empty
     rows above their header. The sheet is the one the workbook opens on, unless only another holds a known name
-    (a workbook that opens on its notes)."""
+    (a workbook that opens on its notes), or it is empty and another is not."""
     with _workbook(path) as sheets:
         headers = [(sheet.title, _sheet_header(sheet, path, options.skip_rows, known)) for sheet in sheets]
     holding = [(title, header) for title, header in headers if header and header[2]]  # the one it opens on first
-    title, header = holding[0] if holding else headers[0]
+    title, header = holding[0] if holding else next((found for found in headers if found[1]), headers[0])
     title = "" if title == headers[0][0] else title
     if header is None:
         raise UserError(f"{path}: the sheet has no row of values in its first {options.skip_rows + SNIFF_LINES}")
