@@ -1156,6 +1156,9 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
         if both:
             raise UserError(f"{flag} and {other} both name {sorted(both)[0]!r}")
     named = [name for chosen in kinds.values() for name in chosen]  # the columns the feature flags name
+    for flag, chosen in (*kinds.items(), ("--ignore-columns", options.ignore)):
+        if label in chosen:  # the default label (the last column) is easily named by mistake
+            raise UserError(f"{flag} names {label!r}, the label column (--label-column): leave it out of {flag}")
     if options.key in (label, LABEL_KEY):
         raise UserError(f"--key-column {options.key}: it is the label column, or named as the records' labels")
     if options.key in named:

@@ -324,6 +324,16 @@ BAD_TABLES = {
         {"categorical": ("work_class",)},
         r"--categorical-columns: .*t.csv: no column 'work_class' \(did you mean 'workclass'\?\)",
     ),
+    "the label as a feature": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
+        {"categorical": ("income",)},
+        r"--categorical-columns names 'income', the label column \(--label-column\): leave it out of",
+    ),
+    "the label left out": (
+        f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
+        {"ignore": ("income",)},
+        r"--ignore-columns names 'income', the label column",
+    ),
     "one label": (
         f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,a\n",
         {},
