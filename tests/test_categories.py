@@ -265,8 +265,10 @@ def test_a_cross_of_a_column_the_table_lacks_is_one_line():
     assert resolve_crosses("a:b", table) == (("a", "b"),)
     with pytest.raises(UserError, match=r"--crosses a:c: a:c: no column 'c' \(its columns: a, b\)"):
         resolve_crosses("a:c", table)
-    with pytest.raises(UserError, match=r"--crosses a: a: cross 2 to 8 columns"):
+    with pytest.raises(UserError, match=r"--crosses a: a: cross 2 to 8 different columns"):
         resolve_crosses("a", table)
+    with pytest.raises(UserError, match=r"--crosses a:a: a:a: cross 2 to 8 different columns"):
+        resolve_crosses("a:a", table)  # a column crossed with itself is the column
     with pytest.raises(UserError, match="crosses are for tables"):
         resolve_crosses("a:b", metadata)
 

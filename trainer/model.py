@@ -133,8 +133,8 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
     for cross in crosses:
         unknown = [name for name in cross if name not in names]
         wide = [name for name in cross if name in unbucketed]
-        if unknown or wide or not 2 <= len(cross) <= 8:
-            why = tables.no_such_column(unknown[0], names) if unknown else "cross 2 to 8 columns"
+        if unknown or wide or not 2 <= len(set(cross)) == len(cross) <= 8:
+            why = tables.no_such_column(unknown[0], names) if unknown else "cross 2 to 8 different columns"
             if wide:
                 why = f"{wide[0]!r} has no buckets to cross: a table of over {BUCKETED_MAX} numeric columns has none"
             raise UserError(f"--crosses {setting}: {':'.join(cross)}: {why}")
