@@ -49,6 +49,7 @@ SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINE
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
 TYPED = (PARQUET, ARROW)  # files of typed columns
+OBJECTS = (JSON_LINES, JSON_ARRAY)  # files of JSON objects, read by key: any object may lack any column
 TEXT_FOLDER = "text folder"
 FORMAT_NAMES = {
     CSV: "CSV",
@@ -421,7 +422,7 @@ def blocks(
         yield from _typed_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == WORKBOOK:
         yield from _workbook_blocks(path, dialect, wanted or dialect.names)
-    elif dialect.format in (JSON_LINES, JSON_ARRAY):
+    elif dialect.format in OBJECTS:
         yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
         line, blank_lines = dialect.first_line, []
@@ -679,26 +680,25 @@ class BlankLines:
     def __init__(self, file, found: list[int]):
         self.file, self.found = file, found
         self._line, self._quoted, self._carried = 1, False, b""  # where the bytes read so far end
-        self._quotes = False  # whether the bytes being read hold a quote
 
     def read(self, size: int = -1) -> bytes:
         chunk = self.file.read(size)
         text = self._carried + chunk
         end = max(0, len(text) - 2) if chunk else len(text)  # the last 2 bytes wait for what follows them
-        at, self._quotes = 0, b'"' in text  # most tables quote nothing: then no quote is counted
+        at, quotes = 0, b'"' in text  # most tables quote nothing: then no quote is counted
         for blank in BLANK_LINE.finditer(text):
             if blank.start() >= end:
                 break
-            self._count(text, at, blank.start() + 1)
+            self._count(text, at, blank.start() + 1, quotes)
             at = blank.start() + 1
             if not self._quoted:
                 self.found.append(self._line)
-        self._count(text, at, end)
+        self._count(text, at, end, quotes)
         self._carried = text[end:]
         return chunk
 
-    def _count(self, text: bytes, start: int, stop: int) -> None:
-        self._quoted ^= self._quotes and bool(text.count(b'"', start, stop) % 2)
+    def _count(self, text: bytes, start: int, stop: int, quotes: bool) -> None:
+        self._quoted ^= quotes and bool(text.count(b'"', start, stop) % 2)
         self._line += text.count(b"\n", start, stop)
 
     @property

@@ -62,9 +62,8 @@ from preprocessing.split import shard_name
 from preprocessing.table_files import (
     CSV,
     FORMAT_NAMES,
-    JSON_ARRAY,
-    JSON_LINES,
     NUMBER,
+    OBJECTS,
     WORKBOOK,
     Dialect,
     LateColumn,
@@ -745,7 +744,7 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     name, as exports of one table by different tools order them differently). Else a UserError saying what
     differs."""
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
-    if dialect.format in (JSON_LINES, JSON_ARRAY):  # objects are read by key: any may lack any column
+    if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header
         dialect = replace(dialect, names=plan.names)
     alike = replace(dialect, names=plan.names, sheet=plan.dialect.sheet) == plan.dialect  # a workbook's sheet: its own
     if not alike or sorted(dialect.names) != sorted(plan.names):
@@ -1225,13 +1224,13 @@ def plan_table(
     are the keys of the first file's first objects, or with `every_object` of all of them."""
     files = [path] if options.text_folder else input_files(path)
     dialect = dialect_of(files[0], options)
-    if every_object and dialect.format in (JSON_LINES, JSON_ARRAY):
+    sparse = dialect.format in OBJECTS and not every_object  # its columns: the first objects' keys
+    if dialect.format in OBJECTS and every_object:
         dialect = replace(dialect, names=every_json_column(files, dialect))
     if dialect.sheet:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
-    sparse = dialect.format in (JSON_LINES, JSON_ARRAY) and not every_object
     try:
         label, features = _plan_columns(list(dialect.names), options, files[0])
     except UserError:  # a column a flag names may be a key that only later objects hold

@@ -172,7 +172,7 @@ def table_rows(
     --skip-rows, as TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
     column as written.
     CSV needs a header line."""
-    from preprocessing.table_files import CSV, JSON_ARRAY, JSON_LINES, TYPED, WORKBOOK, blocks, dialect_of
+    from preprocessing.table_files import CSV, OBJECTS, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
     if dialect.format == CSV and not dialect.has_header:
@@ -180,10 +180,10 @@ def table_rows(
     found = tuple(name for name in dialect.names if name and name in names)
     if not found:
         raise UserError(f"{path}: no column of the model's ({', '.join(filter(None, names))}) is in its header")
-    sparse = dialect.format in (JSON_LINES, JSON_ARRAY)  # a key its first objects lack, a later one may hold
-    wanted = tuple(filter(None, names)) if sparse else found
+    # JSON: a key its first objects lack, a later one may hold; other files: every row lacks the others
+    wanted = tuple(filter(None, names)) if dialect.format in OBJECTS else found
     absent = [name for name in names if name and name not in wanted and name != key]
-    if absent and dialect.format in (CSV, WORKBOOK, *TYPED):  # every row lacks them (a JSON object may hold them)
+    if absent:
         log.warning("%s: no column %s; read as missing in every row", path, ", ".join(map(repr, absent)))
     for batch, lines in blocks(path, dialect, wanted, key):
         values = {name: batch.column(name).to_pylist() for name in wanted}
