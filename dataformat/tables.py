@@ -26,6 +26,7 @@ import datetime
 import difflib
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -61,6 +62,10 @@ def case_spellings(token: str) -> set[str]:
 # lookup in a table of them took 0.5 ms for 64,000 values where lowering them took 5 ms).
 MISSING_SPELLINGS = tuple(sorted(set().union(*map(case_spellings, MISSING_TOKENS))))
 SHOWN_NAMES = 20  # column names an error lists at most
+# A whole number written as a fraction, as pandas writes an integer column that lacks a value (12.0): one
+# class or category with the integer (12), in labels and in the vocabularies of integer codes.
+WHOLE_FRACTION = r"^([+-]?\d+)\.0+$"
+INTEGER = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,11 @@ class Column:
     def category_slot(self) -> int | None:
         """Where, within its numbers, the column's category index is (None: it has none)."""
         return {CATEGORICAL: 0, DATE: dates.DATE_FEATURES}.get(self.kind)
+
+    @property
+    def integer_codes(self) -> bool:
+        """Categorical: whether its vocabulary holds integers, codes that a client may write as 12 or 12.0."""
+        return self.kind == CATEGORICAL and any(INTEGER.fullmatch(value) for value in self.vocabulary)
 
     @property
     def day_slot(self) -> int | None:
@@ -527,7 +537,10 @@ def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf
     500 categorical columns read 48 batches a second on 2 cores.)"""
     import tensorflow as tf
 
-    strings = tf.strings.strip(tf.stack([values[column.name] for column in columns], axis=1))
+    written = [
+        _as_integer_codes(values[column.name]) if column.integer_codes else values[column.name] for column in columns
+    ]
+    strings = tf.strings.strip(tf.stack(written, axis=1))
     prefixes = tf.constant([f"{j}{KEY_SEPARATOR}" for j in range(len(columns))])
     index = _vocabularies_lookup(columns).lookup(
         tf.strings.join([tf.broadcast_to(prefixes, tf.shape(strings)), strings])
@@ -539,6 +552,14 @@ def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf
         index = tf.where(outside, first_bucket + tf.strings.to_hash_bucket_fast(strings, count), index)
     index = tf.where(is_missing_stripped(strings), tf.constant(MISSING_INDEX, tf.int64), index)
     return tf.cast(index, tf.float32)
+
+
+def _as_integer_codes(strings: tf.Tensor) -> tf.Tensor:
+    """A column of integer codes' values with whole numbers written as fractions (12.0) written as integers (12),
+    as preprocessing counted them (preprocessing/tables.py, _categorical_column)."""
+    import tensorflow as tf
+
+    return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
 
 
 def numbers(strings: tf.Tensor) -> tf.Tensor:

@@ -58,6 +58,17 @@ class FrequentValues:
         order = pc.sort_indices(table, [("count", "descending"), ("value", "ascending")])
         return self.values.take(order), self.counts[order.to_numpy()]
 
+    def replaced(self, pattern: str, replacement: str) -> FrequentValues:
+        """This summary with each value matching the regular expression `pattern` replaced (as pyarrow's
+        replace_substring_regex does), the counts of values that become one added up."""
+        self._compact()
+        if not pc.any(pc.match_substring_regex(self.values, pattern)).as_py():
+            return self
+        found = FrequentValues(self.capacity, error=self.error, overflowed=self.overflowed)
+        found._pending = [(pc.replace_substring_regex(self.values, pattern, replacement), self.counts)]
+        found.values, found.counts = found._summed()
+        return found
+
     def _compact(self) -> None:
         if not self._pending:
             return

@@ -123,7 +123,6 @@ NUMBER_CODES = 1000  # a column of numbers is counted value by value until a blo
 NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of its (at least 100) counted values
 # distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
 # to the end took 2.9 GB (integers may be codes: they keep the rule above)
-WHOLE_FRACTION = r"^([+-]?\d+)\.0+$"  # a label such as 1.0 or 0.00, that is an integer's class
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
@@ -654,9 +653,9 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
 def _one_class_a_number(labels: pa.Array) -> pa.Array:
     """Labels with a whole number written as a fraction ("1.0", as pandas writes an integer column that lacks a
     value) written as the integer, so that "1" and "1.0" are one class."""
-    if not pc.any(pc.match_substring_regex(pc.unique(labels), WHOLE_FRACTION)).as_py():
+    if not pc.any(pc.match_substring_regex(pc.unique(labels), tables.WHOLE_FRACTION)).as_py():
         return labels  # most tables: only the few distinct labels were looked at
-    return pc.replace_substring_regex(labels, WHOLE_FRACTION, r"\1")
+    return pc.replace_substring_regex(labels, tables.WHOLE_FRACTION, r"\1")
 
 
 def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:
@@ -874,7 +873,7 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
         )
     mean, std = mean_and_std(count.days, count.days_squares, count.days_counted)
     missing = count.missing + count.not_dates_train
-    vocabulary, buckets, hashed = _vocabulary(count, plan.options)
+    vocabulary, buckets, hashed = _vocabulary(count, count.frequent, plan.options)
     # A timestamp's day is a category too (dates.day_index), one index a day of the training rows' span; a time
     # of day alone has no day.
     timestamp = count.timed and not dates.is_time_of_day(count.date_format)
@@ -966,13 +965,18 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
             plan.position(name),
             name,
         )
-    vocabulary, buckets, hashed = _vocabulary(count, plan.options)
+    # Integer codes written as 12 and 12.0 (pandas writes an integer column that lacks a value so) are one
+    # value, here and in the model (Column.integer_codes).
+    frequent = count.frequent.replaced(tables.WHOLE_FRACTION, r"\1")
+    vocabulary, buckets, hashed = _vocabulary(count, frequent, plan.options)
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
     )
 
 
-def _vocabulary(count: ColumnCount, options: TableOptions) -> tuple[tuple[str, ...], int, float]:
+def _vocabulary(
+    count: ColumnCount, summary: FrequentValues, options: TableOptions
+) -> tuple[tuple[str, ...], int, float]:
     """(the vocabulary, the hash buckets, the share of training rows outside the vocabulary). The
     vocabulary: the most frequent values seen --min-frequency times, at most --max-categories of them.
 
@@ -983,13 +987,13 @@ def _vocabulary(count: ColumnCount, options: TableOptions) -> tuple[tuple[str, .
     only adds noise (on the loans table: accuracy 0.816 with such buckets, 0.825 without). Values never
     seen in training take a bucket where the column has buckets, the out-of-vocabulary index where not.
     """
-    values, frequencies = count.frequent.most_frequent()
+    values, frequencies = summary.most_frequent()
     # A kept count is low by at most the summary's error: a value may have been seen that many more times.
     least = options.min_frequency or MIN_FREQUENCY[tables.CATEGORICAL]
-    frequent = int(np.count_nonzero(frequencies + count.frequent.error >= least))  # most frequent first
+    frequent = int(np.count_nonzero(frequencies + summary.error >= least))  # most frequent first
     size = min(frequent, options.max_categories)
     outside = max(count.distinct_of - int(frequencies[:size].sum()), 0)
-    left_out = outside if count.frequent.overflowed else int(frequencies[size:frequent].sum())
+    left_out = outside if summary.overflowed else int(frequencies[size:frequent].sum())
     buckets = 0 if count.nearly_unique else min(options.hash_buckets, left_out // ROWS_PER_BUCKET)
     hashed = round(outside / count.distinct_of, 4) if count.distinct_of else 0.0
     return tuple(values[:size].to_pylist()), buckets, hashed
