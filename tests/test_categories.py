@@ -110,13 +110,14 @@ def test_values_outside_the_vocabulary_and_never_seen_hash_into_the_columns_buck
 def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
     rng = np.random.default_rng(4)
     movies = rng.zipf(1.3, 6000) % 3000
-    rows = [f"{i % 300},{movie},{rng.integers(1, 6)},{'ny'[movie % 2]}" for i, movie in enumerate(movies)]
-    source = write(tmp_path / "ratings.csv", "userId,movie_id,stars,liked", rows)
+    rows = [f"{i % 300},{movie},{rng.integers(1, 6)},{i % 50},{'ny'[movie % 2]}" for i, movie in enumerate(movies)]
+    source = write(tmp_path / "ratings.csv", "userId,movie_id,stars,state_code,liked", rows)
     with caplog.at_level(logging.WARNING):
         named = build_table_dataset(str(source), str(tmp_path / "named"), TableOptions(label_column="liked"))
-    assert [column.kind for column in named.columns] == [tables.CATEGORICAL, tables.CATEGORICAL, tables.NUMERIC]
-    hints = [record.getMessage() for record in caplog.records if "named like IDs" in record.getMessage()]
-    assert len(hints) == 2 and "'userId'" in hints[0] and "--numeric-columns movie_id" in hints[1]
+    kinds = [column.kind for column in named.columns]
+    assert kinds == [tables.CATEGORICAL, tables.CATEGORICAL, tables.NUMERIC, tables.CATEGORICAL]
+    hints = [record.getMessage() for record in caplog.records if "named like IDs or codes" in record.getMessage()]
+    assert len(hints) == 3 and "'userId'" in hints[0] and "--numeric-columns movie_id" in hints[1]
     user, movie = named.columns[:2]
     assert len(user.vocabulary) == 300 and user.hash_buckets == 0  # every user seen often enough
     assert len(movie.vocabulary) > 100 and movie.hash_buckets == 0  # counted past NUMBER_CODES values; the rare
@@ -126,7 +127,7 @@ def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
     assert movie.vocabulary[:50] == tuple(v for v, _ in sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:50])
     options = TableOptions(label_column="liked", numeric=("userId",), categorical=("stars",))
     flagged = build_table_dataset(str(source), str(tmp_path / "flagged"), options)
-    assert [column.kind for column in flagged.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.CATEGORICAL]
+    assert [column.kind for column in flagged.columns][:3] == [tables.NUMERIC, tables.CATEGORICAL, tables.CATEGORICAL]
 
 
 def test_integer_codes_written_as_fractions_are_the_integers(tmp_path):
