@@ -143,16 +143,16 @@ def test_a_file_that_is_not_its_suffixs_format_is_named(tmp_path):
 
 
 def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_path):
-    lines = [json.dumps({"code": 7 if i % 2 else "7", "label": "ab"[i % 2]}) for i in range(50)]
+    lines = [json.dumps({"count": 7 if i % 2 else "7", "label": "ab"[i % 2]}) for i in range(50)]
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
     assert build(tmp_path, tmp_path / "t.jsonl").columns[0].kind == tables.NUMERIC
-    lines[20] = '{"code": 3, "label": '
+    lines[20] = '{"count": 3, "label": '
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(UserError, match=r"t.jsonl: line 21 is not JSON"):
         build(tmp_path, tmp_path / "t.jsonl", "bad")
-    lines[20] = '{"code": [1, 2], "label": "a"}'
+    lines[20] = '{"count": [1, 2], "label": "a"}'
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'code': a list of values.*--ignore-columns code"):
+    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'count': a list of values.*--ignore-columns count"):
         build(tmp_path, tmp_path / "t.jsonl", "nested")
 
 
