@@ -66,6 +66,8 @@ SHOWN_NAMES = 20  # column names an error lists at most
 # class or category with the integer (12), in labels and in the vocabularies of integer codes.
 WHOLE_FRACTION = r"^([+-]?\d+)\.0+$"
 INTEGER = re.compile(r"[+-]?\d+")
+# true and false as JSON, Parquet and this reader write them; pandas writes True and False, Python's str() too
+BOOLEANS = ("false", "true")
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,11 @@ class Column:
     def integer_codes(self) -> bool:
         """Categorical: whether its vocabulary holds integers, codes that a client may write as 12 or 12.0."""
         return self.kind == CATEGORICAL and any(INTEGER.fullmatch(value) for value in self.vocabulary)
+
+    @property
+    def booleans(self) -> bool:
+        """Categorical: whether its vocabulary is true and false, which a client may write in any case."""
+        return self.kind == CATEGORICAL and bool(self.vocabulary) and set(self.vocabulary) <= set(BOOLEANS)
 
     @property
     def day_slot(self) -> int | None:
@@ -537,10 +544,7 @@ def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf
     500 categorical columns read 48 batches a second on 2 cores.)"""
     import tensorflow as tf
 
-    written = [
-        _as_integer_codes(values[column.name]) if column.integer_codes else values[column.name] for column in columns
-    ]
-    strings = tf.strings.strip(tf.stack(written, axis=1))
+    strings = tf.strings.strip(tf.stack([_as_counted(values[column.name], column) for column in columns], axis=1))
     prefixes = tf.constant([f"{j}{KEY_SEPARATOR}" for j in range(len(columns))])
     index = _vocabularies_lookup(columns).lookup(
         tf.strings.join([tf.broadcast_to(prefixes, tf.shape(strings)), strings])
@@ -554,12 +558,17 @@ def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf
     return tf.cast(index, tf.float32)
 
 
-def _as_integer_codes(strings: tf.Tensor) -> tf.Tensor:
-    """A column of integer codes' values with whole numbers written as fractions (12.0) written as integers (12),
-    as preprocessing counted them (preprocessing/tables.py, _categorical_column)."""
+def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
+    """A categorical column's values spelt as preprocessing counted them (preprocessing/tables.py,
+    _categorical_column): in a column of integer codes, whole numbers written as fractions (12.0) as integers
+    (12); in a column of true and false, any case (True, TRUE) as lower case. Other columns' values as they are."""
     import tensorflow as tf
 
-    return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
+    if column.integer_codes:
+        return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
+    if column.booleans:
+        return tf.strings.lower(strings)
+    return strings
 
 
 def numbers(strings: tf.Tensor) -> tf.Tensor:

@@ -969,12 +969,20 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
             name,
         )
     # Integer codes written as 12 and 12.0 (pandas writes an integer column that lacks a value so) are one
-    # value, here and in the model (Column.integer_codes).
-    frequent = count.frequent.replaced(tables.WHOLE_FRACTION, r"\1")
+    # value, here and in the model (Column.integer_codes); so are True and true (Column.booleans).
+    frequent = _one_spelling_of_booleans(count.frequent.replaced(tables.WHOLE_FRACTION, r"\1"))
     vocabulary, buckets, hashed = _vocabulary(count, frequent, plan.options, _least_seen(name, count, plan.options))
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
     )
+
+
+def _one_spelling_of_booleans(summary: FrequentValues) -> FrequentValues:
+    """A summary of true and false in any case (pandas writes True, JSON and Parquet true) in lower case."""
+    values, _ = summary.most_frequent()
+    if not len(values) or not pc.all(pc.is_in(pc.utf8_lower(values), pa.array(tables.BOOLEANS))).as_py():
+        return summary
+    return summary.replaced("(?i)^true$", "true").replaced("(?i)^false$", "false")
 
 
 def _least_seen(name: str, count: ColumnCount, options: TableOptions) -> int:

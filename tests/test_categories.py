@@ -164,6 +164,20 @@ def test_integer_codes_written_as_fractions_are_the_integers(tmp_path):
     assert not named.integer_codes and category_indices(named, ["2", "2.0"])[0] != category_indices(named, ["2.0"])[0]
 
 
+def test_true_and_false_in_any_case_are_one_value_each(tmp_path):
+    """pandas writes True, JSON and Parquet true, a client's Python str(True): a column of true and false keeps
+    one spelling, in its vocabulary and in the model. A column that holds other values keeps its spellings."""
+    members = ["True"] * 30 + ["true"] * 30 + ["FALSE"] * 20 + ["False"] * 20
+    answers = ["True", "False", "Unknown", "true"] * 25
+    rows = [f"{member},{answer},{'ab'[i % 2]}" for i, (member, answer) in enumerate(zip(members, answers))]
+    member, answer = build_table_dataset(
+        str(write(tmp_path / "t.csv", "member,answer,y", rows)), str(tmp_path / "o"), TableOptions()
+    ).columns
+    assert member.vocabulary == ("true", "false") and member.booleans
+    assert category_indices(member, ["True", "true", " TRUE ", "false", "False"]) == [2, 2, 2, 3, 3]
+    assert set(answer.vocabulary) == {"True", "False", "Unknown", "true"} and not answer.booleans
+
+
 def test_measurements_stop_being_counted_value_by_value_codes_do_not(tmp_path, monkeypatch):
     """A wide table's blocks hold a few hundred rows, fewer than NUMBER_CODES: counting every value of its
     10,000 columns of measurements, through the whole file, took 2.9 GB (2.2 GB now)."""
