@@ -540,8 +540,9 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     kept = numbers[finite & train]
     counts.total, counts.squares, counts.counted = sums(kept)
     counts.integers = bool(np.all(np.floor(kept) == kept))
-    in_order = numbers[finite]
-    counts.steps, counts.rising = max(len(in_order) - 1, 0), int(np.count_nonzero(np.diff(in_order) > 0))
+    if counts.integers:  # only integers get the hint (numbers_rows): a wide table's measurements skip this
+        in_order = numbers[finite]
+        counts.steps, counts.rising = max(len(in_order) - 1, 0), int(np.count_nonzero(np.diff(in_order) > 0))
     if maybe_dates:
         _count_dates(counts, values, train, present, date_format)
     counts.stopped = earlier.stopped
