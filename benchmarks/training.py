@@ -73,10 +73,11 @@ def keras_loop(data: DataFiles, config: Config, steps_per_execution: int) -> Cal
     metadata = data.metadata
     tf.keras.backend.clear_session()
     inputs = tf.keras.Input(metadata.shape, dtype=tf.as_dtype(metadata.dtype))
-    network = model.build_network(model.ModelSettings.of(config, metadata), metadata)
+    settings = model.ModelSettings.of(config, metadata)
+    network = model.build_network(settings, metadata)
     keras_model = tf.keras.Model(inputs, network(inputs))
     keras_model.compile(
-        optimizer=tf.keras.optimizers.Adam(config.learning_rate),
+        optimizer=tf.keras.optimizers.Adam(settings.learning_rate),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         steps_per_execution=steps_per_execution,
     )

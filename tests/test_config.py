@@ -6,7 +6,7 @@ from trainer.config import Config, from_sources
 
 def test_defaults_are_the_documented_ones():
     config = Config()
-    assert (config.batch_size, config.learning_rate) == (128, 3e-4)
+    assert (config.batch_size, config.learning_rate) == (128, None)  # None: the network's own (trainer.model)
 
 
 def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path):

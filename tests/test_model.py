@@ -111,6 +111,13 @@ def test_dropout_defaults_to_more_for_tables_and_a_flag_overrides_it():
     assert params(table, dropout=0.1)["settings"].dropout == params(IMAGES, dropout=0.1)["settings"].dropout == 0.1
 
 
+def test_the_learning_rate_defaults_to_adams_own_for_the_table_networks_and_a_flag_overrides_it():
+    table = dataclasses.replace(VECTORS, shape=(1,), columns=(Column("age", NUMERIC),), label_column="y")
+    assert params(table)["settings"].learning_rate == params(table, model="table")["settings"].learning_rate == 1e-3
+    assert params(VECTORS)["settings"].learning_rate == params(IMAGES)["settings"].learning_rate == 3e-4
+    assert params(table, learning_rate=0.01)["settings"].learning_rate == 0.01
+
+
 def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():
     with pytest.raises(
         UserError, match=r"--model cnn: convolutions for images \(H, W, C\), and this dataset's examples are 6"

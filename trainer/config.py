@@ -45,7 +45,9 @@ class Config:
     )
     # Training.
     batch_size: int = _option(128, "examples per training step")
-    learning_rate: float = _option(3e-4, "Adam's learning rate")
+    learning_rate: Optional[float] = _option(
+        None, "Adam's learning rate (default: 1e-3 for the table networks, wide_deep and table; 3e-4 otherwise)"
+    )
     learning_rate_decay: float = _option(1.0, "multiply the learning rate by this every --decay-steps (1 = constant)")
     decay_steps: int = _option(1000, "steps between learning-rate decays")
     train_steps: int = _option(2000, "total training steps (a rerun resumes from the last checkpoint)")
@@ -214,7 +216,7 @@ def check_values(config: Config) -> None:
             fail(name, "must not be negative")
     if not config.progress_secs > 0:
         fail("progress_secs", "must be positive")
-    if not config.learning_rate > 0:
+    if config.learning_rate is not None and not config.learning_rate > 0:
         fail("learning_rate", "must be positive")
     if not 0 < config.learning_rate_decay <= 1:
         fail("learning_rate_decay", "must be in (0, 1]")
