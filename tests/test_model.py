@@ -8,7 +8,7 @@ import tensorflow as tf
 from tiny import IMAGES, VECTORS
 
 from dataformat.errors import UserError
-from dataformat.tables import NUMERIC, Column
+from dataformat.tables import NUMERIC, TEXT, Column
 from trainer.config import Config
 from trainer.model import LazyAdam, ModelSettings, model_fn
 
@@ -111,9 +111,13 @@ def test_dropout_defaults_to_more_for_tables_and_a_flag_overrides_it():
     assert params(table, dropout=0.1)["settings"].dropout == params(IMAGES, dropout=0.1)["settings"].dropout == 0.1
 
 
-def test_the_learning_rate_defaults_to_adams_own_for_the_table_networks_and_a_flag_overrides_it():
+def test_the_learning_rate_defaults_to_adams_own_for_tables_without_text_and_a_flag_overrides_it():
     table = dataclasses.replace(VECTORS, shape=(1,), columns=(Column("age", NUMERIC),), label_column="y")
     assert params(table)["settings"].learning_rate == params(table, model="table")["settings"].learning_rate == 1e-3
+    review = Column("review", TEXT, vocabulary=("good",), vocabulary_size=1, max_length=4)
+    reviews = dataclasses.replace(table, shape=(6,), columns=(Column("age", NUMERIC), review))
+    assert params(reviews)["settings"].network == "wide_deep"
+    assert params(reviews)["settings"].learning_rate == 3e-4
     assert params(VECTORS)["settings"].learning_rate == params(IMAGES)["settings"].learning_rate == 3e-4
     assert params(table, learning_rate=0.01)["settings"].learning_rate == 0.01
 

@@ -46,7 +46,7 @@ class Config:
     # Training.
     batch_size: int = _option(128, "examples per training step")
     learning_rate: Optional[float] = _option(
-        None, "Adam's learning rate (default: 1e-3 for the table networks, wide_deep and table; 3e-4 otherwise)"
+        None, "Adam's learning rate (default: 1e-3 for wide_deep and table on a table without text; 3e-4 otherwise)"
     )
     learning_rate_decay: float = _option(1.0, "multiply the learning rate by this every --decay-steps (1 = constant)")
     decay_steps: int = _option(1000, "steps between learning-rate decays")

@@ -24,7 +24,7 @@ from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
 from trainer.input import training_batches
-from trainer.networks import BUCKETED_MAX, NETWORKS, bucketed_columns
+from trainer.networks import BUCKETED_MAX, NETWORKS, bucketed_columns, text_columns
 from trainer.towers import SUMMARY_EXAMPLES, build_variables, train_step
 
 AUTO_STEPS_PER_RUN = 32  # see resolve_steps_per_run
@@ -33,7 +33,7 @@ AUTO_STEPS_PER_RUN = 32  # see resolve_steps_per_run
 # Tables are often small, and overfit: with 0.5, every public table of benchmarks/tables.py
 # trained at or above logistic regression over 3 seeds; with 0.3, Chile did not.
 TABLE_DROPOUT, DROPOUT = 0.5, 0.3
-# Tables' numbers are learnt faster at Adam's own default rate; see resolve_learning_rate.
+# Tables of numbers and categories learn faster at Adam's own default rate; see resolve_learning_rate.
 TABLE_LEARNING_RATE, LEARNING_RATE = 1e-3, 3e-4
 # Tables' embeddings and linear weights memorize rare values: an L2 penalty of L2_ROWS / training rows,
 # at most MAX_L2, like logistic regression's C, which shrinks as the rows grow (see resolve_embedding_l2).
@@ -76,7 +76,7 @@ class ModelSettings:
             hidden_units=config.hidden_units,
             dropout=resolve_dropout(config.dropout, metadata),
             data_format=resolve_data_format(config.data_format),
-            learning_rate=resolve_learning_rate(config.learning_rate, network),
+            learning_rate=resolve_learning_rate(config.learning_rate, network, metadata),
             learning_rate_decay=config.learning_rate_decay,
             decay_steps=config.decay_steps,
             mixed_precision=config.mixed_precision,
@@ -151,16 +151,19 @@ def resolve_average_weights(setting: str, network: str) -> bool:
     return setting == "on" or (setting == "auto" and network in TABLE_NETWORKS)
 
 
-def resolve_learning_rate(setting: float | None, network: str) -> float:
-    """`--learning-rate`, or by default TABLE_LEARNING_RATE for the table networks, LEARNING_RATE otherwise.
-    Measured with 2,000 steps (benchmarks/results/notes.md, "A table's learning rate"): on 31 real tables, one
-    a package, 1e-3 gained 0.5 points on average over 3e-4, up to 5 on tables of numbers that 3e-4 left far
-    below gradient boosting (diamonds' clarity 0.489 to 0.542, storms' status 0.897 to 0.916); the
-    benchmark's tables moved within their runs' noise. 3e-3 took movielens' ID embeddings below logistic
-    regression."""
+def resolve_learning_rate(setting: float | None, network: str, metadata: Metadata) -> float:
+    """`--learning-rate`, or by default TABLE_LEARNING_RATE for the table networks on a table without text,
+    LEARNING_RATE otherwise. Measured with 2,000 steps (benchmarks/results/notes.md, "A table's learning
+    rate"): on 31 real tables, one a package, 1e-3 gained 0.5 points on average over 3e-4, up to 5 on tables
+    of numbers that 3e-4 left far below gradient boosting (diamonds' clarity 0.489 to 0.542, storms' status
+    0.897 to 0.916); the benchmark's tables moved within their runs' noise. 3e-3 took movielens' ID
+    embeddings below logistic regression. A text column's bags of words overfit at 1e-3 (the text
+    benchmark's reviews 0.774 to 0.756, tweets 0.903 to 0.895), so a table with one keeps 3e-4."""
     if setting is not None:
         return setting
-    return TABLE_LEARNING_RATE if network in TABLE_NETWORKS else LEARNING_RATE
+    if network in TABLE_NETWORKS and not text_columns(metadata):
+        return TABLE_LEARNING_RATE
+    return LEARNING_RATE
 
 
 def resolve_embedding_l2(setting: float | None, metadata: Metadata) -> float:
