@@ -448,6 +448,31 @@ def test_columns_without_a_name_are_left_out_with_a_warning(tmp_path, caplog):
     assert "t.csv: column(s) 1, 4, 5 have no name and are left out; name one to use it" in caplog.text
 
 
+@pytest.mark.parametrize("delimiter", [",", " "])
+def test_rs_row_names_under_a_header_one_name_short_are_left_out(tmp_path, caplog, delimiter):
+    """R's write.table (its defaults, or sep=",") names every column but the row names' first one."""
+    header = delimiter.join(['"size"', '"color"', '"label"'])
+    rows = "".join(
+        delimiter.join([f'"{i + 1}"', str(i % 7 + 0.5), f'"{"rg"[i % 2]}"', f'"{"ab"[i % 3 % 2]}"']) + "\n"
+        for i in range(30)
+    )
+    (tmp_path / "t.csv").write_text(header + "\n" + rows)
+    assert sniff_delimiter(header + "\n" + rows) == delimiter
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [(column.name, column.kind) for column in metadata.columns] == [
+        ("size", "numeric"),
+        ("color", "categorical"),
+    ]
+    assert {(row["size"], row["color"], row["label"]) for row in all_rows(tmp_path, metadata)} == {
+        (i % 7 + 0.5, "rg"[i % 2], "ab"[i % 3 % 2]) for i in range(30)
+    }
+    assert "t.csv: column(s) 1 have no name and are left out" in caplog.text
+    # A delimiter after each row's last field is no row names: the columns must not shift.
+    (tmp_path / "t.csv").write_text("size,label\n" + "".join(f"{i},{'ab'[i % 2]},\n" for i in range(30)))
+    with pytest.raises(UserError, match="t.csv: line 2 has 3 columns; expected 2"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+
+
 def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path, caplog):
     rows = "".join(f"{i},{'NA' if i == 5 else 'ab'[i % 2]}\n" for i in range(30))
     (tmp_path / "t.csv").write_text("Sales report;;\nGenerated 2021-01-01\nsize,label\n" + rows)
