@@ -287,8 +287,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names, has_header = _distinct(options.column_names, "--column-names"), False
     elif _is_header(first, (*known, *label_name), decimal):
         names, has_header = _distinct(first, f"{path}: line {skip_rows + 1}"), True
-        if _header_over_row_names(_head_rows(text, delimiter)):  # a column without a name: left out
-            names = ("", *names)
+        unnamed = _unnamed_column(_head_rows(text, delimiter))  # a column without a name: left out
+        names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows)
@@ -397,14 +397,15 @@ def sniff_delimiter(text: str) -> str:
     """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
     most of them (quoted fields read as the csv module reads them); else a space, where one does (as R's
     write.table and many scientific tables separate columns). Where none does, the same with a header one
-    field short of the rows (_header_over_row_names); a comma when none splits them."""
+    field short of the rows (_unnamed_column); a comma when none splits them."""
     for header_short in (False, True):
         best, widest = ",", 1
         for delimiter in (*DELIMITERS, " "):
             if delimiter == " " and widest > 1:  # spaces sit inside the fields of other delimiters' tables
                 break
-            width = _rows_width(_head_rows(text, delimiter), header_short)
-            if width > widest:
+            rows = _head_rows(text, delimiter)
+            width = _rows_width(rows[1:]) - 1 if header_short else _rows_width(rows)
+            if rows and width == len(rows[0]) and width > widest:
                 best, widest = delimiter, width
         if widest > 1:
             return best
@@ -417,20 +418,19 @@ def _head_rows(text: str, delimiter: str) -> list[list[str]]:
     return [row for row in rows if row]
 
 
-def _rows_width(rows: list[list[str]], header_short: bool = False) -> int:
-    """The number of fields in every row, or with `header_short` in every row after the first, which holds one
-    fewer and does not come from a delimiter after each row's last field (_header_over_row_names); 0 if none."""
-    widths = {len(row) for row in rows[1:]} or {len(row) for row in rows[:1]}
-    width = widths.pop() if len(widths) == 1 else 0
-    if header_short and not any(row[-1] for row in rows[1:]):  # 1,2,: a row's last field is empty in every row
-        return 0
-    return width if rows and len(rows[0]) == width - header_short else 0
+def _rows_width(rows: list[list[str]]) -> int:
+    """The number of fields in every row; 0 where they differ, or for no rows."""
+    widths = {len(row) for row in rows}
+    return widths.pop() if len(widths) == 1 else 0
 
 
-def _header_over_row_names(rows: list[list[str]]) -> bool:
-    """Whether the header names one column fewer than every row after it holds: R's write.table writes its row
-    names so, in a column without a name, and R's read.csv and pandas read them back as row names."""
-    return _rows_width(rows, header_short=True) > 1
+def _unnamed_column(rows: list[list[str]]) -> str:
+    """Where the rows after the header hold one field more than it names: "last" if that field is empty in
+    every row (a delimiter after each row's last field), else "first": R's write.table writes its row names
+    so, and R's read.csv and pandas read them back as row names. "" where the header names every field."""
+    if len(rows) < 2 or _rows_width(rows[1:]) != len(rows[0]) + 1:
+        return ""
+    return "first" if any(row[-1] for row in rows[1:]) else "last"
 
 
 def blocks(
