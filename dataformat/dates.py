@@ -4,7 +4,8 @@ A format is a strftime-like pattern (%Y %y %m %d %H %M %S %b %p, other character
 becomes an RE2 regular expression and a rewrite template that put a value's fields in a fixed
 order, year|month|day|hour|minute|second|AM-or-PM; a pattern without %H also takes an optional time of
 day after the date (ISO 8601's 'T' or a space, seconds, fractions, AM or PM and a zone optional: the
-zone is left out, so times are read as written), and a weekday's name may come first (Tue, 05 Jan 2017).
+zone is left out, so times are read as written); a pattern with %H takes a fraction and a zone after it
+(20170105T103000.5Z, ISO 8601's basic form); and a weekday's name may come first (Tue, 05 Jan 2017).
 A pattern of only a time of day (%H:%M) reads as that time on 1970-01-01, seconds, fractions and AM or
 PM optional: a column of times ('14:30', '2:30 PM') gets its hour's cycle. The format %s alone reads Unix
 times, numbers of seconds since 1970-01-01 UTC (see unix_seconds for larger units). Arrow (preprocessing)
@@ -56,20 +57,23 @@ FORMATS = (
     "%Y-%m",
     "%Y/%m",
     "%m/%Y",
+    "%Y%m%dT%H%M%S",  # ISO 8601's basic form: 20170105T103000Z
+    "%Y%m%dT%H%M",
     "%H:%M",
 )
 # Every value that one of FORMATS reads has a digit beside a separator and a digit or a month's name ("2017-01",
-# "5 Jan", "Sept. 5", "14:30"): a column whose values lack it is no dates, found with one expression where trying
-# every format took 30 ms a column (most of it compiling them), as on a click log's columns of hashes.
-FORMATS_MARK = r"\d[-/.:]\d|\d[\s,-]+[A-Za-z]|[A-Za-z][\s.,-]+\d"
+# "5 Jan", "Sept. 5", "14:30", "20170105T1030"): a column whose values lack it is no dates, found with one
+# expression where trying every format took 30 ms a column (most of it compiling them), as on a click log's
+# columns of hashes.
+FORMATS_MARK = r"\d[-/.:T]\d|\d[\s,-]+[A-Za-z]|[A-Za-z][\s.,-]+\d"
 AM_PM = r"([AaPp])\.?[Mm]\.?"  # 11:59 PM, 8:05 a.m.
 SECONDS_AND_AM_PM = r"(?::(\d{2})(?:[.,]\d+)?)?(?:\s*" + AM_PM + r")?"  # both optional: 14:30, 2:30:15 pm
 ZONE_NAME = r"(?:\s*[A-Z]{3,4})?"  # after a time: 06:00:42 EST, as R prints its times
 # After a time, an offset of hours alone too: PostgreSQL writes 2020-01-05 10:00:00+00.
 HOURS_OFFSET = r"(?:[+-]\d{2}(?::?\d{2})?)?"
-TIME_OF_DAY = (
-    r"(?:[T ](\d{1,2}):(\d{2})" + SECONDS_AND_AM_PM + ZONE_NAME + HOURS_OFFSET + r")?\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
-)
+ZONE = r"\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})?"
+TIME_OF_DAY = r"(?:[T ](\d{1,2}):(\d{2})" + SECONDS_AND_AM_PM + ZONE_NAME + HOURS_OFFSET + r")?" + ZONE
+FRACTION_AND_ZONE = r"(?:[.,]\d+)?" + ZONE  # after a format's own time: 20170105T103000.5Z
 WEEKDAY = r"(?:(?i:mon|tue|wed|thu|fri|sat|sun)[A-Za-z]*\.?,?\s+)?"  # before a date: Tue, 05 Jan 2017 (HTTP, e-mail)
 DEFAULTS = {"Y": "1970", "m": "1", "d": "1"}  # a field the format lacks: a month's first day, a time's 1970-01-01
 DIRECTIVES = {
@@ -124,7 +128,7 @@ def pattern(date_format: str) -> tuple[str, str]:
         expression = WEEKDAY + expression + TIME_OF_DAY
         groups += ["H", "M", "S", "p"]
     else:
-        expression = WEEKDAY + expression
+        expression = WEEKDAY + expression + FRACTION_AND_ZONE
     field_of = {"b": "m", "y": "Y"}  # a month name is the month; two digits of a year are the year
     where = {field_of.get(directive, directive): i for i, directive in enumerate(groups)}
     slots = [f"\\{where[field] + 1}" if field in where else DEFAULTS.get(field, "") for field in FIELDS]

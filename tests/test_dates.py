@@ -62,6 +62,11 @@ AWKWARD = [
     "2017-01-01 TBD",
     "2020-01-05 10:00:00+00",
     "2020-01-05 10:00:00.123456-05",
+    "20170105T103000Z",
+    "20170105T1030",
+    " 20170105T103000.25+0100",
+    "20170105T1030000",
+    "20171305T103000",
 ]
 
 
@@ -110,6 +115,9 @@ def test_formats_read_what_they_say():
     twelve = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%m/%d/%Y"))}
     assert twelve["12/31/2013 11:59 PM"][3:5].tolist() == [23, 59] and twelve["1/2/2013 12:05 a.m."][3] == 0
     assert twelve["1/2/2013 12:30:15 pm"][3:].tolist() == [12, 30, 15] and np.isnan(twelve["1/2/2013 11:00 XM"]).all()
+    basic = dates.fields_arrow(pa.array(AWKWARD[-5:]), "%Y%m%dT%H%M%S")  # ISO 8601's basic form
+    assert basic[[0, 2]].tolist() == [[2017, 1, 5, 10, 30, 0]] * 2 and np.isnan(basic[[1, 3, 4]]).all()
+    assert dates.fields_arrow(pa.array(["20170105T1030Z"]), "%Y%m%dT%H%M")[0].tolist() == [2017, 1, 5, 10, 30, 0]
 
 
 def test_features_are_the_days_and_the_cycles():
@@ -155,15 +163,22 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
         year, month, dom = str(day).split("-")
         stamp = f"{day}T{i % 24:02d}:15:00Z"
         european = f"{dom}/{month}/{year}" if i != 7 else "soon"  # one bad cell
-        rows.append(f"{stamp},{european},{['Jan', 'Feb', 'Mar'][i % 3]}-{year},{i % 4},{'ab'[i % 2]}")
-    source = write(tmp_path / "t.csv", "stamp,european,month,n,label", rows)
+        basic = f"{year}{month}{dom}T{i % 24:02d}1500Z"  # ISO 8601's basic form
+        rows.append(f"{stamp},{european},{['Jan', 'Feb', 'Mar'][i % 3]}-{year},{basic},{i % 4},{'ab'[i % 2]}")
+    source = write(tmp_path / "t.csv", "stamp,european,month,basic,n,label", rows)
     with caplog.at_level(logging.INFO):
         metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
-    stamp, european, month, n = metadata.columns
-    assert [stamp.kind, european.kind, month.kind, n.kind] == [tables.DATE] * 3 + [tables.NUMERIC]
-    assert [stamp.date_format, european.date_format, month.date_format] == ["%Y-%m-%d", "%d/%m/%Y", "%b-%Y"]
+    stamp, european, month, basic, n = metadata.columns
+    assert [stamp.kind, european.kind, month.kind, basic.kind, n.kind] == [tables.DATE] * 4 + [tables.NUMERIC]
+    assert [column.date_format for column in (stamp, european, month, basic)] == [
+        "%Y-%m-%d",
+        "%d/%m/%Y",
+        "%b-%Y",
+        "%Y%m%dT%H%M%S",
+    ]
     assert stamp.day_count == european.day_count == month.day_count == 0  # times, but about one row a day
-    assert metadata.shape == (3 * (dates.DATE_FEATURES + 1) + 1,) and len(metadata.mean) == metadata.shape[0]
+    assert abs(basic.mean - stamp.mean) < 1e-3 and abs(basic.std - stamp.std) < 1e-3  # the same times
+    assert metadata.shape == (4 * (dates.DATE_FEATURES + 1) + 1,) and len(metadata.mean) == metadata.shape[0]
     every_day = (days - np.datetime64("1970-01-01")).astype(float)
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
