@@ -427,8 +427,9 @@ def _rows_width(rows: list[list[str]]) -> int:
 def _unnamed_column(rows: list[list[str]]) -> str:
     """Where the rows after the header hold one field more than it names: "last" if that field is empty in
     every row (a delimiter after each row's last field), else "first": R's write.table writes its row names
-    so, and R's read.csv and pandas read them back as row names. "" where the header names every field."""
-    if len(rows) < 2 or _rows_width(rows[1:]) != len(rows[0]) + 1:
+    so, and R's read.csv and pandas read them back as row names. "" where the header names every field, or
+    only one (a title, as likely)."""
+    if len(rows) < 2 or len(rows[0]) < 2 or _rows_width(rows[1:]) != len(rows[0]) + 1:
         return ""
     return "first" if any(row[-1] for row in rows[1:]) else "last"
 
@@ -604,9 +605,11 @@ def _csv_blocks_of_size(
             raise
         row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
         line = _record_line(path, dialect, row.number)
+        title = line == dialect.skip_rows + 2  # the line under the first one read, which may be a title
         raise UserError(
             f"{path}: line {line} has {row.actual_columns} columns; expected {row.expected_columns}"
             + (LONE_CR if row.actual_columns < row.expected_columns and _lone_cr_line(path) == line else "")
+            + (f" (as line {line - 1} has; if it is a title, --skip-rows {line - 1} leaves it out)" if title else "")
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None

@@ -1065,6 +1065,11 @@ def class_names(labels: Counter, label: str) -> tuple[str, ...]:
             "row each: a quantity or an ID rather than classes; this trainer classifies: put them into a few "
             "classes first"
         )
+    if once:  # a typo ("yes " beside "yes"), or a line that is not the table's (a title of counts)
+        shown = ", ".join(repr(name) for name in once[:3]) + (", ..." if len(once) > 3 else "")
+        log.warning(
+            "--label-column %s: %d class(es) label a single row (%s): too few to learn", label, len(once), shown
+        )
     return tuple(sorted(names, key=float)) if numbers else tuple(sorted(names))
 
 

@@ -67,6 +67,12 @@ def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_bl
     (tmp_path / "t.csv").write_text("n,note,label\n0,a,x\n1,b\rc,y\n", newline="")
     with pytest.raises(UserError, match=r"line 3 has 2 columns; expected 3 \(a carriage return, \\r, ends it inside"):
         build(tmp_path, tmp_path / "t.csv", label_column="label")
+    # Under a line of another width: a title, maybe (scikit-learn's wine_data.csv starts with a line of counts).
+    (tmp_path / "t.csv").write_text("Sales,2021\n" + "".join(f"{i},{i % 5},{i % 3}\n" for i in range(30)))
+    with pytest.raises(
+        UserError, match=r"line 2 has 3 columns; expected 2 \(as line 1 has; if it is a title, --skip-rows 1"
+    ):
+        build(tmp_path, tmp_path / "t.csv")
 
 
 def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
@@ -228,6 +234,14 @@ def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refus
         build(tmp_path, tmp_path / "c.csv", label_column="added")
     (tmp_path / "k.csv").write_text("size,kind\n" + "".join(f"{i % 7},k{i % 30}\n" for i in range(60)))
     assert len(build(tmp_path, tmp_path / "k.csv", label_column="kind").class_names) == 30  # 2 rows each: classes
+
+
+def test_a_class_of_a_single_row_is_named_in_a_warning(tmp_path, caplog):
+    """scikit-learn's iris.csv starts with a line of counts and class names: read as a row, it made a fourth class."""
+    rows = "".join(f"{i % 7}.5,{i % 5},{i % 3}\n" for i in range(30))
+    (tmp_path / "t.csv").write_text("150,4,setosa\n" + rows)
+    assert build(tmp_path, tmp_path / "t.csv").class_names == ("0", "1", "2", "setosa")
+    assert "--label-column column_3: 1 class(es) label a single row ('setosa'): too few to learn" in caplog.text
 
 
 def test_numbers_with_a_decimal_comma_are_numbers_and_the_flag_overrides(tmp_path):
