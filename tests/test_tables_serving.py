@@ -205,6 +205,13 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
         list(table_rows(str(tmp_path / "rows.csv"), "income", names, TableOptions()))
+    # A model of a table without a header: its columns are named by their place, and so are the file's.
+    by_place = ("column_1", "column_2")
+    assert list(table_rows(str(tmp_path / "rows.csv"), "column_3", by_place, TableOptions())) == [
+        (f"{tmp_path}/rows.csv:1", {"column_1": "40", "column_2": "Private"})
+    ]
+    with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header"):  # too narrow for column_4
+        list(table_rows(str(tmp_path / "rows.csv"), "column_5", (*by_place, "column_4"), TableOptions()))
     (tmp_path / "other.csv").write_text("x,y\n1,2\n")
     with pytest.raises(UserError, match=r"other.csv: no column of the model's \(age, workclass, hours\) is in its"):
         list(table_rows(str(tmp_path / "other.csv"), "income", names, TableOptions()))

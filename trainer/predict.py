@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import posixpath
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -171,11 +172,12 @@ def table_rows(
     preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
     --skip-rows, as TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
     column as written.
-    CSV needs a header line."""
+    CSV needs a header line, but for a model of a table that had none (its columns named column_1, column_2, ...
+    by their place): then the file's columns are named so too, and it must reach the last of the model's."""
     from preprocessing.table_files import CSV, OBJECTS, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
-    if dialect.format == CSV and not dialect.has_header:
+    if dialect.format == CSV and not dialect.has_header and not _by_place(names, dialect.names, key):
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
     found = tuple(name for name in dialect.names if name and name in names)
     if not found:
@@ -189,6 +191,14 @@ def table_rows(
         values = {name: batch.column(name).to_pylist() for name in wanted}
         for i, line in enumerate(lines.tolist()):
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
+
+
+def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:
+    """Whether a model's columns are named by their place in a table without a header (preprocessing's column_1,
+    column_2, ...), each a place in a file without one whose columns are `found`: as wide as the training file,
+    or less its label where that came last."""
+    named = [name for name in names if name and name != key]
+    return all(re.fullmatch(r"column_\d+", name) and name in found for name in named)
 
 
 def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
