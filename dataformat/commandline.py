@@ -144,6 +144,19 @@ def encoding(text: str) -> str:
         ) from None
 
 
+def delimiter(text: str) -> str:
+    """One character between a CSV file's fields (--delimiter); \\t or tab for a tab."""
+    text = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(text) != 1 or text in '"\r\n':
+        raise argparse.ArgumentTypeError(f"{text!r} is not one character other than a quote or a newline")
+    return text
+
+
+def names(text: str) -> tuple[str, ...]:
+    """Column names, comma-separated (A,B)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def run(command: Callable[[], int], interrupted: str) -> int:
     """Runs a command's body with logging set up; returns its exit code. `interrupted` says, after
     Ctrl-C, what state the work was left in."""

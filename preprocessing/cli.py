@@ -40,13 +40,6 @@ def _image_size(text: str) -> tuple[int, int]:
     return height, width
 
 
-def _delimiter(text: str) -> str:
-    text = {"\\t": "\t", "tab": "\t"}.get(text, text)
-    if len(text) != 1 or text in '"\r\n':
-        raise argparse.ArgumentTypeError(f"{text!r} is not one character other than a quote or a newline")
-    return text
-
-
 def _date_format(text: str) -> str:
     from dataformat import dates
 
@@ -55,10 +48,6 @@ def _date_format(text: str) -> str:
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
     return text
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -115,36 +104,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="name or 0-based index of the label column (default: the column named label, if one is; else -1, the "
         "last)",
     )
-    table.add_argument(
-        "--delimiter",
-        type=_delimiter,
-        help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
-        "comma, semicolon, tab and pipe that splits the first lines alike, else a space that does; Excel's first "
-        "line sep=; names it too)",
-    )
     add_reading_flags(table)
     table.add_argument(
-        "--column-names",
-        type=_names,
-        default=(),
-        metavar="A,B",
-        help="names for the columns of files without a header line (default: the first line's names, or "
-        "column_1, column_2, ... when it holds a number and not --label-column's name)",
-    )
-    table.add_argument(
         "--categorical-columns",
-        type=_names,
+        type=commandline.names,
         default=(),
         metavar="A,B",
         help="columns whose values are categories even if they are numbers, e.g. codes "
         "(default: the columns whose values are not all numbers)",
     )
     table.add_argument(
-        "--numeric-columns", type=_names, default=(), metavar="A,B", help="columns that must hold numbers"
+        "--numeric-columns", type=commandline.names, default=(), metavar="A,B", help="columns that must hold numbers"
     )
     table.add_argument(
         "--date-columns",
-        type=_names,
+        type=commandline.names,
         default=(),
         metavar="A,B",
         help="columns of dates or timestamps, numbers as 20180305 or Unix times too (default: the text columns whose "
@@ -162,13 +136,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     table.add_argument(
         "--text-columns",
-        type=_names,
+        type=commandline.names,
         default=(),
         metavar="A,B",
         help="columns of free text: reviews, tickets, comments, tokenized into words (default: the columns whose "
         "values are mostly distinct and mostly of 3 words or more)",
     )
-    table.add_argument("--ignore-columns", type=_names, default=(), metavar="A,B", help="columns to leave out")
+    table.add_argument(
+        "--ignore-columns", type=commandline.names, default=(), metavar="A,B", help="columns to leave out"
+    )
     table.add_argument(
         "--key-column",
         default=None,
@@ -342,9 +318,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
     text_folder = args.source == "text"
     options = TableOptions(
         label_column=TEXT_COLUMNS[1] if text_folder else args.label_column,
-        delimiter=args.delimiter or "",
         **reading_options(args),
-        column_names=args.column_names,
         categorical=args.categorical_columns,
         numeric=args.numeric_columns,
         dates=args.date_columns,

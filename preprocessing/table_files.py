@@ -210,7 +210,15 @@ class Dialect:
 
 def add_reading_flags(group) -> None:
     """The flags of how CSV files are written that every command reading tables takes (qt-preprocess and
-    qt-predict): --skip-rows, --decimal and --encoding; reading_options gives their TableOptions fields."""
+    qt-predict): --delimiter, --skip-rows, --decimal, --encoding and --column-names; reading_options gives their
+    TableOptions fields."""
+    group.add_argument(
+        "--delimiter",
+        type=commandline.delimiter,
+        help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
+        "comma, semicolon, tab and pipe that splits the first lines alike, else a space that does; Excel's first "
+        "line sep=; names it too)",
+    )
     group.add_argument(
         "--skip-rows",
         type=commandline.non_negative_int,
@@ -231,11 +239,25 @@ def add_reading_flags(group) -> None:
         help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 or utf-32 for a CSV file "
         "that starts with its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped)",
     )
+    group.add_argument(
+        "--column-names",
+        type=commandline.names,
+        default=(),
+        metavar="A,B",
+        help="names for the columns of files without a header line (default: the first line's names, or "
+        "column_1, column_2, ... when it holds a number and not --label-column's name)",
+    )
 
 
 def reading_options(args) -> dict:
     """The TableOptions fields of add_reading_flags' flags."""
-    return {"skip_rows": args.skip_rows, "decimal": args.decimal or "", "encoding": args.encoding}
+    return {
+        "delimiter": args.delimiter or "",
+        "skip_rows": args.skip_rows,
+        "decimal": args.decimal or "",
+        "encoding": args.encoding,
+        "column_names": args.column_names,
+    }
 
 
 def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) -> Dialect:

@@ -19,6 +19,7 @@ import tensorflow as tf
 from dataformat import dates, tables
 from dataformat.errors import UserError
 from dataformat.schema import decode_record
+from preprocessing.table_files import reading_options
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import averaging, experiment
 from trainer.config import Config
@@ -26,6 +27,7 @@ from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
 from trainer.predict import Model, _json_lines, respond, table_rows
+from trainer.predict import parse_args as predict_args
 
 
 def census_like(rows: int, seed: int = 0) -> str:
@@ -212,6 +214,14 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
     ]
     with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header"):  # too narrow for column_4
         list(table_rows(str(tmp_path / "rows.csv"), "column_5", (*by_place, "column_4"), TableOptions()))
+    # Or named by --column-names, as qt-predict takes it (a headerless TSV of Criteo's kind).
+    (tmp_path / "rows.tsv").write_text("60\t40\tPrivate\n")
+    args = predict_args(
+        ["--model-dir", "m", "--input", "x", "--column-names", "age,hours,workclass", "--delimiter", "tab"]
+    )
+    assert list(table_rows(str(tmp_path / "rows.tsv"), "income", names, TableOptions(**reading_options(args)))) == [
+        (f"{tmp_path}/rows.tsv:1", {"age": "60", "hours": "40", "workclass": "Private"})
+    ]
     (tmp_path / "other.csv").write_text("x,y\n1,2\n")
     with pytest.raises(UserError, match=r"other.csv: no column of the model's \(age, workclass, hours\) is in its"):
         list(table_rows(str(tmp_path / "other.csv"), "income", names, TableOptions()))

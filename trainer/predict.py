@@ -172,12 +172,14 @@ def table_rows(
     preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
     --skip-rows, as TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
     column as written.
-    CSV needs a header line, but for a model of a table that had none (its columns named column_1, column_2, ...
-    by their place): then the file's columns are named so too, and it must reach the last of the model's."""
+    CSV needs a header line or --column-names, but for a model of a table that had neither (its columns named
+    column_1, column_2, ... by their place): then the file's columns are named so too, and it must reach the last
+    of the model's."""
     from preprocessing.table_files import CSV, OBJECTS, blocks, dialect_of
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
-    if dialect.format == CSV and not dialect.has_header and not _by_place(names, dialect.names, key):
+    named = dialect.has_header or options.column_names  # a header, or --column-names
+    if dialect.format == CSV and not named and not _by_place(names, dialect.names, key):
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
     found = tuple(name for name in dialect.names if name and name in names)
     if not found:
