@@ -127,6 +127,11 @@ PARENTHESIZED = (
 )
 # Zero as accounting formats show it: a dash beside a currency symbol ($ -, - €). A dash alone stays as written.
 ACCOUNTING_ZERO = f"^\\s*(?:[{CURRENCIES}]\\s*[-\u2013\u2014]|[-\u2013\u2014]\\s*[{CURRENCIES}])\\s*$"
+# A duration as pandas' to_csv writes a Timedelta: 0 days 00:12:34, 2 days 01:00:00.5, -1 days +23:59:50 (-10 s).
+PANDAS_DURATION = (
+    r"^\s*(?P<days>[+-]?\d+) days? \+?(?P<hours>\d{1,2}):(?P<minutes>\d{2}):(?P<seconds>\d{2}(?:\.\d+)?)\s*$"
+)
+UNIT_SECONDS = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}  # Arrow's duration units, in a second
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
@@ -511,11 +516,23 @@ def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
     """_plain_number_texts but for accounting's parentheses; `text` is the column's bytes."""
     if any(mark in text for mark in DECORATION_BYTES):
         column = _undecorated(column)
+    if b" day" in text:
+        column = _pandas_durations(column)
     if decimal == ",":
         return _with_decimal_point(column)
     if b"'" in text or b"\xe2\x80\x99" in text:
         column = _without_apostrophes(column)
     return _without_thousands_commas(column) if b"," in text else column
+
+
+def _pandas_durations(column: pa.Array) -> pa.Array:
+    """A pandas Timedelta as its seconds, as a workbook's duration and a Parquet file's are: 0 days 00:12:34 as 754."""
+    parts = pc.extract_regex(column, PANDAS_DURATION)  # null where a value is none
+    if parts.null_count == len(parts):
+        return column
+    days, hours, minutes, seconds = (pc.cast(parts.field(i), pa.float64()) for i in range(4))
+    total = pc.add(pc.multiply(days, 86400.0), pc.add(pc.multiply(hours, 3600.0), pc.multiply(minutes, 60.0)))
+    return pc.if_else(parts.is_valid(), pc.cast(pc.add(total, seconds), pa.string()), column)
 
 
 def _without_apostrophes(column: pa.Array) -> pa.Array:
@@ -1021,6 +1038,8 @@ def _typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
         )
     if pa.types.is_boolean(values.type):
         values = pc.if_else(values, "true", "false")
+    if pa.types.is_duration(values.type):  # its seconds, as a workbook's duration and a pandas CSV's
+        values = pc.divide(values.cast(pa.int64()).cast(pa.float64()), UNIT_SECONDS[values.type.unit])
     try:  # bytes are text where they are UTF-8: older Spark and Hive write strings as bytes
         return pc.fill_null(values.cast(pa.string()), "")
     except pa.ArrowInvalid:

@@ -365,3 +365,20 @@ def test_a_workbooks_odd_sheets_are_read_whole_or_refused_in_one_line(tmp_path, 
 
 def every_row_values(folder, metadata) -> list[dict]:
     return [instance for split in ("train", "eval") for instance in read_rows(folder, metadata, split)[0]]
+
+
+def test_durations_are_their_seconds_from_pandas_csv_parquet_and_feather(tmp_path):
+    """pandas' to_csv writes a Timedelta as '0 days 00:12:34'; Parquet and Feather keep a duration in a unit."""
+    seconds = [754.0, -10.0, 176400.5, 0.0] * 10
+    written = ["0 days 00:12:34", "-1 days +23:59:50", "2 days 01:00:00.500000", "0 days 00:00:00"] * 10
+    labels = ["ab"[i % 3 == 0] for i in range(40)]
+    (tmp_path / "t.csv").write_text("waited,label\n" + "".join(f"{w},{y}\n" for w, y in zip(written, labels)))
+    durations = pa.array([int(s * 1000) for s in seconds], pa.duration("ms"))
+    pq.write_table(pa.table({"waited": durations, "label": labels}), tmp_path / "t.parquet")
+    feather.write_feather(
+        pa.table({"waited": durations.cast(pa.duration("us")), "label": labels}), tmp_path / "t.arrow"
+    )
+    for name in ("t.csv", "t.parquet", "t.arrow"):
+        metadata = build(tmp_path, tmp_path / name, f"out-{name}")
+        assert [(c.name, c.kind) for c in metadata.columns] == [("waited", "numeric")]
+        assert sorted(row["waited"] for row in every_row_values(tmp_path / f"out-{name}", metadata)) == sorted(seconds)
