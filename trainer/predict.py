@@ -18,7 +18,6 @@ import io
 import json
 import logging
 import posixpath
-import re
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -169,8 +168,8 @@ def table_rows(
 ) -> Iterator[tuple[str, dict]]:
     """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
     ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as
-    preprocessing reads it: CSV of any delimiter and decimal mark (`options`: --encoding, --decimal and
-    --skip-rows, as TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
+    preprocessing reads it: CSV of any delimiter and decimal mark (`options`: add_reading_flags' flags, as
+    TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
     column as written.
     CSV needs a header line or --column-names, but for a model of a table that had neither (its columns named
     column_1, column_2, ... by their place): then the file's columns are named so too, and it must reach the last
@@ -196,11 +195,10 @@ def table_rows(
 
 
 def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:
-    """Whether a model's columns are named by their place in a table without a header (preprocessing's column_1,
-    column_2, ...), each a place in a file without one whose columns are `found`: as wide as the training file,
-    or less its label where that came last."""
-    named = [name for name in names if name and name != key]
-    return all(re.fullmatch(r"column_\d+", name) and name in found for name in named)
+    """Whether every one of a model's columns is among the `found` columns of a file without a header, which are
+    named by their place (column_1, column_2, ...), as preprocessing named those of the model's table: the file is
+    as wide as that table, or less its label where that came last."""
+    return all(name in found for name in names if name and name != key)
 
 
 def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
