@@ -661,6 +661,9 @@ def _one_class_a_number(labels: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(labels, tables.WHOLE_FRACTION, r"\1")
 
 
+ROWS_BAR = "{desc}{n_fmt}{unit} [{elapsed}, {rate_fmt}]"  # pass 1's progress: rows read, their total unknown
+
+
 def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:
     """Pass 1 over every file, each shard's rows into its temporary file in `folder`:
     (counts by column, rows by label, rows read)."""
@@ -668,7 +671,7 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
     labels: Counter = Counter()
     rows = 0
 
-    def keep(block: Block, writers: dict) -> None:
+    def keep(block: Block, writers: dict, bar: tqdm) -> None:
         nonlocal rows
         for name, more in block.counts.items():
             add_counts(counts[name], more)
@@ -677,6 +680,7 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
         rows += block.rows
         for shard, part in block.parts:
             writers[shard].write_batch(part)
+        bar.update(block.rows)
 
     try:
         with contextlib.ExitStack() as stack:
@@ -689,13 +693,18 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
             # next block's counting reads this block's counts as `earlier` meanwhile: only their plain fields,
             # never the summaries that adding compacts.
             keeper, kept = stack.enter_context(ThreadPoolExecutor(1)), None
-            for path in tqdm(files, unit="file", desc="reading", disable=None):
+            # Rows, not files: one large file is the common case. On a terminal only, as every progress bar here.
+            bar = stack.enter_context(
+                tqdm(desc="reading: ", unit=" rows", unit_scale=True, bar_format=ROWS_BAR, disable=None)
+            )
+            for file_number, path in enumerate(files, 1):
+                bar.set_description(f"reading file {file_number}/{len(files)}")
                 for number, block in enumerate(read_blocks(path, plan)):
                     if kept:
                         kept.result()
                     if number % RELEASE_BLOCKS == RELEASE_BLOCKS - 1:
                         release_memory()
-                    kept = keeper.submit(keep, block, writers)
+                    kept = keeper.submit(keep, block, writers, bar)
             if kept:
                 kept.result()
     except OSError as error:  # the temporary folder: a full disk, most likely (inputs fail as UserErrors)

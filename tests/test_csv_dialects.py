@@ -11,6 +11,7 @@ import tensorflow as tf
 from test_tables import read_rows
 
 import preprocessing.table_files
+import preprocessing.tables
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
 from preprocessing.table_files import dialect_of, sniff_decimal, sniff_delimiter
@@ -499,3 +500,23 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", skip_rows=2)
     assert [column.name for column in metadata.columns] == ["size"] and len(all_rows(tmp_path, metadata)) == 29
     assert "t.csv: line 9, column 2 ('label'): the label is missing" in caplog.text  # lines of the file
+
+
+def test_reading_shows_rows_read_and_the_file_it_is_in(tmp_path, monkeypatch):
+    """One large file is the common case: a bar of files stood still until it was read."""
+    import io
+
+    import tqdm
+
+    bars = []
+
+    def recorded(*args, **kwargs):
+        bars.append(tqdm.tqdm(*args, **{**kwargs, "file": io.StringIO(), "disable": False}))
+        return bars[-1]
+
+    monkeypatch.setattr(preprocessing.tables, "tqdm", recorded)
+    (tmp_path / "in").mkdir()
+    for name, rows in (("a.csv", 30), ("b.csv", 45)):
+        (tmp_path / "in" / name).write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(rows)))
+    build(tmp_path, tmp_path / "in", label_column="label")
+    assert (bars[0].n, bars[0].desc) == (75, "reading file 2/2: ")
