@@ -94,6 +94,7 @@ PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer
 BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
 SNIFF_LINES = 50  # ... from this many lines at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like once written plainly
@@ -207,6 +208,7 @@ class Dialect:
     decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
     skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
     sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
+    escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniff_escape)
 
     @property
     def first_line(self) -> int:
@@ -299,9 +301,11 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if _stem(path).endswith(".tsv") else "")
-    delimiter = delimiter or sniff_delimiter(text)
+    delimiter = delimiter or sniff_delimiter(text, BACKSLASH if ESCAPED_QUOTE in text else "")
+    escape = sniff_escape(text, delimiter)
     decimal = options.decimal or sniff_decimal(text, delimiter)
-    first = [name.strip() for name in next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])]
+    first = next(iter(_head_rows(text, delimiter, escape)), [])
+    first = [name.strip() for name in first]
     if not first:
         raise UserError(f"{path}: empty file")
     label_name = (options.label_column,) if _is_a_name(options.label_column, len(first)) else ()
@@ -314,11 +318,11 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names, has_header = _distinct(options.column_names, "--column-names"), False
     elif _is_header(first, (*known, *label_name), decimal):
         names, has_header = _distinct(first, f"{path}: line {skip_rows + 1}"), True
-        unnamed = _unnamed_column(_head_rows(text, delimiter))  # a column without a name: left out
+        unnamed = _unnamed_column(_head_rows(text, delimiter, escape))  # a column without a name: left out
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
-    return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows)
+    return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows, escape=escape)
 
 
 def _is_a_name(label_column: str, width: int) -> bool:
@@ -420,7 +424,17 @@ def _head(path: str, lines: int = 1) -> bytes:
     return head
 
 
-def sniff_delimiter(text: str) -> str:
+def sniff_escape(text: str, delimiter: str) -> str:
+    """A backslash where the first lines hold a quote after one (\\") and split alike only where it escapes
+    quotes, as MySQL's exports and PHP's fputcsv write them ("he said \\"hi\\""), not RFC 4180's doubled quotes;
+    else "", as in a field that ends with a backslash ("C:\\temp\\")."""
+    if ESCAPED_QUOTE not in text:
+        return ""
+    escaped, plain = (_rows_width(_head_rows(text, delimiter, escape)) for escape in (BACKSLASH, ""))
+    return BACKSLASH if escaped > 1 and not plain else ""
+
+
+def sniff_delimiter(text: str, escape: str = "") -> str:
     """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
     most of them (quoted fields read as the csv module reads them); else a space, where one does (as R's
     write.table and many scientific tables separate columns). Where none does, the same with a header one
@@ -430,7 +444,7 @@ def sniff_delimiter(text: str) -> str:
         for delimiter in (*DELIMITERS, " "):
             if delimiter == " " and widest > 1:  # spaces sit inside the fields of other delimiters' tables
                 break
-            rows = _head_rows(text, delimiter)
+            rows = _head_rows(text, delimiter, escape)
             width = _rows_width(rows[1:]) - 1 if header_short else _rows_width(rows)
             if rows and width == len(rows[0]) and width > widest:
                 best, widest = delimiter, width
@@ -439,10 +453,10 @@ def sniff_delimiter(text: str) -> str:
     return ","
 
 
-def _head_rows(text: str, delimiter: str) -> list[list[str]]:
+def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
     """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out."""
-    rows = csv.reader(io.StringIO("\n".join(_whole_lines(text)[:SNIFF_LINES])), delimiter=delimiter)
-    return [row for row in rows if row]
+    lines = io.StringIO("\n".join(_whole_lines(text)[:SNIFF_LINES]))
+    return [row for row in csv.reader(lines, delimiter=delimiter, escapechar=escape or None) if row]
 
 
 def _rows_width(rows: list[list[str]]) -> int:
@@ -458,7 +472,9 @@ def _unnamed_column(rows: list[list[str]]) -> str:
     only one (a title, as likely)."""
     if len(rows) < 2 or len(rows[0]) < 2 or _rows_width(rows[1:]) != len(rows[0]) + 1:
         return ""
-    return "first" if any(row[-1] for row in rows[1:]) else "last"
+    if not any(row[-1] for row in rows[1:]):
+        return "last"
+    return "first" if len({row[0] for row in rows[1:]}) == len(rows) - 1 else ""  # row names are distinct
 
 
 def blocks(
@@ -583,7 +599,10 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
         ),
         # Quoted fields may hold newlines (RFC 4180): addresses, comments.
         "parse_options": pacsv.ParseOptions(
-            delimiter=dialect.delimiter, newlines_in_values=True, invalid_row_handler=on_invalid_row
+            delimiter=dialect.delimiter,
+            escape_char=dialect.escape or False,
+            newlines_in_values=True,
+            invalid_row_handler=on_invalid_row,
         ),
         "convert_options": pacsv.ConvertOptions(
             column_types={name: pa.string() for name in dialect.names}, strings_can_be_null=False
@@ -713,7 +732,7 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
     csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
     with _opened(path) as stream:
         text = io.TextIOWrapper(stream, encoding=_without_bom(dialect.encoding), newline="")
-        reader = csv.reader(text, delimiter=dialect.delimiter or ",")
+        reader = csv.reader(text, delimiter=dialect.delimiter or ",", escapechar=dialect.escape or None)
         records, before = 0, 0  # records read, and the lines they and the blank lines between them took
         for fields in reader:
             records += bool(fields)  # a blank line reads as no fields

@@ -520,3 +520,19 @@ def test_reading_shows_rows_read_and_the_file_it_is_in(tmp_path, monkeypatch):
         (tmp_path / "in" / name).write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(rows)))
     build(tmp_path, tmp_path / "in", label_column="label")
     assert (bars[0].n, bars[0].desc) == (75, "reading file 2/2: ")
+
+
+def test_quotes_escaped_by_a_backslash_are_quotes_and_a_field_ending_in_one_stays(tmp_path):
+    """MySQL's exports and PHP's fputcsv escape a quote with a backslash; read as RFC 4180 quoting, every row had one
+    field more than the header, which was then taken for R's row names."""
+    rows = "".join(f'{i},"he said \\"hi {i}\\", ok",{"ab"[i % 2]}\n' for i in range(30))
+    (tmp_path / "t.csv").write_text("id,note,label\n" + rows)
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["id", "note"]
+    read = [row["note"] for _, row in table_rows(str(tmp_path / "t.csv"), "label", ("note",), TableOptions())]
+    assert read == [f'he said "hi {i}", ok' for i in range(30)]  # as preprocessing and qt-predict read it
+    rows = "".join(f'{i},"C:\\temp{i}\\",{"ab"[i % 2]}\n' for i in range(30))  # RFC 4180 quoting: no escapes
+    (tmp_path / "t.csv").write_text("id,folder,label\n" + rows)
+    assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).escape == ""
+    read = [row["folder"] for _, row in table_rows(str(tmp_path / "t.csv"), "label", ("folder",), TableOptions())]
+    assert read == [f"C:\\temp{i}\\" for i in range(30)]
