@@ -209,6 +209,7 @@ class Dialect:
     skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
     sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
     escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniff_escape)
+    row_names: bool = False  # CSV's: its first column is row names, under a header one name short (_unnamed_column)
 
     @property
     def first_line(self) -> int:
@@ -322,7 +323,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
-    return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows, escape=escape)
+    row_names = has_header and not names[0] and len(names) > len(first)
+    return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows, escape=escape, row_names=row_names)
 
 
 def _is_a_name(label_column: str, width: int) -> bool:

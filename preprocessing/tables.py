@@ -1285,6 +1285,12 @@ def plan_table(
         dialect = replace(dialect, names=every_json_column(files, dialect))
     if dialect.sheet:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
+    if dialect.row_names:  # as R's read.csv and pandas read such a file; a file of unquoted commas reads so too
+        log.info(
+            "%s: its header names one column fewer than its rows hold: the first is read as row names, as R's "
+            "write.table writes them, and left out",
+            files[0],
+        )
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 
 import pytest
 import tensorflow as tf
@@ -476,6 +477,7 @@ def test_rs_row_names_or_a_delimiter_after_each_row_under_a_header_one_name_shor
     )
     (tmp_path / "t.csv").write_text(header + "\n" + rows)
     assert sniff_delimiter(header + "\n" + rows) == delimiter
+    caplog.set_level(logging.INFO)
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert [(column.name, column.kind) for column in metadata.columns] == [
         ("size", "numeric"),
@@ -485,6 +487,7 @@ def test_rs_row_names_or_a_delimiter_after_each_row_under_a_header_one_name_shor
         (i % 7 + 0.5, "rg"[i % 2], "ab"[i % 3 % 2]) for i in range(30)
     }
     assert "t.csv: column(s) 1 have no name and are left out" in caplog.text
+    assert "t.csv: its header names one column fewer than its rows hold: the first is read as row names" in caplog.text
     # A delimiter after each row's last field is no row names: the columns must not shift.
     (tmp_path / "t.csv").write_text("size,label\n" + "".join(f"{i},{'ab'[i % 2]},\n" for i in range(30)))
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
