@@ -253,7 +253,8 @@ def add_reading_flags(group) -> None:
         default=(),
         metavar="A,B",
         help="names for the columns of files without a header line (default: the first line's names, or "
-        "column_1, column_2, ... when it holds a number and not --label-column's name)",
+        "column_1, column_2, ... when it holds a number and no name of a column it must have: the label's, a "
+        "model's)",
     )
 
 
