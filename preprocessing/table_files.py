@@ -751,9 +751,13 @@ def record_lines(batch: pa.RecordBatch, first_line: int, blank_lines: list[int])
     (sorted) between them."""
     inside = np.zeros(batch.num_rows, np.int64)
     for column in batch.columns:
-        data = column.buffers()[2]  # all its text: a newline anywhere in it is rare, and cheap to look for
-        if data is not None and data.to_pybytes().find(b"\n") >= 0:
+        data = column.buffers()[2]  # all its text: a line break anywhere in it is rare, and cheap to look for
+        text = data.to_pybytes() if data is not None else b""
+        if text.find(b"\n") >= 0:
             inside += pc.count_substring(column, "\n").to_numpy(zero_copy_only=False)
+        if text.find(b"\r") >= 0:  # a lone carriage return breaks a line too, as in old Mac files: \r\n once
+            lone = pc.subtract(pc.count_substring(column, "\r"), pc.count_substring(column, "\r\n"))
+            inside += lone.to_numpy(zero_copy_only=False)
     starts = first_line + np.arange(batch.num_rows) + np.cumsum(inside) - inside  # as if there were no blank lines
     blanks = np.array(blank_lines[bisect.bisect_left(blank_lines, first_line) :], np.int64)
     if len(blanks):  # a record is as many lines further as there are blank lines before it

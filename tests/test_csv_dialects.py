@@ -539,3 +539,12 @@ def test_quotes_escaped_by_a_backslash_are_quotes_and_a_field_ending_in_one_stay
     assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).escape == ""
     read = [row["folder"] for _, row in table_rows(str(tmp_path / "t.csv"), "label", ("folder",), TableOptions())]
     assert read == [f"C:\\temp{i}\\" for i in range(30)]
+
+
+def test_an_old_mac_files_quoted_line_breaks_are_counted_in_its_lines(tmp_path, caplog):
+    """Old Mac files end lines with a lone carriage return, inside quoted fields too."""
+    rows = ["n,note,label", *(f'{i},"a\rb",{"xy"[i % 2]}' for i in range(10)), '10,"c\rd",']
+    rows += [f"{i},plain,x" for i in range(11, 30)]
+    (tmp_path / "t.csv").write_bytes("\r".join(rows).encode() + b"\r")
+    build(tmp_path, tmp_path / "t.csv", label_column="label")  # the header, then ten records of two lines each
+    assert "t.csv: line 22, column 3 ('label'): the label is missing" in caplog.text
