@@ -299,7 +299,9 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         if not names:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
         return Dialect(names, False, "", encoding, kind)
-    text, skip_rows = "".join(text.splitlines(keepends=True)[options.skip_rows :]), options.skip_rows
+    lines = text.splitlines(keepends=True)[options.skip_rows :]
+    blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
+    text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if _stem(path).endswith(".tsv") else "")

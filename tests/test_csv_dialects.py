@@ -548,3 +548,12 @@ def test_an_old_mac_files_quoted_line_breaks_are_counted_in_its_lines(tmp_path, 
     (tmp_path / "t.csv").write_bytes("\r".join(rows).encode() + b"\r")
     build(tmp_path, tmp_path / "t.csv", label_column="label")  # the header, then ten records of two lines each
     assert "t.csv: line 22, column 3 ('label'): the label is missing" in caplog.text
+
+
+def test_blank_lines_above_the_header_are_skipped_and_counted(tmp_path, caplog):
+    """The header was read as the first row under them: a class 'label' and a column of text."""
+    rows = "".join(f"{i},{'ab'[i % 2] if i != 2 else ''}\n" for i in range(1, 31))
+    (tmp_path / "t.csv").write_text("\n \nsize,label\n" + rows)
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [(c.name, c.kind) for c in metadata.columns] == [("size", "numeric")] and metadata.class_names == ("a", "b")
+    assert "t.csv: line 5, column 2 ('label'): the label is missing" in caplog.text
