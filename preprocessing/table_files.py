@@ -308,8 +308,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     delimiter = delimiter or sniff_delimiter(text, BACKSLASH if ESCAPED_QUOTE in text else "")
     escape = sniff_escape(text, delimiter)
     decimal = options.decimal or sniff_decimal(text, delimiter)
-    first = next(iter(_head_rows(text, delimiter, escape)), [])
-    first = [name.strip() for name in first]
+    header = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
+    first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
     if not first:
         raise UserError(f"{path}: empty file")
     label_name = (options.label_column,) if _is_a_name(options.label_column, len(first)) else ()

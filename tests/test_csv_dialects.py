@@ -557,3 +557,11 @@ def test_blank_lines_above_the_header_are_skipped_and_counted(tmp_path, caplog):
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert [(c.name, c.kind) for c in metadata.columns] == [("size", "numeric")] and metadata.class_names == ("a", "b")
     assert "t.csv: line 5, column 2 ('label'): the label is missing" in caplog.text
+
+
+def test_a_header_is_split_at_line_breaks_only(tmp_path):
+    """Python's splitlines also splits at \\x85 (NEL), which Latin-1 decodes from cp1252's ellipsis byte."""
+    rows = "".join(f"{i},{'ab'[i % 2]}\n" for i in range(30))
+    (tmp_path / "t.csv").write_bytes(b"total\x85 due,label\n" + rows.encode())
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", encoding="latin-1")
+    assert [column.name for column in metadata.columns] == ["total\x85 due"]
