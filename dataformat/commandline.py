@@ -144,11 +144,17 @@ def encoding(text: str) -> str:
         ) from None
 
 
+WHITESPACE = "whitespace"  # --delimiter's word for runs of spaces and tabs between fields
+
+
 def delimiter(text: str) -> str:
-    """One character between a CSV file's fields (--delimiter); \\t or tab for a tab."""
+    """One character between a CSV file's fields (--delimiter); \\t or tab for a tab; WHITESPACE for runs of
+    spaces and tabs."""
     text = {"\\t": "\t", "tab": "\t"}.get(text, text)
-    if len(text) != 1 or text in '"\r\n':
-        raise argparse.ArgumentTypeError(f"{text!r} is not one character other than a quote or a newline")
+    if text != WHITESPACE and (len(text) != 1 or text in '"\r\n'):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one character other than a quote or a newline, nor {WHITESPACE!r}"
+        )
     return text
 
 

@@ -22,12 +22,13 @@ import codecs
 import contextlib
 import csv
 import datetime
+import functools
 import io
 import itertools
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -94,6 +95,7 @@ PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer
 BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
 SNIFF_LINES = 50  # ... from this many lines at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
@@ -186,6 +188,15 @@ def _opened(path: str) -> Iterator[pa.NativeFile]:
         yield pa.CompressedInputStream(stream, codec) if codec else stream
 
 
+@contextlib.contextmanager
+def _opened_csv(path: str, dialect: Dialect) -> Iterator[pa.NativeFile]:
+    """The CSV file's bytes as its rows are parsed: rewritten where its fields are apart by runs of blanks, or
+    padded before their quotes (Dialect.rewrite)."""
+    with _opened(path) as stream:
+        rewrite = dialect.rewrite
+        yield pa.PythonFile(Rewritten(stream, rewrite), mode="r") if rewrite else stream
+
+
 def _refuse_binary(path: str, head: bytes) -> None:
     """A UserError naming what the file is, where its first bytes say it is no table of text (an Excel
     workbook, an archive): read as CSV, it would be a garbled header."""
@@ -210,6 +221,12 @@ class Dialect:
     sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
     escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniff_escape)
     row_names: bool = False  # CSV's: its first column is row names, under a header one name short (_unnamed_column)
+    spaced: bool = False  # CSV's: fields apart by runs of spaces and tabs, read as tab-separated (tabbed); delimiter \t
+    padded: bool = False  # CSV's: blanks after a delimiter and before a quote, left out as the file is read (unpadded)
+
+    @property
+    def rewrite(self) -> Callable[[bytes], bytes] | None:
+        return line_rewrite(self.spaced, self.padded, self.delimiter)
 
     @property
     def first_line(self) -> int:
@@ -223,9 +240,10 @@ def add_reading_flags(group) -> None:
     group.add_argument(
         "--delimiter",
         type=commandline.delimiter,
-        help="the character between fields, e.g. ';' or '\\t' (default: a tab for .tsv files, otherwise the one of "
-        "comma, semicolon, tab and pipe that splits the first lines alike, else a space that does; Excel's first "
-        "line sep=; names it too)",
+        help="the character between fields, e.g. ';' or '\\t', or 'whitespace' for fields apart by runs of spaces "
+        "and tabs, as R's read.table and pandas' sep=r'\\s+' read them (default: a tab for .tsv files that hold "
+        "one, otherwise the one of comma, semicolon, tab and pipe that splits the first lines alike, else a space "
+        "that does, else runs of whitespace; Excel's first line sep=; names it too)",
     )
     group.add_argument(
         "--skip-rows",
@@ -271,8 +289,8 @@ def reading_options(args) -> dict:
 
 def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) -> Dialect:
     """The file's dialect. JSON lines: the keys of its first objects; Parquet and Arrow: their schema's fields. CSV:
-    the delimiter (--delimiter; a tab for .tsv; otherwise sniffed), and the column names: --column-names
-    for a file without a header, else its first line, which is a header unless it holds a number and
+    the delimiter (--delimiter; a tab for .tsv files that hold one; otherwise sniffed), and the column names:
+    --column-names for a file without a header, else its first line, which is a header unless it holds a number and
     neither --label-column's name nor one of the `known` names (then the columns are named column_1,
     column_2, ...)."""
     if options.text_folder:
@@ -304,8 +322,12 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
-    delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if _stem(path).endswith(".tsv") else "")
+    tsv = _stem(path).endswith(".tsv") and "\t" in text  # a .tsv file of no tab is sniffed as any other
+    delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
     delimiter = delimiter or sniff_delimiter(text, BACKSLASH if ESCAPED_QUOTE in text else "")
+    spaced, padded = _padding(path, text, delimiter, encoding)
+    if rewrite := line_rewrite(spaced, padded, delimiter):
+        text, delimiter = rewritten_text(text, rewrite), "\t" if spaced else delimiter
     escape = sniff_escape(text, delimiter)
     decimal = options.decimal or sniff_decimal(text, delimiter)
     header = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
@@ -327,7 +349,40 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     row_names = has_header and not names[0] and len(names) > len(first)
-    return Dialect(names, has_header, delimiter, encoding, CSV, decimal, skip_rows, escape=escape, row_names=row_names)
+    return Dialect(
+        names,
+        has_header,
+        delimiter,
+        encoding,
+        CSV,
+        decimal,
+        skip_rows,
+        escape=escape,
+        row_names=row_names,
+        spaced=spaced,
+        padded=padded,
+    )
+
+
+def line_rewrite(spaced: bool, padded: bool, delimiter: str) -> Callable[[bytes], bytes] | None:
+    """How a CSV file's lines are rewritten before pyarrow and the csv module parse them, if they are."""
+    if spaced:
+        return tabbed
+    return functools.partial(unpadded, delimiter=delimiter) if padded else None
+
+
+def _padding(path: str, text: str, delimiter: str, encoding: str) -> tuple[bool, bool]:
+    """Whether the file's fields are apart by runs of blanks (--delimiter whitespace, or sniffed so), and else
+    whether blanks pad its fields after a delimiter and before a quote (`"a",   "b"`, as tables aligned by hand
+    are): both are rewritten as the file is read (Dialect.rewrite), which takes a newline of one byte."""
+    spaced = delimiter == WHITESPACE
+    padded = not spaced and re.search(re.escape(delimiter) + r'[ \t]+"', text) is not None
+    if spaced and not _ascii_based(encoding):
+        raise UserError(
+            f"{path}: fields apart by whitespace are read in UTF-8 and other ASCII-based encodings, not {encoding}; "
+            "save the file as UTF-8"
+        )
+    return spaced, padded and _ascii_based(encoding)
 
 
 def _is_a_name(label_column: str, width: int) -> bool:
@@ -442,12 +497,13 @@ def sniff_escape(text: str, delimiter: str) -> str:
 def sniff_delimiter(text: str, escape: str = "") -> str:
     """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
     most of them (quoted fields read as the csv module reads them); else a space, where one does (as R's
-    write.table and many scientific tables separate columns). Where none does, the same with a header one
-    field short of the rows (_unnamed_column); a comma when none splits them."""
+    write.table and many scientific tables separate columns); else WHITESPACE, where runs of spaces and tabs do
+    (columns aligned by padding, as UCI's .data files and R's read.table have them). Where none does, the same
+    with a header one field short of the rows (_unnamed_column); a comma when none splits them."""
     for header_short in (False, True):
         best, widest = ",", 1
-        for delimiter in (*DELIMITERS, " "):
-            if delimiter == " " and widest > 1:  # spaces sit inside the fields of other delimiters' tables
+        for delimiter in (*DELIMITERS, " ", WHITESPACE):
+            if delimiter in (" ", WHITESPACE) and widest > 1:  # spaces sit inside the fields of other delimiters'
                 break
             rows = _head_rows(text, delimiter, escape)
             width = _rows_width(rows[1:]) - 1 if header_short else _rows_width(rows)
@@ -460,7 +516,10 @@ def sniff_delimiter(text: str, escape: str = "") -> str:
 
 def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
     """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out."""
-    lines = io.StringIO("\n".join(_whole_lines(text)[:SNIFF_LINES]))
+    head = "\n".join(_whole_lines(text)[:SNIFF_LINES])
+    if delimiter == WHITESPACE:
+        head, delimiter = rewritten_text(head, tabbed), "\t"
+    lines = io.StringIO(head)
     return [row for row in csv.reader(lines, delimiter=delimiter, escapechar=escape or None) if row]
 
 
@@ -646,10 +705,9 @@ def _csv_blocks_of_size(
         return "error"
 
     try:
-        with _opened(path) as file:
+        with _opened_csv(path, dialect) as file:
             blank_lines.clear()  # read again from the start
-            ascii_based = codecs.lookup(dialect.encoding).encode("\n")[0] == b"\n"  # not UTF-16's two bytes a newline
-            stream = pa.PythonFile(BlankLines(file, blank_lines), mode="r") if ascii_based else file
+            stream = pa.PythonFile(BlankLines(file, blank_lines), mode="r") if _ascii_based(dialect.encoding) else file
             options = _csv_options(dialect, block_size, True, on_invalid_row)
             # The reader closes before the stream: its threads read ahead from it, also when a row stops the run.
             with pacsv.open_csv(stream, **options) as pieces:
@@ -723,7 +781,7 @@ def _first_ragged_row(path: str, dialect: Dialect):
         ragged.append(row)
         return "skip"
 
-    with _opened(path) as stream:
+    with _opened_csv(path, dialect) as stream:
         for _ in pacsv.open_csv(stream, **_csv_options(dialect, PARSE_BYTES, False, on_invalid_row)):
             if ragged:
                 break
@@ -735,7 +793,7 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
     among them), not the newlines inside their quoted fields, nor blank lines; read again by Python's csv module,
     which keeps the count of lines. Only where a row is wrong: it reads the file up to that row."""
     csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
-    with _opened(path) as stream:
+    with _opened_csv(path, dialect) as stream:
         text = io.TextIOWrapper(stream, encoding=_without_bom(dialect.encoding), newline="")
         reader = csv.reader(text, delimiter=dialect.delimiter or ",", escapechar=dialect.escape or None)
         records, before = 0, 0  # records read, and the lines they and the blank lines between them took
@@ -802,6 +860,70 @@ class BlankLines:
 
     def close(self) -> None:
         self.file.close()
+
+
+class Rewritten:
+    """A CSV file as its rows are parsed, whole lines at a time rewritten by `rewrite` (bytes to bytes, every
+    newline kept, so that line numbers count the file's own lines): tabbed, or unpadded."""
+
+    def __init__(self, file, rewrite: Callable[[bytes], bytes]):
+        self.file, self.rewrite = file, rewrite
+        self._carried, self._out, self._ended = b"", b"", False
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._ended and (size < 0 or len(self._out) < size):
+            chunk = self.file.read(size if size > 0 else -1)
+            text, self._ended = self._carried + chunk, not chunk or size < 0
+            cut = len(text) if self._ended else _whole_lines_end(text)
+            self._carried, self._out = text[cut:], self._out + self.rewrite(text[:cut])
+        taken = len(self._out) if size < 0 else size
+        data, self._out = self._out[:taken], self._out[taken:]
+        return data
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def close(self) -> None:
+        self.file.close()
+
+
+EDGE_BLANKS = re.compile(rb"^[ \t]+|[ \t]+(?=\r?$)", re.MULTILINE)
+QUOTED = rb'"(?:[^"]|"")*"'
+
+
+def tabbed(lines: bytes) -> bytes:
+    """Lines of fields apart by runs of spaces and tabs as tab-separated ones: each run between two fields one
+    tab, the blanks that begin or end a line left out; quoted fields keep theirs."""
+    lines = EDGE_BLANKS.sub(b"", lines)
+    if b'"' not in lines:  # most such files: one pass in C
+        return re.sub(rb"[ \t]+", b"\t", lines)
+    return re.sub(QUOTED + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
+
+
+def unpadded(lines: bytes, delimiter: str) -> bytes:
+    """Lines whose fields are padded after each delimiter (`a,   "b, c"`) with the blanks there left out, so
+    that a quote after them quotes its field, as Python's csv module reads with skipinitialspace."""
+    padding = re.escape(delimiter.encode()) + rb"[ \t]+"
+    return re.sub(QUOTED + b"|" + padding, lambda found: found[0] if found[0][:1] == b'"' else found[0][:1], lines)
+
+
+def rewritten_text(text: str, rewrite: Callable[[bytes], bytes]) -> str:
+    """`rewrite` for text already read (a file's head, as it is sniffed)."""
+    return rewrite(text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
+
+
+def _ascii_based(encoding: str) -> bool:
+    """Whether a newline is one byte, \\n, as in UTF-8 and Latin-1 (not UTF-16's two)."""
+    return codecs.lookup(encoding).encode("\n")[0] == b"\n"
+
+
+def _whole_lines_end(text: bytes) -> int:
+    """Where the last line of `text` that ends outside quotes ends (after its newline), or 0."""
+    end = text.rfind(b"\n")
+    while end >= 0 and text.count(b'"', 0, end) % 2:  # a newline inside a quoted field ends no line
+        end = text.rfind(b"\n", 0, end)
+    return end + 1
 
 
 # JSON: Python's json module reads each object, so that a column may hold numbers in one row and text
@@ -960,6 +1082,11 @@ def _json_object(line: str, path: str, number: int) -> dict:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as error:
+        if error.pos >= len(line.rstrip()):  # a pretty-printed object: JSON, but of many lines
+            raise UserError(
+                f"{path}: line {number} is no whole JSON object: JSON lines hold one object a line, and a JSON file of "
+                "many lines, an array of objects"
+            ) from None
         raise UserError(f"{path}: line {number} is not JSON ({error.msg}, column {error.colno})") from None
     return _an_object(row, path, number)
 

@@ -64,6 +64,7 @@ from preprocessing.table_files import (
     FORMAT_NAMES,
     NUMBER,
     OBJECTS,
+    WHITESPACE,
     WORKBOOK,
     Dialect,
     LateColumn,
@@ -781,13 +782,17 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     return dialect
 
 
+def _delimiter_name(dialect: Dialect) -> str:
+    return "runs of whitespace" if dialect.spaced else repr(dialect.delimiter)
+
+
 def _dialect_difference(first: Dialect, this: Dialect) -> str:
     if this.format != first.format:  # a folder of CSV and JSON lines, say: each is read alike only by its own rules
         return f"it is {FORMAT_NAMES[this.format]}, the first file {FORMAT_NAMES[first.format]}"
     if this.encoding != first.encoding:  # a UTF-16 file (Excel's "Unicode text") among UTF-8 ones
         return f"its encoding is {this.encoding}, the first file's {first.encoding}"
-    if this.delimiter != first.delimiter:
-        return f"its delimiter is {this.delimiter!r}, the first file's {first.delimiter!r}"
+    if (this.delimiter, this.spaced) != (first.delimiter, first.spaced):
+        return f"its delimiter is {_delimiter_name(this)}, the first file's {_delimiter_name(first)}"
     expected, found = first.names, this.names
     if this.has_header != first.has_header:
         return "it has no header line, the first file has one" if first.has_header else "it has a header line"
@@ -1289,6 +1294,12 @@ def plan_table(
         log.info(
             "%s: its header names one column fewer than its rows hold: the first is read as row names, as R's "
             "write.table writes them, and left out",
+            files[0],
+        )
+    if dialect.spaced and options.delimiter != WHITESPACE:
+        log.info(
+            "%s: its fields are apart by runs of spaces and tabs, as R's read.table reads them; pass --delimiter if "
+            "that is wrong",
             files[0],
         )
     if dialect.decimal == "," and not options.decimal:

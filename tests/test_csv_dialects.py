@@ -144,6 +144,8 @@ def test_tsv_files_are_tab_separated_and_the_flag_overrides(tmp_path):
     assert [column.name for column in metadata.columns] == ["a,b"]
     dialect = dialect_of(str(tmp_path / "t.tsv"), TableOptions(delimiter=","))
     assert dialect.names == ("a", "b\tlabel") and dialect.delimiter == ","
+    (tmp_path / "t.tsv").write_text(" a b label\n" + "".join(f"{i} {i} {i} {'xy'[i % 2]}\n" for i in range(30)))
+    assert build(tmp_path, tmp_path / "t.tsv", label_column="label").columns[0].name == "a"  # no tab: sniffed
 
 
 def test_other_encodings_need_the_flag_and_its_absence_names_the_line(tmp_path):
@@ -565,3 +567,43 @@ def test_a_header_is_split_at_line_breaks_only(tmp_path):
     (tmp_path / "t.csv").write_bytes(b"total\x85 due,label\n" + rows.encode())
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", encoding="latin-1")
     assert [column.name for column in metadata.columns] == ["total\x85 due"]
+
+
+def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_path, caplog):
+    """UCI's .data files and R's read.table align columns with runs of spaces and tabs: the whole line was one
+    column (ISLP's Auto.data, as UCI's auto-mpg.data, stopped at "no column 'origin'")."""
+    rows = [f'{i}.5   {i % 7}\t  {1 + i % 3}\t"car no {i}"' for i in range(60)]
+    rows[20] = '  20.5   6      \tNA "car no 20"   '  # blanks begin and end it; no label (R's NA)
+    text = "mpg\tcylinders  origin name\n" + "\n".join(rows) + "\n"
+    (tmp_path / "auto.data").write_text(text)
+    for parse_bytes in (1 << 20, 32):  # lines cut between the chunks read
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(preprocessing.table_files, "PARSE_BYTES", parse_bytes)
+            metadata = build(tmp_path, tmp_path / "auto.data", label_column="origin")
+        assert [(c.name, c.kind) for c in metadata.columns][:2] == [("mpg", "numeric"), ("cylinders", "numeric")]
+        assert metadata.columns[2].name == "name"
+        assert "auto.data: line 22, column 3 ('origin'): the label is missing" in caplog.text
+        caplog.clear()
+    found = sorted(all_rows(tmp_path, metadata), key=lambda row: row["mpg"])
+    assert found[0]["mpg"] == 0.5 and found[0]["label"] == "1" and len(found) == 59
+    read = list(table_rows(str(tmp_path / "auto.data"), "origin", ("name", "mpg"), TableOptions()))
+    assert read[1] == (f"{tmp_path}/auto.data:3", {"name": "car no 1", "mpg": "1.5"})  # as qt-predict reads it
+    assert dialect_of(str(tmp_path / "auto.data"), TableOptions(delimiter="whitespace")).spaced
+    (tmp_path / "auto.data").write_text(text.replace('\t"car no 54"', ' "car no" 54'))  # past the sniffed lines
+    with pytest.raises(UserError, match=r"auto.data: line 56 has 5 columns; expected 4$"):
+        build(tmp_path, tmp_path / "auto.data", label_column="origin")
+
+
+def test_a_quote_after_blanks_that_pad_a_field_quotes_it(tmp_path):
+    """A table aligned by hand (bokeh's sprint.csv): its classes were '"GOLD"', quotes and all, and a padded
+    quoted comma split its field."""
+    medals = ["GOLD", "SILVER", "BRONZE"]
+    rows = [f'"Runner, no {i}",{" " * (i % 5 + 1)}"{medals[i % 3]}",  9.{i}' for i in range(30)]
+    (tmp_path / "t.csv").write_text("Name,      Medal,   Time\n" + "\n".join(rows) + "\n")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="Medal")
+    assert metadata.class_names == ("BRONZE", "GOLD", "SILVER")
+    assert [(c.name, c.kind) for c in metadata.columns][1:] == [("Time", "numeric")]
+    read = [row["Name"] for _, row in table_rows(str(tmp_path / "t.csv"), "Medal", ("Name",), TableOptions())]
+    assert read == [f"Runner, no {i}" for i in range(30)]  # as preprocessing and qt-predict read it
+    (tmp_path / "t.csv").write_text("a,b,label\n" + "".join(f'{i},x "y",{"ab"[i % 2]}\n' for i in range(30)))
+    assert not dialect_of(str(tmp_path / "t.csv"), TableOptions()).padded  # a quote inside a field pads nothing

@@ -148,8 +148,15 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
     assert build(tmp_path, tmp_path / "t.jsonl").columns[0].kind == tables.NUMERIC
     lines[20] = '{"count": 3, "label": '
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=r"t.jsonl: line 21 is not JSON"):
+    with pytest.raises(UserError, match=r"t.jsonl: line 21 is no whole JSON object: JSON lines hold one object a line"):
         build(tmp_path, tmp_path / "t.jsonl", "bad")
+    lines[20] = '{"count": 3,, "label": "a"}'
+    (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(UserError, match=r"t.jsonl: line 21 is not JSON \(Expecting property name"):
+        build(tmp_path, tmp_path / "t.jsonl", "bad")
+    (tmp_path / "one.json").write_text(json.dumps({"rows": 50, "note": "a document, not a table"}, indent=2))
+    with pytest.raises(UserError, match=r"one.json: line 1 is no whole JSON object"):  # it was "not JSON"
+        build(tmp_path, tmp_path / "one.json", "one")
     lines[20] = '{"count": [1, 2], "label": "a"}'
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'count': a list of values.*--ignore-columns count"):
