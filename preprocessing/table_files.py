@@ -395,13 +395,13 @@ def _is_a_name(label_column: str, width: int) -> bool:
 
 
 def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
-    """Whether a file's first line names its columns: it holds no number, or one of its fields is a `known`
-    column name (a header of years with the label's name, "2019,2020,label")."""
+    """Whether a file's first line names its columns: it holds no number of digits ("inf" names inflation in a
+    header more often than it starts a row), or one of its fields is a `known` column name (a header of years
+    with the label's name, "2019,2020,label")."""
     if any(name in first for name in known if name):
         return True
-    return not any(
-        tables.is_number(text) for text in _plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
-    )
+    texts = _plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
+    return not any(tables.is_number(text) and re.search(r"\d", text) for text in texts)
 
 
 def _distinct(names, where: str) -> tuple[str, ...]:

