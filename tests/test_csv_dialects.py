@@ -578,8 +578,9 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
     rows = [f'{i}.5   {i % 7}\t  {1 + i % 3}\t"car no {i}"' for i in range(60)]
     rows[20] = '  20.5   6      \tNA "car no 20"   '  # blanks begin and end it; no label (R's NA)
     text = "mpg\tcylinders  origin name\n" + "\n".join(rows) + "\n"
-    (tmp_path / "auto.data").write_text(text)
-    for parse_bytes in (1 << 20, 32):  # lines cut between the chunks read
+    # Lines cut between the chunks read, and Windows' and old Macs' line endings
+    for parse_bytes, newline in ((1 << 20, "\n"), (32, "\n"), (32, "\r\n"), (1 << 20, "\r")):
+        (tmp_path / "auto.data").write_bytes(text.replace("\n", newline).encode())
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(preprocessing.table_files, "PARSE_BYTES", parse_bytes)
             metadata = build(tmp_path, tmp_path / "auto.data", label_column="origin")
@@ -587,6 +588,7 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
         assert metadata.columns[2].name == "name"
         assert "auto.data: line 22, column 3 ('origin'): the label is missing" in caplog.text
         caplog.clear()
+    (tmp_path / "auto.data").write_text(text)
     found = sorted(all_rows(tmp_path, metadata), key=lambda row: row["mpg"])
     assert found[0]["mpg"] == 0.5 and found[0]["label"] == "1" and len(found) == 59
     read = list(table_rows(str(tmp_path / "auto.data"), "origin", ("name", "mpg"), TableOptions()))
