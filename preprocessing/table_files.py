@@ -4,7 +4,8 @@ The formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
 objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what pandas' to_feather and R's
 arrow package write) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
-formats of spreadsheets, dataframes, databases, APIs and BigQuery.
+formats of spreadsheets, dataframes, databases, APIs and BigQuery; and ARFF (`.arff`, Weka's and OpenML's:
+CSV rows under a header of @attribute lines, read as CSV named by them).
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
 with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet and
 Arrow: its row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
-SUFFIXES = {".csv": CSV, ".tsv": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
+SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
 TYPED = (PARQUET, ARROW)  # files of typed columns
@@ -223,6 +224,7 @@ class Dialect:
     row_names: bool = False  # CSV's: its first column is row names, under a header one name short (_unnamed_column)
     spaced: bool = False  # CSV's: fields apart by runs of spaces and tabs, read as tab-separated (tabbed); delimiter \t
     padded: bool = False  # CSV's: blanks after a delimiter and before a quote, left out as the file is read (unpadded)
+    quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (arff_dialect)
 
     @property
     def rewrite(self) -> Callable[[bytes], bytes] | None:
@@ -317,6 +319,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         if not names:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
         return Dialect(names, False, "", encoding, kind)
+    if _stem(path).endswith(".arff"):
+        return arff_dialect(path, encoding)
     lines = text.splitlines(keepends=True)[options.skip_rows :]
     blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
     text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
@@ -362,6 +366,34 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         spaced=spaced,
         padded=padded,
     )
+
+
+ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)""", re.IGNORECASE)
+
+
+def arff_dialect(path: str, encoding: str) -> Dialect:
+    """An ARFF file's dialect: its columns named by its @attribute lines, its rows the CSV after @data (quoted
+    with ' where its first rows are: Weka writes them so); `?`, its missing value, is one here too."""
+    names, data_line = [], 0
+    with _opened(path) as stream:
+        lines = io.TextIOWrapper(stream, encoding=_without_bom(encoding), newline=None)
+        for number, text in enumerate(lines, 1):
+            text = text.strip()
+            if text.lower().startswith("@data"):
+                data_line = number
+                break
+            if attribute := ARFF_ATTRIBUTE.match(text):
+                name = attribute[1]
+                names.append(name[1:-1] if name[0] in "'\"" else name)
+        else:
+            raise UserError(f"{path}: an ARFF file without a line @data")
+        rows = [text.strip() for text in itertools.islice(lines, SNIFF_LINES)]
+    if not names:
+        raise UserError(f"{path}: an ARFF file without @attribute lines")
+    if any(row.startswith("{") for row in rows):
+        raise UserError(f"{path}: a sparse ARFF file ({{index value, ...}} rows); save it as dense ARFF or CSV")
+    quote = "'" if any(re.search(r"(^|,)\s*'", row) for row in rows) else '"'
+    return Dialect(_distinct(names, path), False, ",", encoding, CSV, skip_rows=data_line, quote=quote)
 
 
 def line_rewrite(spaced: bool, padded: bool, delimiter: str) -> Callable[[bytes], bytes] | None:
@@ -664,6 +696,7 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
         # Quoted fields may hold newlines (RFC 4180): addresses, comments.
         "parse_options": pacsv.ParseOptions(
             delimiter=dialect.delimiter,
+            quote_char=dialect.quote,
             escape_char=dialect.escape or False,
             newlines_in_values=True,
             invalid_row_handler=on_invalid_row,
@@ -676,9 +709,9 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
 
 def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator[pa.RecordBatch]:
     """A CSV file's rows in blocks; a row with another number of values than the header is a UserError
-    naming its line. A record longer than a block (a field of megabytes) makes the file read again with
-    blocks 8 times larger, from the record it stopped at. The file's blank lines (which pyarrow leaves out)
-    are added to `blank_lines` before any block after them."""
+    naming its line. A record longer than a block (a field of megabytes), or skipped lines above the first
+    longer than one, makes the file read again with blocks 8 times larger, from the record it stopped at. The
+    file's blank lines (which pyarrow leaves out) are added to `blank_lines` before any block after them."""
     done, block_size = 0, PARSE_BYTES
     while True:
         try:
@@ -687,7 +720,7 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
                 yield batch
             return
         except pa.ArrowInvalid as error:
-            if "straddl" not in str(error) or block_size >= MAX_PARSE_BYTES:
+            if not re.search("straddl|skip initial", str(error)) or block_size >= MAX_PARSE_BYTES:
                 raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
             block_size *= 8
         except OSError as error:  # a compressed file cut short
@@ -795,7 +828,9 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
     csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
     with _opened_csv(path, dialect) as stream:
         text = io.TextIOWrapper(stream, encoding=_without_bom(dialect.encoding), newline="")
-        reader = csv.reader(text, delimiter=dialect.delimiter or ",", escapechar=dialect.escape or None)
+        reader = csv.reader(
+            text, delimiter=dialect.delimiter or ",", quotechar=dialect.quote, escapechar=dialect.escape or None
+        )
         records, before = 0, 0  # records read, and the lines they and the blank lines between them took
         for fields in reader:
             records += bool(fields)  # a blank line reads as no fields

@@ -389,3 +389,43 @@ def test_durations_are_their_seconds_from_pandas_csv_parquet_and_feather(tmp_pat
         metadata = build(tmp_path, tmp_path / name, f"out-{name}")
         assert [(c.name, c.kind) for c in metadata.columns] == [("waited", "numeric")]
         assert sorted(row["waited"] for row in every_row_values(tmp_path / f"out-{name}", metadata)) == sorted(seconds)
+
+
+def test_arff_files_are_csv_named_by_their_attributes(tmp_path):
+    """Weka's and OpenML's format: it was read as CSV whose header was '% a comment' (one column)."""
+    header = [
+        "% the 1988 survey, as Weka writes it",
+        "@RELATION survey",
+        "",
+        "@ATTRIBUTE age NUMERIC",
+        "@attribute 'home town' STRING",
+        '@attribute "score" real',
+        "@attribute class {yes,no}",
+        "@DATA",
+    ]
+    rows = [f"{20 + i},'Town {i}, North',{i % 5 if i != 7 else '?'},{'yes' if i % 3 else 'no'}" for i in range(40)]
+    rows[30] = "50,'Far',3,?"  # no label, on line 39
+    (tmp_path / "s.arff").write_text("\n".join(header + rows) + "\n")
+    for parse_bytes in (1 << 20, 64):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(preprocessing.table_files, "PARSE_BYTES", parse_bytes)
+            metadata = build_table_dataset(
+                str(tmp_path / "s.arff"), str(tmp_path / "out"), TableOptions(), overwrite=True
+            )
+    assert [column.name for column in metadata.columns] == ["age", "home town", "score"]  # the last is the label
+    assert metadata.class_names == ("no", "yes") and metadata.columns[2].kind == tables.NUMERIC
+    rows_read = read_rows(tmp_path / "out", metadata, "train")[0] + read_rows(tmp_path / "out", metadata, "eval")[0]
+    assert len(rows_read) == 39 and np.isnan([row["score"] for row in rows_read if row["age"] == 27]).all()  # "?"
+    read = list(
+        preprocessing.table_files.blocks(str(tmp_path / "s.arff"), dialect_of(str(tmp_path / "s.arff"), TableOptions()))
+    )
+    batch, lines = read[0]
+    assert batch.column("home town")[0].as_py() == "Town 0, North" and lines[30] == 39
+    (tmp_path / "sparse.arff").write_text(
+        "@relation r\n@attribute a numeric\n@attribute b numeric\n@data\n{0 1, 1 2}\n"
+    )
+    with pytest.raises(UserError, match=r"sparse.arff: a sparse ARFF file"):
+        dialect_of(str(tmp_path / "sparse.arff"), TableOptions())
+    (tmp_path / "cut.arff").write_text("@relation r\n@attribute a numeric\n")
+    with pytest.raises(UserError, match=r"cut.arff: an ARFF file without a line @data"):
+        dialect_of(str(tmp_path / "cut.arff"), TableOptions())

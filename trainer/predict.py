@@ -380,7 +380,7 @@ def parse_args(argv: list[str] | None):
         nargs="+",
         metavar="FILE",
         help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a table, also .tsv, .parquet, "
-        ".feather, .arrow, .xlsx and any CSV its preprocessing reads",
+        ".feather, .arrow, .xlsx, .arff and any CSV its preprocessing reads",
     )
     source.add_argument(
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
