@@ -408,7 +408,8 @@ def _padding(path: str, text: str, delimiter: str, encoding: str) -> tuple[bool,
     whether blanks pad its fields after a delimiter and before a quote (`"a",   "b"`, as tables aligned by hand
     are): both are rewritten as the file is read (Dialect.rewrite), which takes a newline of one byte."""
     spaced = delimiter == WHITESPACE
-    padded = not spaced and re.search(re.escape(delimiter) + r'[ \t]+"', text) is not None
+    # Between tabs or spaces, a blank is an empty field: no padding is told there.
+    padded = delimiter not in " \t" and re.search(re.escape(delimiter) + r'[ \t]+"', text) is not None
     if spaced and not _ascii_based(encoding):
         raise UserError(
             f"{path}: fields apart by whitespace are read in UTF-8 and other ASCII-based encodings, not {encoding}; "
@@ -924,7 +925,8 @@ class Rewritten:
 
 
 EDGE_BLANKS = re.compile(rb"(?:^|(?<=\r))[ \t]+|[ \t]+(?=\r|$)", re.MULTILINE)  # a lone \r ends a line too
-QUOTED = rb'"(?:[^"]|"")*"'
+QUOTED = rb'"(?:[^"]|"")*"'  # a quoted field, its quotes doubled inside (RFC 4180)
+FIELD_START = rb"(?<![^ \t\r\n])"  # where a field of a whitespace-separated line may start: a quote elsewhere is text
 
 
 def tabbed(lines: bytes) -> bytes:
@@ -933,14 +935,17 @@ def tabbed(lines: bytes) -> bytes:
     if b'"' not in lines and lines.count(b"\r") == lines.count(b"\r\n"):  # most such files: 16x faster than re
         return b"\n".join(b"\t".join(line.split()) for line in lines.split(b"\n"))
     lines = EDGE_BLANKS.sub(b"", lines)
-    return re.sub(QUOTED + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
+    return re.sub(FIELD_START + QUOTED + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
 
 
 def unpadded(lines: bytes, delimiter: str) -> bytes:
-    """Lines whose fields are padded after each delimiter (`a,   "b, c"`) with the blanks there left out, so
-    that a quote after them quotes its field, as Python's csv module reads with skipinitialspace."""
-    padding = re.escape(delimiter.encode()) + rb"[ \t]+"
-    return re.sub(QUOTED + b"|" + padding, lambda found: found[0] if found[0][:1] == b'"' else found[0][:1], lines)
+    """Lines whose quoted fields are padded after their delimiter (`a,   "b, c"`) with the blanks there left out,
+    so that the quote quotes its field, as Python's csv module reads with skipinitialspace. A field quoted where
+    it starts is passed over whole, its text as it is."""
+    mark = re.escape(delimiter.encode())
+    at_start = rb"(?<![^" + mark + rb"\r\n])" + QUOTED
+    padded = rb"(" + mark + rb")[ \t]+(" + QUOTED + rb")"
+    return re.sub(at_start + b"|" + padded, lambda found: found[0] if found[1] is None else found[1] + found[2], lines)
 
 
 def rewritten_text(text: str, rewrite: Callable[[bytes], bytes]) -> str:
@@ -954,11 +959,15 @@ def _ascii_based(encoding: str) -> bool:
 
 
 def _whole_lines_end(text: bytes) -> int:
-    """Where the last line of `text` that ends outside quotes ends (after its newline), or 0."""
-    end = text.rfind(b"\n")
-    while end >= 0 and text.count(b'"', 0, end) % 2:  # a newline inside a quoted field ends no line
-        end = text.rfind(b"\n", 0, end)
-    return end + 1
+    """Where the last line of `text` that ends outside quotes ends (after its line break: \\n, or an old Mac's
+    \\r), or 0 to wait for more text. A newline inside a quoted field ends no line; but a quote that quotes
+    nothing (an inch mark, 5'11") upsets the count, so a few lines back, or past PARSE_BYTES, the last does."""
+    end = max(text.rfind(b"\n"), text.rfind(b"\r"))
+    for _ in range(8):
+        if end < 0 or not text.count(b'"', 0, end) % 2:
+            return end + 1
+        end = max(text.rfind(b"\n", 0, end), text.rfind(b"\r", 0, end))
+    return max(text.rfind(b"\n"), text.rfind(b"\r")) + 1 if len(text) > PARSE_BYTES else 0
 
 
 # JSON: Python's json module reads each object, so that a column may hold numbers in one row and text

@@ -767,6 +767,9 @@ def _as_counter(value_counts: pa.StructArray) -> Counter:
     return Counter(dict(zip(value_counts.field("values").to_pylist(), value_counts.field("counts").to_pylist())))
 
 
+SHARED_DIALECT = ("format", "encoding", "delimiter", "spaced", "has_header")  # what every file has as the first
+
+
 def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     """How one of the files is written: as the first is, but for the order of its header's columns (read by
     name, as exports of one table by different tools order them differently). Else a UserError saying what
@@ -774,7 +777,8 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
     if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header
         dialect = replace(dialect, names=plan.names)
-    alike = replace(dialect, names=plan.names, sheet=plan.dialect.sheet) == plan.dialect  # a workbook's sheet: its own
+    # The rest (a workbook's sheet, lines above the header, quoting, row names) is each file's own, read by its dialect.
+    alike = all(getattr(dialect, name) == getattr(plan.dialect, name) for name in SHARED_DIALECT)
     if not alike or sorted(dialect.names) != sorted(plan.names):
         raise UserError(
             f"{path}: {_dialect_difference(plan.dialect, dialect)}; every file must be written as the first is"

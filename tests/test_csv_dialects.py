@@ -579,7 +579,7 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
     rows[20] = '  20.5   6      \tNA "car no 20"   '  # blanks begin and end it; no label (R's NA)
     text = "mpg\tcylinders  origin name\n" + "\n".join(rows) + "\n"
     # Lines cut between the chunks read, and Windows' and old Macs' line endings
-    for parse_bytes, newline in ((1 << 20, "\n"), (32, "\n"), (32, "\r\n"), (1 << 20, "\r")):
+    for parse_bytes, newline in ((1 << 20, "\n"), (32, "\n"), (32, "\r\n"), (32, "\r")):
         (tmp_path / "auto.data").write_bytes(text.replace("\n", newline).encode())
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(preprocessing.table_files, "PARSE_BYTES", parse_bytes)
@@ -594,6 +594,12 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
     read = list(table_rows(str(tmp_path / "auto.data"), "origin", ("name", "mpg"), TableOptions()))
     assert read[1] == (f"{tmp_path}/auto.data:3", {"name": "car no 1", "mpg": "1.5"})  # as qt-predict reads it
     assert dialect_of(str(tmp_path / "auto.data"), TableOptions(delimiter="whitespace")).spaced
+    # A quote inside a field quotes nothing (an inch mark): the fields after it are still apart.
+    (tmp_path / "h.data").write_text(
+        "name height label\n" + "".join(f"p{i} 5'{i}\" {'ab'[i % 2]}\n" for i in range(30))
+    )
+    read = [row["height"] for _, row in table_rows(str(tmp_path / "h.data"), "label", ("height",), TableOptions())]
+    assert read == [f"5'{i}\"" for i in range(30)]
     (tmp_path / "auto.data").write_text(text.replace('\t"car no 54"', ' "car no" 54'))  # past the sniffed lines
     with pytest.raises(UserError, match=r"auto.data: line 56 has 5 columns; expected 4$"):
         build(tmp_path, tmp_path / "auto.data", label_column="origin")
@@ -612,3 +618,25 @@ def test_a_quote_after_blanks_that_pad_a_field_quotes_it(tmp_path):
     assert read == [f"Runner, no {i}" for i in range(30)]  # as preprocessing and qt-predict read it
     (tmp_path / "t.csv").write_text("a,b,label\n" + "".join(f'{i},x "y",{"ab"[i % 2]}\n' for i in range(30)))
     assert not dialect_of(str(tmp_path / "t.csv"), TableOptions()).padded  # a quote inside a field pads nothing
+    # Between tabs, blanks are empty fields, not padding; a padded quote's text keeps its own blanks.
+    (tmp_path / "t.tsv").write_text(
+        "id\tnote\tlabel\n" + "".join(f'{i}\t\t"a,  b"\n{i}\tx\t{"ab"[i % 2]}\n' for i in range(15))
+    )
+    read = [row["note"] for _, row in table_rows(str(tmp_path / "t.tsv"), "label", ("note",), TableOptions())]
+    assert read == ["", "x"] * 15
+    (tmp_path / "p.csv").write_text(
+        "id,note,label\n" + "".join(f'{i},  "x,  ""y"" ,  z", {"ab"[i % 2]}\n' for i in range(30))
+    )
+    read = [row["note"] for _, row in table_rows(str(tmp_path / "p.csv"), "label", ("note",), TableOptions())]
+    assert read == ['x,  "y" ,  z'] * 30
+
+
+def test_files_of_one_table_may_differ_in_how_each_is_quoted_and_where_its_header_starts(tmp_path):
+    """Every file was held to the first's whole dialect: a file with a quoted ', ""' (taken for padding) or a blank
+    line above its header stopped the run, and the error itself failed on an IndexError."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("id,note,label\n" + "".join(f'{i},"He said, ""hi""",a\n' for i in range(20)))
+    (tmp_path / "in" / "b.csv").write_text("\nid,note,label\n" + "".join(f"{i},plain,b\n" for i in range(20)))
+    metadata = build(tmp_path, tmp_path / "in", label_column="label")
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 40
+    assert sorted({row["note"] for row in all_rows(tmp_path, metadata)}) == ['He said, "hi"', "plain"]
