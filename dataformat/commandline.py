@@ -158,9 +158,14 @@ def delimiter(text: str) -> str:
     return text
 
 
+def name(text: str) -> str:
+    """A column's name, as headers' names are read: trimmed of blanks (pandas keeps ' Medal' from 'Name, Medal')."""
+    return text.strip()
+
+
 def names(text: str) -> tuple[str, ...]:
-    """Column names, comma-separated (A,B)."""
-    return tuple(name.strip() for name in text.split(",") if name.strip())
+    """Column names, comma-separated (A,B), each as `name` reads it."""
+    return tuple(name(part) for part in text.split(",") if name(part))
 
 
 def run(command: Callable[[], int], interrupted: str) -> int:

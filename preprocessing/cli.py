@@ -100,6 +100,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     table = parser.add_argument_group("tables (--source csv)")
     table.add_argument(
         "--label-column",
+        type=commandline.name,
         default=LAST_COLUMN,
         help="name or 0-based index of the label column (default: the column named label, if one is; else -1, the "
         "last)",
@@ -147,6 +148,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     table.add_argument(
         "--key-column",
+        type=commandline.name,
         default=None,
         metavar="NAME",
         help="a column of row keys (an order number, a ticket ID): never a feature, it is stored beside the row and "
@@ -156,6 +158,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     table.add_argument(
         "--weight-column",
+        type=commandline.name,
         default=None,
         metavar="NAME",
         help="a column of each row's weight in the training loss, a number >= 0 (a row of weight 2 counts as two, "

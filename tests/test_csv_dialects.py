@@ -199,6 +199,11 @@ def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):
     assert preprocess(flags) == 0
     assert preprocess([*flags[:-8], "--encoding", "klingon", "--overwrite"]) == 2
     assert "argument --encoding: 'klingon' is not an encoding Python knows" in caplog.text
+    # A name as pandas shows it from a padded header ('Name, Medal' gives ' Medal'): headers' names are trimmed, so
+    # the flags' are too; it stopped at "no column ' Medal' (did you mean 'Medal'?)".
+    (tmp_path / "m.csv").write_text("Name, Medal, Time\n" + "".join(f"p{i}, {'ab'[i % 2]}, 9.{i}\n" for i in range(30)))
+    flags = ["--source", "csv", "--input", str(tmp_path / "m.csv"), "--output", str(tmp_path / "m")]
+    assert preprocess([*flags, "--label-column", " Medal", "--key-column", "Name "]) == 0
 
 
 def test_a_header_of_two_columns_of_one_name_is_refused_with_both_places(tmp_path):
