@@ -225,10 +225,11 @@ class Dialect:
     spaced: bool = False  # CSV's: fields apart by runs of spaces and tabs, read as tab-separated (tabbed); delimiter \t
     padded: bool = False  # CSV's: blanks after a delimiter and before a quote, left out as the file is read (unpadded)
     quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (arff_dialect)
+    comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
 
     @property
     def rewrite(self) -> Callable[[bytes], bytes] | None:
-        return line_rewrite(self.spaced, self.padded, self.delimiter)
+        return line_rewrite(self.spaced, self.padded, self.delimiter, self.quote, self.comment)
 
     @property
     def first_line(self) -> int:
@@ -368,7 +369,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     )
 
 
-ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)""", re.IGNORECASE)
+ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)\s*(.*)""", re.IGNORECASE)
 
 
 def arff_dialect(path: str, encoding: str) -> Dialect:
@@ -385,22 +386,38 @@ def arff_dialect(path: str, encoding: str) -> Dialect:
             if attribute := ARFF_ATTRIBUTE.match(text):
                 name = attribute[1]
                 names.append(name[1:-1] if name[0] in "'\"" else name)
+                if attribute[2].lower().startswith("relational"):
+                    raise UserError(f"{path}: line {number}: a relational attribute (multi-instance ARFF) is not read")
         else:
             raise UserError(f"{path}: an ARFF file without a line @data")
-        rows = [text.strip() for text in itertools.islice(lines, SNIFF_LINES)]
+        rows = [text.strip() for text in itertools.islice(lines, SNIFF_LINES) if not text.startswith("%")]
     if not names:
         raise UserError(f"{path}: an ARFF file without @attribute lines")
     if any(row.startswith("{") for row in rows):
         raise UserError(f"{path}: a sparse ARFF file ({{index value, ...}} rows); save it as dense ARFF or CSV")
     quote = "'" if any(re.search(r"(^|,)\s*'", row) for row in rows) else '"'
-    return Dialect(_distinct(names, path), False, ",", encoding, CSV, skip_rows=data_line, quote=quote)
+    padded = any(re.search(f",[ \t]+{quote}", row) for row in rows)
+    names = _distinct(names, path)
+    return Dialect(names, False, ",", encoding, CSV, skip_rows=data_line, padded=padded, quote=quote, comment="%")
 
 
-def line_rewrite(spaced: bool, padded: bool, delimiter: str) -> Callable[[bytes], bytes] | None:
-    """How a CSV file's lines are rewritten before pyarrow and the csv module parse them, if they are."""
+def line_rewrite(
+    spaced: bool, padded: bool, delimiter: str, quote: str = '"', comment: str = ""
+) -> Callable[[bytes], bytes] | None:
+    """How a CSV file's lines are rewritten before pyarrow and the csv module parse them, if they are: comments
+    left out, then its fields apart by blanks made tab-separated, or its padding before quotes left out."""
+    steps = [functools.partial(uncommented, mark=comment)] if comment else []
     if spaced:
-        return tabbed
-    return functools.partial(unpadded, delimiter=delimiter) if padded else None
+        steps.append(tabbed)
+    elif padded:
+        steps.append(functools.partial(unpadded, delimiter=delimiter, quote=quote))
+    return functools.partial(_in_turn, steps=tuple(steps)) if steps else None
+
+
+def _in_turn(lines: bytes, steps: tuple[Callable[[bytes], bytes], ...]) -> bytes:
+    for step in steps:
+        lines = step(lines)
+    return lines
 
 
 def _padding(path: str, text: str, delimiter: str, encoding: str) -> tuple[bool, bool]:
@@ -925,7 +942,15 @@ class Rewritten:
 
 
 EDGE_BLANKS = re.compile(rb"(?:^|(?<=\r))[ \t]+|[ \t]+(?=\r|$)", re.MULTILINE)  # a lone \r ends a line too
-QUOTED = rb'"(?:[^"]|"")*"'  # a quoted field, its quotes doubled inside (RFC 4180)
+
+
+def quoted_field(quote: str = '"') -> bytes:
+    """The pattern of a field quoted by `quote`, that quote doubled inside it (RFC 4180)."""
+    mark = re.escape(quote.encode())
+    return mark + b"(?:[^" + mark + b"]|" + mark + mark + b")*" + mark
+
+
+QUOTED = quoted_field()
 FIELD_START = rb"(?<![^ \t\r\n])"  # where a field of a whitespace-separated line may start: a quote elsewhere is text
 
 
@@ -938,14 +963,19 @@ def tabbed(lines: bytes) -> bytes:
     return re.sub(FIELD_START + QUOTED + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
 
 
-def unpadded(lines: bytes, delimiter: str) -> bytes:
+def unpadded(lines: bytes, delimiter: str, quote: str = '"') -> bytes:
     """Lines whose quoted fields are padded after their delimiter (`a,   "b, c"`) with the blanks there left out,
     so that the quote quotes its field, as Python's csv module reads with skipinitialspace. A field quoted where
     it starts is passed over whole, its text as it is."""
-    mark = re.escape(delimiter.encode())
-    at_start = rb"(?<![^" + mark + rb"\r\n])" + QUOTED
-    padded = rb"(" + mark + rb")[ \t]+(" + QUOTED + rb")"
+    mark, field = re.escape(delimiter.encode()), quoted_field(quote)
+    at_start = rb"(?<![^" + mark + rb"\r\n])" + field
+    padded = rb"(" + mark + rb")[ \t]+(" + field + rb")"
     return re.sub(at_start + b"|" + padded, lambda found: found[0] if found[1] is None else found[1] + found[2], lines)
+
+
+def uncommented(lines: bytes, mark: str) -> bytes:
+    """Lines with those that start with `mark` (ARFF's %) left empty: no rows, still lines."""
+    return re.sub(rb"(?m)^[ \t]*" + re.escape(mark.encode()) + rb"[^\r\n]*", b"", lines)
 
 
 def rewritten_text(text: str, rewrite: Callable[[bytes], bytes]) -> str:

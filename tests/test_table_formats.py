@@ -403,8 +403,9 @@ def test_arff_files_are_csv_named_by_their_attributes(tmp_path):
         "@attribute class {yes,no}",
         "@DATA",
     ]
-    rows = [f"{20 + i},'Town {i}, North',{i % 5 if i != 7 else '?'},{'yes' if i % 3 else 'no'}" for i in range(40)]
-    rows[30] = "50,'Far',3,?"  # no label, on line 39
+    rows = [f"{20 + i},  'Town {i}, North',{i % 5 if i != 7 else '?'},{'yes' if i % 3 else 'no'}" for i in range(40)]
+    rows[30] = "50,'Far',3,?"  # no label, on line 40
+    rows[10:10] = ["% a comment between rows"]  # ARFF's comments: no rows, still lines
     (tmp_path / "s.arff").write_text("\n".join(header + rows) + "\n")
     for parse_bytes in (1 << 20, 64):
         with pytest.MonkeyPatch.context() as patch:
@@ -420,12 +421,18 @@ def test_arff_files_are_csv_named_by_their_attributes(tmp_path):
         preprocessing.table_files.blocks(str(tmp_path / "s.arff"), dialect_of(str(tmp_path / "s.arff"), TableOptions()))
     )
     batch, lines = read[0]
-    assert batch.column("home town")[0].as_py() == "Town 0, North" and lines[30] == 39
+    assert batch.column("home town")[0].as_py() == "Town 0, North" and lines[30] == 40  # padded, quoted
     (tmp_path / "sparse.arff").write_text(
         "@relation r\n@attribute a numeric\n@attribute b numeric\n@data\n{0 1, 1 2}\n"
     )
     with pytest.raises(UserError, match=r"sparse.arff: a sparse ARFF file"):
         dialect_of(str(tmp_path / "sparse.arff"), TableOptions())
+    relational = "@relation r\n@attribute bag relational\n  @attribute x numeric\n@end bag\n@attribute c {a,b}\n@data\n"
+    (tmp_path / "bags.arff").write_text(relational)
+    with pytest.raises(
+        UserError, match=r"bags.arff: line 2: a relational attribute \(multi-instance ARFF\) is not read"
+    ):
+        dialect_of(str(tmp_path / "bags.arff"), TableOptions())
     (tmp_path / "cut.arff").write_text("@relation r\n@attribute a numeric\n")
     with pytest.raises(UserError, match=r"cut.arff: an ARFF file without a line @data"):
         dialect_of(str(tmp_path / "cut.arff"), TableOptions())
