@@ -191,8 +191,8 @@ def _opened(path: str) -> Iterator[pa.NativeFile]:
 
 @contextlib.contextmanager
 def _opened_csv(path: str, dialect: Dialect) -> Iterator[pa.NativeFile]:
-    """The CSV file's bytes as its rows are parsed: rewritten where its fields are apart by runs of blanks, or
-    padded before their quotes (Dialect.rewrite)."""
+    """The CSV file's bytes as its rows are parsed: rewritten where its fields are apart by runs of blanks, are
+    padded before their quotes, or lie among comment lines (Dialect.rewrite)."""
     with _opened(path) as stream:
         rewrite = dialect.rewrite
         yield pa.PythonFile(Rewritten(stream, rewrite), mode="r") if rewrite else stream
@@ -553,7 +553,7 @@ def sniff_delimiter(text: str, escape: str = "") -> str:
     for header_short in (False, True):
         best, widest = ",", 1
         for delimiter in (*DELIMITERS, " ", WHITESPACE):
-            if delimiter in (" ", WHITESPACE) and widest > 1:  # spaces sit inside the fields of other delimiters'
+            if delimiter in (" ", WHITESPACE) and widest > 1:  # spaces sit inside other delimiters' fields
                 break
             rows = _head_rows(text, delimiter, escape)
             width = _rows_width(rows[1:]) - 1 if header_short else _rows_width(rows)
@@ -917,7 +917,7 @@ class BlankLines:
 
 class Rewritten:
     """A CSV file as its rows are parsed, whole lines at a time rewritten by `rewrite` (bytes to bytes, every
-    newline kept, so that line numbers count the file's own lines): tabbed, or unpadded."""
+    newline kept, so that line numbers count the file's own lines): line_rewrite's steps."""
 
     def __init__(self, file, rewrite: Callable[[bytes], bytes]):
         self.file, self.rewrite = file, rewrite
