@@ -327,6 +327,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
+    if _marked_header(text, BACKSLASH if ESCAPED_QUOTE in text else ""):  # numpy's savetxt: "# a,b,label"
+        text = text[1:].lstrip(" \t")
     tsv = _stem(path).endswith(".tsv") and "\t" in text  # a .tsv file of no tab is sniffed as any other
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
     delimiter = delimiter or sniff_delimiter(text, BACKSLASH if ESCAPED_QUOTE in text else "")
@@ -463,6 +465,20 @@ def _distinct(names, where: str) -> tuple[str, ...]:
             raise UserError(f"{where}: columns {seen[name]} and {number} are both named {name!r}; rename one")
         seen[name] = number
     return tuple(names)
+
+
+def _marked_header(text: str, escape: str) -> bool:
+    """Whether the header is written after a comment mark, as numpy's savetxt writes it ("# a,b,label"; its
+    loadtxt and genfromtxt read it so): the first line starts with '#', and without it the first lines split
+    alike, where they did not with it or its first name is one word ("# of items,price" keeps its name)."""
+    if not text.startswith("#"):
+        return False
+    bare = text[1:].lstrip(" \t")
+    delimiter = sniff_delimiter(bare, escape)
+    rows = _head_rows(bare, delimiter, escape)
+    if len(rows) < 2 or len(rows[0]) < 2 or _rows_width(rows) != len(rows[0]):
+        return False
+    return " " not in rows[0][0].strip() or _rows_width(_head_rows(text, delimiter, escape)) != len(rows[0])
 
 
 def sniff_decimal(text: str, delimiter: str) -> str:

@@ -645,3 +645,17 @@ def test_files_of_one_table_may_differ_in_how_each_is_quoted_and_where_its_heade
     metadata = build(tmp_path, tmp_path / "in", label_column="label")
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 40
     assert sorted({row["note"] for row in all_rows(tmp_path, metadata)}) == ['He said, "hi"', "plain"]
+
+
+@pytest.mark.parametrize("delimiter", [",", " "])
+def test_a_header_after_numpys_comment_mark_names_the_columns(tmp_path, delimiter):
+    """numpy's savetxt writes its header after '# ': the first column was named '# a', and a space-separated file
+    (whose header then has one field more than its rows) was one column."""
+    rows = "".join(f"{i}.5{delimiter}{i % 3}.0{delimiter}{i % 2}.0\n" for i in range(30))
+    (tmp_path / "t.txt").write_text(f"# a{delimiter}b{delimiter}label\n" + rows)
+    metadata = build(tmp_path, tmp_path / "t.txt", label_column="label")
+    assert [column.name for column in metadata.columns] == ["a", "b"]
+    read = list(table_rows(str(tmp_path / "t.txt"), "label", ("a",), TableOptions()))
+    assert read[0] == (f"{tmp_path}/t.txt:2", {"a": "0.5"})  # as qt-predict reads it
+    (tmp_path / "n.csv").write_text("# of items,price,label\n" + rows.replace(delimiter, ","))
+    assert [c.name for c in build(tmp_path, tmp_path / "n.csv", label_column="label").columns][0] == "# of items"
