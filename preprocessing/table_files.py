@@ -754,11 +754,20 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
                 yield batch
             return
         except pa.ArrowInvalid as error:
+            if "skip initial" in str(error) and _ends_above_rows(path, dialect):
+                return  # a file of only its header, without a newline after it: no rows, as tables.py says
             if not re.search("straddl|skip initial", str(error)) or block_size >= MAX_PARSE_BYTES:
                 raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
-            block_size *= 8
+            block_size = min(8 * block_size, MAX_PARSE_BYTES)  # pyarrow takes a block size of up to 2 GiB
         except OSError as error:  # a compressed file cut short
             raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
+
+
+def _ends_above_rows(path: str, dialect: Dialect) -> bool:
+    """Whether the file ends within the lines above its rows (its header, or the lines skipped)."""
+    above = dialect.skip_rows + (1 if dialect.has_header else 0)
+    head = _head(path, above + 1)
+    return len(head) < MAX_FIRST_LINE and max(head.count(b"\n"), head.count(b"\r")) < above
 
 
 def _csv_blocks_of_size(
