@@ -327,11 +327,12 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
         text, skip_rows = text[excel.end() :], skip_rows + 1
-    if _marked_header(text, BACKSLASH if ESCAPED_QUOTE in text else ""):  # numpy's savetxt: "# a,b,label"
+    backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
+    if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
         text = text[1:].lstrip(" \t")
     tsv = _stem(path).endswith(".tsv") and "\t" in text  # a .tsv file of no tab is sniffed as any other
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
-    delimiter = delimiter or sniff_delimiter(text, BACKSLASH if ESCAPED_QUOTE in text else "")
+    delimiter = delimiter or sniff_delimiter(text, backslash)
     spaced, padded = _padding(path, text, delimiter, encoding)
     if rewrite := line_rewrite(spaced, padded, delimiter):
         text, delimiter = rewritten_text(text, rewrite), "\t" if spaced else delimiter
@@ -398,7 +399,7 @@ def arff_dialect(path: str, encoding: str) -> Dialect:
     if any(row.startswith("{") for row in rows):
         raise UserError(f"{path}: a sparse ARFF file ({{index value, ...}} rows); save it as dense ARFF or CSV")
     quote = "'" if any(re.search(r"(^|,)\s*'", row) for row in rows) else '"'
-    padded = any(re.search(f",[ \t]+{quote}", row) for row in rows)
+    padded = _padded_quote("\n".join(rows), ",", quote)
     names = _distinct(names, path)
     return Dialect(names, False, ",", encoding, CSV, skip_rows=data_line, padded=padded, quote=quote, comment="%")
 
@@ -428,13 +429,18 @@ def _padding(path: str, text: str, delimiter: str, encoding: str) -> tuple[bool,
     are): both are rewritten as the file is read (Dialect.rewrite), which takes a newline of one byte."""
     spaced = delimiter == WHITESPACE
     # Between tabs or spaces, a blank is an empty field: no padding is told there.
-    padded = delimiter not in " \t" and re.search(re.escape(delimiter) + r'[ \t]+"', text) is not None
+    padded = delimiter not in " \t" and _padded_quote(text, delimiter, '"')
     if spaced and not _ascii_based(encoding):
         raise UserError(
             f"{path}: fields apart by whitespace are read in UTF-8 and other ASCII-based encodings, not {encoding}; "
             "save the file as UTF-8"
         )
     return spaced, padded and _ascii_based(encoding)
+
+
+def _padded_quote(text: str, delimiter: str, quote: str) -> bool:
+    """Whether blanks pad a field after a delimiter and before its quote (`"a",   "b"`)."""
+    return re.search(re.escape(delimiter) + "[ \t]+" + re.escape(quote), text) is not None
 
 
 def _is_a_name(label_column: str, width: int) -> bool:
@@ -448,12 +454,20 @@ def _is_a_name(label_column: str, width: int) -> bool:
 
 def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
     """Whether a file's first line names its columns: it holds no number of digits ("inf" names inflation in a
-    header more often than it starts a row), or one of its fields is a `known` column name (a header of years
-    with the label's name, "2019,2020,label")."""
-    if any(name in first for name in known if name):
+    header more often than it starts a row), one of its fields is a `known` column name (a header of years
+    with the label's name, "2019,2020,label"), or it is pandas' names of unnamed columns."""
+    if any(name in first for name in known if name) or _pandas_default_names(first):
         return True
     texts = _plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
     return not any(tables.is_number(text) and re.search(r"\d", text) for text in texts)
+
+
+def _pandas_default_names(first: list[str]) -> bool:
+    """Whether a first line is the names pandas gives a frame's columns when none were given (a numpy array's
+    frame written by to_csv): 0, 1, 2, ... after its index's empty name (",0,1"), or, without the index, from three
+    columns on ("0,1,2"; "0,1" may well be a row)."""
+    names = first[1:] if first[:1] == [""] else first if len(first) >= 3 else []
+    return bool(names) and names == [str(number) for number in range(len(names))]
 
 
 def _distinct(names, where: str) -> tuple[str, ...]:

