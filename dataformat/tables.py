@@ -388,6 +388,16 @@ def flattened(row: dict, where: str) -> dict:
     return flat
 
 
+def is_missing_value(value) -> bool:
+    """Whether a request's or a row's value is a missing one: null, or a missing token (MISSING_TOKENS)."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
+
+
+def is_a_number(value) -> bool:
+    """Whether a value that is not missing can be a numeric column's (true and false are not numbers)."""
+    return not isinstance(value, bool) and is_number(str(value))
+
+
 def instance_columns(
     instances: list[dict], columns: tuple[Column, ...], names: list[str], key: str = ""
 ) -> dict[str, np.ndarray]:
@@ -408,12 +418,12 @@ def instance_columns(
             if not isinstance(instance, dict):
                 raise UserError(f"{name}: expected an object of column values, e.g. {{{column.name!r}: ...}}")
             value = instance.get(column.name)
-            missing = value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
+            missing = is_missing_value(value)
             if column.kind != NUMERIC:
                 values.append("" if missing else str(value).strip())
             elif missing:
                 values.append(float("nan"))
-            elif isinstance(value, bool) or not is_number(str(value)):
+            elif not is_a_number(value):
                 raise UserError(f"{name}: column {column.name!r}: {value!r} is not a number")
             else:
                 values.append(float(value))

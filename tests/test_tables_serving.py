@@ -26,7 +26,7 @@ from trainer.config import Config
 from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
-from trainer.predict import Model, _json_lines, respond, table_rows
+from trainer.predict import Model, _json_lines, predict_files, respond, table_rows
 from trainer.predict import parse_args as predict_args
 
 
@@ -171,6 +171,21 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
     assert answers[0]["classes"] == ">50K"
     with pytest.raises(Exception, match=r"instance 0: column 'age': 'old' is not a number"):
         respond(model, {"instances": [{"age": "old"}]})
+
+
+def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_reads_them(table_job, tmp_path, caplog):
+    """A request that sends 'old' for a number is refused (above); a file's bad cell is read as preprocessing read
+    its table's, missing and said so: a Stata export's '.' stopped predictions from the file it had trained on."""
+    config, _, _ = table_job
+    model = Model(latest_export(config, "latest"))
+    rows = "".join(f"{age},Private,40\n" for age in ("", "old", ".", "x", "y", "60"))
+    (tmp_path / "rows.csv").write_text("age,workclass,hours\n" + rows)
+    lines = list(predict_files(model, [str(tmp_path / "rows.csv")], batch_size=4))
+    assert len(lines) == 6
+    assert all(line["probabilities"] == pytest.approx(lines[0]["probabilities"]) for line in lines[1:5])
+    assert lines[5]["probabilities"] != pytest.approx(lines[0]["probabilities"])
+    assert "rows.csv:3: column 'age': 'old' is not a number; read as missing" in caplog.text
+    assert "rows.csv:6" not in caplog.text and "rows.csv: 4 values in all are not numbers" in caplog.text
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ from dataformat.errors import UserError
 from dataformat.schema import IMAGE_SUFFIXES, decode_record
 
 log = logging.getLogger("trainer.predict")
+SHOWN_BAD_NUMBERS = 3  # a table file's values that are not numbers, named one by one in warnings
 
 DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
@@ -194,6 +195,24 @@ def table_rows(
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
 
 
+def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric) -> Iterator[tuple[str, dict]]:
+    """A table file's rows with each value of a `numeric` column that is not a number read as missing, as
+    preprocessing reads such a column's few bad cells, and said so: the first few by line, then a count. One bad
+    cell stopped the file's predictions where the same file had trained."""
+    bad = 0
+    for name, row in rows:
+        for column in numeric:
+            value = row.get(column.name)
+            if not tables.is_missing_value(value) and not tables.is_a_number(value):
+                bad += 1
+                if bad <= SHOWN_BAD_NUMBERS:
+                    log.warning("%s: column %r: %r is not a number; read as missing", name, column.name, value)
+                row[column.name] = None
+        yield name, row
+    if bad > SHOWN_BAD_NUMBERS:
+        log.warning("%s: %d values in all are not numbers and were read as missing", path, bad)
+
+
 def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:
     """Whether every one of a model's columns is among the `found` columns of a file without a header, which are
     named by their place (column_1, column_2, ...), as preprocessing named those of the model's table: the file is
@@ -245,7 +264,8 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
         metadata = model.metadata
         names = (*(column.name for column in metadata.columns), metadata.key_column)
         options = table_options or TableOptions()
-        for name, row in table_rows(path, metadata.label_column, names, options, metadata.key_column):
+        rows = table_rows(path, metadata.label_column, names, options, metadata.key_column)
+        for name, row in bad_numbers_as_missing(rows, path, tables.numeric_columns(metadata.columns)):
             yield name, model.numbers_signature, row
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
