@@ -229,7 +229,7 @@ class Dialect:
 
     @property
     def rewrite(self) -> Callable[[bytes], bytes] | None:
-        return line_rewrite(self.spaced, self.padded, self.delimiter, self.quote, self.comment)
+        return line_rewrite(self.spaced, self.padded, self.delimiter, self.quote, self.comment, self.escape)
 
     @property
     def first_line(self) -> int:
@@ -335,8 +335,12 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     delimiter = delimiter or sniff_delimiter(text, backslash)
     spaced, padded = _padding(path, text, delimiter, encoding)
     if rewrite := line_rewrite(spaced, padded, delimiter):
-        text, delimiter = rewritten_text(text, rewrite), "\t" if spaced else delimiter
-    escape = sniff_escape(text, delimiter)
+        read_as = "\t" if spaced else delimiter
+        escape = sniff_escape(rewritten_text(text, rewrite), read_as)  # then the rewrite passes over \" too
+        text = rewritten_text(text, line_rewrite(spaced, padded, delimiter, escape=escape))
+        delimiter = read_as
+    else:
+        escape = sniff_escape(text, delimiter)
     decimal = options.decimal or sniff_decimal(text, delimiter)
     header = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
     first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
@@ -405,15 +409,16 @@ def arff_dialect(path: str, encoding: str) -> Dialect:
 
 
 def line_rewrite(
-    spaced: bool, padded: bool, delimiter: str, quote: str = '"', comment: str = ""
+    spaced: bool, padded: bool, delimiter: str, quote: str = '"', comment: str = "", escape: str = ""
 ) -> Callable[[bytes], bytes] | None:
     """How a CSV file's lines are rewritten before pyarrow and the csv module parse them, if they are: comments
-    left out, then its fields apart by blanks made tab-separated, or its padding before quotes left out."""
+    left out, then its fields apart by blanks made tab-separated, or its padding before quotes left out (quoted
+    fields passed over whole, with quotes escaped by `escape` inside)."""
     steps = [functools.partial(uncommented, mark=comment)] if comment else []
     if spaced:
-        steps.append(tabbed)
+        steps.append(functools.partial(tabbed, escape=escape))
     elif padded:
-        steps.append(functools.partial(unpadded, delimiter=delimiter, quote=quote))
+        steps.append(functools.partial(unpadded, delimiter=delimiter, quote=quote, escape=escape))
     return functools.partial(_in_turn, steps=tuple(steps)) if steps else None
 
 
@@ -983,30 +988,33 @@ class Rewritten:
 EDGE_BLANKS = re.compile(rb"(?:^|(?<=\r))[ \t]+|[ \t]+(?=\r|$)", re.MULTILINE)  # a lone \r ends a line too
 
 
-def quoted_field(quote: str = '"') -> bytes:
-    """The pattern of a field quoted by `quote`, that quote doubled inside it (RFC 4180)."""
+def quoted_field(quote: str = '"', escape: str = "") -> bytes:
+    """The pattern of a field quoted by `quote`, that quote doubled inside it (RFC 4180), or after `escape`."""
     mark = re.escape(quote.encode())
-    return mark + b"(?:[^" + mark + b"]|" + mark + mark + b")*" + mark
+    if not escape:
+        return mark + b"(?:[^" + mark + b"]|" + mark + mark + b")*" + mark
+    escaped = re.escape(escape.encode())
+    return mark + b"(?:[^" + mark + escaped + b"]|" + escaped + rb"[\s\S]|" + mark + mark + b")*" + mark
 
 
-QUOTED = quoted_field()
 FIELD_START = rb"(?<![^ \t\r\n])"  # where a field of a whitespace-separated line may start: a quote elsewhere is text
 
 
-def tabbed(lines: bytes) -> bytes:
+def tabbed(lines: bytes, escape: str = "") -> bytes:
     """Lines of fields apart by runs of spaces and tabs as tab-separated ones: each run between two fields one
     tab, the blanks that begin or end a line left out; quoted fields keep theirs."""
     if b'"' not in lines and lines.count(b"\r") == lines.count(b"\r\n"):  # most such files: 16x faster than re
         return b"\n".join(b"\t".join(line.split()) for line in lines.split(b"\n"))
     lines = EDGE_BLANKS.sub(b"", lines)
-    return re.sub(FIELD_START + QUOTED + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
+    quoted = quoted_field('"', escape)
+    return re.sub(FIELD_START + quoted + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
 
 
-def unpadded(lines: bytes, delimiter: str, quote: str = '"') -> bytes:
+def unpadded(lines: bytes, delimiter: str, quote: str = '"', escape: str = "") -> bytes:
     """Lines whose quoted fields are padded after their delimiter (`a,   "b, c"`) with the blanks there left out,
     so that the quote quotes its field, as Python's csv module reads with skipinitialspace. A field quoted where
     it starts is passed over whole, its text as it is."""
-    mark, field = re.escape(delimiter.encode()), quoted_field(quote)
+    mark, field = re.escape(delimiter.encode()), quoted_field(quote, escape)
     at_start = rb"(?<![^" + mark + rb"\r\n])" + field
     padded = rb"(" + mark + rb")[ \t]+(" + field + rb")"
     return re.sub(at_start + b"|" + padded, lambda found: found[0] if found[1] is None else found[1] + found[2], lines)

@@ -560,6 +560,16 @@ def test_quotes_escaped_by_a_backslash_are_quotes_and_a_field_ending_in_one_stay
     assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).escape == ""
     read = [row["folder"] for _, row in table_rows(str(tmp_path / "t.csv"), "label", ("folder",), TableOptions())]
     assert read == [f"C:\\temp{i}\\" for i in range(30)]
+    # Padded or apart by runs of blanks, an escaped quote stays inside its field: a padded field split at its comma,
+    # and the blank after an escaped quote became a tab, between fields.
+    rows = "".join(f'{i},   "he said \\"hi\\", ok",   {"ab"[i % 2]}\n' for i in range(30))
+    (tmp_path / "p.csv").write_text("id,note,label\n" + rows)
+    read = [row["note"] for _, row in table_rows(str(tmp_path / "p.csv"), "label", ("note",), TableOptions())]
+    assert read == ['he said "hi", ok'] * 30
+    rows = "".join(f'{i}   "he said \\"hi\\" ok"   {"ab"[i % 2]}\n' for i in range(30))
+    (tmp_path / "w.txt").write_text("id note label\n" + rows)
+    read = [row["note"] for _, row in table_rows(str(tmp_path / "w.txt"), "label", ("note",), TableOptions())]
+    assert read == ['he said "hi" ok'] * 30
 
 
 def test_an_old_mac_files_quoted_line_breaks_are_counted_in_its_lines(tmp_path, caplog):
