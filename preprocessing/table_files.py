@@ -600,12 +600,15 @@ def sniff_delimiter(text: str, escape: str = "") -> str:
 
 
 def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
-    """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out."""
-    head = "\n".join(_whole_lines(text)[:SNIFF_LINES])
+    """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out; where the head is not
+    the whole file, its last row is left out too, as a quoted field's line break may have cut it."""
+    lines = _whole_lines(text)
+    cut = len(lines) > SNIFF_LINES or not text.endswith(("\n", "\r"))
+    head = "\n".join(lines[:SNIFF_LINES])
     if delimiter == WHITESPACE:
         head, delimiter = rewritten_text(head, tabbed), "\t"
-    lines = io.StringIO(head)
-    return [row for row in csv.reader(lines, delimiter=delimiter, escapechar=escape or None) if row]
+    rows = [row for row in csv.reader(io.StringIO(head), delimiter=delimiter, escapechar=escape or None) if row]
+    return rows[:-1] if cut and len(rows) > 1 else rows
 
 
 def _rows_width(rows: list[list[str]]) -> int:
@@ -985,7 +988,7 @@ class Rewritten:
         self.file.close()
 
 
-EDGE_BLANKS = re.compile(rb"(?:^|(?<=\r))[ \t]+|[ \t]+(?=\r|$)", re.MULTILINE)  # a lone \r ends a line too
+EDGE_BLANKS = rb"(?:^|(?<=\r))[ \t]+|[ \t]+(?=\r|$)"  # a line's first or last blanks; a lone \r ends a line too
 
 
 def quoted_field(quote: str = '"', escape: str = "") -> bytes:
@@ -1005,9 +1008,13 @@ def tabbed(lines: bytes, escape: str = "") -> bytes:
     tab, the blanks that begin or end a line left out; quoted fields keep theirs."""
     if b'"' not in lines and lines.count(b"\r") == lines.count(b"\r\n"):  # most such files: 16x faster than re
         return b"\n".join(b"\t".join(line.split()) for line in lines.split(b"\n"))
-    lines = EDGE_BLANKS.sub(b"", lines)
-    quoted = quoted_field('"', escape)
-    return re.sub(FIELD_START + quoted + rb"|[ \t]+", lambda found: found[0] if found[0][:1] == b'"' else b"\t", lines)
+    pattern = FIELD_START + quoted_field('"', escape) + b"|(" + EDGE_BLANKS + rb")|[ \t]+"
+    return re.sub(pattern, _tab_between_fields, lines, flags=re.MULTILINE)
+
+
+def _tab_between_fields(found: re.Match) -> bytes:
+    """tabbed's replacement: a quoted field as it is, blanks at a line's edge left out, others one tab."""
+    return found[0] if found[0][:1] == b'"' else b"" if found[1] is not None else b"\t"
 
 
 def unpadded(lines: bytes, delimiter: str, quote: str = '"', escape: str = "") -> bytes:

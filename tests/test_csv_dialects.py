@@ -43,6 +43,10 @@ def test_quoted_newlines_stay_inside_their_field_and_lines_are_counted(tmp_path,
     (tmp_path / "t.csv").write_text("n,comment,label\n" + "\n".join(rows) + "\n")
     assert len(all_rows(tmp_path, build(tmp_path, tmp_path / "t.csv", label_column="label"))) == 39
     assert "t.csv: line 122, column 3 ('label'): the label is missing; rows without a label are left out" in caplog.text
+    # The sniffed head of 50 lines cuts a record in its quoted field; that row was read short, no delimiter split
+    # the head alike, and a semicolon-separated file was read as comma-separated.
+    (tmp_path / "s.csv").write_text("n;comment;label\n" + "\n".join(row.replace(",", ";") for row in rows) + "\n")
+    assert dialect_of(str(tmp_path / "s.csv"), TableOptions()).delimiter == ";"
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
@@ -626,6 +630,12 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
     )
     read = [row["height"] for _, row in table_rows(str(tmp_path / "h.data"), "label", ("height",), TableOptions())]
     assert read == [f"5'{i}\"" for i in range(30)]
+    # A quoted field's own lines keep the blanks at their edges (they were left out as a line's).
+    (tmp_path / "q.data").write_text(
+        "id note label\n" + "".join(f'  {i}  "one  \n  two  "  {"ab"[i % 2]}  \n' for i in range(30))
+    )
+    read = [row["note"] for _, row in table_rows(str(tmp_path / "q.data"), "label", ("note",), TableOptions())]
+    assert read == ["one  \n  two  "] * 30
     (tmp_path / "auto.data").write_text(text.replace('\t"car no 54"', ' "car no" 54'))  # past the sniffed lines
     with pytest.raises(UserError, match=r"auto.data: line 56 has 5 columns; expected 4$"):
         build(tmp_path, tmp_path / "auto.data", label_column="origin")
