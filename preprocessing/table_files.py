@@ -77,6 +77,22 @@ NOT_TABLES = {
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
 }
+# Statistics packages' own files, by suffix, and how to write one as a table this reads.
+PACKAGE_FILES = {
+    ".dta": "a Stata file: save it as CSV or Parquet (pandas.read_stata(path).to_parquet('table.parquet'))",
+    ".sav": "an SPSS file: save it as CSV or Parquet (pandas.read_spss(path).to_parquet('table.parquet'))",
+    ".zsav": "an SPSS file: save it as CSV or Parquet (pandas.read_spss(path).to_parquet('table.parquet'))",
+    ".sas7bdat": "a SAS file: save it as CSV or Parquet (pandas.read_sas(path).to_parquet('table.parquet'))",
+    ".xpt": "a SAS transport file: save it as CSV or Parquet (pandas.read_sas(path).to_parquet('table.parquet'))",
+    ".rds": "an R object file: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))",
+    ".rda": "an R workspace: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))",
+    ".rdata": "an R workspace: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))",
+    ".pkl": "a Python pickle: save the frame as Parquet (pandas.read_pickle(path).to_parquet('table.parquet'))",
+    ".pickle": "a Python pickle: save the frame as Parquet (pandas.read_pickle(path).to_parquet('table.parquet'))",
+    ".h5": "an HDF5 file: save the frame as Parquet (pandas.read_hdf(path).to_parquet('table.parquet'))",
+    ".hdf5": "an HDF5 file: save the frame as Parquet (pandas.read_hdf(path).to_parquet('table.parquet'))",
+}
+BINARY_SHARE = 0.01  # a head with more NUL bytes than this share is no text in an ASCII-based encoding
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
 TEXT_SUFFIX = ".txt"
 TEXTS_A_BLOCK = 1024  # text files read into one block
@@ -198,12 +214,17 @@ def _opened_csv(path: str, dialect: Dialect) -> Iterator[pa.NativeFile]:
         yield pa.PythonFile(Rewritten(stream, rewrite), mode="r") if rewrite else stream
 
 
-def _refuse_binary(path: str, head: bytes) -> None:
-    """A UserError naming what the file is, where its first bytes say it is no table of text (an Excel
-    workbook, an archive): read as CSV, it would be a garbled header."""
-    what = next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
+def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
+    """A UserError naming what the file is, where its name or first bytes say it is no table of text (a Stata
+    file, an Excel workbook, an archive, other binary data): read as CSV, it would be a garbled header, or a
+    table of one garbled column."""
+    what = next((what for suffix, what in PACKAGE_FILES.items() if _stem(path).endswith(suffix)), "")
+    what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
     if what and (_stem(path).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
         what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
+    wide_text = head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or not _ascii_based(encoding)
+    if not what and not wide_text and head.count(b"\x00") > BINARY_SHARE * len(head):
+        what = "binary data, not a table of text (if it is UTF-16 text without a byte-order mark, pass --encoding)"
     if what:
         raise UserError(f"{path}: {what}")
 
@@ -307,7 +328,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return _workbook_dialect(path, options, (*known, *label))
     head = _head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
-    _refuse_binary(path, head)
+    _refuse_binary(path, head, options.encoding)
     encoding = options.encoding if kind == JSON_LINES else encoding_of(head, options.encoding)  # JSON is UTF-8
     text = head.decode(_without_bom(encoding), "replace")
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear

@@ -277,6 +277,24 @@ def test_a_workbook_or_archive_is_named_for_what_it_is(tmp_path, first_bytes, na
         build(tmp_path, tmp_path / "sales.csv")
 
 
+def test_a_statistics_packages_file_or_other_binary_data_is_refused_for_what_it_is(tmp_path):
+    """Stata's and SPSS's files were read as CSV: 'no feature column is left besides the label'."""
+    stata = b"\x72\x02\x01\x00\x14\x00X\x02" + bytes(120) + b"20 Mar 2017 10:26" + bytes(range(256)) * 4
+    (tmp_path / "survey.dta").write_bytes(stata)
+    with pytest.raises(UserError, match=re.escape("survey.dta: a Stata file: save it as CSV or Parquet (pandas.")):
+        build(tmp_path, tmp_path / "survey.dta")
+    (tmp_path / "survey.bin").write_bytes(stata)
+    with pytest.raises(UserError, match=r"survey.bin: binary data, not a table of text \(if it is UTF-16"):
+        build(tmp_path, tmp_path / "survey.bin")
+    rows = "n,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(40))
+    (tmp_path / "wide.txt").write_bytes(rows.encode("utf-16-le"))  # NUL bytes, and text
+    options = {"label_column": "label", "encoding": "utf-16-le"}
+    assert build(tmp_path, tmp_path / "wide.txt", name="wide", options=options).class_names == ("a", "b")
+    (tmp_path / "stray.csv").write_text(rows + "7\x00,a\n")  # a stray NUL is no binary file
+    stray = build(tmp_path, tmp_path / "stray.csv", name="stray", options={"label_column": "label"})
+    assert stray.class_names == ("a", "b")
+
+
 def test_the_split_does_not_depend_on_other_files_or_the_order_of_rows(tmp_path):
     write_table(tmp_path / "one.csv")
     first = build(tmp_path, tmp_path / "one.csv", name="a")
