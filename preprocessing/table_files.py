@@ -621,11 +621,10 @@ def sniff_delimiter(text: str, escape: str = "") -> str:
 
 
 def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
-    """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out; where the head is not
-    the whole file, its last row is left out too, as a quoted field's line break may have cut it."""
-    lines = _whole_lines(text)
-    cut = len(lines) > SNIFF_LINES or not text.endswith(("\n", "\r"))
-    head = "\n".join(lines[:SNIFF_LINES])
+    """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out: where those lines end
+    inside a quoted field, its row is left out (cut at one of the field's line breaks, it would read short)."""
+    head = "\n".join(_whole_lines(text)[:SNIFF_LINES])
+    cut = (head.count('"') - (head.count(escape + '"') if escape else 0)) % 2 == 1  # an odd number of quotes
     if delimiter == WHITESPACE:
         head, delimiter = rewritten_text(head, tabbed), "\t"
     rows = [row for row in csv.reader(io.StringIO(head), delimiter=delimiter, escapechar=escape or None) if row]
