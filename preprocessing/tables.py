@@ -1243,7 +1243,8 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     ignored = {*options.ignore, *(field for name in records for field in _fields_of(name, names))}
     features = [name for name in names if name not in passed and name not in ignored]
     if not features:
-        raise UserError(f"{where}: no feature column is left besides the label")
+        without_names = f" (column(s) {', '.join(unnamed)} have no name: name one to use it)" if unnamed else ""
+        raise UserError(f"{where}: no feature column is left besides the label{without_names}")
     named = [name for name in [*features, options.key, options.weight] if name]
     reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]
     if reserved:

@@ -518,6 +518,10 @@ def test_rs_row_names_or_a_delimiter_after_each_row_under_a_header_one_name_shor
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert sorted(row["size"] for row in all_rows(tmp_path, metadata)) == list(range(30))
     assert "t.csv: column(s) 3 have no name and are left out" in caplog.text
+    # R's row names beside only the label (pydataset's precip.csv: '"","x"'): the error says where the rest went.
+    (tmp_path / "r.csv").write_text('"","x"\n' + "".join(f'"Town {i}",{i % 2}\n' for i in range(30)))
+    with pytest.raises(UserError, match=r"no feature column is left besides the label \(column\(s\) 1 have no name"):
+        build(tmp_path, tmp_path / "r.csv")
 
 
 def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path, caplog):
