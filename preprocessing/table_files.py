@@ -77,20 +77,16 @@ NOT_TABLES = {
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
 }
-# Statistics packages' own files, by suffix, and how to write one as a table this reads.
+# Statistics packages' own files, by suffix: what each is, and pandas' reader of it (none: R's, saved from R).
 PACKAGE_FILES = {
-    ".dta": "a Stata file: save it as CSV or Parquet (pandas.read_stata(path).to_parquet('table.parquet'))",
-    ".sav": "an SPSS file: save it as CSV or Parquet (pandas.read_spss(path).to_parquet('table.parquet'))",
-    ".zsav": "an SPSS file: save it as CSV or Parquet (pandas.read_spss(path).to_parquet('table.parquet'))",
-    ".sas7bdat": "a SAS file: save it as CSV or Parquet (pandas.read_sas(path).to_parquet('table.parquet'))",
-    ".xpt": "a SAS transport file: save it as CSV or Parquet (pandas.read_sas(path).to_parquet('table.parquet'))",
-    ".rds": "an R object file: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))",
-    ".rda": "an R workspace: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))",
-    ".rdata": "an R workspace: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))",
-    ".pkl": "a Python pickle: save the frame as Parquet (pandas.read_pickle(path).to_parquet('table.parquet'))",
-    ".pickle": "a Python pickle: save the frame as Parquet (pandas.read_pickle(path).to_parquet('table.parquet'))",
-    ".h5": "an HDF5 file: save the frame as Parquet (pandas.read_hdf(path).to_parquet('table.parquet'))",
-    ".hdf5": "an HDF5 file: save the frame as Parquet (pandas.read_hdf(path).to_parquet('table.parquet'))",
+    (".dta",): ("a Stata file", "read_stata"),
+    (".sav", ".zsav"): ("an SPSS file", "read_spss"),
+    (".sas7bdat",): ("a SAS file", "read_sas"),
+    (".xpt",): ("a SAS transport file", "read_sas"),
+    (".rds",): ("an R object file", ""),
+    (".rda", ".rdata"): ("an R workspace", ""),
+    (".pkl", ".pickle"): ("a Python pickle", "read_pickle"),
+    (".h5", ".hdf5"): ("an HDF5 file", "read_hdf"),
 }
 BINARY_SHARE = 0.01  # a head with more NUL bytes than this share is no text in an ASCII-based encoding
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
@@ -214,11 +210,20 @@ def _opened_csv(path: str, dialect: Dialect) -> Iterator[pa.NativeFile]:
         yield pa.PythonFile(Rewritten(stream, rewrite), mode="r") if rewrite else stream
 
 
+def _saved_as_table(what: str, reader: str) -> str:
+    """What a statistics package's file is, and how to save it as a table this reads."""
+    if not reader:
+        return f"{what}: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))"
+    return f"{what}: save it as CSV or Parquet (pandas.{reader}(path).to_parquet('table.parquet'))"
+
+
 def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     """A UserError naming what the file is, where its name or first bytes say it is no table of text (a Stata
     file, an Excel workbook, an archive, other binary data): read as CSV, it would be a garbled header, or a
     table of one garbled column."""
-    what = next((what for suffix, what in PACKAGE_FILES.items() if _stem(path).endswith(suffix)), "")
+    what = next(
+        (_saved_as_table(*kind) for suffixes, kind in PACKAGE_FILES.items() if _stem(path).endswith(suffixes)), ""
+    )
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
     if what and (_stem(path).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
         what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
@@ -357,8 +362,9 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     spaced, padded = _padding(path, text, delimiter, encoding)
     if rewrite := line_rewrite(spaced, padded, delimiter):
         read_as = "\t" if spaced else delimiter
-        escape = sniff_escape(rewritten_text(text, rewrite), read_as)  # then the rewrite passes over \" too
-        text = rewritten_text(text, line_rewrite(spaced, padded, delimiter, escape=escape))
+        rewritten = rewritten_text(text, rewrite)
+        escape = sniff_escape(rewritten, read_as)  # then the rewrite passes over \" too
+        text = rewritten_text(text, line_rewrite(spaced, padded, delimiter, escape=escape)) if escape else rewritten
         delimiter = read_as
     else:
         escape = sniff_escape(text, delimiter)
