@@ -1,9 +1,9 @@
 """The documentation stays true: every shell block that README.md or docs/ marks with `<!-- tested -->` runs
-as a reader would run it, in a folder where this test has written small data under the names the docs
-use, and exits 0 (or fails, where the last line it shows is an ERROR: the docs show a refusal); each output
-line the block shows (as `#   ...`) is checked for its shape: its words up to the first number, not the
-numbers. `gs://my-bucket` is the Cloud Storage emulator, and Vertex AI is
-its stand-in (fake_vertex.py), reached through gcloud's own endpoint override and a credentials file
+as a reader would run it (but for the steps of a qt-train that names none: write_qt_train), in a folder where
+this test has written small data under the names the docs use, and exits 0 (or fails, where the last line it
+shows is an ERROR: the docs show a refusal); each output line the block shows (as `#   ...`) is checked for its
+shape: its words up to the first number, not the numbers. `gs://my-bucket` is the Cloud Storage emulator, and
+Vertex AI is its stand-in (fake_vertex.py), reached through gcloud's own endpoint override and a credentials file
 whose tokens come from the stand-in. The block's home is its folder, where Keras's download cache holds
 the weights `--pretrained imagenet` would download."""
 
@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MARK = "<!-- tested -->"
 BUCKET = "my-bucket"  # the docs' bucket
+DOCS_TRAIN_STEPS = 200  # what a block's qt-train trains where it names no end (write_qt_train)
 
 
 def marked_blocks() -> list[tuple[str, str]]:
@@ -181,6 +182,22 @@ def write_flights_halves(folder: Path) -> None:
     os.replace(newer, folder / "flights-h2.csv")
 
 
+def write_qt_train(folder: Path, real: Path = Path(sys.executable).parent / "qt-train") -> Path:
+    """A qt-train ahead of the real one on the blocks' PATH, which runs the real one with the block's flags, and
+    with --train-steps DOCS_TRAIN_STEPS where the block names no end of its own (--train-steps, --num-epochs,
+    --early-stopping-evals): the default 2,000 steps on this test's small data show nothing more, and took a
+    third of this file's time."""
+    folder.mkdir()
+    script = folder / "qt-train"
+    ends = "|".join(f"{flag}|{flag}=*" for flag in ("--train-steps", "--num-epochs", "--early-stopping-evals"))
+    script.write_text(
+        f'#!/usr/bin/env bash\nfor arg in "$@"; do case "$arg" in {ends}) exec {real} "$@";; esac; done\n'
+        f'exec {real} "$@" --train-steps {DOCS_TRAIN_STEPS}\n'
+    )
+    script.chmod(0o755)
+    return folder
+
+
 def written_by(block: str) -> list[str]:
     """The workspace's folders a block's commands write (--output, --job-dir): the block starts without them."""
     found = re.findall(r"--(?:output|job-dir) (\S+)", block)
@@ -238,9 +255,12 @@ def cloud(gcs_server, workspace, tmp_path_factory) -> dict:
         credentials = workspace / "key.json"  # a service account's key, whose tokens come from the stand-in
         credentials.write_text(json.dumps(service_account_key(f"{fake.url}/token")))
         # One matplotlib folder for every block: in each block's own home, each would build its font cache.
+        shims = write_qt_train(tmp_path_factory.mktemp("shims") / "bin")
         yield child_env(gcs_server, **{VERTEX_OVERRIDE: fake.url, LOGGING_OVERRIDE: fake.url,
                                        "GOOGLE_APPLICATION_CREDENTIALS": str(credentials),
-                                       "MPLCONFIGDIR": str(tmp_path_factory.mktemp("matplotlib"))})  # fmt: skip
+                                       "MPLCONFIGDIR": str(tmp_path_factory.mktemp("matplotlib")),
+                                       "PATH": f"{shims}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+                                               f"{os.environ['PATH']}"})  # fmt: skip
 
 
 def service_account_key(token_uri: str) -> dict:
@@ -272,12 +292,23 @@ def test_a_block_starts_without_the_folders_it_writes():
     assert written_by(block) == ["data/x", "runs/x"]  # never a folder outside the workspace
 
 
+def test_a_qt_train_that_names_no_end_trains_the_tests_steps(tmp_path):
+    echo = tmp_path / "echo-args"
+    echo.write_text('#!/usr/bin/env bash\necho "$@"\n')
+    echo.chmod(0o755)
+    shim = write_qt_train(tmp_path / "bin", real=echo) / "qt-train"
+    for flags, added in (("--job-dir runs/x", True), ("--train-steps 5", False), ("--num-epochs=3", False),
+                         ("--early-stopping-evals 3 --model mlp", False), ("--model train-steps", True)):  # fmt: skip
+        done = subprocess.run([str(shim), *flags.split()], capture_output=True, text=True, check=True)
+        assert done.stdout.split() == [*flags.split(), *(["--train-steps", str(DOCS_TRAIN_STEPS)] if added else [])]
+
+
 @pytest.mark.parametrize("where, block", marked_blocks(), ids=[where for where, _ in marked_blocks()])
 def test_a_marked_block_runs_as_shown(where, block, workspace, cloud, tmp_path):
     here = shutil.copytree(workspace, tmp_path / "workspace", symlinks=True)
     for folder in written_by(block):
         shutil.rmtree(here / folder, ignore_errors=True)
-    env = {**cloud, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "HOME": str(here)}
+    env = {**cloud, "HOME": str(here)}
     done = subprocess.run(["bash", "-e", "-c", block], cwd=here, env=env, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     output = done.stdout + done.stderr
