@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import signal
 
@@ -89,10 +91,29 @@ def vectors_dir(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def trained_job(tmp_path_factory, digits_dir):
-    """A short training run on the preprocessed digits, through the command line:
-    (job dir, its arguments, the finished process)."""
-    job_dir = str(tmp_path_factory.mktemp("job"))
+    """A short training run on the preprocessed digits, through the command line: (job dir, its arguments, the
+    finished process), read-only for tests. One run for the whole session: under xdist the first worker to ask
+    trains it, holding a lock, and the others read it, where each would train its own (a minute of CPU)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return train_digits(tmp_path_factory.mktemp("job"), digits_dir)
+    shared = tmp_path_factory.getbasetemp().parent / "trained-job"  # the session's folder, above each worker's
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (shared / RUN_FILE).exists():
+            shared.mkdir(exist_ok=True)
+            train_digits(shared, digits_dir)
+    run = json.loads((shared / RUN_FILE).read_text())
+    return str(shared / "job"), run["args"], subprocess.CompletedProcess(**run, returncode=0)
+
+
+RUN_FILE = "run.json"  # trained_job's process, for the other workers
+
+
+def train_digits(folder, digits_dir: str) -> tuple[str, list[str], subprocess.CompletedProcess]:
+    """trained_job's run, in FOLDER/job, its process written to FOLDER/RUN_FILE."""
+    job_dir = str(folder / "job")
     args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "800", "--save-checkpoints-steps", "400"]
     result = subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+    (folder / RUN_FILE).write_text(json.dumps({"args": args, "stdout": result.stdout, "stderr": result.stderr}))
     return job_dir, args, result
