@@ -196,12 +196,14 @@ def table_rows(
 
 
 def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric) -> Iterator[tuple[str, dict]]:
-    """A table file's rows with each value of a `numeric` column that is not a number read as missing, as
-    preprocessing reads such a column's few bad cells, and said so: the first few by line, then a count. One bad
-    cell stopped the file's predictions where the same file had trained."""
+    """A table file's rows (CSV and the like, or JSON lines) with each value of a `numeric` column that is not a
+    number read as missing, as preprocessing reads such a column's few bad cells, and said so: the first few by
+    line, then a count. One bad cell stopped the file's predictions where the same file had trained. The instance
+    a JSON lines file's output echoes is the one predicted for, the value null; a row that is not an object passes
+    as it is (the model refuses it)."""
     bad = 0
     for name, row in rows:
-        for column in numeric:
+        for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
             if not tables.is_missing_value(value) and not tables.is_a_number(value):
                 bad += 1
@@ -250,7 +252,10 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES):
-        for name, instance in _json_lines(path, model.metadata.is_table):
+        instances = _json_lines(path, model.metadata.is_table)
+        if model.metadata.is_table:
+            instances = bad_numbers_as_missing(instances, path, tables.numeric_columns(model.metadata.columns))
+        for name, instance in instances:
             value = instance if model.metadata.is_table else model.values([instance], name)[0]
             yield name, model.numbers_signature, value
     elif ".tfrecord" in suffix:
