@@ -191,8 +191,8 @@ def write_qt_train(folder: Path, real: Path = Path(sys.executable).parent / "qt-
     script = folder / "qt-train"
     ends = "|".join(f"{flag}|{flag}=*" for flag in ("--train-steps", "--num-epochs", "--early-stopping-evals"))
     script.write_text(
-        f'#!/usr/bin/env bash\nfor arg in "$@"; do case "$arg" in {ends}) exec {real} "$@";; esac; done\n'
-        f'exec {real} "$@" --train-steps {DOCS_TRAIN_STEPS}\n'
+        f'#!/usr/bin/env bash\nfor arg in "$@"; do case "$arg" in {ends}) exec "{real}" "$@";; esac; done\n'
+        f'exec "{real}" "$@" --train-steps {DOCS_TRAIN_STEPS}\n'
     )
     script.chmod(0o755)
     return folder
@@ -254,8 +254,8 @@ def cloud(gcs_server, workspace, tmp_path_factory) -> dict:
         fake.serve = fake_vertex.serving_staged_exports(client(gcs_server), tmp_path_factory.mktemp("served"))
         credentials = workspace / "key.json"  # a service account's key, whose tokens come from the stand-in
         credentials.write_text(json.dumps(service_account_key(f"{fake.url}/token")))
-        # One matplotlib folder for every block: in each block's own home, each would build its font cache.
         shims = write_qt_train(tmp_path_factory.mktemp("shims") / "bin")
+        # One matplotlib folder for every block: in each block's own home, each would build its font cache.
         yield child_env(gcs_server, **{VERTEX_OVERRIDE: fake.url, LOGGING_OVERRIDE: fake.url,
                                        "GOOGLE_APPLICATION_CREDENTIALS": str(credentials),
                                        "MPLCONFIGDIR": str(tmp_path_factory.mktemp("matplotlib")),
