@@ -251,13 +251,11 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     """(input name, signature, value) for each example in one input file (a table read with `table_options`,
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
-    if suffix.endswith(JSON_LINES):
-        instances = _json_lines(path, model.metadata.is_table)
-        if model.metadata.is_table:
-            instances = bad_numbers_as_missing(instances, path, tables.numeric_columns(model.metadata.columns))
-        for name, instance in instances:
-            value = instance if model.metadata.is_table else model.values([instance], name)[0]
-            yield name, model.numbers_signature, value
+    if suffix.endswith(JSON_LINES) and model.metadata.is_table:
+        yield from _table_requests(_json_lines(path, table=True), path, model)
+    elif suffix.endswith(JSON_LINES):
+        for name, instance in _json_lines(path, table=False):
+            yield name, model.numbers_signature, model.values([instance], name)[0]
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
@@ -270,8 +268,7 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
         names = (*(column.name for column in metadata.columns), metadata.key_column)
         options = table_options or TableOptions()
         rows = table_rows(path, metadata.label_column, names, options, metadata.key_column)
-        for name, row in bad_numbers_as_missing(rows, path, tables.numeric_columns(metadata.columns)):
-            yield name, model.numbers_signature, row
+        yield from _table_requests(rows, path, model)
     elif suffix.endswith(IMAGE_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
             raise UserError(f"{path}: this model does not take images")
@@ -289,6 +286,13 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
             yield f"{path}#{i}", model.numbers_signature, row
     else:
         raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv, .jsonl or .tfrecord")
+
+
+def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterator[tuple[str, str, dict]]:
+    """A table file's rows (a table's or JSON lines') as requests, their bad numbers read as missing."""
+    numeric = tables.numeric_columns(model.metadata.columns)
+    for name, row in bad_numbers_as_missing(rows, path, numeric):
+        yield name, model.numbers_signature, row
 
 
 def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
