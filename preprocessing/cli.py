@@ -12,7 +12,7 @@ from dataformat import commandline, lease, storage
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
 from preprocessing.sources import SOURCES, SourceOptions
-from preprocessing.table_files import add_reading_flags, reading_options
+from preprocessing.table_files import add_reading_flags, is_table_input, reading_options
 from preprocessing.tables import LAST_COLUMN, TableOptions
 
 log = logging.getLogger("preprocessing")
@@ -62,14 +62,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--source",
         choices=sorted([*SOURCES, "csv", "text"]),
-        default="digits",
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
         "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines, Parquet, Feather, "
         ".xlsx or ARFF) of numeric, categorical, date and free-text columns with missing values, in one or many files, "
         "of any size (streamed); text = a folder with one sub-folder of .txt files per class (streamed); "
         "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
         "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
-        "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: digits)",
+        "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: csv for table "
+        "files, npz for a .npz file, digits without --input)",
     )
     parser.add_argument(
         "--input",
@@ -247,7 +247,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if beam_args and args.runner != "beam":
         parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
     args.pipeline_args = ["--runner", args.beam_runner, *beam_args]
+    args.source = _source(args.source, args.input)
     return args
+
+
+def _source(source: str | None, path: str | None) -> str:
+    """--source, or the kind of --input where it names none: never digits when --input names a file."""
+    if source == "digits" and path:
+        raise UserError(f"--input {path}: --source digits is built in and reads no input; name its kind with --source")
+    if source:
+        return source
+    if not path:
+        return "digits"
+    if path.lower().endswith(".npz"):
+        return "npz"
+    if is_table_input(path):
+        return "csv"
+    raise UserError(f"--input {path}: name its kind with --source (csv, text, images, mnist or npz)")
 
 
 def _beam():

@@ -177,6 +177,13 @@ def input_files(path: str) -> list[str]:
     return [path]
 
 
+def is_table_input(path: str) -> bool:
+    """Whether --input names table files: a table file, a glob, or a folder that holds table files."""
+    if any(char in path for char in "*?[") or _stem(path).endswith(tuple(SUFFIXES)):
+        return True
+    return storage.is_folder(path) and any(_stem(name).endswith(tuple(SUFFIXES)) for name in storage.list_names(path))
+
+
 def file_format(path: str) -> str:
     stem = _stem(path)
     return next((kind for suffix, kind in SUFFIXES.items() if stem.endswith(suffix)), CSV)

@@ -160,12 +160,23 @@ def test_cli_writes_a_dataset_and_prints_its_metadata_path(tmp_path, capsys):
     assert len([n for n in os.listdir(output) if n.startswith("train-")]) == 3
 
 
+def test_cli_without_source_reads_a_table_file_or_a_npz_file_by_its_name(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("a,y\n" + "".join(f"{i},{i % 2}\n" for i in range(40)))
+    np.savez(tmp_path / "a.npz", x=np.arange(80, dtype=np.float32).reshape(20, 4), y=np.arange(20) % 2)
+    for name, expected in [("t.csv", "csv"), ("a.npz", "npz")]:
+        output = tmp_path / f"out-{name}"
+        assert main(["--input", str(tmp_path / name), "--output", str(output), "--label-column", "y"]) == 0
+        assert json.loads((output / "metadata.json").read_text())["source"] == expected
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--source", "csv"], "--source csv needs --input"),
         (["--source", "npz", "--input", "/nonexistent.npz"], "--input /nonexistent.npz: no such file"),
         (["--source", "mnist", "--input", "/nonexistent"], "not a folder"),
+        (["--source", "digits", "--input", "table.csv"], "--source digits is built in and reads no input"),
+        (["--input", "/nonexistent/raw.bin"], "--input /nonexistent/raw.bin: name its kind with --source"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, caplog, args, message):
