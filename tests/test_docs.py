@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MARK = "<!-- tested -->"
 BUCKET = "my-bucket"  # the docs' bucket
-DOCS_TRAIN_STEPS = 200  # what a block's qt-train trains where it names no end (write_qt_train)
+DOCS_TRAIN_STEPS = 50  # what a block's qt-train trains where it names no end (write_qt_train)
 
 
 def marked_blocks() -> list[tuple[str, str]]:
