@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from fake_vertex import serving_staged_exports
@@ -107,6 +108,17 @@ def test_deploy_predict_explain_undeploy_and_delete(export, cloud, tmp_path, cap
     _check_bodies(cloud.requests)
 
 
+def test_a_job_dir_stands_for_its_best_export(export, tmp_path):
+    job_dir = str(Path(export).parents[2])  # JOB/export/latest/VERSION
+    best = latest_export(Config(job_dir=job_dir), "best")
+    assert deploy.read_export(job_dir).path == best
+    rows = tmp_path / "rows.csv"
+    rows.write_text('order,channel,review,price\nA-1,web,"Great and wonderful!",3\n')
+    for name, model_dir in (("job", job_dir), ("best", best)):
+        assert predict_main(["--model-dir", model_dir, "--input", str(rows), "--output", str(tmp_path / name)]) == 0
+    assert _lines(tmp_path / "job") == _lines(tmp_path / "best")
+
+
 def test_explain_needs_a_model_uploaded_for_it(export, cloud, tmp_path, caplog):
     flags = ["--model-dir", export, "--staging-dir", f"gs://{BUCKET}/staging", "--display-name", "plain"]
     assert deploy.main([*flags, "--project", "p", *FAST]) == 0
@@ -138,7 +150,10 @@ def test_dry_run_prints_every_body_and_touches_nothing(export, vertex, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--model-dir", "{tmp}", "--project", "p", "--display-name", "d"], "not an export (no saved_model.pb)"),
+        (
+            ["--model-dir", "{tmp}", "--project", "p", "--display-name", "d"],
+            "not an export (no saved_model.pb), nor a job dir",
+        ),
         (["--model-dir", "{export}", "--project", "p", "--display-name", "d"], "--staging-dir: a gs:// folder"),
         (
             [

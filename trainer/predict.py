@@ -52,9 +52,12 @@ class Model:
         import tensorflow as tf
 
         from dataformat.schema import METADATA_FILE, Metadata
-        from trainer.export import newest_version
+        from trainer.export import EXPORT_DIR, newest_version
 
-        model_dir = newest_version(model_dir) or model_dir
+        # An export, a folder of numbered ones, or a job dir, whose best export serves.
+        model_dir = (
+            newest_version(model_dir) or newest_version(posixpath.join(model_dir, EXPORT_DIR, "best")) or model_dir
+        )
         path = posixpath.join(model_dir, "assets.extra", METADATA_FILE)
         if not tf.io.gfile.exists(path):
             raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {path})")
@@ -391,7 +394,9 @@ def parse_args(argv: list[str] | None):
     )
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument(
-        "--model-dir", help="an export (holds saved_model.pb), or a folder of numbered exports: the newest"
+        "--model-dir",
+        help="an export (holds saved_model.pb), a folder of numbered exports (the newest), or a job dir (its "
+        "export/best/)",
     )
     model.add_argument(
         "--endpoint",

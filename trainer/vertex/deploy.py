@@ -63,7 +63,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         examples=EXAMPLES,
     )
     parser.set_defaults(action="deploy")
-    parser.add_argument("--model-dir", required=True, help="an export (holds saved_model.pb), local or gs://")
+    parser.add_argument(
+        "--model-dir",
+        required=True,
+        help="an export (holds saved_model.pb), a folder of numbered exports (the newest), or a job dir (its "
+        "export/best/), local or gs://",
+    )
     parser.add_argument("--project", default=None, help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT)")
     parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
     parser.add_argument("--display-name", required=True, help="the Model's name, and the endpoint's unless --endpoint")
@@ -125,13 +130,12 @@ class Export:
 
 
 def read_export(model_dir: str) -> Export:
-    """The export at --model-dir (or the newest of a folder of numbered ones), with its metadata and settings."""
-    path = model_dir.rstrip("/")
-    if not storage.exists(storage.join(path, "saved_model.pb")):
-        versions = [name.rstrip("/") for name in _names(path) if name.rstrip("/").isdigit()]
-        if not versions:
-            raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb)")
-        path = storage.join(path, max(versions, key=int))
+    """The export at --model-dir (or the newest of a folder of numbered ones, or a job dir's best), with its
+    metadata and settings."""
+    folder = model_dir.rstrip("/")
+    path = _newest_export(folder) or _newest_export(storage.join(folder, storage.join("export", "best")))
+    if not path:
+        raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
     found = storage.join(storage.join(path, "assets.extra"), METADATA_FILE)
     if not storage.exists(found):
         raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {found})")
@@ -147,8 +151,13 @@ def read_export(model_dir: str) -> Export:
     return Export(path, metadata, serving_input)
 
 
-def _names(folder: str) -> list[str]:
-    return storage.list_names(folder) if storage.is_folder(folder) else []
+def _newest_export(folder: str) -> str | None:
+    """`folder` if it is an export, else its newest numbered export (TF Serving's layout), else None."""
+    if storage.exists(storage.join(folder, "saved_model.pb")):
+        return folder
+    names = storage.list_names(folder) if storage.is_folder(folder) else []
+    versions = [name.rstrip("/") for name in names if name.rstrip("/").isdigit()]
+    return storage.join(folder, max(versions, key=int)) if versions else None
 
 
 def serving_image(args) -> str:
