@@ -11,7 +11,8 @@ import time
 from dataformat import commandline, lease, storage
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
-from preprocessing.sources import SOURCES, SourceOptions
+from preprocessing import image_lists
+from preprocessing.sources import SOURCES, SourceOptions, folder_source
 from preprocessing.table_files import add_reading_flags, is_table_input, reading_options
 from preprocessing.tables import LAST_COLUMN, TableOptions
 
@@ -68,8 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "of any size (streamed); text = a folder with one sub-folder of .txt files per class (streamed); "
         "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
         "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
-        "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: csv for table "
-        "files, npz for a .npz file, digits without --input)",
+        "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: what --input "
+        "holds, told by its name and its first line or files; digits without --input)",
     )
     parser.add_argument(
         "--input",
@@ -261,9 +262,14 @@ def _source(source: str | None, path: str | None) -> str:
         return "digits"
     if path.lower().endswith(".npz"):
         return "npz"
+    if image_lists.is_image_list(path):
+        return "images"
     if is_table_input(path):
         return "csv"
-    raise UserError(f"--input {path}: name its kind with --source (csv, text, images, mnist or npz)")
+    found = folder_source(path) if storage.is_folder(path) else None
+    if not found:
+        raise UserError(f"--input {path}: name its kind with --source (csv, text, images, mnist or npz)")
+    return found
 
 
 def _beam():

@@ -26,12 +26,20 @@ import numpy as np
 
 from dataformat import gcs, storage
 from dataformat.errors import UserError
-from preprocessing.sources import ImageLoader, RawData, SourceOptions, encode_labels, first_image_shape
+from preprocessing.sources import (
+    PILLOW_SUFFIXES,
+    ImageLoader,
+    RawData,
+    SourceOptions,
+    encode_labels,
+    first_image_shape,
+)
 from preprocessing.split import EVAL, FREE, TRAIN
 
 log = logging.getLogger(__name__)
 
 LIST_SUFFIXES = (".csv", ".jsonl")
+HEAD_BYTES = 1 << 16  # read to tell an image list from a table (is_image_list)
 ML_USES = {"training": TRAIN, "validation": EVAL, "test": EVAL, "unassigned": FREE}
 ML_USE_LABEL = "aiplatform.googleapis.com/ml_use"
 
@@ -67,6 +75,22 @@ def read_image_list(path: str, options: SourceOptions) -> RawData:
         load=ImageLoader(shape, resize=True),  # photos come in every size: each is resized to the first's
         fixed=uses if np.any(uses != FREE) else None,
     )
+
+
+def is_image_list(path: str) -> bool:
+    """Whether a .csv or .jsonl file is an image list, by its first line: an object with imageGcsUri, or
+    [ML_USE,]PATH,LABEL whose PATH names an image file."""
+    if not path.lower().endswith(LIST_SUFFIXES) or not storage.exists(path):
+        return False
+    with storage.open_read(path) as file:
+        head = file.read(HEAD_BYTES).decode("utf-8-sig", errors="replace")
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    if path.lower().endswith(".jsonl"):
+        return '"imageGcsUri"' in first
+    fields = [field.strip() for field in next(csv.reader([first]), [])]
+    if fields and fields[0].lower() in ML_USES:
+        fields = fields[1:]
+    return 1 <= len(fields) <= 2 and fields[0].lower().endswith(PILLOW_SUFFIXES)
 
 
 def read_list(path: str) -> list[Listed]:

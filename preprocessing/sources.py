@@ -22,6 +22,8 @@ from dataformat.errors import NotFound, UserError
 from dataformat.schema import IMAGE_SUFFIXES
 
 PILLOW_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing decodes: TensorFlow's formats, and WebP
+MNIST_IMAGES = r"(.+)-images[.-]idx3-ubyte(\.gz)?$"  # an IDX file of images, PREFIX-images-idx3-ubyte[.gz]
+TEXT_SUFFIX = ".txt"  # --source text: a class folder's documents
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +125,7 @@ def read_mnist(path: str | None, options: SourceOptions) -> RawData:
     """A folder of MNIST IDX files: every `PREFIX-images-idx3-ubyte[.gz]` with its labels file."""
     folder = _require_input(path, "mnist")
     names = storage.list_names(folder)
-    pattern = re.compile(r"(.+)-images[.-]idx3-ubyte(\.gz)?$")
+    pattern = re.compile(MNIST_IMAGES)
     images, labels, keys = [], [], []
     for name in names:
         match = pattern.match(name)
@@ -297,6 +299,21 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
         dtype="uint8",
         load=ImageLoader(shape, resize=options.image_size is not None),
     )
+
+
+def folder_source(folder: str) -> str | None:
+    """The --source a folder holds: mnist (IDX files), images or text (class sub-folders of image or .txt
+    files, judged by the first that holds any), or None."""
+    names = storage.list_names(folder)
+    if any(re.match(MNIST_IMAGES, name) for name in names):
+        return "mnist"
+    for name in names:
+        files = [file.lower() for file in storage.list_names(storage.join(folder, name.rstrip("/")))]
+        if any(file.endswith(PILLOW_SUFFIXES) for file in files):
+            return "images"
+        if any(file.endswith(TEXT_SUFFIX) for file in files):
+            return "text"
+    return None
 
 
 def _require_input(path: str | None, source: str) -> str:

@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from dataformat import commandline, storage, tables
 from dataformat.errors import UserError
+from preprocessing.sources import TEXT_SUFFIX
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
@@ -90,7 +91,6 @@ PACKAGE_FILES = {
 }
 BINARY_SHARE = 0.01  # a head with more NUL bytes than this share is no text in an ASCII-based encoding
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
-TEXT_SUFFIX = ".txt"
 TEXTS_A_BLOCK = 1024  # text files read into one block
 READING_THREADS = 16  # text files read at once: on gs:// each is a request
 # A row cut short at a carriage return: pandas' to_csv writes a text's lone \r unquoted (its lines end in \n), and

@@ -13,7 +13,7 @@ from PIL import Image
 
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, FORMAT_VERSION, Metadata, parse_examples, parse_records
-from preprocessing.cli import main
+from preprocessing.cli import main, parse_args
 from preprocessing.sources import SourceOptions, read_digits, read_images
 from preprocessing.writer import build_dataset, shard_counts
 
@@ -167,6 +167,24 @@ def test_cli_without_source_reads_a_table_file_or_a_npz_file_by_its_name(tmp_pat
         output = tmp_path / f"out-{name}"
         assert main(["--input", str(tmp_path / name), "--output", str(output), "--label-column", "y"]) == 0
         assert json.loads((output / "metadata.json").read_text())["source"] == expected
+
+
+def test_without_source_the_input_tells_its_kind(tmp_path):
+    kinds = {"table.csv": "csv", "rows.jsonl.gz": "csv", "list.csv": "images", "list.jsonl": "images"}
+    kinds |= {"tables": "csv", "photos": "images", "tickets": "text", "mnist": "mnist", "a.npz": "npz"}
+    (tmp_path / "table.csv").write_text("path,width,label\nimg1.jpg,3,a\n")  # names images, but a table
+    (tmp_path / "rows.jsonl.gz").write_bytes(b"")
+    (tmp_path / "list.csv").write_text("training,gs://b/daisy/1.jpg,daisy\n")
+    (tmp_path / "list.jsonl").write_text('{"imageGcsUri": "gs://b/1.jpg", "classificationAnnotation": {}}\n')
+    for folder, name in (("tables", "part-0.parquet"), ("photos/roses", "1.JPG"), ("tickets/billing", "1.txt")):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / name).write_bytes(b"")
+    (tmp_path / "mnist").mkdir()
+    (tmp_path / "mnist" / "train-images-idx3-ubyte.gz").write_bytes(b"")
+    assert {name: parse_args(["--input", str(tmp_path / name), "--output", "o"]).source for name in kinds} == kinds
+    (tmp_path / "other").mkdir()
+    with pytest.raises(UserError, match="other: name its kind with --source"):
+        parse_args(["--input", str(tmp_path / "other"), "--output", "o"])
 
 
 @pytest.mark.parametrize(
