@@ -118,7 +118,7 @@ def test_rerun_with_another_model_is_refused_before_touching_the_checkpoint(trai
 def test_task_with_missing_data_says_so_in_one_line(tmp_path):
     result = run_task("--data-dir", str(tmp_path), "--job-dir", str(tmp_path / "job"))
     assert result.returncode == 2
-    assert "metadata.json does not exist" in result.stderr
+    assert f"--data-dir {tmp_path}: not a dataset (no shards, no metadata.json)" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -1,6 +1,7 @@
 """The queue-backed input_fn, run in a real MonitoredSession with its queue runners."""
 
 import os
+import re
 import shutil
 
 import numpy as np
@@ -130,6 +131,15 @@ def test_globs_use_the_metadata_beside_the_shards(digits_dir):
     data = locate(config)
     assert len(data.train) == 2 and len(data.eval) == 1
     assert data.metadata.shape == (8, 8, 1)
+
+
+def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path):
+    (tmp_path / "table.csv").write_text("x,label\n1,a\n")
+    for path, message in ((tmp_path / "table.csv", "a file, not a dataset folder; make one with: qt-preprocess "
+                           f"--input {tmp_path / 'table.csv'}"), (tmp_path, "not a dataset (no shards, no metadata"),
+                          (tmp_path / "nothing", "no such folder; make one with: qt-preprocess")):  # fmt: skip
+        with pytest.raises(UserError, match=re.escape(f"--data-dir {path}: {message}")):
+            locate(Config(data_dir=str(path)))
 
 
 def test_folder_without_metadata_is_refused(tmp_path):

@@ -84,6 +84,7 @@ def _listed_shards(data_dir: str, metadata: Metadata, split: str, where: str) ->
 def locate(config: Config) -> DataFiles:
     """The metadata and the training and evaluation files the config points at."""
     if config.data_dir:
+        check_data_dir(config.data_dir)
         where = posixpath.join(config.data_dir, METADATA_FILE)
         metadata = read_metadata(where)
         return DataFiles(
@@ -96,6 +97,20 @@ def locate(config: Config) -> DataFiles:
     evaluation = expand(config.eval_files, "--eval-files")
     metadata_path = config.metadata or posixpath.join(posixpath.dirname(train[0]), METADATA_FILE)
     return DataFiles(read_metadata(metadata_path), metadata_path, train, evaluation)
+
+
+def check_data_dir(folder: str) -> None:
+    """UserError for a --data-dir that is no dataset at all: missing, a file (a raw table, often), or a
+    folder of no shards; a folder with shards but no metadata.json is an unfinished one (read_metadata)."""
+    make_one = f"make one with: qt-preprocess --input RAW_DATA --output {folder}"
+    if not tf.io.gfile.isdir(folder):
+        if tf.io.gfile.exists(folder):
+            raise UserError(f"--data-dir {folder}: a file, not a dataset folder; make one with: qt-preprocess "
+                            f"--input {folder} --output data/NAME")  # fmt: skip
+        raise UserError(f"--data-dir {folder}: no such folder; {make_one}")
+    shards = [name for name in tf.io.gfile.listdir(folder) if ".tfrecord" in name]
+    if not shards and not tf.io.gfile.exists(posixpath.join(folder, METADATA_FILE)):
+        raise UserError(f"--data-dir {folder}: not a dataset (no shards, no {METADATA_FILE}); {make_one}")
 
 
 def first_problem(path: str, metadata: Metadata) -> str | None:
