@@ -195,6 +195,25 @@ def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_
     assert "rows.jsonl:1: column 'age': 'old' is not a number; read as missing" in caplog.text
 
 
+def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dates(table_job, tmp_path, caplog):
+    """Preprocessing reads a value of a date column that is no date as a missing date and says so; so does
+    qt-predict, by line: the model reads it as one (it trained on such values as such)."""
+    config, _, _ = table_job
+    model = Model(latest_export(config, "latest"))
+    hired = ("2000-01-20", "20/01/2000", "soon", "", "2000-01-20 09:30", "01/20/2000", "2000-01-20T09:30:00Z")
+    (tmp_path / "rows.csv").write_text("age,workclass,hired\n" + "".join(f"50,Private,{day}\n" for day in hired))
+    lines = list(predict_files(model, [str(tmp_path / "rows.csv")], batch_size=4))
+    assert len(lines) == len(hired)
+    assert lines[1]["probabilities"] != pytest.approx(lines[0]["probabilities"])  # not the date it was meant to be
+    assert "rows.csv:3: column 'hired': '20/01/2000' is no date in '%Y-%m-%d'; read as missing" in caplog.text
+    assert (
+        "rows.csv:4: column 'hired': 'soon'" in caplog.text
+        and "rows.csv:7: column 'hired': '01/20/2000'" in caplog.text
+    )
+    assert not any(f"rows.csv:{line}:" in caplog.text for line in (2, 5, 6, 8))  # dates, a time of day, a missing one
+    assert "values in all are no dates" not in caplog.text
+
+
 @pytest.mark.slow
 def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table_job, tmp_path):
     config, _, _ = table_job

@@ -15,6 +15,7 @@ import base64
 import contextlib
 import csv
 import io
+import itertools
 import json
 import logging
 import posixpath
@@ -29,7 +30,8 @@ from dataformat.errors import UserError
 from dataformat.schema import IMAGE_SUFFIXES, decode_record
 
 log = logging.getLogger("trainer.predict")
-SHOWN_BAD_NUMBERS = 3  # a table file's values that are not numbers, named one by one in warnings
+SHOWN_BAD_VALUES = 3  # a table file's values that are not numbers or dates, named one by one in warnings
+DATES_READ = 1024  # rows whose dates are read at once, as preprocessing reads them (dates.fields_arrow)
 
 DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
@@ -210,12 +212,39 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
             value = row.get(column.name)
             if not tables.is_missing_value(value) and not tables.is_a_number(value):
                 bad += 1
-                if bad <= SHOWN_BAD_NUMBERS:
+                if bad <= SHOWN_BAD_VALUES:
                     log.warning("%s: column %r: %r is not a number; read as missing", name, column.name, value)
                 row[column.name] = None
         yield name, row
-    if bad > SHOWN_BAD_NUMBERS:
+    if bad > SHOWN_BAD_VALUES:
         log.warning("%s: %d values in all are not numbers and were read as missing", path, bad)
+
+
+def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) -> Iterator[tuple[str, dict]]:
+    """A table file's rows, each value of a `dated` column that is no date in its column's format warned of (the
+    first few by line, then a count): the model reads it as a missing date, as preprocessing read the training
+    rows' such values, and the same dates written another way (11/03/2020 for 2020-03-11) are the usual cause."""
+    import pyarrow as pa
+
+    from dataformat import dates
+
+    bad = 0
+    while dated and (chunk := list(itertools.islice(rows, DATES_READ))):
+        for column in dated:
+            values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
+            texts = [None if tables.is_missing_value(value) else str(value) for value in values]
+            unread = np.isnan(dates.fields_arrow(pa.array(texts, pa.string()), column.date_format)[:, 0])
+            for (name, _), text, no_date in zip(chunk, texts, unread):
+                if text is None or not no_date:
+                    continue
+                bad += 1
+                if bad <= SHOWN_BAD_VALUES:
+                    log.warning("%s: column %r: %r is no date in %r; read as missing", name, column.name, text,
+                                column.date_format)  # fmt: skip
+        yield from chunk
+    yield from rows
+    if bad > SHOWN_BAD_VALUES:
+        log.warning("%s: %d values in all are no dates in their column's format and were read as missing", path, bad)
 
 
 def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:
@@ -292,9 +321,11 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
 
 
 def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterator[tuple[str, str, dict]]:
-    """A table file's rows (a table's or JSON lines') as requests, their bad numbers read as missing."""
+    """A table file's rows (a table's or JSON lines') as requests, their bad numbers read as missing and their
+    unreadable dates warned of."""
     numeric = tables.numeric_columns(model.metadata.columns)
-    for name, row in bad_numbers_as_missing(rows, path, numeric):
+    dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
+    for name, row in bad_numbers_as_missing(unreadable_dates_warned(rows, path, dated), path, numeric):
         yield name, model.numbers_signature, row
 
 
