@@ -262,14 +262,19 @@ def _source(source: str | None, path: str | None) -> str:
         return "digits"
     if path.lower().endswith(".npz"):
         return "npz"
-    if image_lists.is_image_list(path):
-        return "images"
-    if is_table_input(path):
-        return "csv"
-    found = folder_source(path) if storage.is_folder(path) else None
-    if not found:
-        raise UserError(f"--input {path}: name its kind with --source (csv, text, images, mnist or npz)")
-    return found
+    name_it = "name its kind with --source (csv, text, images, mnist or npz)"
+    if not storage.is_folder(path):
+        if image_lists.is_image_list(path):
+            return "images"
+        if is_table_input(path):
+            return "csv"
+        raise UserError(f"--input {path}: {name_it}" if storage.exists(path) else f"--input {path}: no such file")
+    tables, other = is_table_input(path), folder_source(path)
+    if tables and other:  # an image folder with its labels.csv beside the class folders, say
+        raise UserError(f"--input {path}: the folder holds table files and {other} class folders; {name_it}")
+    if not (tables or other):
+        raise UserError(f"--input {path}: {name_it}")
+    return "csv" if tables else other
 
 
 def _beam():

@@ -24,6 +24,7 @@ from dataformat.schema import IMAGE_SUFFIXES
 PILLOW_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing decodes: TensorFlow's formats, and WebP
 MNIST_IMAGES = r"(.+)-images[.-]idx3-ubyte(\.gz)?$"  # an IDX file of images, PREFIX-images-idx3-ubyte[.gz]
 TEXT_SUFFIX = ".txt"  # --source text: a class folder's documents
+CLASS_FOLDERS_PROBED = 20  # a folder's entries looked into for images or texts (on gs://, a request each)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,11 +304,12 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
 
 def folder_source(folder: str) -> str | None:
     """The --source a folder holds: mnist (IDX files), images or text (class sub-folders of image or .txt
-    files, judged by the first that holds any), or None."""
+    files, judged by the first of CLASS_FOLDERS_PROBED that holds any), or None."""
     names = storage.list_names(folder)
     if any(re.match(MNIST_IMAGES, name) for name in names):
         return "mnist"
-    for name in names:
+    loose = (*PILLOW_SUFFIXES, TEXT_SUFFIX, ".csv", ".json", ".jsonl", ".md")  # files, not class folders
+    for name in [name for name in names if not name.lower().endswith(loose)][:CLASS_FOLDERS_PROBED]:
         files = [file.lower() for file in storage.list_names(storage.join(folder, name.rstrip("/")))]
         if any(file.endswith(PILLOW_SUFFIXES) for file in files):
             return "images"

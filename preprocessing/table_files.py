@@ -166,8 +166,7 @@ def input_files(path: str) -> list[str]:
             raise UserError(f"--input {path}: no file matches")
         return files
     if storage.is_folder(path):
-        names = [name for name in storage.list_names(path) if _stem(name).endswith(tuple(SUFFIXES))]
-        names = [name for name in names if not name.startswith(HIDDEN_FILES)]
+        names = _table_names(path)
         if not names:
             kinds = ", ".join(SUFFIXES)
             raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
@@ -177,11 +176,17 @@ def input_files(path: str) -> list[str]:
     return [path]
 
 
+def _table_names(folder: str) -> list[str]:
+    """The names of a folder's table files (SUFFIXES, compressed or not), hidden ones left out."""
+    names = [name for name in storage.list_names(folder) if _stem(name).endswith(tuple(SUFFIXES))]
+    return [name for name in names if not name.startswith(HIDDEN_FILES)]
+
+
 def is_table_input(path: str) -> bool:
     """Whether --input names table files: a table file, a glob, or a folder that holds table files."""
     if any(char in path for char in "*?[") or _stem(path).endswith(tuple(SUFFIXES)):
         return True
-    return storage.is_folder(path) and any(_stem(name).endswith(tuple(SUFFIXES)) for name in storage.list_names(path))
+    return storage.is_folder(path) and bool(_table_names(path))
 
 
 def file_format(path: str) -> str:

@@ -108,14 +108,19 @@ def test_deploy_predict_explain_undeploy_and_delete(export, cloud, tmp_path, cap
     _check_bodies(cloud.requests)
 
 
-def test_a_job_dir_stands_for_its_best_export(export, tmp_path):
+def test_a_job_dir_stands_for_its_best_export(export, tmp_path, caplog):
     job_dir = str(Path(export).parents[2])  # JOB/export/latest/VERSION
     best = latest_export(Config(job_dir=job_dir), "best")
-    assert deploy.read_export(job_dir).path == best
+    moved = tmp_path / "job-with-export-dir"  # a job whose --export-dir sent its exports elsewhere
+    moved.mkdir()
+    (moved / "config.yaml").write_text(f"export_dir: {Path(export).parents[1]}\n")
+    assert deploy.read_export(job_dir).path == best and deploy.read_export(str(moved)).path == best
     rows = tmp_path / "rows.csv"
     rows.write_text('order,channel,review,price\nA-1,web,"Great and wonderful!",3\n')
+    caplog.set_level(logging.INFO)
     for name, model_dir in (("job", job_dir), ("best", best)):
         assert predict_main(["--model-dir", model_dir, "--input", str(rows), "--output", str(tmp_path / name)]) == 0
+    assert f"Model: {best}" in caplog.text  # not the latest export
     assert _lines(tmp_path / "job") == _lines(tmp_path / "best")
 
 

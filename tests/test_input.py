@@ -133,11 +133,20 @@ def test_globs_use_the_metadata_beside_the_shards(digits_dir):
     assert data.metadata.shape == (8, 8, 1)
 
 
-def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path):
-    (tmp_path / "table.csv").write_text("x,label\n1,a\n")
-    for path, message in ((tmp_path / "table.csv", "a file, not a dataset folder; make one with: qt-preprocess "
-                           f"--input {tmp_path / 'table.csv'}"), (tmp_path, "not a dataset (no shards, no metadata"),
-                          (tmp_path / "nothing", "no such folder; make one with: qt-preprocess")):  # fmt: skip
+def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path, digits_dir):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "table.csv").write_text("x,label\n1,a\n")
+    (tmp_path / "empty").mkdir()
+    table, metadata = tmp_path / "raw" / "table.csv", os.path.join(digits_dir, "metadata.json")
+    for path, message in (
+        (table, f"a file, not a dataset folder; make one with: qt-preprocess --input {table} --output data/NAME"),
+        (tmp_path / "raw", f"not a dataset (no shards, no metadata.json); make one with: qt-preprocess --input "
+                           f"{tmp_path / 'raw'} --output data/NAME"),
+        (tmp_path / "empty", f"not a dataset (no shards, no metadata.json); make one with: qt-preprocess --input "
+                             f"RAW_DATA --output {tmp_path / 'empty'}"),
+        (tmp_path / "nothing", "no such folder; make one with: qt-preprocess --input RAW_DATA"),
+        (metadata, f"a file of a dataset; pass its folder, --data-dir {digits_dir}"),
+    ):  # fmt: skip
         with pytest.raises(UserError, match=re.escape(f"--data-dir {path}: {message}")):
             locate(Config(data_dir=str(path)))
 

@@ -176,8 +176,10 @@ def test_without_source_the_input_tells_its_kind(tmp_path):
     (tmp_path / "rows.jsonl.gz").write_bytes(b"")
     (tmp_path / "list.csv").write_text("training,gs://b/daisy/1.jpg,daisy\n")
     (tmp_path / "list.jsonl").write_text('{"imageGcsUri": "gs://b/1.jpg", "classificationAnnotation": {}}\n')
-    for folder, name in (("tables", "part-0.parquet"), ("photos/roses", "1.JPG"), ("tickets/billing", "1.txt")):
-        (tmp_path / folder).mkdir(parents=True)
+    files = (("tables", "part-0.parquet"), ("tables", "._part-0.parquet"), ("photos/roses", "1.JPG"),
+             ("photos", "._roses.csv"), ("tickets/billing", "1.txt"))  # fmt: skip
+    for folder, name in files:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / name).write_bytes(b"")
     (tmp_path / "mnist").mkdir()
     (tmp_path / "mnist" / "train-images-idx3-ubyte.gz").write_bytes(b"")
@@ -185,6 +187,9 @@ def test_without_source_the_input_tells_its_kind(tmp_path):
     (tmp_path / "other").mkdir()
     with pytest.raises(UserError, match="other: name its kind with --source"):
         parse_args(["--input", str(tmp_path / "other"), "--output", "o"])
+    (tmp_path / "photos" / "labels.csv").write_text("file,label\n1.JPG,roses\n")  # a table beside class folders
+    with pytest.raises(UserError, match="photos: the folder holds table files and images class folders; name"):
+        parse_args(["--input", str(tmp_path / "photos"), "--output", "o"])
 
 
 @pytest.mark.parametrize(
@@ -194,7 +199,7 @@ def test_without_source_the_input_tells_its_kind(tmp_path):
         (["--source", "npz", "--input", "/nonexistent.npz"], "--input /nonexistent.npz: no such file"),
         (["--source", "mnist", "--input", "/nonexistent"], "not a folder"),
         (["--source", "digits", "--input", "table.csv"], "--source digits is built in and reads no input"),
-        (["--input", "/nonexistent/raw.bin"], "--input /nonexistent/raw.bin: name its kind with --source"),
+        (["--input", "/nonexistent/raw.bin"], "--input /nonexistent/raw.bin: no such file"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, caplog, args, message):

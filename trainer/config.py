@@ -18,6 +18,7 @@ from dataformat.errors import UserError
 from trainer import metrics
 
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
+EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
 SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
 
 
@@ -368,3 +369,17 @@ def save(config: Config, folder: str) -> str:
         file.write("# The resolved settings of this run; repeat it with --config " + path + "\n")
         file.write(yaml.safe_dump(settings, sort_keys=False))
     return path
+
+
+def job_exports(job_dir: str) -> str:
+    """Where a job dir's exports went: the --export-dir its saved settings (CONFIG_FILE) name, else
+    JOB_DIR/export. Without TensorFlow, which qt-deploy runs without."""
+    from dataformat import storage
+
+    settings = storage.join(job_dir, CONFIG_FILE)
+    if storage.exists(settings):
+        with storage.open_read(settings) as file:
+            saved = yaml.safe_load(file)
+        if isinstance(saved, dict) and saved.get("export_dir"):
+            return str(saved["export_dir"])
+    return storage.join(job_dir, EXPORT_DIR)

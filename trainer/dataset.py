@@ -102,15 +102,22 @@ def locate(config: Config) -> DataFiles:
 def check_data_dir(folder: str) -> None:
     """UserError for a --data-dir that is no dataset at all: missing, a file (a raw table, often), or a
     folder of no shards; a folder with shards but no metadata.json is an unfinished one (read_metadata)."""
-    make_one = f"make one with: qt-preprocess --input RAW_DATA --output {folder}"
+    from_raw = f"make one with: qt-preprocess --input {folder} --output data/NAME"  # a raw table, or a folder of them
     if not tf.io.gfile.isdir(folder):
+        name = posixpath.basename(folder)
+        if tf.io.gfile.exists(folder) and (name == METADATA_FILE or ".tfrecord" in name):
+            raise UserError(f"--data-dir {folder}: a file of a dataset; pass its folder, --data-dir "
+                            f"{posixpath.dirname(folder) or '.'}")  # fmt: skip
         if tf.io.gfile.exists(folder):
-            raise UserError(f"--data-dir {folder}: a file, not a dataset folder; make one with: qt-preprocess "
-                            f"--input {folder} --output data/NAME")  # fmt: skip
-        raise UserError(f"--data-dir {folder}: no such folder; {make_one}")
-    shards = [name for name in tf.io.gfile.listdir(folder) if ".tfrecord" in name]
-    if not shards and not tf.io.gfile.exists(posixpath.join(folder, METADATA_FILE)):
-        raise UserError(f"--data-dir {folder}: not a dataset (no shards, no {METADATA_FILE}); {make_one}")
+            raise UserError(f"--data-dir {folder}: a file, not a dataset folder; {from_raw}")
+        raise UserError(f"--data-dir {folder}: no such folder; make one with: qt-preprocess --input RAW_DATA --output "
+                        f"{folder}")  # fmt: skip
+    names = tf.io.gfile.listdir(folder)
+    if not any(".tfrecord" in name for name in names) and METADATA_FILE not in names:
+        empty = f"make one with: qt-preprocess --input RAW_DATA --output {folder}"
+        raise UserError(
+            f"--data-dir {folder}: not a dataset (no shards, no {METADATA_FILE}); {from_raw if names else empty}"
+        )
 
 
 def first_problem(path: str, metadata: Metadata) -> str | None:

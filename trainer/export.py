@@ -14,14 +14,13 @@ from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
 from trainer import checkpoints, early_stopping, figures, serving
 from trainer import metrics as names
-from trainer.config import CONFIG_FILE, Config
+from trainer.config import CONFIG_FILE, EXPORT_DIR, Config
 from trainer.head import better_by
 from trainer.progress import LastEvaluation
 from trainer.vertex import environment
 
 log = logging.getLogger("trainer")
 
-EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
 METRICS_FILE = "eval_metrics.json"
 LATEST_KEPT = 3
 

@@ -54,12 +54,14 @@ class Model:
         import tensorflow as tf
 
         from dataformat.schema import METADATA_FILE, Metadata
-        from trainer.export import EXPORT_DIR, newest_version
+        from trainer.config import job_exports
+        from trainer.export import newest_version
 
         # An export, a folder of numbered ones, or a job dir, whose best export serves.
-        model_dir = (
-            newest_version(model_dir) or newest_version(posixpath.join(model_dir, EXPORT_DIR, "best")) or model_dir
-        )
+        found = newest_version(model_dir) or newest_version(posixpath.join(job_exports(model_dir), "best"))
+        if not found:
+            raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
+        model_dir = found
         path = posixpath.join(model_dir, "assets.extra", METADATA_FILE)
         if not tf.io.gfile.exists(path):
             raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {path})")

@@ -27,7 +27,7 @@ from dataformat.schema import METADATA_FILE, Metadata
 from trainer import config as config_module
 from trainer import networks
 from trainer.config import Config
-from trainer.export import EXPORT_DIR, newest_version
+from trainer.export import newest_version
 from trainer.model import choose_network
 
 log = logging.getLogger("trainer")
@@ -98,7 +98,7 @@ def locate(path: str) -> Source:
             why = "neither an export (saved_model.pb) nor a job dir with a checkpoint"
             raise UserError(f"--warm-start-from {path}: {why}")
         config = _read_config(posixpath.join(path, config_module.CONFIG_FILE))
-        exports = config.export_dir if config and config.export_dir else posixpath.join(path, EXPORT_DIR)
+        exports = config_module.job_exports(path)
         export = newest_version(posixpath.join(exports, "latest")) or newest_version(posixpath.join(exports, "best"))
     if export:  # its metadata.json travels with it, and outlives the dataset
         found = posixpath.join(export, "assets.extra", METADATA_FILE)

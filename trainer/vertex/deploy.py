@@ -133,7 +133,7 @@ def read_export(model_dir: str) -> Export:
     """The export at --model-dir (or the newest of a folder of numbered ones, or a job dir's best), with its
     metadata and settings."""
     folder = model_dir.rstrip("/")
-    path = _newest_export(folder) or _newest_export(storage.join(folder, storage.join("export", "best")))
+    path = _newest_export(folder) or _newest_export(storage.join(config_module.job_exports(folder), "best"))
     if not path:
         raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
     found = storage.join(storage.join(path, "assets.extra"), METADATA_FILE)
