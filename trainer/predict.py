@@ -232,17 +232,18 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
 
     bad = 0
     while dated and (chunk := list(itertools.islice(rows, DATES_READ))):
+        texts, unread = {}, {}  # by column: each row's value, as text or None where missing; whether no date
         for column in dated:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
-            texts = [None if tables.is_missing_value(value) else str(value) for value in values]
-            unread = np.isnan(dates.fields_arrow(pa.array(texts, pa.string()), column.date_format)[:, 0])
-            for (name, _), text, no_date in zip(chunk, texts, unread):
-                if text is None or not no_date:
-                    continue
+            texts[column.name] = [None if tables.is_missing_value(value) else str(value) for value in values]
+            fields = dates.fields_arrow(pa.array(texts[column.name], pa.string()), column.date_format)
+            unread[column.name] = np.isnan(fields[:, 0]) & np.array([text is not None for text in texts[column.name]])
+        for i in np.flatnonzero(np.logical_or.reduce(list(unread.values()))):  # in line order
+            for column in [column for column in dated if unread[column.name][i]]:
                 bad += 1
                 if bad <= SHOWN_BAD_VALUES:
-                    log.warning("%s: column %r: %r is no date in %r; read as missing", name, column.name, text,
-                                column.date_format)  # fmt: skip
+                    log.warning("%s: column %r: %r is no date in %r; read as missing", chunk[i][0], column.name,
+                                texts[column.name][i], column.date_format)  # fmt: skip
         yield from chunk
     yield from rows
     if bad > SHOWN_BAD_VALUES:
