@@ -194,9 +194,7 @@ def test_upload_interrupted_by_the_server_stopping_is_never_a_partial_dataset(gc
     while not any(name.endswith(".tfrecord") for name in objects(gcs_server, prefix)):
         assert time.time() < deadline and process.poll() is None, "no shard appeared before the run ended"
         time.sleep(0.05)
-    gcs_server.process.kill()  # the server goes away in the middle of the other uploads
-    time.sleep(1)
-    gcs_server.start()  # and comes back with what it had stored
+    gcs_server.crash_and_restart()  # in the middle of the other uploads
     process.wait(timeout=300)
 
     stored = objects(gcs_server, prefix)
