@@ -383,3 +383,22 @@ def job_exports(job_dir: str) -> str:
         if isinstance(saved, dict) and saved.get("export_dir"):
             return str(saved["export_dir"])
     return storage.join(job_dir, EXPORT_DIR)
+
+
+def newest_export(folder: str) -> str | None:
+    """`folder` if it is an export (saved_model.pb), else its newest numbered one (TF Serving's layout: a
+    sub-folder a version), else None. Without TensorFlow, as job_exports."""
+    from dataformat import storage
+
+    folder = folder.rstrip("/")
+    if storage.exists(storage.join(folder, "saved_model.pb")):
+        return folder
+    versions = [name for name in storage.list_names(folder) if name.isdigit()]
+    return storage.join(folder, max(versions, key=int)) if versions else None
+
+
+def served_export(model_dir: str) -> str | None:
+    """What a --model-dir serves: an export, the newest of a folder of them, or a job dir's best; else None."""
+    from dataformat import storage
+
+    return newest_export(model_dir) or newest_export(storage.join(job_exports(model_dir.rstrip("/")), "best"))

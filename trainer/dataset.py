@@ -104,14 +104,14 @@ def check_data_dir(folder: str) -> None:
     folder of no shards; a folder with shards but no metadata.json is an unfinished one (read_metadata)."""
     from_raw = f"make one with: qt-preprocess --input {folder} --output data/NAME"  # a raw table, or a folder of them
     if not tf.io.gfile.isdir(folder):
+        if not tf.io.gfile.exists(folder):
+            raise UserError(f"--data-dir {folder}: no such folder; make one with: qt-preprocess --input RAW_DATA "
+                            f"--output {folder}")  # fmt: skip
         name = posixpath.basename(folder)
-        if tf.io.gfile.exists(folder) and (name == METADATA_FILE or ".tfrecord" in name):
+        if name == METADATA_FILE or ".tfrecord" in name:
             raise UserError(f"--data-dir {folder}: a file of a dataset; pass its folder, --data-dir "
                             f"{posixpath.dirname(folder) or '.'}")  # fmt: skip
-        if tf.io.gfile.exists(folder):
-            raise UserError(f"--data-dir {folder}: a file, not a dataset folder; {from_raw}")
-        raise UserError(f"--data-dir {folder}: no such folder; make one with: qt-preprocess --input RAW_DATA --output "
-                        f"{folder}")  # fmt: skip
+        raise UserError(f"--data-dir {folder}: a file, not a dataset folder; {from_raw}")
     names = tf.io.gfile.listdir(folder)
     if not any(".tfrecord" in name for name in names) and METADATA_FILE not in names:
         empty = f"make one with: qt-preprocess --input RAW_DATA --output {folder}"

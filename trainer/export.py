@@ -14,7 +14,7 @@ from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE
 from trainer import checkpoints, early_stopping, figures, serving
 from trainer import metrics as names
-from trainer.config import CONFIG_FILE, EXPORT_DIR, Config
+from trainer.config import CONFIG_FILE, EXPORT_DIR, Config, newest_export
 from trainer.head import better_by
 from trainer.progress import LastEvaluation
 from trainer.vertex import environment
@@ -198,18 +198,7 @@ def export_folder(config: Config) -> str:
 
 def latest_export(config: Config, name: str) -> str | None:
     """The newest SavedModel the exporter NAME ("latest" or "best") wrote, or None."""
-    return newest_version(posixpath.join(export_folder(config), name))
-
-
-def newest_version(folder: str) -> str | None:
-    """The newest export in `folder` (TF Serving's layout: one numbered sub-folder a version),
-    `folder` itself if it is one export, or None."""
-    if tf.io.gfile.exists(posixpath.join(folder, "saved_model.pb")):
-        return folder
-    if not tf.io.gfile.isdir(folder):
-        return None
-    versions = [name.rstrip("/") for name in tf.io.gfile.listdir(folder) if name.rstrip("/").isdigit()]
-    return posixpath.join(folder, max(versions, key=int)) if versions else None
+    return newest_export(posixpath.join(export_folder(config), name))
 
 
 def _text(path) -> str:

@@ -54,11 +54,9 @@ class Model:
         import tensorflow as tf
 
         from dataformat.schema import METADATA_FILE, Metadata
-        from trainer.config import job_exports
-        from trainer.export import newest_version
+        from trainer.config import served_export
 
-        # An export, a folder of numbered ones, or a job dir, whose best export serves.
-        found = newest_version(model_dir) or newest_version(posixpath.join(job_exports(model_dir), "best"))
+        found = served_export(model_dir)
         if not found:
             raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
         model_dir = found

@@ -27,7 +27,6 @@ from dataformat.schema import METADATA_FILE, Metadata
 from trainer import config as config_module
 from trainer import networks
 from trainer.config import Config
-from trainer.export import newest_version
 from trainer.model import choose_network
 
 log = logging.getLogger("trainer")
@@ -88,7 +87,7 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
 
 def locate(path: str) -> Source:
     """The model at `path`: an export (a SavedModel, or a folder of numbered ones) or a job dir."""
-    export = newest_version(path)
+    export = config_module.newest_export(path)
     if export:
         checkpoint = posixpath.join(export, "variables", "variables")
         config = _read_config(posixpath.join(export, "assets.extra", config_module.CONFIG_FILE))
@@ -99,7 +98,8 @@ def locate(path: str) -> Source:
             raise UserError(f"--warm-start-from {path}: {why}")
         config = _read_config(posixpath.join(path, config_module.CONFIG_FILE))
         exports = config_module.job_exports(path)
-        export = newest_version(posixpath.join(exports, "latest")) or newest_version(posixpath.join(exports, "best"))
+        newest = config_module.newest_export
+        export = newest(posixpath.join(exports, "latest")) or newest(posixpath.join(exports, "best"))
     if export:  # its metadata.json travels with it, and outlives the dataset
         found = posixpath.join(export, "assets.extra", METADATA_FILE)
         metadata = _read_metadata(found, posixpath.join(export, "assets"), path)

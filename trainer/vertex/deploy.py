@@ -132,8 +132,7 @@ class Export:
 def read_export(model_dir: str) -> Export:
     """The export at --model-dir (or the newest of a folder of numbered ones, or a job dir's best), with its
     metadata and settings."""
-    folder = model_dir.rstrip("/")
-    path = _newest_export(folder) or _newest_export(storage.join(config_module.job_exports(folder), "best"))
+    path = config_module.served_export(model_dir)
     if not path:
         raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
     found = storage.join(storage.join(path, "assets.extra"), METADATA_FILE)
@@ -149,15 +148,6 @@ def read_export(model_dir: str) -> Export:
         with storage.open_read(settings) as file:
             serving_input = (yaml.safe_load(file) or {}).get("serving_input", "numbers")
     return Export(path, metadata, serving_input)
-
-
-def _newest_export(folder: str) -> str | None:
-    """`folder` if it is an export, else its newest numbered export (TF Serving's layout), else None."""
-    if storage.exists(storage.join(folder, "saved_model.pb")):
-        return folder
-    names = storage.list_names(folder) if storage.is_folder(folder) else []
-    versions = [name.rstrip("/") for name in names if name.rstrip("/").isdigit()]
-    return storage.join(folder, max(versions, key=int)) if versions else None
 
 
 def serving_image(args) -> str:
