@@ -278,6 +278,11 @@ BUCKETED_MAX = 64  # the linear part buckets a table's numeric columns when it h
 # table for more (see LinearPart), so that jobs trained then still resume.
 COLUMN_WEIGHT_TABLES_MAX = 64
 WEIGHT_TABLE = "wide_categories"
+LINEAR_SCOPE = "linear"  # the linear part's weights: classifier/linear/...
+# The linear part starts at zero, as tf.estimator's linear models do: a random start gives every row logits
+# of its numbers' weights (up to 1 each), which Adam, moving a weight some 1e-3 a step, takes hundreds of steps
+# to undo (a table's AUC stayed below 0.5 for 300 steps; docs/tables.md).
+ZEROS = "zeros"
 
 
 def bucketed_columns(metadata: Metadata) -> list[tuple[int, tables.Column]]:
@@ -301,19 +306,18 @@ class LinearPart(layers.Layer):
     searchsorted and one matrix product (BucketWeights), however many columns there are, up to BUCKETED_MAX."""
 
     def __init__(self, settings: ModelSettings, metadata: Metadata, categorical: list, penalty):
-        super().__init__(name="linear")
+        super().__init__(name=LINEAR_SCOPE)
         classes, columns, starts = metadata.num_classes, metadata.columns, tables.offsets(metadata.columns)
         self.categorical = categorical
-        self.numbers = layers.Dense(classes, name="wide_logits")
+        self.numbers = layers.Dense(classes, kernel_initializer=ZEROS, name="wide_logits")
         sizes = [size for _, size in categorical]
         self.one_table = len(categorical) > COLUMN_WEIGHT_TABLES_MAX
         if self.one_table:
-            self.table = layers.Embedding(sum(sizes), classes, embeddings_regularizer=penalty, name=WEIGHT_TABLE)
+            self.table = layers.Embedding(sum(sizes), classes, ZEROS, penalty, name=WEIGHT_TABLE)
             self.table_offsets = tf.constant(np.cumsum([0, *sizes[:-1]]), tf.int32)
         else:
             self.weights_of = {
-                i: layers.Embedding(size, classes, embeddings_regularizer=penalty, name=f"wide_{i}")
-                for i, size in categorical
+                i: layers.Embedding(size, classes, ZEROS, penalty, name=f"wide_{i}") for i, size in categorical
             }
         numeric = bucketed_columns(metadata)
         self.bucketized = [start for start, _ in numeric]
@@ -324,7 +328,7 @@ class LinearPart(layers.Layer):
         self.bucket_weights = BucketWeights(max(len(numeric), 1), self.bucket_count, classes, penalty)
         where = {column.name: (column, start) for column, start in zip(columns, starts)}
         self.crosses = [(self._members(cross, where), layers.Embedding(
-            CROSS_BUCKETS, classes, embeddings_regularizer=penalty, name=f"cross_{k}"
+            CROSS_BUCKETS, classes, ZEROS, penalty, name=f"cross_{k}"
         )) for k, cross in enumerate(settings.crosses)]  # fmt: skip
 
     def _members(self, cross: tuple[str, ...], where: dict) -> list[tuple[str, int]]:
@@ -373,7 +377,7 @@ class BucketWeights(layers.Embedding):
     12,288 rows (2.8 ms), where the product and its dense update take 0.7 ms."""
 
     def __init__(self, columns: int, buckets: int, classes: int, penalty):
-        super().__init__(columns * buckets, classes, embeddings_regularizer=penalty, name="wide_buckets")
+        super().__init__(columns * buckets, classes, ZEROS, penalty, name="wide_buckets")
         self.columns, self.buckets = columns, buckets
 
     def call(self, buckets: tf.Tensor) -> tf.Tensor:
@@ -518,11 +522,11 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     for i, name, size, labels in categories:
         values = labels()
         if one_table:
-            found.setdefault(f"classifier/linear/{WEIGHT_TABLE}/embeddings", []).extend(
+            found.setdefault(f"classifier/{LINEAR_SCOPE}/{WEIGHT_TABLE}/embeddings", []).extend(
                 f"<{name}> {value}" for value in values
             )
         else:
-            found[f"classifier/linear/wide_{i}/embeddings"] = values
+            found[f"classifier/{LINEAR_SCOPE}/wide_{i}/embeddings"] = values
         if size > ONE_HOT_MAX:
             found[f"classifier/embedding_{i}/embeddings"] = values
             deep += [f"<{name} embedding {k}>" for k in range(embedding_size(size))]
@@ -531,13 +535,13 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     if deep:
         found["classifier/dense/kernel" if hidden_units else "classifier/logits/kernel"] = deep
     if numbers:
-        found["classifier/linear/wide_logits/kernel"] = numbers
+        found[f"classifier/{LINEAR_SCOPE}/wide_logits/kernel"] = numbers
     numeric = [column for _, column in bucketed_columns(metadata)]
     most = max([len(column.boundaries) for column in numeric], default=0)  # as LinearPart's bucket_count
     buckets = [[f"<{column.name} bucket {k}>" for k in range(most + 1)] + [f"<{column.name} missing>"]
                for column in numeric]  # fmt: skip
     if buckets:
-        found["classifier/linear/wide_buckets/embeddings"] = [label for labels in buckets for label in labels]
+        found[f"classifier/{LINEAR_SCOPE}/wide_buckets/embeddings"] = [label for labels in buckets for label in labels]
     bags = []
     for start, column in text_columns(metadata):
         words = column.index_labels()

@@ -31,7 +31,7 @@ from trainer.model import choose_network
 
 log = logging.getLogger("trainer")
 
-NEW_ROWS_RANGE = 0.05  # new rows start as Keras starts an embedding: uniform in [-0.05, 0.05]
+NEW_ROWS_RANGE = 0.05  # new rows start as a fresh model's: uniform in [-0.05, 0.05], as Keras starts an embedding
 USES_HIDDEN_UNITS = ("cnn", "mlp", "table", "wide_deep", "text_cnn")  # the networks with --hidden-units layers
 
 
@@ -74,7 +74,7 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
             num_oov_buckets=0,
             old_vocab=old_file,
             old_vocab_size=len(old),
-            backup_initializer=tf.compat.v1.random_uniform_initializer(-NEW_ROWS_RANGE, NEW_ROWS_RANGE, config.seed),
+            backup_initializer=_new_rows(name, config.seed),
         )
     names = plan.taken + list(plan.remapped)
     return tf.estimator.WarmStartSettings(
@@ -83,6 +83,13 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
         var_name_to_vocab_info=vocab_infos,
         var_name_to_prev_var_name={name: old for name, old in plan.previous.items() if name in names},
     )
+
+
+def _new_rows(name: str, seed: int):
+    """How a weight's new rows start: as a fresh model's do, the linear part's at zero."""
+    if name.startswith(f"classifier/{networks.LINEAR_SCOPE}/"):
+        return tf.compat.v1.zeros_initializer()
+    return tf.compat.v1.random_uniform_initializer(-NEW_ROWS_RANGE, NEW_ROWS_RANGE, seed)
 
 
 def locate(path: str) -> Source:
