@@ -431,7 +431,7 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
             logits = network.wide(rows, None, tf.constant(indices, tf.int32))
             with tf.compat.v1.Session() as session:
                 session.run(tf.compat.v1.global_variables_initializer())
-                for k, variable in enumerate(network.weights):  # the linear part starts at zero: give it values
+                for k, variable in enumerate(network.weights):  # random values: the linear part's start at zero
                     variable.load(np.random.default_rng(k).normal(size=variable.shape), session)
                 return session.run([logits, {v.name[:-2]: v for v in network.weights}])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -167,6 +168,8 @@ def test_train_evaluate_resume_and_export_on_gcs(gcs_server, digits_dir):
     assert any(name.startswith("export/best/") and name.endswith("saved_model.pb") for name in stored)
     assert "model.ckpt-100.index" in stored and any(name.startswith("events.out.tfevents") for name in stored)
     assert f"metrics:        {job_dir}/eval_metrics.json" in first.stdout
+    for name in ("latest", "best"):  # found on gs:// by trainer.config.newest_export
+        assert re.search(rf"^{name} export: +{re.escape(job_dir)}/export/{name}/\d+$", first.stdout, re.M)
 
     # Resume, this time naming the shards by glob.
     second = run(gcs_server, "trainer.task", "--train-files", f"{data}/train-*", "--eval-files", f"{data}/eval-*",

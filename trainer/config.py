@@ -390,10 +390,10 @@ def newest_export(folder: str) -> str | None:
     sub-folder a version), else None. Without TensorFlow, as job_exports."""
     from dataformat import storage
 
-    folder = folder.rstrip("/")
+    folder = folder.rstrip("/") or folder  # "/" stays itself
     if storage.exists(storage.join(folder, "saved_model.pb")):
         return folder
-    versions = [name for name in storage.list_names(folder) if name.isdigit()]
+    versions = [name for name in storage.list_names(folder) if name.isascii() and name.isdigit()]
     return storage.join(folder, max(versions, key=int)) if versions else None
 
 

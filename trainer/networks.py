@@ -278,7 +278,8 @@ BUCKETED_MAX = 64  # the linear part buckets a table's numeric columns when it h
 # table for more (see LinearPart), so that jobs trained then still resume.
 COLUMN_WEIGHT_TABLES_MAX = 64
 WEIGHT_TABLE = "wide_categories"
-LINEAR_SCOPE = "linear"  # the linear part's weights: classifier/linear/...
+LINEAR_SCOPE = "linear"
+LINEAR_PREFIX = f"classifier/{LINEAR_SCOPE}/"  # the names of the linear part's weights
 # The linear part starts at zero, as tf.estimator's linear models do: a random start gives every row logits
 # of its numbers' weights (up to 1 each), which Adam, moving a weight some 1e-3 a step, takes hundreds of steps
 # to undo (a table's AUC stayed below 0.5 for 300 steps; docs/tables.md).
@@ -313,12 +314,10 @@ class LinearPart(layers.Layer):
         sizes = [size for _, size in categorical]
         self.one_table = len(categorical) > COLUMN_WEIGHT_TABLES_MAX
         if self.one_table:
-            self.table = layers.Embedding(sum(sizes), classes, ZEROS, penalty, name=WEIGHT_TABLE)
+            self.table = linear_weights(sum(sizes), classes, penalty, WEIGHT_TABLE)
             self.table_offsets = tf.constant(np.cumsum([0, *sizes[:-1]]), tf.int32)
         else:
-            self.weights_of = {
-                i: layers.Embedding(size, classes, ZEROS, penalty, name=f"wide_{i}") for i, size in categorical
-            }
+            self.weights_of = {i: linear_weights(size, classes, penalty, f"wide_{i}") for i, size in categorical}
         numeric = bucketed_columns(metadata)
         self.bucketized = [start for start, _ in numeric]
         most = max([len(column.boundaries) for _, column in numeric], default=0)
@@ -327,9 +326,10 @@ class LinearPart(layers.Layer):
         self.boundaries = tf.constant(padded or np.zeros((0, most)), tf.float32)
         self.bucket_weights = BucketWeights(max(len(numeric), 1), self.bucket_count, classes, penalty)
         where = {column.name: (column, start) for column, start in zip(columns, starts)}
-        self.crosses = [(self._members(cross, where), layers.Embedding(
-            CROSS_BUCKETS, classes, ZEROS, penalty, name=f"cross_{k}"
-        )) for k, cross in enumerate(settings.crosses)]  # fmt: skip
+        self.crosses = [
+            (self._members(cross, where), linear_weights(CROSS_BUCKETS, classes, penalty, f"cross_{k}"))
+            for k, cross in enumerate(settings.crosses)
+        ]
 
     def _members(self, cross: tuple[str, ...], where: dict) -> list[tuple[str, int]]:
         """Each crossed column as ("bucket", its place among the bucketized numbers) or ("index", its place
@@ -369,6 +369,11 @@ class LinearPart(layers.Layer):
         return tf.where(tf.math.is_nan(values), self.bucket_count - 1, found)
 
 
+def linear_weights(rows: int, classes: int, penalty, name: str) -> layers.Embedding:
+    """Linear weights of `rows` indices, a row as wide as the classes: an embedding that starts at zero."""
+    return layers.Embedding(rows, classes, embeddings_initializer=ZEROS, embeddings_regularizer=penalty, name=name)
+
+
 class BucketWeights(layers.Embedding):
     """The bucketed numeric columns' weights for their buckets, one table of [columns x buckets, classes]
     rows. A row's logits are the sum of its columns' bucket rows, made as its buckets' one-hot times the
@@ -377,7 +382,13 @@ class BucketWeights(layers.Embedding):
     12,288 rows (2.8 ms), where the product and its dense update take 0.7 ms."""
 
     def __init__(self, columns: int, buckets: int, classes: int, penalty):
-        super().__init__(columns * buckets, classes, ZEROS, penalty, name="wide_buckets")
+        super().__init__(
+            columns * buckets,
+            classes,
+            embeddings_initializer=ZEROS,
+            embeddings_regularizer=penalty,
+            name="wide_buckets",
+        )
         self.columns, self.buckets = columns, buckets
 
     def call(self, buckets: tf.Tensor) -> tf.Tensor:
@@ -522,11 +533,11 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     for i, name, size, labels in categories:
         values = labels()
         if one_table:
-            found.setdefault(f"classifier/{LINEAR_SCOPE}/{WEIGHT_TABLE}/embeddings", []).extend(
+            found.setdefault(f"{LINEAR_PREFIX}{WEIGHT_TABLE}/embeddings", []).extend(
                 f"<{name}> {value}" for value in values
             )
         else:
-            found[f"classifier/{LINEAR_SCOPE}/wide_{i}/embeddings"] = values
+            found[f"{LINEAR_PREFIX}wide_{i}/embeddings"] = values
         if size > ONE_HOT_MAX:
             found[f"classifier/embedding_{i}/embeddings"] = values
             deep += [f"<{name} embedding {k}>" for k in range(embedding_size(size))]
@@ -535,13 +546,13 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     if deep:
         found["classifier/dense/kernel" if hidden_units else "classifier/logits/kernel"] = deep
     if numbers:
-        found[f"classifier/{LINEAR_SCOPE}/wide_logits/kernel"] = numbers
+        found[f"{LINEAR_PREFIX}wide_logits/kernel"] = numbers
     numeric = [column for _, column in bucketed_columns(metadata)]
     most = max([len(column.boundaries) for column in numeric], default=0)  # as LinearPart's bucket_count
     buckets = [[f"<{column.name} bucket {k}>" for k in range(most + 1)] + [f"<{column.name} missing>"]
                for column in numeric]  # fmt: skip
     if buckets:
-        found[f"classifier/{LINEAR_SCOPE}/wide_buckets/embeddings"] = [label for labels in buckets for label in labels]
+        found[f"{LINEAR_PREFIX}wide_buckets/embeddings"] = [label for labels in buckets for label in labels]
     bags = []
     for start, column in text_columns(metadata):
         words = column.index_labels()

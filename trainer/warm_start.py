@@ -31,7 +31,7 @@ from trainer.model import choose_network
 
 log = logging.getLogger("trainer")
 
-NEW_ROWS_RANGE = 0.05  # new rows start as a fresh model's: uniform in [-0.05, 0.05], as Keras starts an embedding
+NEW_ROWS_RANGE = 0.05  # new rows start uniform in [-0.05, 0.05], as Keras starts an embedding (see _new_rows)
 USES_HIDDEN_UNITS = ("cnn", "mlp", "table", "wide_deep", "text_cnn")  # the networks with --hidden-units layers
 
 
@@ -86,8 +86,9 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
 
 
 def _new_rows(name: str, seed: int):
-    """How a weight's new rows start: as a fresh model's do, the linear part's at zero."""
-    if name.startswith(f"classifier/{networks.LINEAR_SCOPE}/"):
+    """How a weight's new rows start: the linear part's at zero, as a fresh one does; every other's (an
+    embedding's, or a dense kernel's rows) uniform in [-NEW_ROWS_RANGE, NEW_ROWS_RANGE]."""
+    if name.startswith(networks.LINEAR_PREFIX):
         return tf.compat.v1.zeros_initializer()
     return tf.compat.v1.random_uniform_initializer(-NEW_ROWS_RANGE, NEW_ROWS_RANGE, seed)
 
@@ -105,8 +106,8 @@ def locate(path: str) -> Source:
             raise UserError(f"--warm-start-from {path}: {why}")
         config = _read_config(posixpath.join(path, config_module.CONFIG_FILE))
         exports = config_module.job_exports(path)
-        newest = config_module.newest_export
-        export = newest(posixpath.join(exports, "latest")) or newest(posixpath.join(exports, "best"))
+        latest = config_module.newest_export(posixpath.join(exports, "latest"))
+        export = latest or config_module.newest_export(posixpath.join(exports, "best"))
     if export:  # its metadata.json travels with it, and outlives the dataset
         found = posixpath.join(export, "assets.extra", METADATA_FILE)
         metadata = _read_metadata(found, posixpath.join(export, "assets"), path)

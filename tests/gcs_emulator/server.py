@@ -132,15 +132,19 @@ class GcsServer:
         """Kills the server, as a crash would, and starts it again `down_for` seconds later with
         what it had stored.
 
-        fake-gcs-server writes an object's bytes before its metadata (an extended attribute), so
-        a kill can leave a file with none, and every listing of its bucket then answers 404. Cloud
-        Storage never shows an unfinished upload, so such files go before the restart."""
+        fake-gcs-server writes an object's bytes before its metadata (an extended attribute, or a
+        NAME.metadata file beside it where the folder takes none), so a kill can leave a file with
+        none, and every listing of its bucket then answers 404. Cloud Storage never shows an
+        unfinished upload, so such files go before the restart."""
         self.process.kill()
         self.process.wait()
         for folder, _, files in os.walk(self.root):
+            if folder == self.root:  # the buckets' own metadata files, beside the buckets' folders
+                continue
             for name in files:
                 path = os.path.join(folder, name)
-                if folder != self.root and "user.metadata" not in os.listxattr(path):
+                complete = "user.metadata" in os.listxattr(path) or os.path.exists(path + ".metadata")
+                if not (complete or name.endswith(".metadata")):
                     os.remove(path)
         time.sleep(down_for)
         self.start()
