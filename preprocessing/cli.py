@@ -299,7 +299,8 @@ def _convert(argv: list[str] | None) -> int:
     from preprocessing.writer import build_dataset
 
     start = time.time()
-    log.info("Reading %s%s", args.source, f" from {args.input}" if args.input else "")
+    source = "tables" if args.source == "csv" else args.source  # csv reads every table format
+    log.info("Reading %s%s", source, f" from {args.input}" if args.input else "")
     common = dict(
         eval_fraction=args.eval_fraction,
         seed=args.seed,
