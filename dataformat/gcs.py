@@ -38,27 +38,37 @@ def split(path: str) -> tuple[str, str]:
 
 @functools.cache
 def _client():
-    """One client per process (worker processes make their own)."""
+    """One client per process (worker processes make their own). Without credentials, an anonymous one:
+    public buckets read, as TensorFlow's own gs:// reads do, and anything else answers 401, which says
+    what to do. Commands that write to gs:// call check_credentials first."""
     from google.cloud import storage
 
-    check_credentials()
-    return storage.Client()
+    if _stood_in() or credentials_found():
+        return storage.Client()
+    return storage.Client.create_anonymous_client()
 
 
-def check_credentials() -> None:
-    """UserError, saying what to do, when no Google Cloud credentials can be found.
+def _stood_in() -> bool:
+    """Whether a local emulator or TensorFlow's test token stands in for Cloud Storage and its login."""
+    return bool(os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_AUTH_TOKEN_FOR_TESTING"))
 
-    Skipped when a local emulator or TensorFlow's test token stands in for Cloud Storage.
-    """
-    if os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_AUTH_TOKEN_FOR_TESTING"):
-        return
+
+def credentials_found() -> bool:
+    """Whether google-auth finds Google Cloud credentials: a login, a key file or a metadata server."""
     import google.auth
     import google.auth.exceptions
 
     try:
         google.auth.default()
     except google.auth.exceptions.DefaultCredentialsError:
-        raise UserError(f"no Google Cloud credentials found: {CREDENTIALS_HELP}") from None
+        return False
+    return True
+
+
+def check_credentials() -> None:
+    """UserError, saying what to do, when no Google Cloud credentials can be found (and nothing stands in)."""
+    if not (_stood_in() or credentials_found()):
+        raise UserError(f"no Google Cloud credentials found: {CREDENTIALS_HELP}")
 
 
 def _http_error(path: str, status: int) -> UserError:

@@ -8,7 +8,7 @@ import logging
 import sys
 import time
 
-from dataformat import commandline, lease, storage
+from dataformat import commandline, gcs, lease, storage
 from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
 from preprocessing import image_lists
@@ -295,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _convert(argv: list[str] | None) -> int:
     args = parse_args(argv)
+    if gcs.is_gcs(args.output):  # before any work: without credentials, only reading public buckets works
+        gcs.check_credentials()
     # These import TensorFlow: after --help, which should not wait for it.
     from preprocessing.writer import build_dataset
 

@@ -249,3 +249,28 @@ def test_missing_credentials_say_what_to_do_and_print_no_secret(gcs_server, tmp_
             assert "gcloud auth application-default login" in last_line(result)
             assert "GOOGLE_APPLICATION_CREDENTIALS" in last_line(result)
             assert "SECRET-KEY-MATERIAL" not in result.stderr + result.stdout
+
+
+def test_without_credentials_a_public_bucket_reads_anonymously(gcs_server, monkeypatch):
+    """As TensorFlow's own gs:// reads do: `qt-predict` on a model in a public bucket, or `qt-preprocess` on
+    public sample data into a local folder, needs no login; writing to gs:// still asks for one first."""
+    from google.auth.credentials import AnonymousCredentials
+
+    from dataformat import gcs, storage
+    from dataformat.errors import UserError
+
+    prefix = unique("public")
+    client(gcs_server).bucket(BUCKET).blob(f"{prefix}/metadata.json").upload_from_string(b"{}")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server.env["STORAGE_EMULATOR_HOST"])  # where requests go
+    monkeypatch.setattr(gcs, "_stood_in", lambda: False)  # as on a machine without the emulator...
+    monkeypatch.setattr(gcs, "credentials_found", lambda: False)  # ... nor any login
+    gcs._client.cache_clear()
+    try:
+        assert isinstance(gcs._client()._credentials, AnonymousCredentials)
+        assert storage.list_names(f"gs://{BUCKET}/{prefix}") == ["metadata.json"]
+        with storage.open_read(f"gs://{BUCKET}/{prefix}/metadata.json") as file:
+            assert file.read() == b"{}"
+        with pytest.raises(UserError, match="no Google Cloud credentials found"):
+            gcs.check_credentials()
+    finally:
+        gcs._client.cache_clear()

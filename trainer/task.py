@@ -57,12 +57,12 @@ class _HideDeprecations(logging.Filter):
 
 
 def check_access(config: Config) -> None:
-    """Fails before any work when credentials are missing or the job dir or export dir cannot be
-    written (not only after training, when the first export is due)."""
+    """Fails before any work when the job dir or export dir cannot be written, or is on gs:// without
+    credentials (not only after training, when the first export is due). Data on gs:// needs none where
+    its bucket is public: TensorFlow and dataformat.gcs then read it anonymously."""
     import tensorflow as tf
 
-    paths = [config.data_dir, config.train_files, config.eval_files, config.job_dir, config.export_dir]
-    if any(path and gcs.is_gcs(path) for path in paths):
+    if any(folder and gcs.is_gcs(folder) for folder in (config.job_dir, config.export_dir)):
         gcs.check_credentials()
     for flag, folder in (("--job-dir", config.job_dir), ("--export-dir", config.export_dir)):
         if not folder:
