@@ -302,9 +302,9 @@ def add_reading_flags(group) -> None:
     group.add_argument(
         "--encoding",
         type=commandline.encoding,
-        default="utf-8",
         help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 or utf-32 for a CSV file "
-        "that starts with its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped)",
+        "that starts with its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped; "
+        "qt-predict: the encoding the model's training files were read in)",
     )
     group.add_argument(
         "--column-names",
@@ -317,13 +317,13 @@ def add_reading_flags(group) -> None:
     )
 
 
-def reading_options(args) -> dict:
-    """The TableOptions fields of add_reading_flags' flags."""
+def reading_options(args, encoding: str = "utf-8") -> dict:
+    """The TableOptions fields of add_reading_flags' flags; `encoding` where --encoding is not given."""
     return {
         "delimiter": args.delimiter or "",
         "skip_rows": args.skip_rows,
         "decimal": args.decimal or "",
-        "encoding": args.encoding,
+        "encoding": args.encoding or encoding,
         "column_names": args.column_names,
     }
 

@@ -1362,7 +1362,7 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
         source="text" if plan.options.text_folder else "csv",
         compression=writer.compression,
         examples_per_record=writer.per_record,
-        extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, **extra},
+        extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, "encoding": plan.options.encoding, **extra},
         columns=columns,
         label_column=plan.label,
         key_column=plan.key,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import tensorflow as tf
 
 from dataformat import dates, tables
 from dataformat.errors import UserError
-from dataformat.schema import decode_record
+from dataformat.schema import METADATA_FILE, decode_record
 from preprocessing.table_files import reading_options
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import averaging, experiment
@@ -27,6 +28,7 @@ from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
 from trainer.predict import Model, _json_lines, predict_files, respond, table_rows
+from trainer.predict import main as predict_main
 from trainer.predict import parse_args as predict_args
 
 
@@ -247,6 +249,23 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     assert lines[5]["instance"] == lines[2]["instance"] and set(lines[5]) == {"instance", "prediction"}
     assert lines[5]["prediction"]["classes"] == lines[2]["prediction"]["classes"]
     assert lines[5]["prediction"]["probabilities"] == pytest.approx(lines[2]["prediction"]["probabilities"])
+
+
+def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_job, tmp_path, capsys):
+    """A model whose training files were cp1252 (a spreadsheet's, in much of Europe) reads new cp1252 files without
+    --encoding, which still decides where it is given."""
+    config, _, _ = table_job
+    assert table_job_metadata(config).extra["encoding"] == "utf-8"
+    export = tmp_path / "export"
+    shutil.copytree(latest_export(config, "latest"), export)
+    metadata_file = export / "assets.extra" / METADATA_FILE
+    metadata = json.loads(metadata_file.read_text())
+    metadata_file.write_text(json.dumps({**metadata, "extra": {**metadata["extra"], "encoding": "cp1252"}}))
+    (tmp_path / "rows.csv").write_bytes("workclass,age\nPrivé €,60\n".encode("cp1252"))
+    flags = ["--model-dir", str(export), "--input", str(tmp_path / "rows.csv")]
+    assert predict_main(flags) == 0
+    assert json.loads(capsys.readouterr().out)["input"] == f"{tmp_path}/rows.csv:2"
+    assert predict_main([*flags, "--encoding", "utf-8"]) == 2  # "line 2 is not utf-8 text"
 
 
 def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(tmp_path, caplog):

@@ -481,7 +481,9 @@ def _predict(argv: list[str] | None) -> int:
         from preprocessing.table_files import reading_options
         from preprocessing.tables import TableOptions
 
-        lines = predict_files(model, args.input, args.batch_size, TableOptions(**reading_options(args)))
+        trained_in = model.metadata.extra.get("encoding", "utf-8")  # new rows come as the training files came
+        options = TableOptions(**reading_options(args, trained_in))
+        lines = predict_files(model, args.input, args.batch_size, options)
     count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
