@@ -89,7 +89,10 @@ PACKAGE_FILES = {
     (".pkl", ".pickle"): ("a Python pickle", "read_pickle"),
     (".h5", ".hdf5"): ("an HDF5 file", "read_hdf"),
 }
-BINARY_SHARE = 0.01  # a head with more NUL bytes than this share is no text in an ASCII-based encoding
+# A head with more control bytes (NUL, or any but tab, newline, form feed and carriage return) than this share is no
+# text in an ASCII-based encoding; random bytes hold 11%.
+BINARY_SHARE = 0.01
+CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f]")
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
 TEXTS_A_BLOCK = 1024  # text files read into one block
 READING_THREADS = 16  # text files read at once: on gs:// each is a request
@@ -240,7 +243,7 @@ def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     if what and (_stem(path).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
         what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
     wide_text = head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or not _ascii_based(encoding)
-    if not what and not wide_text and head.count(b"\x00") > BINARY_SHARE * len(head):
+    if not what and not wide_text and len(CONTROL_BYTES.findall(head)) > BINARY_SHARE * len(head):
         what = "binary data, not a table of text (if it is UTF-16 text without a byte-order mark, pass --encoding)"
     if what:
         raise UserError(f"{path}: {what}")
@@ -347,8 +350,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     head = _head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
     _refuse_binary(path, head, options.encoding)
     encoding = options.encoding if kind == JSON_LINES else encoding_of(head, options.encoding)  # JSON is UTF-8
-    text = head.decode(_without_bom(encoding), "replace")
     if kind == JSON_LINES:  # the keys of the first objects, in the order they first appear
+        text = head.decode(_without_bom(encoding), "replace")  # reading names a line that is not UTF-8
         if text.lstrip().startswith("["):
             pieces = _json_array_rows(path, encoding, PARSE_BYTES)
             kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
@@ -360,7 +363,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         return Dialect(names, False, "", encoding, kind)
     if _stem(path).endswith(".arff"):
         return arff_dialect(path, encoding)
-    lines = text.splitlines(keepends=True)[options.skip_rows :]
+    lines = _head_text(path, head, encoding).splitlines(keepends=True)[options.skip_rows :]
     blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
     text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
@@ -591,6 +594,15 @@ def encoding_of(head: bytes, encoding: str) -> str:
 def _without_bom(encoding: str) -> str:
     """The codec that reads `encoding` with a UTF-8 byte-order mark left out (spreadsheets write one)."""
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
+def _head_text(path: str, head: bytes, encoding: str) -> str:
+    """A CSV file's `head` as text; a UserError naming the line where it is not text in `encoding` (decoded with
+    replacements, its header became names no flag could name: "no column 'label' (its columns: caf\ufffd, ...)")."""
+    try:  # incrementally: a character that the head's end cuts in two waits for bytes not read here
+        return codecs.getincrementaldecoder(_without_bom(encoding))().decode(head)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: {_not_text(path, encoding)}") from None
 
 
 def _head(path: str, lines: int = 1) -> bytes:

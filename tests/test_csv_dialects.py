@@ -160,6 +160,9 @@ def test_other_encodings_need_the_flag_and_its_absence_names_the_line(tmp_path):
     metadata = build(tmp_path, tmp_path / "t.csv", encoding="latin-1")
     assert set(metadata.columns[0].vocabulary) == {"café", "thé"}
     assert metadata.extra["encoding"] == "latin-1"  # qt-predict reads new rows in it too
+    (tmp_path / "h.csv").write_bytes(text.replace("name,", "prénom,").encode("latin-1"))  # in the header too
+    with pytest.raises(UserError, match=r"h.csv: line 1 is not utf-8 text; pass --encoding"):  # not garbled names
+        build(tmp_path, tmp_path / "h.csv")
     (tmp_path / "w.csv").write_bytes(text.replace("café", "caf€").encode("cp1252"))
     assert "caf€" in build(tmp_path, tmp_path / "w.csv", encoding="cp1252").columns[0].vocabulary
 

@@ -286,6 +286,10 @@ def test_a_statistics_packages_file_or_other_binary_data_is_refused_for_what_it_
     (tmp_path / "survey.bin").write_bytes(stata)
     with pytest.raises(UserError, match=r"survey.bin: binary data, not a table of text \(if it is UTF-16"):
         build(tmp_path, tmp_path / "survey.bin")
+    noise = np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes().replace(b"\x00", b"")
+    (tmp_path / "noise.csv").write_bytes(noise)  # no NUL byte, but control bytes no text holds
+    with pytest.raises(UserError, match=r"noise.csv: binary data, not a table of text"):
+        build(tmp_path, tmp_path / "noise.csv")
     rows = "n,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(40))
     (tmp_path / "wide.txt").write_bytes(rows.encode("utf-16-le"))  # NUL bytes, and text
     options = {"label_column": "label", "encoding": "utf-16-le"}
