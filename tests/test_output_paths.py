@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -44,7 +45,8 @@ def test_preprocessing_output_without_permission_is_one_line(tmp_path, caplog):
 
 
 def test_predict_output_under_a_file_is_one_line(tmp_path, caplog, monkeypatch):
-    monkeypatch.setattr("trainer.predict.Model", lambda model_dir: None)
+    model = SimpleNamespace(metadata=SimpleNamespace(extra={}))  # a model of no recorded encoding
+    monkeypatch.setattr("trainer.predict.Model", lambda model_dir: model)
     monkeypatch.setattr("trainer.predict.predict_files", lambda model, paths, batch_size, options: iter([{"x": 1}]))
     (tmp_path / "a-file").write_text("")
     assert predict(["--model-dir", "m", "--input", "x.csv", "--output", str(tmp_path / "a-file" / "p.jsonl")]) == 2
