@@ -467,7 +467,7 @@ def gradient_boosting(part: Part):
     few = [i for i in part.categorical if i not in many]
     codes = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan)  # unseen: missing
     binary = len(np.unique(part.labels)) == 2
-    target = TargetEncoder(target_type="binary" if binary else "multiclass", random_state=0)
+    target = TargetEncoder(target_type="binary" if binary else "multiclass", **_seeded_folds())
     # The few-valued categorical columns come out first, then the target-encoded ones, then the numbers.
     features = ColumnTransformer(
         [("categorical", codes, few), ("target", target, many)] if many else [("categorical", codes, few)],
@@ -476,6 +476,17 @@ def gradient_boosting(part: Part):
     encoded = len(many) * (1 if binary else len(np.unique(part.labels)))  # a number a class, each, in multiclass
     native = [True] * len(few) + [False] * (encoded + part.x.shape[1] - len(few) - len(many))
     return make_pipeline(features, HistGradientBoostingClassifier(random_state=0, categorical_features=native))
+
+
+def _seeded_folds() -> dict:
+    """TargetEncoder's cross-fitting folds, shuffled with seed 0: a splitter from scikit-learn 1.9, which
+    deprecates random_state there (removed in 1.11), and random_state before, where cv is a number only."""
+    import sklearn
+    from sklearn.model_selection import StratifiedKFold
+
+    if tuple(int(part) for part in sklearn.__version__.split(".")[:2]) >= (1, 9):
+        return {"cv": StratifiedKFold(5, shuffle=True, random_state=0)}
+    return {"random_state": 0}
 
 
 def fit_and_score(make: Callable, train: Part, evaluation: Part) -> dict:
