@@ -171,8 +171,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=commandline.positive_int,
         default=None,
         help="a categorical value (or a text's word) seen fewer times in the training rows shares the "
-        "out-of-vocabulary index with values never seen (default: 3 for categories, 1 for a column named "
-        "like an ID or code whose values repeat, as entities' rows do; 2 for words)",
+        "out-of-vocabulary index with values never seen (default: 10 for categories, 1 for a column named "
+        "like an ID or code whose values repeat, as entities' rows do; 3 for a date's values; 2 for words)",
     )
     table.add_argument(
         "--max-categories",

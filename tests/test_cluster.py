@@ -54,7 +54,7 @@ def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster_of_towers(tmp
 
     (tmp_path / "census.csv").write_text(census_like(3000))
     data_dir, job_dir = str(tmp_path / "data"), str(tmp_path / "job")
-    options = TableOptions(label_column="income", max_categories=20)
+    options = TableOptions(label_column="income", max_categories=20, min_frequency=3)  # badges past 20 hash
     metadata = build_table_dataset(str(tmp_path / "census.csv"), data_dir, options, shards=4)
     assert {column.name: column.hash_buckets > 0 for column in metadata.columns}["badge"]
     # The Estimator starts worker i (i + 1) x 5 s after the chief; on 2 busy cores worker-0

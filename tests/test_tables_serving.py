@@ -53,7 +53,8 @@ def census_like(rows: int, seed: int = 0) -> str:
 def table_job(tmp_path_factory):
     folder = tmp_path_factory.mktemp("table")
     (folder / "census.csv").write_text(census_like(800))
-    options = TableOptions(label_column="income", max_categories=20)  # a vocabulary too small for every badge
+    # A vocabulary too small for every badge seen thrice: the rest of those hash.
+    options = TableOptions(label_column="income", max_categories=20, min_frequency=3)
     build_table_dataset(str(folder / "census.csv"), str(folder / "data"), options, examples_per_record=1)
     config = Config(
         data_dir=str(folder / "data"),
