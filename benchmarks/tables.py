@@ -482,9 +482,10 @@ def _seeded_folds() -> dict:
     """TargetEncoder's cross-fitting folds, shuffled with seed 0: a splitter from scikit-learn 1.9, which
     deprecates random_state there (removed in 1.11), and random_state before, where cv is a number only."""
     import sklearn
+    from packaging.version import Version  # a TensorFlow dependency: it reads "1.9rc1" too
     from sklearn.model_selection import StratifiedKFold
 
-    if tuple(int(part) for part in sklearn.__version__.split(".")[:2]) >= (1, 9):
+    if Version(sklearn.__version__).release[:2] >= (1, 9):
         return {"cv": StratifiedKFold(5, shuffle=True, random_state=0)}
     return {"random_state": 0}
 
