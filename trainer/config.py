@@ -51,7 +51,11 @@ class Config:
     )
     learning_rate_decay: float = _option(1.0, "multiply the learning rate by this every --decay-steps (1 = constant)")
     decay_steps: int = _option(1000, "steps between learning-rate decays")
-    train_steps: int = _option(2000, "total training steps (a rerun resumes from the last checkpoint)")
+    train_steps: Optional[int] = _option(
+        None,
+        "total training steps (default: 2000, or for a table about 40 passes over its training rows where that is "
+        "fewer, at least 500; a rerun resumes from the last checkpoint)",
+    )
     num_epochs: Optional[int] = _option(
         None, "stop training after this many passes over the data (one machine only; default: no limit)"
     )
@@ -183,7 +187,6 @@ class Config:
 _POSITIVE = (
     "batch_size",
     "decay_steps",
-    "train_steps",
     "eval_batch_size",
     "reader_threads",
     "read_batch_size",
@@ -191,7 +194,7 @@ _POSITIVE = (
     "save_checkpoints_steps",
     "keep_checkpoint_max",
 )
-_POSITIVE_IF_SET = ("num_epochs", "eval_steps", "early_stopping_evals")
+_POSITIVE_IF_SET = ("train_steps", "num_epochs", "eval_steps", "early_stopping_evals")
 _NON_NEGATIVE_IF_SET = ("freeze_steps",)
 _NON_NEGATIVE = (
     "shuffle_buffer",

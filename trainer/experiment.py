@@ -21,7 +21,7 @@ from trainer import metrics as names
 from trainer.config import Config
 from trainer.devices import resolve_towers, towers_on_cpus
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
-from trainer.model import ModelSettings, model_fn
+from trainer.model import ModelSettings, model_fn, resolve_train_steps
 from trainer.preemption import SaveOnSigtermHook
 from trainer.progress import ProgressHook
 from trainer.step_loop import StepsRunHook, StopAtTrainStepsHook
@@ -72,6 +72,8 @@ def make_estimator(
 
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
+    data = dataset.locate(config)
+    config = dataclasses.replace(config, train_steps=resolve_train_steps(config, data.metadata))
     stop = early_stopping.read_stop(config.job_dir)
     if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early
         log.info("This run %s; nothing to do (a larger --train-steps trains on)", stop.describe())
@@ -80,7 +82,6 @@ def run(config: Config) -> dict | None:
         checkpoints.newest_intact(config.job_dir)
         if stop:
             early_stopping.clear_stop(config.job_dir)
-    data = dataset.locate(config)
     if config.skip_corrupt:
         data = dataset.leave_out_bad_shards(data)
     _log_dataset(data)
@@ -191,7 +192,10 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     settings = estimator.params["settings"]
     global_batch = settings.towers * config.batch_size
     log.info(
-        "Training: %d tower(s) x batch %d = global batch %d, %d step(s) per session.run",
+        "Training: %d steps (%.3g passes over the training examples), %d tower(s) x batch %d = global batch %d, "
+        "%d step(s) per session.run",
+        config.train_steps,
+        config.train_steps * global_batch / max(1, metadata.splits["train"].examples),
         settings.towers,
         config.batch_size,
         global_batch,

@@ -11,6 +11,7 @@ description (Metadata).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -38,6 +39,13 @@ TABLE_LEARNING_RATE, LEARNING_RATE = 1e-3, 3e-4
 # Tables' embeddings and linear weights memorize rare values: an L2 penalty of L2_ROWS / training rows,
 # at most MAX_L2, like logistic regression's C, which shrinks as the rows grow (see resolve_embedding_l2).
 L2_ROWS, MAX_L2 = 64.0, 0.01
+# Training's length by default: DEFAULT_STEPS, or for a table about TABLE_EPOCHS passes over its training rows
+# where that is fewer, at least TABLE_LEAST_STEPS: 2,000 steps of 128 are 218 passes over attrition's 1,176
+# training rows, which the model memorizes (ROC AUC 0.778, log loss 0.715; at 500 steps 0.810 and 0.402). On 11
+# public tables of 275 to 4,659 training rows, one run each, against 2,000 steps: accuracy +0.6 points on average
+# (Stat2Data's Titanic, names as text, 0.813 against 0.771; OJ 0.794 against 0.804, 2 rows of 214), ROC AUC +0.010.
+# Fewer than 500 cost more than they saved: penguins' log loss 0.24 at 86 steps, 0.05 at 500.
+DEFAULT_STEPS, TABLE_EPOCHS, TABLE_LEAST_STEPS = 2000, 40, 500
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class ModelSettings:
     seed: int = 0
     towers: int = 1  # --num-towers, resolved
     steps_per_run: int = 1  # --steps-per-run, resolved
-    train_steps: int = 2000  # where the in-graph loop stops
+    train_steps: int = DEFAULT_STEPS  # where the in-graph loop stops
     checkpoint_steps: int = 500  # --save-checkpoints-steps, where a run of the loop ends early
     class_weights: tuple[float, ...] | None = None  # --class-weights, resolved (None: every class 1)
     embedding_l2: float = 0.0  # --embedding-l2, resolved
@@ -69,7 +77,7 @@ class ModelSettings:
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
-        network = choose_network(config.model, metadata)
+        network, train_steps = choose_network(config.model, metadata), resolve_train_steps(config, metadata)
         return cls(
             network=network,
             conv_filters=config.conv_filters,
@@ -83,7 +91,7 @@ class ModelSettings:
             seed=config.seed,
             towers=resolve_towers(config.num_towers),
             steps_per_run=resolve_steps_per_run(config.steps_per_run),
-            train_steps=config.train_steps,
+            train_steps=train_steps,
             checkpoint_steps=config.save_checkpoints_steps,
             class_weights=resolve_class_weights(config.class_weights, metadata),
             embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
@@ -91,7 +99,7 @@ class ModelSettings:
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
-            freeze_steps=config.train_steps // 2 if config.freeze_steps is None else config.freeze_steps,
+            freeze_steps=train_steps // 2 if config.freeze_steps is None else config.freeze_steps,
             load_pretrained=not config.warm_start_from,
         )
 
@@ -101,6 +109,19 @@ def resolve_pretrained(config: Config, metadata: Metadata) -> str:
     if config.pretrained and choose_network(config.model, metadata) not in backbones.BACKBONES:
         raise UserError(f"--pretrained {config.pretrained}: weights are for --model {', '.join(backbones.BACKBONES)}")
     return config.pretrained or ""
+
+
+def resolve_train_steps(config: Config, metadata: Metadata) -> int:
+    """`--train-steps`, or by default DEFAULT_STEPS; for a table trained without --num-epochs, TABLE_EPOCHS passes
+    over its training rows where that is fewer, at least TABLE_LEAST_STEPS (see TABLE_EPOCHS' measurements)."""
+    if config.train_steps is not None:
+        return config.train_steps
+    if not metadata.is_table or config.num_epochs is not None:
+        return DEFAULT_STEPS
+    # Batches of --batch-size, whatever the towers: every task of a cluster (an evaluator without the workers'
+    # GPUs too) must come to the same number, which the evaluator waits for.
+    steps = math.ceil(TABLE_EPOCHS * metadata.splits["train"].examples / config.batch_size)
+    return min(DEFAULT_STEPS, max(TABLE_LEAST_STEPS, steps))
 
 
 def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
