@@ -123,7 +123,7 @@ def test_the_learning_rate_defaults_to_adams_own_for_tables_without_text_and_a_f
     assert params(table, learning_rate=0.01)["settings"].learning_rate == 0.01
 
 
-def test_a_table_trains_about_forty_passes_by_default_within_500_to_2000_steps_and_a_flag_overrides_it():
+def test_a_table_trains_about_forty_passes_by_default_within_1000_to_2000_steps_and_a_flag_overrides_it():
     def table(rows):
         splits = {"train": SplitInfo(rows, 10, (ShardInfo("t", rows, 10),))}
         return dataclasses.replace(VECTORS, shape=(1,), columns=(Column("age", NUMERIC),), splits=splits)
@@ -131,12 +131,12 @@ def test_a_table_trains_about_forty_passes_by_default_within_500_to_2000_steps_a
     def steps(metadata, **fields):
         return params(metadata, **fields)["settings"].train_steps
 
-    assert steps(table(3_200)) == 1_000  # 40 passes of 3,200 rows in batches of 128
-    assert steps(table(3_200), batch_size=64) == 2_000
-    assert steps(table(1_000)) == 500 and steps(table(10**6)) == 2_000  # at least 500, at most the default
+    assert steps(table(4_000)) == 1_250  # 40 passes of 4,000 rows in batches of 128
+    assert steps(table(4_000), batch_size=64) == 2_000
+    assert steps(table(1_000)) == 1_000 and steps(table(10**6)) == 2_000  # at least 1,000, at most the default
     assert steps(dataclasses.replace(VECTORS, splits=table(1_000).splits)) == 2_000  # arrays and images: 2,000
     assert steps(table(1_000), train_steps=7) == 7 and steps(table(1_000), num_epochs=3) == 2_000
-    assert params(table(3_200), freeze_steps=None)["settings"].freeze_steps == 500  # half the run, as before
+    assert params(table(4_000), freeze_steps=None)["settings"].freeze_steps == 625  # half the run, as before
 
 
 def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():

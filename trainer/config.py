@@ -54,7 +54,7 @@ class Config:
     train_steps: Optional[int] = _option(
         None,
         "total training steps (default: 2000, or for a table about 40 passes over its training rows where that is "
-        "fewer, at least 500; a rerun resumes from the last checkpoint)",
+        "fewer, at least 1000; a rerun resumes from the last checkpoint)",
     )
     num_epochs: Optional[int] = _option(
         None, "stop training after this many passes over the data (one machine only; default: no limit)"
