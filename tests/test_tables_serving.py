@@ -178,18 +178,19 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
 
 def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_reads_them(table_job, tmp_path, caplog):
     """A request that sends 'old' for a number is refused (above); a file's bad cell (a table's or JSON lines') is
-    read as preprocessing read its table's, missing and said so: a Stata export's '.' stopped predictions from the
-    file it had trained on."""
+    read as preprocessing read its table's, missing and said so: such a cell once stopped predictions from the
+    file the model had trained on. A Stata export's '.' is a missing value, and not counted among them."""
     config, _, _ = table_job
     model = Model(latest_export(config, "latest"))
-    rows = "".join(f"{age},Private,40\n" for age in ("", "old", ".", "x", "y", "60"))
+    rows = "".join(f"{age},Private,40\n" for age in ("", "old", ".", "x", "y", "z", "60"))
     (tmp_path / "rows.csv").write_text("age,workclass,hours\n" + rows)
     lines = list(predict_files(model, [str(tmp_path / "rows.csv")], batch_size=4))
-    assert len(lines) == 6
-    assert all(line["probabilities"] == pytest.approx(lines[0]["probabilities"]) for line in lines[1:5])
-    assert lines[5]["probabilities"] != pytest.approx(lines[0]["probabilities"])
+    assert len(lines) == 7
+    assert all(line["probabilities"] == pytest.approx(lines[0]["probabilities"]) for line in lines[1:6])
+    assert lines[6]["probabilities"] != pytest.approx(lines[0]["probabilities"])
     assert "rows.csv:3: column 'age': 'old' is not a number; read as missing" in caplog.text
-    assert "rows.csv:6" not in caplog.text and "rows.csv: 4 values in all are not numbers" in caplog.text
+    assert "rows.csv:7" not in caplog.text and "rows.csv: 4 values in all are not numbers" in caplog.text
+    assert "'.' is not a number" not in caplog.text
     # JSON lines too; the output echoes the instance predicted for.
     (tmp_path / "rows.jsonl").write_text('{"age": "old", "workclass": "Private", "hours": 40}\n')
     (answer,) = predict_files(model, [str(tmp_path / "rows.jsonl")], batch_size=4)
