@@ -96,6 +96,7 @@ class Column:
     vocabulary_size: int = 0  # text: the words in it
     bigram_buckets: int = 0  # text: where the network hashes pairs of neighbouring words
     cut: float = 0.0  # text: the share of training rows with more than max_length words
+    missing_spelling: str = ""  # numeric: the one other value its file held beside numbers ("-"), read as missing
 
     def __deepcopy__(self, memo: dict) -> Column:
         """Itself: nothing in it can change. The Estimator deep-copies its params (the metadata) for every
@@ -168,7 +169,8 @@ class Column:
     def to_json(self) -> dict:
         if self.kind == NUMERIC:
             found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
-            return {**found, "boundaries": list(self.boundaries)}
+            spelled = {"missing_spelling": self.missing_spelling} if self.missing_spelling else {}
+            return {**found, "boundaries": list(self.boundaries), **spelled}
         found = {"name": self.name, "kind": self.kind, "missing": self.missing}
         if self.kind == TEXT:
             sizes = {"max_length": self.max_length, "vocabulary_size": self.vocabulary_size}
@@ -199,6 +201,7 @@ class Column:
             vocabulary_size=int(raw.get("vocabulary_size", 0)),
             bigram_buckets=int(raw.get("bigram_buckets", 0)),
             cut=float(raw.get("cut", 0.0)),
+            missing_spelling=str(raw.get("missing_spelling", "")),
         )
 
     def located(self, folder: str) -> Column:
@@ -394,6 +397,12 @@ def is_missing_value(value) -> bool:
     return value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
 
 
+def is_missing_in(value, column: Column) -> bool:
+    """Whether a value is missing in this column: a missing value, or the column's own missing spelling."""
+    spelled = bool(column.missing_spelling) and isinstance(value, str) and value.strip() == column.missing_spelling
+    return spelled or is_missing_value(value)
+
+
 def is_a_number(value) -> bool:
     """Whether a value that is not missing can be a numeric column's (true and false are not numbers)."""
     return not isinstance(value, bool) and is_number(str(value))
@@ -419,7 +428,7 @@ def instance_columns(
             if not isinstance(instance, dict):
                 raise UserError(f"{name}: expected an object of column values, e.g. {{{column.name!r}: ...}}")
             value = instance.get(column.name)
-            missing = is_missing_value(value)
+            missing = is_missing_in(value, column)
             if column.kind != NUMERIC:
                 values.append("" if missing else str(value).strip())
             elif missing:
@@ -601,10 +610,20 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = ""
     names = [key] * bool(key) + [column.name for column in columns]
     empty = tf.constant([""])  # one default for every field: a constant each would add an op a column
     fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[empty] * len(names))))
-    numeric = [column.name for column in numeric_columns(columns)]
+    numeric = numeric_columns(columns)
     if numeric:  # one block of ops for every numeric column, however many there are
-        fields[NUMERIC_KEY] = numbers(tf.stack([fields.pop(name) for name in numeric], axis=1))
+        texts = [_spelled_missing(fields.pop(column.name), column) for column in numeric]
+        fields[NUMERIC_KEY] = numbers(tf.stack(texts, axis=1))
     return fields
+
+
+def _spelled_missing(strings: tf.Tensor, column: Column) -> tf.Tensor:
+    """A numeric column's values as text, its missing spelling (if it has one) made empty: missing."""
+    import tensorflow as tf
+
+    if not column.missing_spelling:
+        return strings
+    return tf.where(tf.equal(tf.strings.strip(strings), column.missing_spelling), "", strings)
 
 
 def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:

@@ -125,6 +125,9 @@ NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of 
 # distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
 # to the end took 2.9 GB (integers may be codes: they keep the rule above)
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
+# ... and so is one of numbers and one other spelling ("-", "T" for trace rain, SAS's "."), in up to half its rows:
+# that spelling is its missing value (see _missing_spelling). Two are kept to tell one from more.
+SPELLINGS_KEPT = 2
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
 # Near-unique integers that rise from row to row at least this often number the rows (IDs, row numbers); those
@@ -181,6 +184,7 @@ class ColumnCount:
     not_numbers: int = 0  # present values, in all rows, that are not finite numbers
     not_numbers_train: int = 0
     bad_cells: tuple[tuple[str, int, str], ...] = ()  # (file, line, value) of the first few not numbers
+    spellings: tuple[str, ...] = ()  # the distinct values that are not numbers, up to SPELLINGS_KEPT
     integers: bool = True  # every number so far is a whole number
     total: float = 0.0  # training rows' numbers
     squares: float = 0.0
@@ -320,6 +324,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.not_numbers += more.not_numbers
     total.not_numbers_train += more.not_numbers_train
     total.bad_cells = tuple(sorted(total.bad_cells + more.bad_cells))[:SHOWN_BAD_CELLS]  # the first in file order
+    total.spellings = tuple(sorted({*total.spellings, *more.spellings}))[:SPELLINGS_KEPT]
     total.integers = total.integers and more.integers
     total.total += more.total
     total.squares += more.squares
@@ -521,7 +526,8 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     if is_text or earlier.text:
         return _count_text(values, train, present, options, where), nulled
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
-    if codes or earlier.not_numbers > BAD_CELLS_SHARE * earlier.present:  # text: no number is looked for
+    text_before = earlier.not_numbers > BAD_CELLS_SHARE * earlier.present and len(earlier.spellings) > 1
+    if codes or text_before:  # no number is looked for
         numbers, finite = np.full(len(values), np.nan), np.zeros(len(values), bool)
     else:
         numbers, finite = _numbers(values, present)
@@ -530,6 +536,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         path, lines, _ = where
         first = np.flatnonzero(bad)[:SHOWN_BAD_CELLS]
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
+        counts.spellings = tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
     counts.text_tried = earlier.text_tried or bool(bad.any())
     # Text may be dates ("Mar 5, 2018" before free text); so may numbers, in a column named like times.
@@ -557,7 +564,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
     if every_value or not earlier.stopped:
         distinct = pc.value_counts(values.filter(pa.array(present & train)))
         counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
-        if counts.integers and not (codes or bad.any()):  # integers that may be codes
+        if counts.integers and not codes:  # integers that may be codes (beside a missing spelling too)
             counts.zero_led = counts.zero_led or _zero_led(distinct, counts.distinct_of)
         spread = not counts.integers and len(distinct) > max(100, NUMBER_SPREAD * counts.distinct_of)
         counts.stopped = not (every_value or counts.zero_led) and (len(distinct) > NUMBER_CODES or spread)
@@ -823,7 +830,7 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
     columns = []
     for name in _present_columns(plan, counts, files):
         count = counts[name]
-        mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present
+        mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present or bool(_missing_spelling(count))
         if name in plan.options.numeric and not mostly_numbers:
             path, line, value = count.bad_cells[0]
             raise UserError(
@@ -946,8 +953,27 @@ def write_vocabularies(output: str, columns: tuple[tables.Column, ...]) -> tuple
     return tuple(column.located(output) for column in columns)
 
 
+def _missing_spelling(count: ColumnCount) -> str:
+    """The one value beside a column's numbers, where it is more than a few bad cells and at most half the values
+    (a spreadsheet's "-", "T" for trace rain, "3+"): read as missing, it stays a value of its own to the model (the
+    "was missing" input, shared with the column's empty fields), and the numbers stay numbers. Else ""."""
+    if len(count.spellings) == 1 and count.counted and BAD_CELLS_SHARE * count.present < count.not_numbers:
+        return count.spellings[0] if count.not_numbers <= count.present / 2 else ""
+    return ""
+
+
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
-    if count.not_numbers:
+    spelling = _missing_spelling(count)
+    if spelling:
+        log.info(
+            'column %s: its %d values %r are read as missing (the model\'s "was missing" input tells them apart), '
+            "its numbers as numbers; pass --categorical-columns %s to read every value as a category",
+            plan.position(name),
+            count.not_numbers,
+            spelling,
+            name,
+        )
+    elif count.not_numbers:
         cells = ", ".join(f"{path}: line {line} {value!r}" for path, line, value in count.bad_cells)
         log.warning(
             "column %s: %d value(s) are not numbers and are read as missing (%s%s)",
@@ -974,7 +1000,9 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
         )
     mean, std = mean_and_std(count.total, count.squares, count.counted)
     missing = count.missing + count.not_numbers_train
-    return tables.Column(name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count))
+    return tables.Column(
+        name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spelling=spelling
+    )
 
 
 def _likely_unix_times(count: ColumnCount) -> bool:

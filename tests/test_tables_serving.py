@@ -27,7 +27,7 @@ from trainer.config import Config
 from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
-from trainer.predict import Model, _json_lines, predict_files, respond, table_rows
+from trainer.predict import Model, _json_lines, bad_numbers_as_missing, predict_files, respond, table_rows
 from trainer.predict import main as predict_main
 from trainer.predict import parse_args as predict_args
 
@@ -320,6 +320,27 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
             (f"{tmp_path}/{name}:2", {"age": "", "workclass": "?"}),
         ]
     assert f"{tmp_path}/rows.feather: no column 'hours'; read as missing in every row" in caplog.text
+
+
+def test_a_columns_missing_spelling_is_missing_in_every_serving_signature():
+    """A column read as numbers beside one other spelling ("-") takes that spelling as missing in a request, a CSV
+    line and a file to predict, as preprocessing read it; any other text is still no number."""
+    columns = (tables.Column("rain", tables.NUMERIC, missing_spelling="-"), tables.Column("hours", tables.NUMERIC))
+    arrays = tables.instance_columns([{"rain": " - ", "hours": 2}, {"rain": "1.5"}], columns, ["row 1", "row 2"])
+    assert np.isnan(arrays["rain"][0]) and arrays["rain"][1] == 1.5
+    with pytest.raises(Exception, match="row 1: column 'hours': '-' is not a number"):
+        tables.instance_columns([{"rain": "-", "hours": "-"}], columns, ["row 1"])
+    with tf.Graph().as_default():
+        block = tables.parse_csv_lines(tf.constant(["-,2", "0.5,", " - ,3"]), columns)[tables.NUMERIC_KEY]
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.tables_initializer())
+            found = session.run(block)
+    np.testing.assert_array_equal(found, [[np.nan, 2], [0.5, np.nan], [np.nan, 3]])
+    rows = [("f.csv:2", {"rain": "-", "hours": "x"}), ("f.csv:3", {"rain": "y", "hours": "1"})]
+    assert [row for _, row in bad_numbers_as_missing(iter(rows), "f.csv", columns)] == [
+        {"rain": None, "hours": None},
+        {"rain": None, "hours": "1"},
+    ]
 
 
 def test_table_columns_of_instances_say_which_row_is_wrong():

@@ -203,18 +203,20 @@ def table_rows(
 def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric) -> Iterator[tuple[str, dict]]:
     """A table file's rows (CSV and the like, or JSON lines) with each value of a `numeric` column that is not a
     number read as missing, as preprocessing reads such a column's few bad cells, and said so: the first few by
-    line, then a count. One bad cell stopped the file's predictions where the same file had trained. The instance
-    a JSON lines file's output echoes is the one predicted for, the value null; a row that is not an object passes
-    as it is (the model refuses it)."""
+    line, then a count (the column's own missing spelling, such as "-", quietly). One bad cell stopped the file's
+    predictions where the same file had trained. The instance a JSON lines file's output echoes is the one
+    predicted for, the value null; a row that is not an object passes as it is (the model refuses it)."""
     bad = 0
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
-            if not tables.is_missing_value(value) and not tables.is_a_number(value):
+            if tables.is_missing_value(value) or tables.is_a_number(value):
+                continue
+            if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
                 bad += 1
                 if bad <= SHOWN_BAD_VALUES:
                     log.warning("%s: column %r: %r is not a number; read as missing", name, column.name, value)
-                row[column.name] = None
+            row[column.name] = None
         yield name, row
     if bad > SHOWN_BAD_VALUES:
         log.warning("%s: %d values in all are not numbers and were read as missing", path, bad)
