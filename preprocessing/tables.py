@@ -536,7 +536,10 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         path, lines, _ = where
         first = np.flatnonzero(bad)[:SHOWN_BAD_CELLS]
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
-        counts.spellings = tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
+        if text_before:  # no number looked for: the block before had two spellings, so no value is hashed again
+            counts.spellings = earlier.spellings
+        else:
+            counts.spellings = tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
     counts.text_tried = earlier.text_tried or bool(bad.any())
     # Text may be dates ("Mar 5, 2018" before free text); so may numbers, in a column named like times.
@@ -957,9 +960,8 @@ def _missing_spelling(count: ColumnCount) -> str:
     """The one value beside a column's numbers, where it is more than a few bad cells and at most half the values
     (a spreadsheet's "-", "T" for trace rain, "3+"): read as missing, it stays a value of its own to the model (the
     "was missing" input, shared with the column's empty fields), and the numbers stay numbers. Else ""."""
-    if len(count.spellings) == 1 and count.counted and BAD_CELLS_SHARE * count.present < count.not_numbers:
-        return count.spellings[0] if count.not_numbers <= count.present / 2 else ""
-    return ""
+    share = BAD_CELLS_SHARE * count.present < count.not_numbers <= count.present / 2
+    return count.spellings[0] if len(count.spellings) == 1 and count.counted and share else ""
 
 
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
