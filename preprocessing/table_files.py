@@ -1,6 +1,7 @@
 """A table's files: which they are, how they are written, and their rows in blocks of text.
 
-The formats, told by the file's suffix (compressed or not: COMPRESSIONS): CSV in any dialect (`.csv`, `.tsv`,
+The formats, told by the file's suffix (compressed or not: COMPRESSIONS; a ZIP archive of one table file is read
+as that file, as pandas reads one): CSV in any dialect (`.csv`, `.tsv`,
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
 objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what pandas' to_feather and R's
 arrow package write) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
@@ -29,6 +30,7 @@ import itertools
 import json
 import posixpath
 import re
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,12 +68,14 @@ FORMAT_NAMES = {
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+ZIP = ".zip"  # an archive of one table, as Kaggle and many portals hand out a CSV: read as the one file it holds
 OTHER_SPREADSHEETS = (".ods", ".xlsb", ".numbers")  # LibreOffice's, Excel's binary and Apple's: ZIP archives too
 # Files a folder holds beside its tables: Excel's lock file of an open workbook, macOS's resource forks.
 HIDDEN_FILES = ("~$", "._")
 # The first bytes of files that are no table of text, and what to do instead.
 NOT_TABLES = {
-    b"PK\x03\x04": "a ZIP archive: unzip it (an Excel workbook is read under its .xlsx name)",
+    b"PK\x03\x04": "a ZIP archive: name it .zip to read the one table it holds, or unzip it (an Excel workbook is "
+    "read under its .xlsx name)",
     b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save it as .xlsx (or the sheet as CSV)",
     b"ARROW1": "an Arrow or Feather file: name it .feather (or .arrow) to read it as one",
     b"FEA1": "a Feather version 1 file: write it again as version 2 (pandas' to_feather) and name it .feather",
@@ -187,19 +191,30 @@ def _table_names(folder: str) -> list[str]:
 
 def is_table_input(path: str) -> bool:
     """Whether --input names table files: a table file, a glob, or a folder that holds table files."""
-    if any(char in path for char in "*?[") or _stem(path).endswith(tuple(SUFFIXES)):
+    if any(char in path for char in "*?[") or _stem(path).endswith(tuple(SUFFIXES)) or _zipped(path):
         return True
     return storage.is_folder(path) and bool(_table_names(path))
 
 
 def file_format(path: str) -> str:
+    return _named_format(zip_member(path) if _zipped(path) else path)
+
+
+def _named_format(path: str) -> str:
+    """The format that the file's name tells (CSV where it tells none)."""
     stem = _stem(path)
     return next((kind for suffix, kind in SUFFIXES.items() if stem.endswith(suffix)), CSV)
 
 
 def compression(path: str) -> str:
-    """pyarrow's codec of a compressed file (COMPRESSIONS), "" for another."""
+    """pyarrow's codec of a compressed file (COMPRESSIONS), "zip" for a ZIP archive, "" for another."""
+    if _zipped(path):
+        return "zip"
     return next((codec for suffix, codec in COMPRESSIONS.items() if path.lower().endswith(suffix)), "")
+
+
+def _zipped(path: str) -> bool:
+    return path.lower().endswith(ZIP)
 
 
 def _stem(path: str) -> str:
@@ -208,9 +223,43 @@ def _stem(path: str) -> str:
     return posixpath.splitext(name)[0] if compression(name) else name
 
 
+@functools.lru_cache(maxsize=64)
+def zip_member(path: str) -> str:
+    """The name of the one table file that the ZIP archive at `path` holds: its only file, or its only file of a
+    table's suffix beside others (a readme); a UserError where it holds none or several (Kaggle's train.csv beside
+    test.csv), or one of a format that needs seeking or is compressed again."""
+    with storage.open_read(path) as file:
+        try:
+            names = zipfile.ZipFile(file).namelist()
+        except (zipfile.BadZipFile, OSError) as error:
+            raise UserError(f"{path}: cannot read as a ZIP archive ({error})") from None
+    files = [name for name in names if not name.endswith("/") and not name.startswith("__MACOSX/")]
+    files = [name for name in files if not posixpath.basename(name).startswith(HIDDEN_FILES)]
+    tables = files if len(files) == 1 else [name for name in files if _stem(name).endswith(tuple(SUFFIXES))]
+    if not tables:
+        raise UserError(f"{path}: the ZIP archive holds no table file" + (f" ({_listed(files)})" if files else ""))
+    if len(tables) > 1:
+        raise UserError(
+            f"{path}: the ZIP archive holds {len(tables)} table files ({_listed(tables)}); unzip it and pass --input "
+            "the one to read"
+        )
+    member = tables[0]
+    if _named_format(member) in (*TYPED, WORKBOOK) or compression(member):
+        raise UserError(f"{path}: holds {member}, which is read only unzipped: unzip it and pass --input {member}")
+    return member
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
 @contextlib.contextmanager
 def _opened(path: str) -> Iterator[pa.NativeFile]:
     with storage.open_read(path) as file:
+        if _zipped(path):
+            with zipfile.ZipFile(file) as archive, archive.open(zip_member(path)) as member:
+                yield pa.PythonFile(member, mode="r")
+            return
         stream = pa.PythonFile(file, mode="r")
         codec = compression(path)
         yield pa.CompressedInputStream(stream, codec) if codec else stream

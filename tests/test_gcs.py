@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+import zipfile
 
 import numpy as np
 import pytest
@@ -87,10 +88,13 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
         rows = [",".join([*map(str, rng.normal(size=4).round(3)), str(i % 3)]) for i in range(60)]
         (folder / "t.csv").write_text("\n".join(rows) + "\n")
         return "t.csv"
-    if source == "csv folder":  # named columns, strings, missing values, a .gz part
+    if source == "csv folder":  # named columns, strings, missing values, a .gz part and a .zip one
         rows = [f"{rng.normal():.3f},{'abc'[i % 3] if i % 7 else 'NA'},{i % 2}" for i in range(60)]
-        (folder / "a.csv").write_text("\n".join(["x,letter,label", *rows[:30]]) + "\n")
-        (folder / "b.csv.gz").write_bytes(gzip.compress(("\n".join(["x,letter,label", *rows[30:]]) + "\n").encode()))
+        parts = ["\n".join(["x,letter,label", *rows[start : start + 20]]) + "\n" for start in (0, 20, 40)]
+        (folder / "a.csv").write_text(parts[0])
+        (folder / "b.csv.gz").write_bytes(gzip.compress(parts[1].encode()))
+        with zipfile.ZipFile(folder / "c.csv.zip", "w", zipfile.ZIP_DEFLATED) as archive:  # read by seeking on gs://
+            archive.writestr("c.csv", parts[2])
         return "."
     if source == "csv parquet":  # BigQuery's exports: a folder of Parquet parts, and JSON lines
         import pyarrow as pa

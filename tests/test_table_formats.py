@@ -83,6 +83,12 @@ def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
         writer.write_table(pa.table(columns), max_chunksize=70)  # uncompressed and in other batches
     with pa.ipc.new_stream(tmp_path / "t.arrows", pa.table(columns).schema) as writer:  # its stream format (Polars')
         writer.write_table(pa.table(columns), max_chunksize=70)
+    with zipfile.ZipFile(tmp_path / "t.zip", "w", zipfile.ZIP_DEFLATED) as archive:  # a Kaggle download
+        archive.writestr("data/t.csv", as_csv(columns))
+        archive.writestr("README.md", "# The table\n")  # beside it: only the table file is read
+        archive.writestr("__MACOSX/data/._t.csv", b"\0\5\26\7")  # macOS's Archive Utility adds these
+    with zipfile.ZipFile(tmp_path / "rows.zip", "w") as archive:  # its one file's suffix tells its format
+        archive.write(tmp_path / "t.jsonl", "t.jsonl")
     from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
     assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
     expected = every_row(tmp_path / "csv", from_csv)
@@ -96,6 +102,8 @@ def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
         "t.feather",
         "t.arrow",
         "t.arrows",
+        "t.zip",
+        "rows.zip",
     ):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv), name
@@ -136,6 +144,31 @@ def test_a_file_that_is_not_its_suffixs_format_is_named(tmp_path):
         "t.feather.gz": r"t.feather.gz: decompress it first \(an Arrow \(Feather\) file compresses within the file\)",
         "old.feather": r"old.feather: a Feather version 1 file: write it again as version 2",
         "offsets.feather": r"column .every. holds values that have no text \(month_day_nano_interval\); tables",
+    }
+    for name, error in expected.items():
+        with pytest.raises(UserError, match=error):
+            build(tmp_path, tmp_path / name, f"out-{name}")
+
+
+def test_a_zip_archive_that_holds_no_one_table_to_read_is_refused_in_one_line(tmp_path):
+    def archive(name: str, files: dict[str, bytes]) -> None:
+        with zipfile.ZipFile(tmp_path / name, "w") as written:
+            for member, data in files.items():
+                written.writestr(member, data)
+
+    table = as_csv(frame()).encode()
+    archive("kaggle.zip", {"train.csv": table, "test.csv": table, "sample_submission.csv": b"id,label\n"})
+    archive("photos.zip", {"a.png": b"\x89PNG", "b.png": b"\x89PNG"})
+    archive("t.parquet.zip", {"t.parquet": b"PAR1"})
+    archive("inner.zip", {"t.csv.gz": gzip.compress(table)})
+    (tmp_path / "cut.zip").write_bytes((tmp_path / "kaggle.zip").read_bytes()[:100])  # a download cut short
+    expected = {
+        "kaggle.zip": r"kaggle.zip: the ZIP archive holds 3 table files \(train.csv, test.csv, sample_submission"
+        r".csv\); unzip it and pass --input the one to read",
+        "photos.zip": r"photos.zip: the ZIP archive holds no table file \(a.png, b.png\)$",
+        "t.parquet.zip": r"t.parquet.zip: holds t.parquet, which is read only unzipped: unzip it and pass --input",
+        "inner.zip": r"inner.zip: holds t.csv.gz, which is read only unzipped",
+        "cut.zip": r"cut.zip: cannot read as a ZIP archive \(",
     }
     for name, error in expected.items():
         with pytest.raises(UserError, match=error):
