@@ -126,7 +126,8 @@ NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of 
 # to the end took 2.9 GB (integers may be codes: they keep the rule above)
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
 # ... and so is one of numbers and one other spelling ("-", "T" for trace rain, SAS's "."), in up to half its rows:
-# that spelling is its missing value (see _missing_spelling). Two are kept to tell one from more.
+# that spelling is its missing value (see _one_spelling); as is one of dates beside one word ("never", "present").
+# Two are kept to tell one from more.
 SPELLINGS_KEPT = 2
 ROWS_PER_BUCKET = 10  # a column gets a hash bucket for about every this many training rows outside its vocabulary
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
@@ -197,6 +198,7 @@ class ColumnCount:
     date_tried: bool = False  # whether a format was looked for
     not_dates: int = 0  # present values, in all rows, that are no date in that format
     not_dates_train: int = 0
+    date_spellings: tuple[str, ...] = ()  # the distinct values that are no dates, up to SPELLINGS_KEPT
     days: float = 0.0  # training rows' dates, as days since 1970
     days_squares: float = 0.0
     days_counted: int = 0
@@ -336,6 +338,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.date_tried = total.date_tried or more.date_tried
     total.not_dates += more.not_dates
     total.not_dates_train += more.not_dates_train
+    total.date_spellings = tuple(sorted({*total.date_spellings, *more.date_spellings}))[:SPELLINGS_KEPT]
     total.days += more.days
     total.days_squares += more.days_squares
     total.days_counted += more.days_counted
@@ -411,9 +414,12 @@ def boundaries(count: ColumnCount) -> tuple[float, ...]:
 
 def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
     """The format of `formats` that reads the most of the first DATE_SAMPLE values as dates, if it reads
-    all but BAD_CELLS_SHARE of them; "" otherwise. Where formats are tried (more than one), a number counts as a
-    date only in its LIKELY_YEARS."""
+    all but BAD_CELLS_SHARE of them, leaving aside one word that may spell a missing date (_word_spelling); ""
+    otherwise. Where formats are tried (more than one), a number counts as a date only in its LIKELY_YEARS."""
     sample = values[:DATE_SAMPLE]
+    spelling = _word_spelling(sample)
+    if spelling:
+        sample = sample.filter(pc.not_equal(sample, spelling))
     enough = (1 - BAD_CELLS_SHARE) * len(sample)
     # Every format reads digits: a column of words is no dates, found at once (trying every format on each
     # column of words was 75% of converting a table of 500 of them).
@@ -424,6 +430,17 @@ def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
     read = [int(np.count_nonzero(_read_as_dates(sample, form, len(formats) > 1))) for form in tried]
     best = int(np.argmax(read)) if read else 0
     return tried[best] if read and read[best] >= enough else ""
+
+
+def _word_spelling(values: pa.Array) -> str:
+    """The value without a digit that fills more than BAD_CELLS_SHARE and at most half of `values`, the most
+    frequent such: a date column's word for a missing date ("never", "present", "unknown"). Else ""."""
+    words = values.filter(pc.invert(pc.match_substring_regex(values, r"\d")))
+    if not len(words):
+        return ""
+    found = pc.value_counts(words)
+    most = int(np.argmax(found.field("counts").to_numpy()))
+    return _one_spelling((found.field("values")[most].as_py(),), int(found.field("counts")[most].as_py()), len(values))
 
 
 def _count_matching(values: pa.Array, expression: str) -> int:
@@ -450,6 +467,8 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     days = dates.days(dates.fields_arrow(values, date_format))
     bad = present & np.isnan(days)
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
+    if bad.any():
+        counts.date_spellings = tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
     kept = days[~np.isnan(days) & train]
     counts.days, counts.days_squares, counts.days_counted = sums(kept)
     counts.timed = bool(np.any(kept != np.floor(kept)))
@@ -840,7 +859,9 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
                 f"{path}: line {line}, column {plan.position(name)}: {value!r} is not a finite number, nor are "
                 f"{count.not_numbers - 1} more of its {count.present} values (--numeric-columns {name})"
             )
-        mostly_dates = bool(count.date_format) and count.not_dates <= BAD_CELLS_SHARE * count.present
+        mostly_dates = bool(count.date_format) and (
+            count.not_dates <= BAD_CELLS_SHARE * count.present or bool(_date_spelling(count))
+        )
         if name in plan.options.dates and not mostly_dates:
             tried = (*dates.FORMATS, *NUMBER_DATE_FORMATS)
             where = f"{count.date_format!r}" if count.date_format else f"any of {', '.join(tried)}"
@@ -900,7 +921,15 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
 
 
 def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
-    if count.not_dates:
+    spelling = _date_spelling(count)
+    if spelling:  # a value of the vocabulary too, as the model's category input reads every value of the column
+        log.info(
+            "column %s: its %d values %r are read as missing dates, its dates as dates",
+            plan.position(name),
+            count.not_dates,
+            spelling,
+        )
+    elif count.not_dates:
         log.warning(
             "column %s: %d value(s) are no dates in %r and are read as missing",
             plan.position(name),
@@ -956,12 +985,23 @@ def write_vocabularies(output: str, columns: tuple[tables.Column, ...]) -> tuple
     return tuple(column.located(output) for column in columns)
 
 
+def _one_spelling(spellings: tuple[str, ...], count: int, present: int) -> str:
+    """The one value of `spellings`, where its `count` of the column's `present` values is more than a few bad cells
+    and at most half the values; else ""."""
+    share = BAD_CELLS_SHARE * present < count <= present / 2
+    return spellings[0] if len(spellings) == 1 and share else ""
+
+
 def _missing_spelling(count: ColumnCount) -> str:
-    """The one value beside a column's numbers, where it is more than a few bad cells and at most half the values
-    (a spreadsheet's "-", "T" for trace rain, "3+"): read as missing, it stays a value of its own to the model (the
-    "was missing" input, shared with the column's empty fields), and the numbers stay numbers. Else ""."""
-    share = BAD_CELLS_SHARE * count.present < count.not_numbers <= count.present / 2
-    return count.spellings[0] if len(count.spellings) == 1 and count.counted and share else ""
+    """The one value beside a column's numbers (a spreadsheet's "-", "T" for trace rain, "3+"): read as missing, it
+    stays a value of its own to the model (the "was missing" input, shared with the column's empty fields), and the
+    numbers stay numbers. Else ""."""
+    return _one_spelling(count.spellings, count.not_numbers, count.present) if count.counted else ""
+
+
+def _date_spelling(count: ColumnCount) -> str:
+    """The one value beside a column's dates ("never"): a missing date, and a category of its own. Else ""."""
+    return _one_spelling(count.date_spellings, count.not_dates, count.present)
 
 
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:

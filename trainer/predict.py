@@ -225,8 +225,10 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
 def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) -> Iterator[tuple[str, dict]]:
     """A table file's rows, each value of a `dated` column that is no date in its column's format warned of (the
     first few by line, then a count): the model reads it as a missing date, as preprocessing read the training
-    rows' such values, and the same dates written another way (11/03/2020 for 2020-03-11) are the usual cause."""
+    rows' such values, and the same dates written another way (11/03/2020 for 2020-03-11) are the usual cause.
+    A value of the column's vocabulary ("never", where training rows held it beside dates) is no surprise."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from dataformat import dates
 
@@ -236,8 +238,10 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
         for column in dated:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
             texts[column.name] = [None if tables.is_missing_value(value) else str(value) for value in values]
-            fields = dates.fields_arrow(pa.array(texts[column.name], pa.string()), column.date_format)
-            unread[column.name] = np.isnan(fields[:, 0]) & np.array([text is not None for text in texts[column.name]])
+            found = pa.array(texts[column.name], pa.string())
+            fields = dates.fields_arrow(found, column.date_format)
+            seen = pc.or_(pc.is_null(found), pc.is_in(found, value_set=pa.array(column.vocabulary, pa.string())))
+            unread[column.name] = np.isnan(fields[:, 0]) & ~seen.to_numpy(zero_copy_only=False)
         for i in np.flatnonzero(np.logical_or.reduce(list(unread.values()))):  # in line order
             for column in [column for column in dated if unread[column.name][i]]:
                 bad += 1
