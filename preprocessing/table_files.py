@@ -197,7 +197,12 @@ def is_table_input(path: str) -> bool:
 
 
 def file_format(path: str) -> str:
-    return _named_format(zip_member(path) if _zipped(path) else path)
+    return _named_format(_table_name(path))
+
+
+def _table_name(path: str) -> str:
+    """The name that tells the table file's format: its own, or a ZIP archive's member's."""
+    return zip_member(path) if _zipped(path) else path
 
 
 def _named_format(path: str) -> str:
@@ -410,7 +415,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         if not names:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
         return Dialect(names, False, "", encoding, kind)
-    if _stem(path).endswith(".arff"):
+    if _stem(_table_name(path)).endswith(".arff"):
         return arff_dialect(path, encoding)
     lines = _head_text(path, head, encoding).splitlines(keepends=True)[options.skip_rows :]
     blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
@@ -420,7 +425,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
     if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
         text = text[1:].lstrip(" \t")
-    tsv = _stem(path).endswith(".tsv") and "\t" in text  # a .tsv file of no tab is sniffed as any other
+    tsv = _stem(_table_name(path)).endswith(".tsv") and "\t" in text  # a .tsv file of no tab is sniffed as any other
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
     delimiter = delimiter or sniff_delimiter(text, backslash)
     spaced, padded = _padding(path, text, delimiter, encoding)

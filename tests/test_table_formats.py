@@ -89,6 +89,8 @@ def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
         archive.writestr("__MACOSX/data/._t.csv", b"\0\5\26\7")  # macOS's Archive Utility adds these
     with zipfile.ZipFile(tmp_path / "rows.zip", "w") as archive:  # its one file's suffix tells its format
         archive.write(tmp_path / "t.jsonl", "t.jsonl")
+    with zipfile.ZipFile(tmp_path / "tabs.zip", "w") as archive:  # ... and its delimiter
+        archive.writestr("t.tsv", as_csv(columns).replace(",", "\t"))
     from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
     assert [c.kind for c in from_csv.columns] == [tables.NUMERIC, tables.CATEGORICAL, tables.DATE, tables.CATEGORICAL]
     expected = every_row(tmp_path / "csv", from_csv)
@@ -104,6 +106,7 @@ def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
         "t.arrows",
         "t.zip",
         "rows.zip",
+        "tabs.zip",
     ):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv), name
