@@ -282,34 +282,35 @@ def test_numeric_columns_get_quantile_boundaries_from_the_training_rows(tmp_path
 
 
 def test_the_linear_part_buckets_numbers_and_crosses_columns():
-    from trainer.networks import CROSS_BUCKETS, LinearPart, cross_bucket
+    from trainer.networks import CROSS_BUCKETS, QuantileBuckets, cross_bucket
 
     columns = (
         tables.Column("amount", tables.NUMERIC, missing=1, boundaries=(10.0, 20.0)),
         tables.Column("size", tables.NUMERIC, boundaries=(5.0,)),
         tables.Column("color", tables.CATEGORICAL, vocabulary=("red", "blue")),
     )
-    linear = LinearPart.__new__(LinearPart)  # only its bucketing, without building a model
-    linear.bucketized, linear.bucket_count = [0, 1], 4
-    linear.boundaries = tf.constant([[10.0, 20.0], [5.0, np.inf]])
+    buckets = QuantileBuckets([(0, columns[0]), (1, columns[1])])
     rows = tf.constant([[3.0, 5.0, 2.0], [10.0, 7.0, 3.0], [25.0, np.nan, 1.0]])
-    assert linear._buckets(rows).numpy().tolist() == [[0, 1], [1, 1], [2, 3]]  # at a boundary: above it
+    assert buckets.count == 4  # buckets 0..2, then missing
+    assert buckets(rows)[1].numpy().tolist() == [[0, 1], [1, 1], [2, 3]]  # at a boundary: above it
     crossed = cross_bucket([tf.constant([0, 1, 1]), tf.constant([2, 2, 3])]).numpy()
     assert crossed[0] != crossed[1] != crossed[2] and all(0 <= c < CROSS_BUCKETS for c in crossed)
     assert columns[0].to_json()["boundaries"] == [10.0, 20.0]
 
 
 def test_the_dense_layers_see_each_bucketed_numbers_quantile_rank():
-    from trainer.networks import QuantileRanks
+    from trainer.networks import QuantileBuckets, QuantileRanks
 
     amount = tables.Column("amount", tables.NUMERIC, mean=15.0, boundaries=(10.0, 20.0, 40.0))
     size = tables.Column("size", tables.NUMERIC, mean=3.0, boundaries=(5.0,))  # one boundary: no segment to rank in
-    ranks = QuantileRanks([(0, amount), (2, size)])
+    unbounded = tables.Column("x", tables.NUMERIC)  # no boundaries (all missing, say)
+    columns = [(0, amount), (2, size), (1, unbounded)]
     rows = tf.constant([[5.0, 9.0, 1.0], [15.0, 9.0, 7.0], [30.0, 9.0, np.nan], [50.0, 9.0, 5.0], [np.nan, 9.0, 2.0]])
-    expected = [[0.0, 0.0], [0.25, 0.0], [0.75, 0.0], [1.0, 0.0], [0.25, 0.0]]  # missing: the mean's rank
-    np.testing.assert_allclose(ranks(rows).numpy(), expected)
-    unbounded = QuantileRanks([(0, tables.Column("x", tables.NUMERIC))])  # no boundaries (all missing, say)
-    np.testing.assert_allclose(unbounded(rows).numpy(), np.zeros((5, 1)))
+    rows = tf.concat([rows, [[10.0, 9.0, 4.0], [20.0, 9.0, 5.0], [39.0, 9.0, 0.0], [-np.inf, 9.0, np.inf]]], axis=0)
+    buckets = QuantileBuckets(columns)
+    ranks = QuantileRanks(columns, buckets.count)(*buckets(rows)).numpy()
+    amounts = [0.0, 0.25, 0.75, 1.0, 0.25, 0.0, 0.5, 0.5 + 19 / 40, 0.0]  # missing: the mean's rank
+    np.testing.assert_allclose(ranks, np.transpose([amounts, np.zeros(9), np.zeros(9)]), rtol=1e-6)
 
 
 def test_a_cross_of_a_column_the_table_lacks_is_one_line():
@@ -435,8 +436,7 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
         with tf.Graph().as_default():
             network = build_network(ModelSettings(network="wide_deep", hidden_units=(8,)), metadata)
             network(tf.zeros([1, len(metadata.columns)]))
-            rows = tf.constant(indices, tf.float32)
-            logits = network.wide(rows, None, tf.constant(indices, tf.int32))
+            logits = network.wide(tf.constant(indices, tf.int32), None, None)
             with tf.compat.v1.Session() as session:
                 session.run(tf.compat.v1.global_variables_initializer())
                 for k, variable in enumerate(network.weights):  # random values: the linear part's start at zero
@@ -474,8 +474,8 @@ def test_the_linear_part_starts_at_zero():
     with tf.Graph().as_default():
         network = build_network(settings, metadata)
         network(tf.zeros([1, 3]))
-        numbers = network._numbers(tf.constant(rows))[0]
-        logits = network.wide(tf.constant(rows), numbers, tf.constant(rows[:, 2:], tf.int32))
+        numbers, (_, buckets) = network._numbers(tf.constant(rows))[0], network.buckets(tf.constant(rows))
+        logits = network.wide(tf.constant(rows[:, 2:], tf.int32), numbers, buckets)
         linear = [variable for variable in network.weights if "/linear/" in variable.name]
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
