@@ -28,6 +28,7 @@ import functools
 import io
 import itertools
 import json
+import os
 import posixpath
 import re
 import zipfile
@@ -252,6 +253,19 @@ def zip_member(path: str) -> str:
     if _named_format(member) in (*TYPED, WORKBOOK) or compression(member):
         raise UserError(f"{path}: holds {member}, which is read only unzipped: unzip it and pass --input {member}")
     return member
+
+
+COMPRESSION_RATIO = 4  # a compressed file's text is about this many times its size, for planning shards
+
+
+def text_bytes(path: str) -> int:
+    """About how many bytes of text a table file holds, for planning shards: a ZIP archive's member's own size,
+    which its directory gives; a compressed file's size times COMPRESSION_RATIO."""
+    with storage.open_read(path) as file:
+        if _zipped(path):
+            return zipfile.ZipFile(file).getinfo(zip_member(path)).file_size
+        size = file.seek(0, os.SEEK_END)
+    return size * COMPRESSION_RATIO if compression(path) else size
 
 
 def _listed(names: list[str]) -> str:

@@ -69,12 +69,12 @@ from preprocessing.table_files import (
     Dialect,
     LateColumn,
     blocks,
-    compression,
     dialect_of,
     every_json_column,
     file_format,
     input_files,
     line_naming,
+    text_bytes,
     text_files,
 )
 from preprocessing.writer import clear_output, shard_output, usable_cores
@@ -84,7 +84,6 @@ log = logging.getLogger(__name__)
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
 WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 TEXT_WRITE_ROWS = 4096  # the same for a table with text, whose words take far more memory than its rows
-COMPRESSION_RATIO = 4  # a compressed CSV's text is about this many times its size, for planning shards
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
 ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
@@ -1353,11 +1352,6 @@ def _check_input_names(names: list[str], where: str) -> None:
         seen[parameter] = name
 
 
-def _size(path: str) -> int:
-    with storage.open_read(path) as file:
-        return file.seek(0, os.SEEK_END)
-
-
 def plan_table(
     path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None, every_object: bool = False
 ) -> tuple:
@@ -1392,9 +1386,9 @@ def plan_table(
         raise
     if options.text_folder:  # its files' count times the first ones' mean size
         texts = [text_path for text_path, _ in text_files(path)]
-        size = len(texts) * sum(map(_size, texts[:100])) // len(texts[:100])
+        size = len(texts) * sum(map(text_bytes, texts[:100])) // len(texts[:100])
     else:
-        size = sum(_size(file) * (COMPRESSION_RATIO if compression(file) else 1) for file in files)
+        size = sum(map(text_bytes, files))
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
     root = path if storage.is_folder(path) else ""
