@@ -28,6 +28,7 @@ import functools
 import io
 import itertools
 import json
+import logging
 import os
 import posixpath
 import re
@@ -50,6 +51,8 @@ from preprocessing.sources import TEXT_SUFFIX
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
+log = logging.getLogger(__name__)
+
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
@@ -69,6 +72,7 @@ FORMAT_NAMES = {
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+COMPRESSION_RATIO = 4  # a compressed file's text is about this many times its size, for planning shards
 ZIP = ".zip"  # an archive of one table, as Kaggle and many portals hand out a CSV: read as the one file it holds
 OTHER_SPREADSHEETS = (".ods", ".xlsb", ".numbers")  # LibreOffice's, Excel's binary and Apple's: ZIP archives too
 # Files a folder holds beside its tables: Excel's lock file of an open workbook, macOS's resource forks.
@@ -174,27 +178,31 @@ def input_files(path: str) -> list[str]:
             raise UserError(f"--input {path}: no file matches")
         return files
     if storage.is_folder(path):
-        names = _table_names(path)
+        listed = storage.list_names(path)
+        names = _table_names(listed)
         if not names:
             kinds = ", ".join(SUFFIXES)
             raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
+        archives = [name for name in listed if _zipped(name) and name not in names]
+        if archives:  # a ZIP archive may hold anything (the photos of an image folder): its name must say
+            log.warning("--input %s: leaves out %s: in a folder, a ZIP archive is read where its name gives the "
+                        "format of the table it holds (NAME.csv.zip)", path, _listed(archives))  # fmt: skip
         return [storage.join(path, name) for name in names]
     if not storage.exists(path):
         raise UserError(f"--input {path}: no such file")
     return [path]
 
 
-def _table_names(folder: str) -> list[str]:
+def _table_names(listed: list[str]) -> list[str]:
     """The names of a folder's table files (SUFFIXES, compressed or not), hidden ones left out."""
-    names = [name for name in storage.list_names(folder) if _stem(name).endswith(tuple(SUFFIXES))]
-    return [name for name in names if not name.startswith(HIDDEN_FILES)]
+    return [name for name in listed if _stem(name).endswith(tuple(SUFFIXES)) and not name.startswith(HIDDEN_FILES)]
 
 
 def is_table_input(path: str) -> bool:
     """Whether --input names table files: a table file, a glob, or a folder that holds table files."""
     if any(char in path for char in "*?[") or _stem(path).endswith(tuple(SUFFIXES)) or _zipped(path):
         return True
-    return storage.is_folder(path) and bool(_table_names(path))
+    return storage.is_folder(path) and bool(_table_names(storage.list_names(path)))
 
 
 def file_format(path: str) -> str:
@@ -236,7 +244,8 @@ def zip_member(path: str) -> str:
     test.csv), or one of a format that needs seeking or is compressed again."""
     with storage.open_read(path) as file:
         try:
-            names = zipfile.ZipFile(file).namelist()
+            with zipfile.ZipFile(file) as archive:
+                names = archive.namelist()
         except (zipfile.BadZipFile, OSError) as error:
             raise UserError(f"{path}: cannot read as a ZIP archive ({error})") from None
     files = [name for name in names if not name.endswith("/") and not name.startswith("__MACOSX/")]
@@ -255,15 +264,13 @@ def zip_member(path: str) -> str:
     return member
 
 
-COMPRESSION_RATIO = 4  # a compressed file's text is about this many times its size, for planning shards
-
-
 def text_bytes(path: str) -> int:
     """About how many bytes of text a table file holds, for planning shards: a ZIP archive's member's own size,
     which its directory gives; a compressed file's size times COMPRESSION_RATIO."""
     with storage.open_read(path) as file:
         if _zipped(path):
-            return zipfile.ZipFile(file).getinfo(zip_member(path)).file_size
+            with zipfile.ZipFile(file) as archive:
+                return archive.getinfo(zip_member(path)).file_size
         size = file.seek(0, os.SEEK_END)
     return size * COMPRESSION_RATIO if compression(path) else size
 
@@ -304,17 +311,18 @@ def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     """A UserError naming what the file is, where its name or first bytes say it is no table of text (a Stata
     file, an Excel workbook, an archive, other binary data): read as CSV, it would be a garbled header, or a
     table of one garbled column."""
+    name = _table_name(path)  # a ZIP archive's member's
     what = next(
-        (_saved_as_table(*kind) for suffixes, kind in PACKAGE_FILES.items() if _stem(path).endswith(suffixes)), ""
+        (_saved_as_table(*kind) for suffixes, kind in PACKAGE_FILES.items() if _stem(name).endswith(suffixes)), ""
     )
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
-    if what and (_stem(path).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
+    if what and (_stem(name).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
         what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
     wide_text = head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or not _ascii_based(encoding)
     if not what and not wide_text and len(CONTROL_BYTES.findall(head)) > BINARY_SHARE * len(head):
         what = "binary data, not a table of text (if it is UTF-16 text without a byte-order mark, pass --encoding)"
     if what:
-        raise UserError(f"{path}: {what}")
+        raise UserError(f"{path}: " + (f"holds {name}, " if name != path else "") + what)
 
 
 @dataclass(frozen=True)

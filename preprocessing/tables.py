@@ -325,7 +325,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.not_numbers += more.not_numbers
     total.not_numbers_train += more.not_numbers_train
     total.bad_cells = tuple(sorted(total.bad_cells + more.bad_cells))[:SHOWN_BAD_CELLS]  # the first in file order
-    total.spellings = tuple(sorted({*total.spellings, *more.spellings}))[:SPELLINGS_KEPT]
+    total.spellings = _spellings_of_both(total.spellings, more.spellings)
     total.integers = total.integers and more.integers
     total.total += more.total
     total.squares += more.squares
@@ -337,7 +337,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.date_tried = total.date_tried or more.date_tried
     total.not_dates += more.not_dates
     total.not_dates_train += more.not_dates_train
-    total.date_spellings = tuple(sorted({*total.date_spellings, *more.date_spellings}))[:SPELLINGS_KEPT]
+    total.date_spellings = _spellings_of_both(total.date_spellings, more.date_spellings)
     total.days += more.days
     total.days_squares += more.days_squares
     total.days_counted += more.days_counted
@@ -400,6 +400,15 @@ def _lowest(first: tuple, second: tuple) -> tuple:
         return found
     lowest = np.argpartition(found[0], QUANTILE_SAMPLE - 1)[:QUANTILE_SAMPLE]
     return found[0][lowest], found[1][lowest]
+
+
+def _spellings(values: pa.Array, bad: np.ndarray) -> tuple:
+    """The first SPELLINGS_KEPT distinct values where `bad`: enough to tell one spelling from several."""
+    return tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
+
+
+def _spellings_of_both(spellings: tuple, more: tuple) -> tuple:
+    return tuple(sorted({*spellings, *more}))[:SPELLINGS_KEPT]
 
 
 def boundaries(count: ColumnCount) -> tuple[float, ...]:
@@ -467,7 +476,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     bad = present & np.isnan(days)
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
     if bad.any():
-        counts.date_spellings = tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
+        counts.date_spellings = _spellings(values, bad)
     kept = days[~np.isnan(days) & train]
     counts.days, counts.days_squares, counts.days_counted = sums(kept)
     counts.timed = bool(np.any(kept != np.floor(kept)))
@@ -557,7 +566,7 @@ def _count(values: pa.Array, train: np.ndarray, where: tuple, earlier: ColumnCou
         if text_before:  # no number looked for: the block before had two spellings, so no value is hashed again
             counts.spellings = earlier.spellings
         else:
-            counts.spellings = tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
+            counts.spellings = _spellings(values, bad)
     counts.not_numbers, counts.not_numbers_train = int(bad.sum()), int((bad & train).sum())
     counts.text_tried = earlier.text_tried or bool(bad.any())
     # Text may be dates ("Mar 5, 2018" before free text); so may numbers, in a column named like times.

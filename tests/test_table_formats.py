@@ -164,6 +164,9 @@ def test_a_zip_archive_that_holds_no_one_table_to_read_is_refused_in_one_line(tm
     archive("photos.zip", {"a.png": b"\x89PNG", "b.png": b"\x89PNG"})
     archive("t.parquet.zip", {"t.parquet": b"PAR1"})
     archive("inner.zip", {"t.csv.gz": gzip.compress(table)})
+    archive(
+        "sheet.zip", {"t.ods": b"PK\x03\x04" + b"\0" * 26 + b"mimetypeapplication/vnd.oasis.opendocument.spreadsheet"}
+    )
     (tmp_path / "cut.zip").write_bytes((tmp_path / "kaggle.zip").read_bytes()[:100])  # a download cut short
     expected = {
         "kaggle.zip": r"kaggle.zip: the ZIP archive holds 3 table files \(train.csv, test.csv, sample_submission"
@@ -172,6 +175,7 @@ def test_a_zip_archive_that_holds_no_one_table_to_read_is_refused_in_one_line(tm
         "t.parquet.zip": r"t.parquet.zip: holds t.parquet, which is read only unzipped: unzip it and pass --input",
         "inner.zip": r"inner.zip: holds t.csv.gz, which is read only unzipped",
         "cut.zip": r"cut.zip: cannot read as a ZIP archive \(",
+        "sheet.zip": r"sheet.zip: holds t.ods, a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV$",
     }
     for name, error in expected.items():
         with pytest.raises(UserError, match=error):
@@ -190,6 +194,19 @@ def test_a_zipped_or_compressed_files_shards_are_planned_by_the_text_it_holds(tm
         archive.writestr("t.csv", text)
     assert text_bytes(str(tmp_path / "t.csv")) == text_bytes(str(tmp_path / "t.zip")) == len(text)
     assert text_bytes(str(tmp_path / "t.csv.gz")) == (tmp_path / "t.csv.gz").stat().st_size * COMPRESSION_RATIO
+
+
+def test_a_folders_zip_archive_is_read_where_its_name_gives_its_tables_format(tmp_path, caplog):
+    """A folder's bare .zip may hold anything (an image folder's download of its photos): it is left out, in a
+    warning that names it; NAME.csv.zip is read."""
+    from preprocessing.table_files import input_files
+
+    (tmp_path / "a.csv").write_text(as_csv(frame()))
+    for name in ("b.csv.zip", "photos.zip"):
+        with zipfile.ZipFile(tmp_path / name, "w") as archive:
+            archive.writestr("b.csv", as_csv(frame()))
+    assert sorted(input_files(str(tmp_path))) == [str(tmp_path / "a.csv"), str(tmp_path / "b.csv.zip")]
+    assert "leaves out photos.zip: in a folder, a ZIP archive is read where its name gives" in caplog.text
 
 
 def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_path):

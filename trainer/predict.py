@@ -232,7 +232,7 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
 
     from dataformat import dates
 
-    bad = 0
+    bad, known = 0, {column.name: pa.array(column.vocabulary, pa.string()) for column in dated}
     while dated and (chunk := list(itertools.islice(rows, DATES_READ))):
         texts, unread = {}, {}  # by column: each row's value, as text or None where missing; whether no date
         for column in dated:
@@ -240,7 +240,7 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
             texts[column.name] = [None if tables.is_missing_value(value) else str(value) for value in values]
             found = pa.array(texts[column.name], pa.string())
             fields = dates.fields_arrow(found, column.date_format)
-            seen = pc.or_(pc.is_null(found), pc.is_in(found, value_set=pa.array(column.vocabulary, pa.string())))
+            seen = pc.or_(pc.is_null(found), pc.is_in(found, value_set=known[column.name]))
             unread[column.name] = np.isnan(fields[:, 0]) & ~seen.to_numpy(zero_copy_only=False)
         for i in np.flatnonzero(np.logical_or.reduce(list(unread.values()))):  # in line order
             for column in [column for column in dated if unread[column.name][i]]:
