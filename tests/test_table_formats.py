@@ -113,6 +113,13 @@ def test_json_lines_parquet_and_feather_make_the_dataset_csv_makes(tmp_path):
         assert every_row(tmp_path / f"out-{name}", found) == expected, name
 
 
+def each_refused(folder, expected: dict[str, str]) -> None:
+    """Each file of the folder named in `expected` stops the conversion with a UserError matching its pattern."""
+    for name, error in expected.items():
+        with pytest.raises(UserError, match=error):
+            build(folder, folder / name, f"out-{name}")
+
+
 @pytest.mark.parametrize("name", ["t.parquet", "t.feather"])
 def test_a_wide_typed_file_is_read_in_blocks_of_bounded_values(tmp_path, monkeypatch, name):
     """A 4,096-column Parquet file of 32,768 rows, read 65,536 rows at a time, took 8.7 GB (1.8 GB now). An
@@ -148,9 +155,7 @@ def test_a_file_that_is_not_its_suffixs_format_is_named(tmp_path):
         "old.feather": r"old.feather: a Feather version 1 file: write it again as version 2",
         "offsets.feather": r"column .every. holds values that have no text \(month_day_nano_interval\); tables",
     }
-    for name, error in expected.items():
-        with pytest.raises(UserError, match=error):
-            build(tmp_path, tmp_path / name, f"out-{name}")
+    each_refused(tmp_path, expected)
 
 
 def test_a_zip_archive_that_holds_no_one_table_to_read_is_refused_in_one_line(tmp_path):
@@ -177,9 +182,7 @@ def test_a_zip_archive_that_holds_no_one_table_to_read_is_refused_in_one_line(tm
         "cut.zip": r"cut.zip: cannot read as a ZIP archive \(",
         "sheet.zip": r"sheet.zip: holds t.ods, a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV$",
     }
-    for name, error in expected.items():
-        with pytest.raises(UserError, match=error):
-            build(tmp_path, tmp_path / name, f"out-{name}")
+    each_refused(tmp_path, expected)
 
 
 def test_a_zipped_or_compressed_files_shards_are_planned_by_the_text_it_holds(tmp_path):
