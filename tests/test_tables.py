@@ -297,6 +297,10 @@ def test_a_statistics_packages_file_or_other_binary_data_is_refused_for_what_it_
     (tmp_path / "stray.csv").write_text(rows + "7\x00,a\n")  # a stray NUL is no binary file
     stray = build(tmp_path, tmp_path / "stray.csv", name="stray", options={"label_column": "label"})
     assert stray.class_names == ("a", "b")
+    note = "a staff member\x1as car was stolen from the office parking lot"  # an apostrophe an encoding lost
+    lost = "n,note,label\n" + "".join(f"{i},{note},{'ab'[i % 2]}\n" for i in range(40))
+    (tmp_path / "lost.csv").write_text(lost)  # 1.4% of its bytes control bytes, and text (refused at 1%)
+    assert build(tmp_path, tmp_path / "lost.csv", name="lost", options={"label_column": "label"}).num_classes == 2
 
 
 def test_the_split_does_not_depend_on_other_files_or_the_order_of_rows(tmp_path):
