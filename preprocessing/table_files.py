@@ -1193,10 +1193,16 @@ class LateColumn(UserError):
 
 def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[str, ...]:
     """The columns of (flattened) JSON objects: their keys in the order they first appear, less a nested
-    record's own key ("geo": null beside geo.city is no column)."""
-    keys = {key: None for _, row in rows for key in row}
+    record's own key ("geo": null beside geo.city is no column). A key with a value is a column whatever other keys
+    start with it: R's and pandas' names hold dots ("year" beside "year.rep"), and such a "year" was dropped."""
+    keys, valued = {}, set()
+    for _, row in rows:
+        for key, value in row.items():
+            keys[key] = None
+            if value is not None:
+                valued.add(key)
     records = {key[:dot] for key in keys for dot, char in enumerate(key) if char == "."}
-    return tuple(key for key in keys if key not in records)
+    return tuple(key for key in keys if key not in records or key in valued)
 
 
 def every_json_column(files: list[str], dialect: Dialect) -> tuple[str, ...]:

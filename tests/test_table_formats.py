@@ -318,6 +318,9 @@ def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
     (tmp_path / "t.jsonl").write_text(json.dumps({"geo.city": "A", "geo": {"city": "B"}, "label": "a"}) + "\n")
     with pytest.raises(UserError, match=r"t.jsonl: line 1: 'geo.city' is both a key and a nested record's field"):
         build(tmp_path, tmp_path / "t.jsonl", "both")
+    dotted = [{"year": 1988 + i % 3, "year.rep": f"{1988 + i % 3}:{i % 2}", "label": "ab"[i % 2]} for i in range(40)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(row) + "\n" for row in dotted))  # R's names, by pandas
+    assert [column.name for column in build(tmp_path, tmp_path / "r.jsonl", "dotted").columns] == ["year", "year.rep"]
 
 
 def test_a_nested_column_left_out_is_never_read(tmp_path):
