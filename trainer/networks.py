@@ -211,8 +211,8 @@ class QuantileBuckets:
 
     def __init__(self, columns: list[tuple[int, tables.Column]]):
         self.places = [start for start, _ in columns]  # in the row's vector
-        most = max([len(column.boundaries) for _, column in columns], default=0)
-        self.count = most + 2  # buckets 0..most, then missing
+        self.count = bucket_count([column for _, column in columns])
+        most = self.count - 2  # the boundaries of the column that has the most
         padded = [list(column.boundaries) + [np.inf] * (most - len(column.boundaries)) for _, column in columns]
         self.boundaries = tf.constant(padded or np.zeros((0, most)), tf.float32)
 
@@ -254,6 +254,11 @@ class QuantileRanks:
         """[n, columns] ranks of the values in their buckets."""
         lower, slope, rank = tf.unstack(tf.gather(self.table, buckets + self.offsets), axis=2)
         return rank + tf.math.multiply_no_nan(values - lower, slope)  # a missing value's slope 0 times NaN: 0
+
+
+def bucket_count(columns: list[tables.Column]) -> int:
+    """The quantile buckets of every bucketed column: 0 up to the most boundaries any has, then missing."""
+    return max([len(column.boundaries) for column in columns], default=0) + 2
 
 
 def rank_labels(metadata: Metadata) -> list[str]:
@@ -567,8 +572,7 @@ def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, l
     if numbers:
         found[f"{LINEAR_PREFIX}wide_logits/kernel"] = numbers
     numeric = [column for _, column in bucketed_columns(metadata)]
-    most = max([len(column.boundaries) for column in numeric], default=0)  # as QuantileBuckets' count
-    buckets = [[f"<{column.name} bucket {k}>" for k in range(most + 1)] + [f"<{column.name} missing>"]
+    buckets = [[f"<{column.name} bucket {k}>" for k in range(bucket_count(numeric) - 1)] + [f"<{column.name} missing>"]
                for column in numeric]  # fmt: skip
     if buckets:
         found[f"{LINEAR_PREFIX}wide_buckets/embeddings"] = [label for labels in buckets for label in labels]
