@@ -392,6 +392,35 @@ def flattened(row: dict, where: str) -> dict:
     return flat
 
 
+def value_text(value) -> str:
+    """A JSON value (a row's, or a predict request's) as the text a table's column holds: null as empty (a missing
+    value), true and false in lower case (as Parquet's are read), a list as list_text writes it, else as str()."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return list_text(value)
+    return str(value)
+
+
+# What a list may hold (BigQuery's REPEATED column, a JSON array): words, codes and integer IDs, but not fractions (an
+# embedding's numbers, whose digits are no words) nor lists and records.
+LIST_RULE = "a column's list may hold text, integers and true or false"
+
+
+def list_text(values: list) -> str:
+    """A list (tags, genres, item IDs) as its elements' text joined by spaces, nulls left out: a list column is
+    read as a text column whose words its elements are (tables with lists name them so, as Ludwig's set features
+    split a value at spaces). ValueError for a list that holds a fraction, a list or an object."""
+    for value in values:
+        if isinstance(value, (list, dict)):
+            raise ValueError("a list of lists or objects")
+        if isinstance(value, float):
+            raise ValueError(f"a list that holds a fraction ({value!r})")
+    return " ".join(value_text(value) for value in values if value is not None)
+
+
 def is_missing_value(value) -> bool:
     """Whether a request's or a row's value is a missing one: null, or a missing token (MISSING_TOKENS)."""
     return value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
@@ -430,7 +459,7 @@ def instance_columns(
             value = instance.get(column.name)
             missing = is_missing_in(value, column)
             if column.kind != NUMERIC:
-                values.append("" if missing else str(value).strip())
+                values.append("" if missing else _request_text(value, column, name))
             elif missing:
                 values.append(float("nan"))
             elif not is_a_number(value):
@@ -440,6 +469,15 @@ def instance_columns(
         dtype = np.float32 if column.kind == NUMERIC else object
         arrays[column.name] = np.array(values, dtype=dtype)
     return arrays
+
+
+def _request_text(value, column: Column, where: str) -> str:
+    from dataformat.errors import UserError
+
+    try:
+        return value_text(value).strip()
+    except ValueError as error:
+        raise UserError(f"{where}: column {column.name!r}: {error}; {LIST_RULE}") from None
 
 
 # Reading (TensorFlow, in the input pipeline and the serving graph).

@@ -345,6 +345,7 @@ class Dialect:
     padded: bool = False  # CSV's: blanks after a delimiter and before a quote, left out as the file is read (unpadded)
     quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (arff_dialect)
     comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
+    lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
 
     @property
     def rewrite(self) -> Callable[[bytes], bytes] | None:
@@ -420,8 +421,10 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     kind = file_format(path)
     if kind in TYPED:
         with _typed_file(path, kind) as file:
-            names = _distinct(_leaf_names(file.schema_arrow if kind == PARQUET else file.schema), path)
-        return Dialect(names, False, "", options.encoding, kind)
+            fields = _leaf_fields(file.schema_arrow if kind == PARQUET else file.schema)
+        names = _distinct([name for name, _ in fields], path)
+        lists = tuple(name for name, kind in fields if is_list_type(kind))
+        return Dialect(names, False, "", options.encoding, kind, lists=lists)
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return _workbook_dialect(path, options, (*known, *label))
@@ -438,7 +441,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names = json_columns(rows)
         if not names:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
-        return Dialect(names, False, "", encoding, kind)
+        lists = tuple(name for name in names if any(isinstance(row.get(name), list) for _, row in rows))
+        return Dialect(names, False, "", encoding, kind, lists=lists)
     if _stem(_table_name(path)).endswith(".arff"):
         return arff_dialect(path, encoding)
     lines = _head_text(path, head, encoding).splitlines(keepends=True)[options.skip_rows :]
@@ -1360,16 +1364,12 @@ def _an_object(row, path: str, number: int) -> dict:
 
 
 def _as_text(value, path: str, line: int, name: str) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list)):
+    try:
+        return tables.value_text(value)
+    except ValueError as error:
         raise UserError(
-            f"{path}: line {line}, column {name!r}: a list of values; tables take one value a column "
-            f"(--ignore-columns {name} leaves it out)"
-        )
-    return str(value)
+            f"{path}: line {line}, column {name!r}: {error}; {tables.LIST_RULE} (--ignore-columns {name} leaves it out)"
+        ) from None
 
 
 # Parquet and Arrow: typed columns, cast to text (numbers as numbers, timestamps in ISO 8601).
@@ -1428,16 +1428,16 @@ def _batches(file, rows_a_block: int, names: tuple[str, ...]) -> Iterator[pa.Rec
             yield batch.slice(start, rows_a_block)
 
 
-def _leaf_names(schema: pa.Schema) -> list[str]:
-    """The columns of a Parquet or Arrow schema, a struct's fields as columns of their own named by their path
-    (geo.city), as tables.flattened names a JSON object's."""
-    names = []
+def _leaf_fields(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    """The columns of a Parquet or Arrow schema with their types, a struct's fields as columns of their own named by
+    their path (geo.city), as tables.flattened names a JSON object's."""
+    fields = []
     for field in schema:
         if pa.types.is_struct(field.type):
-            names += [f"{field.name}.{name}" for name in _leaf_names(pa.schema(list(field.type)))]
+            fields += [(f"{field.name}.{name}", kind) for name, kind in _leaf_fields(pa.schema(list(field.type)))]
         else:
-            names.append(field.name)
-    return names
+            fields.append((field.name, field.type))
+    return fields
 
 
 def _without_structs(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -1448,6 +1448,8 @@ def _without_structs(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def _typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
+    if is_list_type(values.type):
+        return _list_text(values, path, name)
     if pa.types.is_nested(values.type):
         raise UserError(
             f"{path}: column {name!r} holds nested values ({values.type}); tables take one value a column "
@@ -1467,6 +1469,27 @@ def _typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
         f"{path}: column {name!r} holds {what} ({values.type}); tables take numbers, dates and text "
         f"(--ignore-columns {name} leaves it out)"
     )
+
+
+def is_list_type(kind: pa.DataType) -> bool:
+    return pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+
+
+def _list_text(values: pa.Array, path: str, name: str) -> pa.Array:
+    """A list column (BigQuery's REPEATED) as tables.list_text writes a JSON array: each row's elements as text,
+    nulls left out, joined by spaces; a null or empty list is missing."""
+    elements = values.flatten()
+    kind = elements.type
+    if pa.types.is_nested(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        raise UserError(
+            f"{path}: column {name!r} holds lists of {kind}; {tables.LIST_RULE} (--ignore-columns {name} leaves it out)"
+        )
+    present = elements.is_valid().to_numpy(zero_copy_only=False)
+    rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)[present]
+    texts = _typed_text(elements.filter(pa.array(present)), path, name)
+    ends = np.cumsum(np.bincount(rows, minlength=len(values)), dtype=np.int64)
+    lists = pa.LargeListArray.from_arrays(pa.array(np.concatenate([[0], ends])), texts)
+    return pc.fill_null(pc.binary_join(lists, " "), "")
 
 
 # A folder of texts, a sub-folder a class.

@@ -1393,6 +1393,7 @@ def plan_table(
         if sparse:
             return plan_table(path, options, eval_fraction, seed, shards, every_object=True)
         raise
+    options = _lists_as_text(options, dialect, features, files[0])
     if options.text_folder:  # its files' count times the first ones' mean size
         texts = [text_path for text_path, _ in text_files(path)]
         size = len(texts) * sum(map(text_bytes, texts[:100])) // len(texts[:100])
@@ -1403,6 +1404,17 @@ def plan_table(
     root = path if storage.is_folder(path) else ""
     plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root)
     return files, plan
+
+
+def _lists_as_text(options: TableOptions, dialect: Dialect, features: list[str], where: str) -> TableOptions:
+    """The options with the feature columns of lists that no flag gives a kind as text columns: a list's elements
+    are its words (tags, genres, item IDs: a bag of them, however few each row holds)."""
+    given = {*options.categorical, *options.numeric, *options.dates, *options.text}
+    lists = tuple(name for name in dialect.lists if name in features and name not in given)
+    if not lists:
+        return options
+    log.info("%s: column(s) %s hold lists, read as text whose words are their elements", where, ", ".join(lists))
+    return replace(options, text=options.text + lists)
 
 
 def shard_paths(plan: TablePlan, output: str, compression: str) -> dict[tuple[str, int], str]:

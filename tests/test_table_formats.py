@@ -227,9 +227,9 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
     (tmp_path / "one.json").write_text(json.dumps({"rows": 50, "note": "a document, not a table"}, indent=2))
     with pytest.raises(UserError, match=r"one.json: line 1 is no whole JSON object"):  # it was "not JSON"
         build(tmp_path, tmp_path / "one.json", "one")
-    lines[20] = '{"count": [1, 2], "label": "a"}'
+    lines[20] = '{"count": [{"n": 1}], "label": "a"}'
     (tmp_path / "t.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'count': a list of values.*--ignore-columns count"):
+    with pytest.raises(UserError, match=r"t.jsonl: line 21, column 'count': a list of lists or objects.*--ignore-colu"):
         build(tmp_path, tmp_path / "t.jsonl", "nested")
 
 
@@ -274,7 +274,7 @@ def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(
     assert [value for batch, _ in found for value in batch.column("n").to_pylist()] == [str(i) for i in range(100)]
     broken = {
         text.replace('"b"\n},', '"b"\n}', 1): r"line 12: expected ',' or ']' after the array's object, found '\{'",
-        text.replace('"n": 2,', '"n": [2],'): r"line 12, column 'n': a list of values",
+        text.replace('"n": 2,', '"n": [[2]],'): r"line 12, column 'n': a list of lists or objects",
         text.replace('"n": 2,', '"n": 2,,'): r"line 13 is not JSON \(Expecting property name",
         text[: text.rindex("]")]: r"the JSON array is not closed",
         text + "[]": r"line 503: more after the end of the JSON array",
@@ -323,10 +323,75 @@ def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
     assert [column.name for column in build(tmp_path, tmp_path / "r.jsonl", "dotted").columns] == ["year", "year.rep"]
 
 
+def tagged_rows(count: int = 300) -> list[dict]:
+    """Rows of a list of tags (a few of 8, two words in one, nulls among them), whose tag "red" gives the label, and
+    a list of integer IDs."""
+    rng = np.random.default_rng(0)
+    tags = np.array(["red", "green", "blue", "big", "small", "new york", "old", "shiny"])
+    rows = []
+    for i in range(count):
+        chosen = [str(tag) for tag in rng.choice(tags, rng.integers(0, 4), replace=False)]
+        rows.append({"tags": chosen, "ids": [i % 7, i % 11], "n": i, "label": "yes" if "red" in chosen else "no"})
+    rows[3]["tags"], rows[4]["tags"] = None, ["red", None]
+    return rows
+
+
+def every_row_in_words(folder, metadata) -> list:
+    """every_row, with a text column's word IDs as their words (the IDs follow each split's counts)."""
+    words = {
+        column.name: ["", "", *(folder / column.vocabulary_file).read_text().splitlines()]
+        for column in metadata.columns
+        if column.kind == tables.TEXT
+    }
+    return sorted(
+        ([(name, [words[name][i] for i in value] if name in words else value) for name, value in values], label)
+        for values, label in every_row(folder, metadata)
+    )
+
+
+def test_lists_are_text_columns_whose_words_are_their_elements(tmp_path):
+    """BigQuery's REPEATED columns, as JSON lines and as Parquet: each list column is text, a row's elements its
+    words, into the same dataset from both; a flag's kind wins; a list of fractions, lists or records is refused
+    in one line naming the column; a request's list is read as the records' were."""
+    rows = tagged_rows()
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
+    found = {}
+    for name in ("t.jsonl", "t.parquet"):
+        folder = tmp_path / f"out-{name}"
+        metadata = build(tmp_path, tmp_path / name, folder.name)
+        columns = {column.name: column for column in metadata.columns}
+        assert [(column.name, column.kind) for column in metadata.columns] == [
+            ("tags", tables.TEXT), ("ids", tables.TEXT), ("n", tables.NUMERIC)
+        ]  # fmt: skip
+        words = (folder / columns["tags"].vocabulary_file).read_text().split()
+        assert {"red", "new", "york", "shiny"} <= set(words) and "new york" not in words
+        assert sorted(set((folder / columns["ids"].vocabulary_file).read_text().split()), key=int) == [
+            str(n) for n in range(11)
+        ]
+        found[name] = every_row_in_words(folder, metadata)
+        request = tables.instance_columns([{"tags": ["Red", None, "big"]}], metadata.columns, ["row 1"])
+        assert list(request["tags"]) == ["Red big"] and list(request["ids"]) == [""]
+    assert found["t.jsonl"] == found["t.parquet"]
+    assert build(tmp_path, tmp_path / "t.parquet", "flag", categorical=("ids",)).columns[1].kind == tables.CATEGORICAL
+    with pytest.raises(UserError, match=r"row 1: column 'tags': a list that holds a fraction \(0.5\); a column's list"):
+        tables.instance_columns([{"tags": ["red", 0.5]}], metadata.columns, ["row 1"])
+    rows[40]["ids"] = [1.5, 2.0]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
+    refused = {
+        "t.jsonl": r"t.jsonl: line 41, column 'ids': a list that holds a fraction \(1.5\); a column's list may hold",
+        "t.parquet": r"t.parquet: column 'ids' holds lists of double; a column's list may hold text, integers",
+    }
+    for name, message in refused.items():
+        with pytest.raises(UserError, match=message + r".*\(--ignore-columns ids leaves it out\)$"):
+            build(tmp_path, tmp_path / name, f"refused-{name}")
+
+
 def test_a_nested_column_left_out_is_never_read(tmp_path):
     """BigQuery's exports hold RECORD and REPEATED columns: --ignore-columns leaves them unread (a record's
     name, all its fields)."""
-    rows = [{"tags": [i, i + 1], "where": {"x": i}, "n": i, "label": "ab"[i % 2]} for i in range(40)]
+    rows = [{"tags": [[i], [i + 1]], "where": {"x": i}, "n": i, "label": "ab"[i % 2]} for i in range(40)]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
     feather.write_feather(pa.Table.from_pylist(rows), tmp_path / "t.feather")
