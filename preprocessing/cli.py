@@ -143,7 +143,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=(),
         metavar="A,B",
         help="columns of free text: reviews, tickets, comments, tokenized into words (default: the columns whose "
-        "values are mostly distinct and mostly of 3 words or more)",
+        "values are mostly distinct and mostly of 3 words or more, and lists, such as JSON's and Parquet's lists "
+        "of tags, whose elements are the words)",
     )
     table.add_argument(
         "--ignore-columns", type=commandline.names, default=(), metavar="A,B", help="columns to leave out"
