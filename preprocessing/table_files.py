@@ -29,6 +29,7 @@ import io
 import itertools
 import json
 import logging
+import lzma
 import os
 import posixpath
 import re
@@ -71,7 +72,8 @@ FORMAT_NAMES = {
 }
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
-COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+XZ = "xz"  # no codec of pyarrow's: Python's lzma reads it (XzFile)
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".xz": XZ}
 COMPRESSION_RATIO = 4  # a compressed file's text is about this many times its size, for planning shards
 ZIP = ".zip"  # an archive of one table, as Kaggle and many portals hand out a CSV: read as the one file it holds
 OTHER_SPREADSHEETS = (".ods", ".xlsb", ".numbers")  # LibreOffice's, Excel's binary and Apple's: ZIP archives too
@@ -85,7 +87,7 @@ NOT_TABLES = {
     b"ARROW1": "an Arrow or Feather file: name it .feather (or .arrow) to read it as one",
     b"FEA1": "a Feather version 1 file: write it again as version 2 (pandas' to_feather) and name it .feather",
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
-    b"\xfd7zXZ\x00": "an xz-compressed file: decompress it, or compress it with gzip",
+    b"\xfd7zXZ\x00": "an xz-compressed file: name it .xz to read it",
 }
 # Statistics packages' own files, by suffix: what each is, and pandas' reader of it (none: R's, saved from R).
 PACKAGE_FILES = {
@@ -288,9 +290,23 @@ def _opened(path: str) -> Iterator[pa.NativeFile]:
             with zipfile.ZipFile(file) as archive, archive.open(zip_member(path)) as member:
                 yield pa.PythonFile(member, mode="r")
             return
-        stream = pa.PythonFile(file, mode="r")
         codec = compression(path)
+        if codec == XZ:
+            with XzFile(file) as text:
+                yield pa.PythonFile(text, mode="r")
+            return
+        stream = pa.PythonFile(file, mode="r")
         yield pa.CompressedInputStream(stream, codec) if codec else stream
+
+
+class XzFile(lzma.LZMAFile):
+    """An xz-compressed file's bytes, whose errors (a cut or damaged file) are OSErrors, as pyarrow's codecs' are."""
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return super().read(size)
+        except (lzma.LZMAError, EOFError) as error:
+            raise OSError(f"xz: {error}") from None
 
 
 @contextlib.contextmanager

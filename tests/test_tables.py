@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import lzma
 import re
 
 import numpy as np
@@ -36,9 +37,11 @@ ROWS = [
 
 
 def write_table(path, rows=ROWS, header=HEADER, copies=20, compress=""):
-    """The rows as CSV, compressed with pyarrow's `compress` codec ("gzip", "bz2", "zstd") where one is named."""
+    """The rows as CSV, compressed with pyarrow's `compress` codec ("gzip", "bz2", "zstd") or xz where one is named."""
     text = "\n".join([header, *(rows * copies)]) + "\n"
-    if compress:
+    if compress == "xz":  # no codec of pyarrow's
+        path.write_bytes(lzma.compress(text.encode()))
+    elif compress:
         with pa.CompressedOutputStream(str(path), compress) as file:
             file.write(text.encode())
     else:
@@ -240,23 +243,31 @@ def test_flags_choose_column_kinds_and_leave_columns_out(tmp_path):
 
 
 def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path):
-    """gzip, bzip2 and Zstandard, as pandas' to_csv writes a .csv.gz, .csv.bz2 or .csv.zst."""
+    """gzip, bzip2, Zstandard and xz, as pandas' to_csv writes a .csv.gz, .csv.bz2, .csv.zst or .csv.xz."""
     (tmp_path / "parts").mkdir()
     write_table(tmp_path / "parts" / "a.csv", copies=10)
     write_table(tmp_path / "parts" / "b.csv.gz", copies=10, compress="gzip")
     write_table(tmp_path / "parts" / "c.csv.bz2", copies=10, compress="bz2")
     write_table(tmp_path / "parts" / "d.csv.zst", copies=10, compress="zstd")
+    write_table(tmp_path / "parts" / "e.csv.xz", copies=10, compress="xz")
     (tmp_path / "parts" / "notes.txt").write_text("not a table")
     whole = build(tmp_path, tmp_path / "parts", name="folder")
     globbed = build(tmp_path, tmp_path / "parts" / "[abc].csv*", name="glob")
-    assert whole.splits["train"].examples + whole.splits["eval"].examples == 400
-    assert whole.extra["files"] == 4 and globbed.extra["files"] == 3
+    assert whole.splits["train"].examples + whole.splits["eval"].examples == 500
+    assert whole.extra["files"] == 5 and globbed.extra["files"] == 3
     assert [(c.name, c.kind) for c in whole.columns] == [(c.name, c.kind) for c in globbed.columns]
     (tmp_path / "parts" / "~$a.csv").write_bytes(b"\x00" * 162)  # an editor's lock file: no table
-    assert build(tmp_path, tmp_path / "parts", name="again").extra["files"] == 4
+    assert build(tmp_path, tmp_path / "parts", name="again").extra["files"] == 5
     (tmp_path / "fake.csv.bz2").write_text(HEADER + "\n")
     with pytest.raises(UserError, match="fake.csv.bz2: cannot read .bz2 decompress failed"):
         build(tmp_path, tmp_path / "fake.csv.bz2", name="fake")
+    compressed = (tmp_path / "parts" / "e.csv.xz").read_bytes()
+    (tmp_path / "cut.csv.xz").write_bytes(compressed[: len(compressed) // 2])
+    with pytest.raises(UserError, match=r"cut.csv.xz: cannot read \(xz: Compressed file ended before the end"):
+        build(tmp_path, tmp_path / "cut.csv.xz", name="cut")
+    (tmp_path / "xz.csv").write_bytes(compressed)  # named for what it holds, not how it is compressed
+    with pytest.raises(UserError, match=r"xz.csv: an xz-compressed file: name it .xz to read it"):
+        build(tmp_path, tmp_path / "xz.csv", name="unnamed")
     tabs = write_table(tmp_path / "t.tsv.bz2", [row.replace(",", "\t") for row in ROWS], "\t".join(HEADER.split(",")),
                        compress="bz2")  # fmt: skip
     assert preprocessing.table_files.dialect_of(str(tabs), TableOptions()).delimiter == "\t"  # .tsv, compressed
