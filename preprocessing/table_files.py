@@ -5,8 +5,8 @@ as that file, as pandas reads one): CSV in any dialect (`.csv`, `.tsv`,
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
 objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what pandas' to_feather and R's
 arrow package write) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
-formats of spreadsheets, dataframes, databases, APIs and BigQuery; and ARFF (`.arff`, Weka's and OpenML's:
-CSV rows under a header of @attribute lines, read as CSV named by them).
+formats of spreadsheets, dataframes, databases, APIs and BigQuery; ARFF (`.arff`, Weka's and OpenML's:
+CSV rows under a header of @attribute lines, read as CSV named by them); and Stata files (`.dta`, read by pandas).
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
 with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet and
 Arrow: its row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format
@@ -33,6 +33,7 @@ import lzma
 import os
 import posixpath
 import re
+import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -55,9 +56,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
+STATA = "stata"
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
-SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
+SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".dta": STATA})
 TYPED = (PARQUET, ARROW)  # files of typed columns
 OBJECTS = (JSON_LINES, JSON_ARRAY)  # files of JSON objects, read by key: any object may lack any column
 TEXT_FOLDER = "text folder"
@@ -68,6 +70,7 @@ FORMAT_NAMES = {
     PARQUET: "Parquet",
     ARROW: "an Arrow (Feather) file",
     WORKBOOK: "an Excel workbook",
+    STATA: "a Stata file",
     TEXT_FOLDER: "a folder of texts",
 }
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
@@ -91,7 +94,6 @@ NOT_TABLES = {
 }
 # Statistics packages' own files, by suffix: what each is, and pandas' reader of it (none: R's, saved from R).
 PACKAGE_FILES = {
-    (".dta",): ("a Stata file", "read_stata"),
     (".sav", ".zsav"): ("an SPSS file", "read_spss"),
     (".sas7bdat",): ("a SAS file", "read_sas"),
     (".xpt",): ("a SAS transport file", "read_sas"),
@@ -263,7 +265,7 @@ def zip_member(path: str) -> str:
             "the one to read"
         )
     member = tables[0]
-    if _named_format(member) in (*TYPED, WORKBOOK) or compression(member):
+    if _named_format(member) in (*TYPED, WORKBOOK, STATA) or compression(member):
         raise UserError(f"{path}: holds {member}, which is read only unzipped: unzip it and pass --input {member}")
     return member
 
@@ -441,6 +443,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names = _distinct([name for name, _ in fields], path)
         lists = tuple(name for name, kind in fields if is_list_type(kind))
         return Dialect(names, False, "", options.encoding, kind, lists=lists)
+    if kind == STATA:
+        return Dialect(_stata_names(path), False, "", options.encoding, kind)
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return _workbook_dialect(path, options, (*known, *label))
@@ -791,6 +795,8 @@ def blocks(
         yield from _typed_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == WORKBOOK:
         yield from _workbook_blocks(path, dialect, wanted or dialect.names)
+    elif dialect.format == STATA:
+        yield from _stata_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format in OBJECTS:
         yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
@@ -1506,6 +1512,68 @@ def _list_text(values: pa.Array, path: str, name: str) -> pa.Array:
     ends = np.cumsum(np.bincount(rows, minlength=len(values)), dtype=np.int64)
     lists = pa.LargeListArray.from_arrays(pa.array(np.concatenate([[0], ends])), texts)
     return pc.fill_null(pc.binary_join(lists, " "), "")
+
+
+# Stata files: pandas' reader, a chunk of rows at a time, its columns typed as Parquet's are.
+
+
+@contextlib.contextmanager
+def _stata_chunks(path: str, rows: int) -> Iterator[Iterator]:
+    """A Stata file's rows, `rows` at a time, as DataFrames: labelled values as their labels (convert_categoricals),
+    dates as datetimes. What pandas cannot read is a UserError naming the file."""
+    try:
+        import pandas as pd  # only for Stata files: an extra of theirs, not of every install
+    except ImportError:
+        raise UserError(f"{path}: reading a Stata file takes pandas: pip install pandas") from None
+    if compression(path):
+        raise UserError(f"{path}: decompress it first (a Stata file is read as it is: its reader seeks)")
+    with storage.open_read(path) as file, pd.read_stata(file, chunksize=rows, convert_categoricals=True) as reader:
+        yield _stata_read(reader, path)
+
+
+def _stata_read(chunks, path: str) -> Iterator:
+    """The chunks; pandas' warnings (a date format it leaves as numbers, labels it cannot apply) logged once each,
+    naming the file, and its errors a UserError naming it."""
+    while True:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                chunk = next(chunks, None)
+            except Exception as error:  # pandas' errors for what is no Stata file have no common class
+                said = (str(error).splitlines() or [""])[0]
+                said = said if re.search("[A-Za-z]{3}", said) else "damaged, or of another kind"  # a KeyError: 0
+                raise UserError(f"{path}: cannot read as a Stata file ({said})") from None
+        for warning in caught:
+            if warning.category.__name__ != "CategoricalConversionWarning":  # labels read a chunk at a time: as text
+                _warn_once(path, str(warning.message).strip().splitlines()[0])
+        if chunk is None:
+            return
+        yield chunk
+
+
+@functools.cache
+def _warn_once(path: str, message: str) -> None:
+    log.warning("%s: %s", path, message)
+
+
+def _stata_names(path: str) -> tuple[str, ...]:
+    with _stata_chunks(path, 1) as chunks:
+        first = next(chunks, None)
+    if first is None:
+        raise UserError(f"{path}: a Stata file of no rows")
+    return _distinct([str(name) for name in first.columns], path)
+
+
+def _stata_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    row = 1
+    with _stata_chunks(path, _rows_a_block(names)) as chunks:
+        for chunk in chunks:
+            labelled = chunk.select_dtypes("category").columns  # labels, and the values no label names (3) as text
+            chunk[labelled] = chunk[labelled].astype("string")
+            batch = pa.RecordBatch.from_pandas(chunk, preserve_index=False)
+            texts = [_typed_text(batch.column(name), path, name) for name in names]
+            yield pa.RecordBatch.from_arrays(texts, names), np.arange(row, row + batch.num_rows)
+            row += batch.num_rows
 
 
 # A folder of texts, a sub-folder a class.

@@ -323,6 +323,45 @@ def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
     assert [column.name for column in build(tmp_path, tmp_path / "r.jsonl", "dotted").columns] == ["year", "year.rep"]
 
 
+def test_a_stata_file_is_read_as_its_labels_and_types_say(tmp_path, caplog):
+    """Stata's .dta, the economists' and social scientists' format, read with pandas' reader a chunk at a time: the
+    dataset the same table makes as Parquet (labelled values as their labels, dates as dates, missing values
+    missing); a value no label names as its number; what pandas leaves as numbers is logged once, naming the file;
+    a compressed one is told to be decompressed."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        {
+            "region": pd.Categorical(rng.choice(["north", "south", "east"], ROWS)),
+            "age": rng.integers(18, 80, ROWS).astype(np.int16),
+            "income": np.where(rng.random(ROWS) < 0.1, np.nan, rng.normal(50, 10, ROWS)),
+            "born": pd.Timestamp("1990-01-01") + pd.to_timedelta(rng.integers(0, 9000, ROWS), unit="D"),
+            "label": rng.choice(["yes", "no"], ROWS),
+        }
+    )
+    table.to_stata(tmp_path / "t.dta", write_index=False, convert_dates={"born": "td"})
+    table.to_parquet(tmp_path / "t.parquet")
+    stata, parquet = build(tmp_path, tmp_path / "t.dta", "stata"), build(tmp_path, tmp_path / "t.parquet", "parquet")
+    assert summary(stata) == summary(parquet) and stata.columns[2].missing > 0
+    assert [(c.name, c.kind) for c in stata.columns] == [
+        ("region", "categorical"), ("age", "numeric"), ("income", "numeric"), ("born", "date")
+    ]  # fmt: skip
+    assert every_row(tmp_path / "stata", stata) == every_row(tmp_path / "parquet", parquet)
+    codes = pd.DataFrame({"code": np.array([1, 2, 3] * 100, np.int32), "label": ["a", "b"] * 150})
+    codes.to_stata(tmp_path / "codes.dta", write_index=False, value_labels={"code": {1: "low", 2: "mid"}})
+    assert set(build(tmp_path, tmp_path / "codes.dta", "codes").columns[0].vocabulary) == {"low", "mid", "3"}
+    table.to_stata(tmp_path / "tc.dta", write_index=False, convert_dates={"born": "tc"})
+    (tmp_path / "ms.dta").write_bytes((tmp_path / "tc.dta").read_bytes().replace(b"%tc", b"%tC"))  # pandas reads only
+    caplog.set_level("WARNING")
+    assert build(tmp_path, tmp_path / "ms.dta", "ms").columns[-1].kind == "numeric"  # milliseconds since 1960
+    said = [record.getMessage() for record in caplog.records]
+    assert said.count(f"{tmp_path / 'ms.dta'}: Encountered %tC format. Leaving in Stata Internal Format.") == 1
+    (tmp_path / "t.dta.gz").write_bytes(gzip.compress((tmp_path / "t.dta").read_bytes()))
+    with pytest.raises(UserError, match=r"t.dta.gz: decompress it first \(a Stata file is read as it is"):
+        build(tmp_path, tmp_path / "t.dta.gz", "gz")
+
+
 def tagged_rows(count: int = 300) -> list[dict]:
     """Rows of a list of tags (a few of 8, two words in one, nulls among them), whose tag "red" gives the label, and
     a list of integer IDs."""
