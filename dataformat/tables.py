@@ -412,12 +412,12 @@ LIST_RULE = "a column's list may hold text, integers and true or false"
 def list_text(values: list) -> str:
     """A list (tags, genres, item IDs) as its elements' text joined by spaces, nulls left out: a list column is
     read as a text column whose words its elements are (tables with lists name them so, as Ludwig's set features
-    split a value at spaces). ValueError for a list that holds a fraction, a list or an object."""
+    split a value at spaces). ValueError for a list that holds a decimal number, a list or an object."""
     for value in values:
         if isinstance(value, (list, dict)):
             raise ValueError("a list of lists or objects")
         if isinstance(value, float):
-            raise ValueError(f"a list that holds a fraction ({value!r})")
+            raise ValueError(f"a list that holds a decimal number ({value!r})")
     return " ".join(value_text(value) for value in values if value is not None)
 
 

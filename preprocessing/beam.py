@@ -212,7 +212,8 @@ class _ReadTable(beam.DoFn):
         except LateColumn as late:  # the local runner reads the files' keys and starts again; workers cannot
             raise UserError(
                 f"{late}; JSON's columns are the keys of the first file's first objects here: give them in its "
-                "first object (null values will do), or preprocess with --runner local, which finds every key"
+                "first object (null values will do; [] for a list), or preprocess with --runner local, which finds "
+                "every key"
             ) from None
 
 

@@ -458,10 +458,9 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
         else:
             rows = [(number, _json_object(line, path, number)) for number, line in enumerate(_whole_lines(text), 1)]
-        names = json_columns(rows)
+        names, lists = json_columns(rows)
         if not names:
             raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
-        lists = tuple(name for name in names if any(isinstance(row.get(name), list) for _, row in rows))
         return Dialect(names, False, "", encoding, kind, lists=lists)
     if _stem(_table_name(path)).endswith(".arff"):
         return arff_dialect(path, encoding)
@@ -1217,22 +1216,26 @@ class LateColumn(UserError):
     columns are found only by reading every object (every_json_column)."""
 
 
-def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[str, ...]:
-    """The columns of (flattened) JSON objects: their keys in the order they first appear, less a nested
-    record's own key ("geo": null beside geo.city is no column). A key with a value is a column whatever other keys
-    start with it: R's and pandas' names hold dots ("year" beside "year.rep"), and such a "year" was dropped."""
-    keys, valued = {}, set()
+def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the columns of (flattened) JSON objects, those of them that hold a list in any object). The columns are their
+    keys in the order they first appear, less a nested record's own key ("geo": null beside geo.city is no column). A
+    key with a value is a column whatever other keys start with it: R's and pandas' names hold dots ("year" beside
+    "year.rep"), and such a "year" was dropped."""
+    keys, valued, lists = {}, set(), set()
     for _, row in rows:
         for key, value in row.items():
             keys[key] = None
             if value is not None:
                 valued.add(key)
+            if isinstance(value, list):
+                lists.add(key)
     records = {key[:dot] for key in keys for dot, char in enumerate(key) if char == "."}
-    return tuple(key for key in keys if key not in records or key in valued)
+    names = tuple(key for key in keys if key not in records or key in valued)
+    return names, tuple(name for name in names if name in lists)
 
 
-def every_json_column(files: list[str], dialect: Dialect) -> tuple[str, ...]:
-    """The columns of every object of the JSON files: the dialect's first, then the others as they appear."""
+def every_json_column(files: list[str], dialect: Dialect) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """json_columns of every object of the JSON files: the dialect's first columns, then the others as they appear."""
     rows = (row for path in files for piece in _json_pieces(path, dialect) for row in piece)
     return json_columns(itertools.chain([(0, dict.fromkeys(dialect.names))], rows))
 
@@ -1247,7 +1250,7 @@ def _json_pieces(path: str, dialect: Dialect) -> Iterator[Iterable[tuple[int, di
 def _json_blocks(
     path: str, dialect: Dialect, names: tuple[str, ...], every_column: bool
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    known = frozenset(dialect.names) if every_column else None
+    known = (frozenset(dialect.names), frozenset(dialect.lists)) if every_column else None
     for rows in _json_pieces(path, dialect):
         batch, lines = _objects_batch(rows, path, names, known)
         if len(lines):
@@ -1259,7 +1262,7 @@ def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Ite
     line, rest = 1, b""
     with _opened(path) as stream:
         while True:
-            chunk = stream.read(block_bytes)
+            chunk = _read(stream, block_bytes, path)
             text = rest + chunk
             cut = len(text) if not chunk else text.rfind(b"\n") + 1
             whole, rest = text[:cut], text[cut:]
@@ -1268,6 +1271,13 @@ def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Ite
                 line += whole.count(b"\n") + (0 if whole.endswith(b"\n") else 1)
             if not chunk:
                 return
+
+
+def _read(stream, size: int, path: str) -> bytes:
+    try:
+        return stream.read(size)
+    except OSError as error:  # a compressed file cut short, or damaged
+        raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
 
 
 def _objects_of_lines(text: str, path: str, first_line: int) -> Iterator[tuple[int, dict]]:
@@ -1284,7 +1294,7 @@ def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[lis
     text, line, expected = "", 1, "["  # expected: '[', an object (or ']' first), ',' or ']', or the end
     with _opened(path) as stream:
         while True:
-            chunk = stream.read(block_bytes)
+            chunk = _read(stream, block_bytes, path)
             try:
                 text += text_of.decode(chunk, final=not chunk)
             except UnicodeDecodeError:
@@ -1344,17 +1354,21 @@ def _decoded(text: bytes, path: str, encoding: str) -> str:
 
 
 def _objects_batch(
-    rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...], known: frozenset | None = None
+    rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...], known: tuple | None = None
 ) -> tuple[pa.RecordBatch, np.ndarray]:
     """Objects (JSON's, or a sheet's rows by column name), each with its line, to a block of the named text columns
-    (a key left out or null: empty). Where `known` names every column, a value under any other key is a LateColumn."""
+    (a key left out or null: empty). Where `known` gives (every column, the columns of lists), a value under any other
+    key, or a list in any other column, is a LateColumn."""
     columns: dict[str, list] = {name: [] for name in names}
     lines = []
     for line, row in rows:  # one object at a time: a block's objects are never all held
-        if known is not None and not known.issuperset(row):
-            _check_known(row, known, path, line)
+        if known is not None and not known[0].issuperset(row):
+            _check_known(row, known[0], path, line)
         for name, values in columns.items():
-            values.append(_as_text(row.get(name), path, line, name))
+            value = row.get(name)
+            if known is not None and isinstance(value, list) and name not in known[1]:
+                raise LateColumn(f"{path}: line {line}: column {name!r} holds a list, and the first objects none")
+            values.append(_as_text(value, path, line, name))
         lines.append(line)
     batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], names)
     return batch, np.array(lines, np.int64)
@@ -1500,14 +1514,16 @@ def is_list_type(kind: pa.DataType) -> bool:
 def _list_text(values: pa.Array, path: str, name: str) -> pa.Array:
     """A list column (BigQuery's REPEATED) as tables.list_text writes a JSON array: each row's elements as text,
     nulls left out, joined by spaces; a null or empty list is missing."""
-    elements = values.flatten()
+    elements = values.flatten()  # a null list's elements left out, whatever its offsets hold
     kind = elements.type
-    if pa.types.is_nested(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+    refused = (pa.types.is_nested, pa.types.is_floating, pa.types.is_decimal, pa.types.is_temporal)
+    if any(is_refused(kind) for is_refused in refused):  # lists, records, fractions, times: no words
         raise UserError(
             f"{path}: column {name!r} holds lists of {kind}; {tables.LIST_RULE} (--ignore-columns {name} leaves it out)"
         )
     present = elements.is_valid().to_numpy(zero_copy_only=False)
-    rows = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)[present]
+    lengths = pc.fill_null(pc.list_value_length(values), 0).to_numpy(zero_copy_only=False)  # as flatten() has them
+    rows = np.repeat(np.arange(len(values)), lengths)[present]
     texts = _typed_text(elements.filter(pa.array(present)), path, name)
     ends = np.cumsum(np.bincount(rows, minlength=len(values)), dtype=np.int64)
     lists = pa.LargeListArray.from_arrays(pa.array(np.concatenate([[0], ends])), texts)
@@ -1518,42 +1534,36 @@ def _list_text(values: pa.Array, path: str, name: str) -> pa.Array:
 
 
 @contextlib.contextmanager
-def _stata_chunks(path: str, rows: int) -> Iterator[Iterator]:
+def _stata_chunks(path: str, rows: int, names: tuple[str, ...] = ()) -> Iterator[Iterator]:
     """A Stata file's rows, `rows` at a time, as DataFrames: labelled values as their labels (convert_categoricals),
-    dates as datetimes. What pandas cannot read is a UserError naming the file."""
+    dates as datetimes (those pandas leaves as numbers, %tC, it warns of); only the `names` columns where given. What
+    it cannot read is a UserError naming the file."""
     try:
         import pandas as pd  # only for Stata files: an extra of theirs, not of every install
     except ImportError:
         raise UserError(f"{path}: reading a Stata file takes pandas: pip install pandas") from None
     if compression(path):
         raise UserError(f"{path}: decompress it first (a Stata file is read as it is: its reader seeks)")
-    with storage.open_read(path) as file, pd.read_stata(file, chunksize=rows, convert_categoricals=True) as reader:
+    # Its chunks' categories differ where some values have no label: _stata_blocks reads them as text.
+    warnings.filterwarnings("ignore", category=pd.errors.CategoricalConversionWarning)
+    columns = list(names) or None
+    with storage.open_read(path) as file, pd.read_stata(file, chunksize=rows, columns=columns) as reader:
         yield _stata_read(reader, path)
 
 
 def _stata_read(chunks, path: str) -> Iterator:
-    """The chunks; pandas' warnings (a date format it leaves as numbers, labels it cannot apply) logged once each,
-    naming the file, and its errors a UserError naming it."""
+    """The chunks, pandas' errors (what is no Stata file) a UserError naming the file. Not `yield from`: closing this
+    would close pandas' reader by its deprecated close()."""
     while True:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                chunk = next(chunks, None)
-            except Exception as error:  # pandas' errors for what is no Stata file have no common class
-                said = (str(error).splitlines() or [""])[0]
-                said = said if re.search("[A-Za-z]{3}", said) else "damaged, or of another kind"  # a KeyError: 0
-                raise UserError(f"{path}: cannot read as a Stata file ({said})") from None
-        for warning in caught:
-            if warning.category.__name__ != "CategoricalConversionWarning":  # labels read a chunk at a time: as text
-                _warn_once(path, str(warning.message).strip().splitlines()[0])
+        try:
+            chunk = next(chunks, None)
+        except Exception as error:  # pandas' errors for what is no Stata file have no common class
+            said = (str(error).splitlines() or [""])[0]
+            said = said if re.search("[A-Za-z]{3}", said) else "damaged, or of another kind"  # a KeyError: 0
+            raise UserError(f"{path}: cannot read as a Stata file ({said})") from None
         if chunk is None:
             return
         yield chunk
-
-
-@functools.cache
-def _warn_once(path: str, message: str) -> None:
-    log.warning("%s: %s", path, message)
 
 
 def _stata_names(path: str) -> tuple[str, ...]:
@@ -1566,7 +1576,7 @@ def _stata_names(path: str) -> tuple[str, ...]:
 
 def _stata_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     row = 1
-    with _stata_chunks(path, _rows_a_block(names)) as chunks:
+    with _stata_chunks(path, _rows_a_block(names), names) as chunks:
         for chunk in chunks:
             labelled = chunk.select_dtypes("category").columns  # labels, and the values no label names (3) as text
             chunk[labelled] = chunk[labelled].astype("string")

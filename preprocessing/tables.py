@@ -817,8 +817,8 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     name, as exports of one table by different tools order them differently). Else a UserError saying what
     differs."""
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
-    if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header
-        dialect = replace(dialect, names=plan.names)
+    if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header, nor its lists
+        dialect = replace(dialect, names=plan.names, lists=plan.dialect.lists)
     # The rest (a workbook's sheet, lines above the header, quoting, row names) is each file's own, read by its dialect.
     alike = all(getattr(dialect, name) == getattr(plan.dialect, name) for name in SHARED_DIALECT)
     if not alike or sorted(dialect.names) != sorted(plan.names):
@@ -1370,7 +1370,8 @@ def plan_table(
     dialect = dialect_of(files[0], options)
     sparse = dialect.format in OBJECTS and not every_object  # its columns: the first objects' keys
     if dialect.format in OBJECTS and every_object:
-        dialect = replace(dialect, names=every_json_column(files, dialect))
+        names, lists = every_json_column(files, dialect)
+        dialect = replace(dialect, names=names, lists=lists)
     if dialect.sheet:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.row_names:  # as R's read.csv and pandas read such a file; a file of unquoted commas reads so too
@@ -1393,7 +1394,7 @@ def plan_table(
         if sparse:
             return plan_table(path, options, eval_fraction, seed, shards, every_object=True)
         raise
-    options = _lists_as_text(options, dialect, features, files[0])
+    options = _lists_as_text(options, dialect, label, features, files[0])
     if options.text_folder:  # its files' count times the first ones' mean size
         texts = [text_path for text_path, _ in text_files(path)]
         size = len(texts) * sum(map(text_bytes, texts[:100])) // len(texts[:100])
@@ -1406,9 +1407,16 @@ def plan_table(
     return files, plan
 
 
-def _lists_as_text(options: TableOptions, dialect: Dialect, features: list[str], where: str) -> TableOptions:
+def _lists_as_text(
+    options: TableOptions, dialect: Dialect, label: str, features: list[str], where: str
+) -> TableOptions:
     """The options with the feature columns of lists that no flag gives a kind as text columns: a list's elements
-    are its words (tags, genres, item IDs: a bag of them, however few each row holds)."""
+    are its words (tags, genres, item IDs: a bag of them, however few each row holds). A label of lists (many
+    classes a row) is a UserError."""
+    if label in dialect.lists:
+        raise UserError(
+            f"{where}: --label-column {label} holds lists; this trainer gives a row one class: make it one value a row"
+        )
     given = {*options.categorical, *options.numeric, *options.dates, *options.text}
     lists = tuple(name for name in dialect.lists if name in features and name not in given)
     if not lists:
