@@ -375,7 +375,7 @@ def flattened(row: dict, where: str) -> dict:
     """A row whose values include objects, with each object's values as columns of their own, named by their
     path: {"geo": {"city": "Oslo"}} as {"geo.city": "Oslo"} (BigQuery's RECORD columns, exported as JSON or
     Parquet). Lists stay as they are. A key that is also a field's path is a UserError naming `where` the row is."""
-    if not any(isinstance(value, dict) for value in row.values()):
+    if dict not in map(type, row.values()):  # a scan in C: a generator here took a tenth of reading JSON
         return row  # most rows: nothing to copy
     from dataformat.errors import UserError
 

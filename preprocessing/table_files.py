@@ -1366,6 +1366,10 @@ def _objects_batch(
             _check_known(row, known[0], path, line)
         for name, values in columns.items():
             value = row.get(name)
+            kind = type(value)
+            if kind is str or kind is int or kind is float or value is None:  # as value_text, without its call:
+                values.append(value if kind is str else "" if value is None else str(value))  # most of the time
+                continue
             if known is not None and isinstance(value, list) and name not in known[1]:
                 raise LateColumn(f"{path}: line {line}: column {name!r} holds a list, and the first objects none")
             values.append(_as_text(value, path, line, name))
