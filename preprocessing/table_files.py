@@ -6,7 +6,8 @@ anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may als
 objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what pandas' to_feather and R's
 arrow package write) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
 formats of spreadsheets, dataframes, databases, APIs and BigQuery; ARFF (`.arff`, Weka's and OpenML's:
-CSV rows under a header of @attribute lines, read as CSV named by them); and Stata files (`.dta`, read by pandas).
+CSV rows under a header of @attribute lines, read as CSV named by them); and statistics packages' files
+(Stata's `.dta`, SPSS's `.sav`, SAS's `.sas7bdat` and `.xpt`).
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
 with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet and
 Arrow: its row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format
@@ -25,6 +26,7 @@ import contextlib
 import csv
 import datetime
 import functools
+import importlib
 import io
 import itertools
 import json
@@ -33,6 +35,8 @@ import lzma
 import os
 import posixpath
 import re
+import shutil
+import tempfile
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -46,7 +50,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from dataformat import commandline, storage, tables
+from dataformat import commandline, gcs, storage, tables
 from dataformat.errors import UserError
 from preprocessing.sources import TEXT_SUFFIX
 
@@ -56,10 +60,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
-STATA = "stata"
+PACKAGE = "package"  # a statistics package's file: Stata's, SPSS's, SAS's
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
-SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".dta": STATA})
+SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
+# Statistics packages' files that are read: what each is, and its reader (pandas', or pyreadstat's, with whether its
+# values have labels to apply: SAS keeps its formats in a catalog file beside the data).
+READ_PACKAGE_FILES = {
+    ".dta": ("a Stata file", "pandas", False),
+    ".sav": ("an SPSS file", "read_sav", True),
+    ".zsav": ("an SPSS file", "read_sav", True),
+    ".sas7bdat": ("a SAS file", "read_sas7bdat", False),
+    ".xpt": ("a SAS transport file", "read_xport", False),
+}
+SUFFIXES.update(dict.fromkeys(READ_PACKAGE_FILES, PACKAGE))
 TYPED = (PARQUET, ARROW)  # files of typed columns
 OBJECTS = (JSON_LINES, JSON_ARRAY)  # files of JSON objects, read by key: any object may lack any column
 TEXT_FOLDER = "text folder"
@@ -70,7 +84,7 @@ FORMAT_NAMES = {
     PARQUET: "Parquet",
     ARROW: "an Arrow (Feather) file",
     WORKBOOK: "an Excel workbook",
-    STATA: "a Stata file",
+    PACKAGE: "a statistics package's file",
     TEXT_FOLDER: "a folder of texts",
 }
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
@@ -92,11 +106,8 @@ NOT_TABLES = {
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: name it .xz to read it",
 }
-# Statistics packages' own files, by suffix: what each is, and pandas' reader of it (none: R's, saved from R).
+# Other packages' own files, by suffix: what each is, and pandas' reader of it (none: R's, saved from R).
 PACKAGE_FILES = {
-    (".sav", ".zsav"): ("an SPSS file", "read_spss"),
-    (".sas7bdat",): ("a SAS file", "read_sas"),
-    (".xpt",): ("a SAS transport file", "read_sas"),
     (".rds",): ("an R object file", ""),
     (".rda", ".rdata"): ("an R workspace", ""),
     (".pkl", ".pickle"): ("a Python pickle", "read_pickle"),
@@ -265,7 +276,7 @@ def zip_member(path: str) -> str:
             "the one to read"
         )
     member = tables[0]
-    if _named_format(member) in (*TYPED, WORKBOOK, STATA) or compression(member):
+    if _named_format(member) in (*TYPED, WORKBOOK, PACKAGE) or compression(member):
         raise UserError(f"{path}: holds {member}, which is read only unzipped: unzip it and pass --input {member}")
     return member
 
@@ -443,8 +454,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names = _distinct([name for name, _ in fields], path)
         lists = tuple(name for name, kind in fields if is_list_type(kind))
         return Dialect(names, False, "", options.encoding, kind, lists=lists)
-    if kind == STATA:
-        return Dialect(_stata_names(path), False, "", options.encoding, kind)
+    if kind == PACKAGE:
+        return Dialect(_package_names(path), False, "", options.encoding, kind)
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return _workbook_dialect(path, options, (*known, *label))
@@ -794,8 +805,8 @@ def blocks(
         yield from _typed_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == WORKBOOK:
         yield from _workbook_blocks(path, dialect, wanted or dialect.names)
-    elif dialect.format == STATA:
-        yield from _stata_blocks(path, dialect, wanted or dialect.names)
+    elif dialect.format == PACKAGE:
+        yield from _package_blocks(path, wanted or dialect.names)
     elif dialect.format in OBJECTS:
         yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
@@ -1534,55 +1545,78 @@ def _list_text(values: pa.Array, path: str, name: str) -> pa.Array:
     return pc.fill_null(pc.binary_join(lists, " "), "")
 
 
-# Stata files: pandas' reader, a chunk of rows at a time, its columns typed as Parquet's are.
+# Statistics packages' files: Stata's (pandas' reader), SPSS's and SAS's (pyreadstat's), a chunk of rows at a time,
+# their columns typed as Parquet's are.
 
 
 @contextlib.contextmanager
-def _stata_chunks(path: str, rows: int, names: tuple[str, ...] = ()) -> Iterator[Iterator]:
-    """A Stata file's rows, `rows` at a time, as DataFrames: labelled values as their labels (convert_categoricals),
-    dates as datetimes (those pandas leaves as numbers, %tC, it warns of); only the `names` columns where given. What
-    it cannot read is a UserError naming the file."""
+def _package_chunks(path: str, rows: int, names: tuple[str, ...] = ()) -> Iterator[Iterator]:
+    """A statistics package's file's rows, `rows` at a time, as DataFrames: labelled values as their labels, dates as
+    datetimes (what pandas leaves as numbers, Stata's %tC, it warns of); only the `names` columns where given. What its
+    reader cannot read is a UserError naming the file."""
+    what, reader, labels = READ_PACKAGE_FILES[posixpath.splitext(_stem(path))[1]]
+    library = "pandas" if reader == "pandas" else "pyreadstat"
     try:
-        import pandas as pd  # only for Stata files: an extra of theirs, not of every install
+        module = importlib.import_module(library)  # only for these files: not every install has it
     except ImportError:
-        raise UserError(f"{path}: reading a Stata file takes pandas: pip install pandas") from None
+        raise UserError(f"{path}: reading {what} takes {library}: pip install {library}") from None
     if compression(path):
-        raise UserError(f"{path}: decompress it first (a Stata file is read as it is: its reader seeks)")
-    # Its chunks' categories differ where some values have no label: _stata_blocks reads them as text.
-    warnings.filterwarnings("ignore", category=pd.errors.CategoricalConversionWarning)
+        raise UserError(f"{path}: decompress it first ({what} is read as it is: its reader seeks)")
     columns = list(names) or None
-    with storage.open_read(path) as file, pd.read_stata(file, chunksize=rows, columns=columns) as reader:
-        yield _stata_read(reader, path)
+    if reader == "pandas":
+        # Its chunks' categories differ where some values have no label: _package_blocks reads them as text.
+        warnings.filterwarnings("ignore", category=module.errors.CategoricalConversionWarning)
+        with storage.open_read(path) as file, module.read_stata(file, chunksize=rows, columns=columns) as chunks:
+            yield _package_read(chunks, path, what)
+        return
+    flags = {"apply_value_formats": True} if labels else {}
+    with _local_copy(path) as local:  # pyreadstat reads a file by its path
+        chunks = module.read_file_in_chunks(getattr(module, reader), local, chunksize=rows, usecols=columns, **flags)
+        yield _package_read((chunk for chunk, _ in chunks), path, what)
 
 
-def _stata_read(chunks, path: str) -> Iterator:
-    """The chunks, pandas' errors (what is no Stata file) a UserError naming the file. Not `yield from`: closing this
-    would close pandas' reader by its deprecated close()."""
+@contextlib.contextmanager
+def _local_copy(path: str) -> Iterator[str]:
+    """The file's local path: itself, or a temporary copy of a gs:// file."""
+    if not gcs.is_gcs(path):
+        yield path
+        return
+    with tempfile.NamedTemporaryFile(suffix=posixpath.basename(path)) as copy:
+        with storage.open_read(path) as file:
+            shutil.copyfileobj(file, copy)
+        copy.flush()
+        yield copy.name
+
+
+def _package_read(chunks, path: str, what: str) -> Iterator:
+    """The chunks, the reader's errors (what is no such file) a UserError naming the file. Not `yield from`: closing
+    this would close pandas' reader by its deprecated close()."""
     while True:
         try:
             chunk = next(chunks, None)
-        except Exception as error:  # pandas' errors for what is no Stata file have no common class
+        except Exception as error:  # pandas' and pyreadstat's errors for what is no such file have no common class
             said = (str(error).splitlines() or [""])[0]
             said = said if re.search("[A-Za-z]{3}", said) else "damaged, or of another kind"  # a KeyError: 0
-            raise UserError(f"{path}: cannot read as a Stata file ({said})") from None
+            raise UserError(f"{path}: cannot read as {what} ({said})") from None
         if chunk is None:
             return
         yield chunk
 
 
-def _stata_names(path: str) -> tuple[str, ...]:
-    with _stata_chunks(path, 1) as chunks:
+def _package_names(path: str) -> tuple[str, ...]:
+    with _package_chunks(path, 1) as chunks:
         first = next(chunks, None)
     if first is None:
-        raise UserError(f"{path}: a Stata file of no rows")
+        raise UserError(f"{path}: a file of no rows")
     return _distinct([str(name) for name in first.columns], path)
 
 
-def _stata_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+def _package_blocks(path: str, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     row = 1
-    with _stata_chunks(path, _rows_a_block(names), names) as chunks:
+    with _package_chunks(path, _rows_a_block(names), names) as chunks:
         for chunk in chunks:
-            labelled = chunk.select_dtypes("category").columns  # labels, and the values no label names (3) as text
+            # Labels (with the values no label names: 3), and pyreadstat's dates (Python objects), as text.
+            labelled = chunk.select_dtypes(["category", "object"]).columns
             chunk[labelled] = chunk[labelled].astype("string")
             batch = pa.RecordBatch.from_pandas(chunk, preserve_index=False)
             texts = [_typed_text(batch.column(name), path, name) for name in names]

@@ -113,6 +113,15 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
         feather.write_feather(pa.table({"x": x, "letter": ["abc"[i % 3] for i in range(60)], "label": x > 0}),
                               folder / "t.feather", chunksize=25)  # fmt: skip
         return "t.feather"
+    if source == "csv stats":  # a statistics package's files: Stata's (read by seeking), SPSS's (by a local copy)
+        import pandas as pd
+        import pyreadstat
+
+        x = rng.normal(size=60).round(3)
+        parts = pd.DataFrame({"x": x, "letter": ["abc"[i % 3] for i in range(60)], "label": (x > 0).astype(int)})
+        parts[:30].to_stata(folder / "a.dta", write_index=False)
+        pyreadstat.write_sav(parts[30:], folder / "b.sav")
+        return "."
     if source == "csv jsonl":
         rows = [
             json.dumps({"x": round(float(rng.normal()), 3), "letter": "abc"[i % 3], "label": i % 2}) for i in range(60)
@@ -143,7 +152,8 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
 
 
 @pytest.mark.parametrize(
-    "source", ["csv", "csv folder", "csv parquet", "csv feather", "csv jsonl", "npz", "mnist", "images", "text"]
+    "source",
+    ["csv", "csv folder", "csv parquet", "csv feather", "csv stats", "csv jsonl", "npz", "mnist", "images", "text"],
 )
 def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
     relative = write_raw(source, tmp_path / "raw")

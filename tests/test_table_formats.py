@@ -366,6 +366,35 @@ def test_a_stata_file_is_read_as_its_labels_and_types_say(tmp_path):
         build(tmp_path, tmp_path / "t.dta.gz", "gz")
 
 
+def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
+    """SPSS's .sav and SAS's transport .xpt, read with pyreadstat a chunk at a time: the dataset the same table makes
+    as Parquet, an SPSS value's label in place of its code (a value no label names as its number)."""
+    import pandas as pd
+    import pyreadstat
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        {
+            "region": rng.choice(["north", "south", "east"], ROWS),
+            "age": rng.integers(18, 80, ROWS).astype(np.float64),
+            "income": np.where(rng.random(ROWS) < 0.1, np.nan, rng.normal(50, 10, ROWS).round(2)),
+            "born": pd.Timestamp("1990-01-01") + pd.to_timedelta(rng.integers(0, 9000, ROWS), unit="D"),
+            "label": rng.choice(["yes", "no"], ROWS),
+        }
+    )
+    table.to_parquet(tmp_path / "t.parquet")
+    pyreadstat.write_sav(table, tmp_path / "t.sav")
+    pyreadstat.write_xport(table, tmp_path / "t.xpt")
+    parquet = build(tmp_path, tmp_path / "t.parquet", "parquet")
+    for name in ("t.sav", "t.xpt"):
+        found = build(tmp_path, tmp_path / name, f"out-{name}")
+        assert summary(found) == summary(parquet), name
+        assert every_row(tmp_path / f"out-{name}", found) == every_row(tmp_path / "parquet", parquet), name
+    codes = pd.DataFrame({"code": [1.0, 2.0, 3.0] * 100, "label": ["a", "b"] * 150})
+    pyreadstat.write_sav(codes, tmp_path / "codes.sav", variable_value_labels={"code": {1.0: "low", 2.0: "mid"}})
+    assert set(build(tmp_path, tmp_path / "codes.sav", "codes").columns[0].vocabulary) == {"low", "mid", "3"}
+
+
 def tagged_rows(count: int = 300) -> list[dict]:
     """Rows of a list of tags (a few of 8, two words in one, nulls among them), whose tag "red" gives the label, and
     a list of integer IDs."""

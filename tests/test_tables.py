@@ -289,15 +289,18 @@ def test_a_workbook_or_archive_is_named_for_what_it_is(tmp_path, first_bytes, na
 
 
 def test_a_statistics_packages_file_or_other_binary_data_is_refused_for_what_it_is(tmp_path):
-    """SPSS's files (and Stata's, before they were read) were read as CSV: 'no feature column is left besides the
-    label'."""
+    """Statistics packages' files (Stata's, SPSS's and SAS's, before they were read) were read as CSV: 'no feature
+    column is left besides the label'."""
     stata = b"\x72\x02\x01\x00\x14\x00X\x02" + bytes(120) + b"20 Mar 2017 10:26" + bytes(range(256)) * 4
-    (tmp_path / "survey.sav").write_bytes(stata)
-    with pytest.raises(UserError, match=re.escape("survey.sav: an SPSS file: save it as CSV or Parquet (pandas.")):
-        build(tmp_path, tmp_path / "survey.sav")
-    (tmp_path / "survey.dta").write_bytes(stata)  # a Stata file is read (test_table_formats), and this is none
+    (tmp_path / "survey.rds").write_bytes(stata)
+    with pytest.raises(UserError, match=re.escape("survey.rds: an R object file: save the data frame as CSV (in R,")):
+        build(tmp_path, tmp_path / "survey.rds")
+    (tmp_path / "survey.dta").write_bytes(stata)  # Stata's, SPSS's and SAS's are read (test_table_formats): not these
     with pytest.raises(UserError, match=re.escape("survey.dta: cannot read as a Stata file (damaged, or of another")):
         build(tmp_path, tmp_path / "survey.dta")
+    (tmp_path / "survey.sav").write_bytes(stata)
+    with pytest.raises(UserError, match=re.escape("survey.sav: cannot read as an SPSS file (Invalid file")):
+        build(tmp_path, tmp_path / "survey.sav")
     (tmp_path / "survey.bin").write_bytes(stata)
     with pytest.raises(UserError, match=r"survey.bin: binary data, not a table of text \(if it is UTF-16"):
         build(tmp_path, tmp_path / "survey.bin")
