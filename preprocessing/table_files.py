@@ -106,12 +106,15 @@ NOT_TABLES = {
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: name it .xz to read it",
 }
-# Other packages' own files, by suffix: what each is, and pandas' reader of it (none: R's, saved from R).
+# Other packages' own files, by suffix: what each is, and how to save it as a table that is read.
+R_SAVED = "save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))"
+PANDAS_SAVED = "save it as CSV or Parquet (pandas.{}(path).to_parquet('table.parquet'))"
 PACKAGE_FILES = {
-    (".rds",): ("an R object file", ""),
-    (".rda", ".rdata"): ("an R workspace", ""),
-    (".pkl", ".pickle"): ("a Python pickle", "read_pickle"),
-    (".h5", ".hdf5"): ("an HDF5 file", "read_hdf"),
+    (".rds",): f"an R object file: {R_SAVED}",
+    (".rda", ".rdata"): f"an R workspace: {R_SAVED}",
+    (".pkl", ".pickle"): "a Python pickle: " + PANDAS_SAVED.format("read_pickle"),
+    (".h5", ".hdf5"): "an HDF5 file: " + PANDAS_SAVED.format("read_hdf"),
+    (".por",): "an SPSS portable file: save it as .sav (SPSS's File > Save As), which is read",
 }
 # A head with more control bytes (NUL, or any but tab, newline, form feed and carriage return) than this share is no
 # text in an ASCII-based encoding. Random bytes hold 11%; the heads of gzip, pickle, NumPy, MATLAB, PNG and SPSS
@@ -331,21 +334,12 @@ def _opened_csv(path: str, dialect: Dialect) -> Iterator[pa.NativeFile]:
         yield pa.PythonFile(Rewritten(stream, rewrite), mode="r") if rewrite else stream
 
 
-def _saved_as_table(what: str, reader: str) -> str:
-    """What a statistics package's file is, and how to save it as a table this reads."""
-    if not reader:
-        return f"{what}: save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))"
-    return f"{what}: save it as CSV or Parquet (pandas.{reader}(path).to_parquet('table.parquet'))"
-
-
 def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     """A UserError naming what the file is, where its name or first bytes say it is no table of text (a Stata
     file, an Excel workbook, an archive, other binary data): read as CSV, it would be a garbled header, or a
     table of one garbled column."""
     name = _table_name(path)  # a ZIP archive's member's
-    what = next(
-        (_saved_as_table(*kind) for suffixes, kind in PACKAGE_FILES.items() if _stem(name).endswith(suffixes)), ""
-    )
+    what = next((what for suffixes, what in PACKAGE_FILES.items() if _stem(name).endswith(suffixes)), "")
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
     if what and (_stem(name).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
         what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
