@@ -42,7 +42,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -64,16 +64,24 @@ PACKAGE = "package"  # a statistics package's file: Stata's, SPSS's, SAS's
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
-# Statistics packages' files that are read: what each is, and its reader (pandas', or pyreadstat's, with whether its
-# values have labels to apply: SAS keeps its formats in a catalog file beside the data).
-READ_PACKAGE_FILES = {
-    ".dta": ("a Stata file", "pandas", False),
-    ".sav": ("an SPSS file", "read_sav", True),
-    ".zsav": ("an SPSS file", "read_sav", True),
-    ".sas7bdat": ("a SAS file", "read_sas7bdat", False),
-    ".xpt": ("a SAS transport file", "read_xport", False),
+
+
+class PackageFile(NamedTuple):
+    """A statistics package's file that is read: what it is, and pyreadstat's reader of it ("": pandas' read_stata)."""
+
+    what: str
+    reader: str = ""
+    labels: bool = False  # whether its values' labels are applied (SAS keeps its formats in a catalog file beside it)
+
+
+PACKAGE_FILES = {
+    ".dta": PackageFile("a Stata file"),
+    ".sav": PackageFile("an SPSS file", "read_sav", labels=True),
+    ".zsav": PackageFile("an SPSS file", "read_sav", labels=True),
+    ".sas7bdat": PackageFile("a SAS file", "read_sas7bdat"),
+    ".xpt": PackageFile("a SAS transport file", "read_xport"),
 }
-SUFFIXES.update(dict.fromkeys(READ_PACKAGE_FILES, PACKAGE))
+SUFFIXES.update(dict.fromkeys(PACKAGE_FILES, PACKAGE))
 TYPED = (PARQUET, ARROW)  # files of typed columns
 OBJECTS = (JSON_LINES, JSON_ARRAY)  # files of JSON objects, read by key: any object may lack any column
 TEXT_FOLDER = "text folder"
@@ -106,10 +114,10 @@ NOT_TABLES = {
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: name it .xz to read it",
 }
-# Other packages' own files, by suffix: what each is, and how to save it as a table that is read.
+# Other packages' own files, refused by suffix: what each is, and how to save it as a table that is read.
 R_SAVED = "save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))"
 PANDAS_SAVED = "save it as CSV or Parquet (pandas.{}(path).to_parquet('table.parquet'))"
-PACKAGE_FILES = {
+REFUSED_FILES = {
     (".rds",): f"an R object file: {R_SAVED}",
     (".rda", ".rdata"): f"an R workspace: {R_SAVED}",
     (".pkl", ".pickle"): "a Python pickle: " + PANDAS_SAVED.format("read_pickle"),
@@ -339,7 +347,7 @@ def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     file, an Excel workbook, an archive, other binary data): read as CSV, it would be a garbled header, or a
     table of one garbled column."""
     name = _table_name(path)  # a ZIP archive's member's
-    what = next((what for suffixes, what in PACKAGE_FILES.items() if _stem(name).endswith(suffixes)), "")
+    what = next((what for suffixes, what in REFUSED_FILES.items() if _stem(name).endswith(suffixes)), "")
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
     if what and (_stem(name).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
         what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
@@ -449,7 +457,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         lists = tuple(name for name, kind in fields if is_list_type(kind))
         return Dialect(names, False, "", options.encoding, kind, lists=lists)
     if kind == PACKAGE:
-        return Dialect(_package_names(path), False, "", options.encoding, kind)
+        return Dialect(_package_names(path, options.encoding), False, "", options.encoding, kind)
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return _workbook_dialect(path, options, (*known, *label))
@@ -800,7 +808,7 @@ def blocks(
     elif dialect.format == WORKBOOK:
         yield from _workbook_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == PACKAGE:
-        yield from _package_blocks(path, wanted or dialect.names)
+        yield from _package_blocks(path, wanted or dialect.names, dialect.encoding)
     elif dialect.format in OBJECTS:
         yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
@@ -1543,30 +1551,38 @@ def _list_text(values: pa.Array, path: str, name: str) -> pa.Array:
 # their columns typed as Parquet's are.
 
 
+def _package_file(path: str) -> PackageFile:
+    return PACKAGE_FILES[posixpath.splitext(_stem(path))[1]]
+
+
 @contextlib.contextmanager
-def _package_chunks(path: str, rows: int, names: tuple[str, ...] = ()) -> Iterator[Iterator]:
+def _package_chunks(path: str, rows: int, encoding: str, names: tuple[str, ...] = ()) -> Iterator[Iterator]:
     """A statistics package's file's rows, `rows` at a time, as DataFrames: labelled values as their labels, dates as
-    datetimes (what pandas leaves as numbers, Stata's %tC, it warns of); only the `names` columns where given. What its
+    datetimes (but Stata's %tC times, which pandas leaves as numbers and warns of); only the `names` columns where
+    given. pyreadstat's files are read in the encoding they state, or in --encoding where it is not UTF-8. What the
     reader cannot read is a UserError naming the file."""
-    what, reader, labels = READ_PACKAGE_FILES[posixpath.splitext(_stem(path))[1]]
-    library = "pandas" if reader == "pandas" else "pyreadstat"
+    kind = _package_file(path)
+    library = "pyreadstat" if kind.reader else "pandas"
     try:
         module = importlib.import_module(library)  # only for these files: not every install has it
     except ImportError:
-        raise UserError(f"{path}: reading {what} takes {library}: pip install {library}") from None
+        raise UserError(f"{path}: reading {kind.what} takes {library}: pip install {library}") from None
     if compression(path):
-        raise UserError(f"{path}: decompress it first ({what} is read as it is: its reader seeks)")
+        raise UserError(f"{path}: decompress it first ({kind.what} is read as it is: its reader seeks)")
     columns = list(names) or None
-    if reader == "pandas":
+    if not kind.reader:
         # Its chunks' categories differ where some values have no label: _package_blocks reads them as text.
         warnings.filterwarnings("ignore", category=module.errors.CategoricalConversionWarning)
         with storage.open_read(path) as file, module.read_stata(file, chunksize=rows, columns=columns) as chunks:
-            yield _package_read(chunks, path, what)
+            yield _package_read(chunks, path, kind.what)
         return
-    flags = {"apply_value_formats": True} if labels else {}
+    flags = {"apply_value_formats": True} if kind.labels else {}
+    if codecs.lookup(encoding).name != "utf-8":  # the default trusts the file's own
+        flags["encoding"] = codecs.lookup(encoding).name  # Python's name, which iconv knows too: iso8859-1, cp1252
     with _local_copy(path) as local:  # pyreadstat reads a file by its path
-        chunks = module.read_file_in_chunks(getattr(module, reader), local, chunksize=rows, usecols=columns, **flags)
-        yield _package_read((chunk for chunk, _ in chunks), path, what)
+        read = getattr(module, kind.reader)
+        chunks = module.read_file_in_chunks(read, local, chunksize=rows, usecols=columns, **flags)
+        yield _package_read((chunk for chunk, _ in chunks), path, kind.what)
 
 
 @contextlib.contextmanager
@@ -1591,23 +1607,24 @@ def _package_read(chunks, path: str, what: str) -> Iterator:
         except Exception as error:  # pandas' and pyreadstat's errors for what is no such file have no common class
             said = (str(error).splitlines() or [""])[0]
             said = said if re.search("[A-Za-z]{3}", said) else "damaged, or of another kind"  # a KeyError: 0
-            raise UserError(f"{path}: cannot read as {what} ({said})") from None
+            hint = "; pass --encoding with its strings' encoding" if "encoding" in said else ""
+            raise UserError(f"{path}: cannot read as {what} ({said}){hint}") from None
         if chunk is None:
             return
         yield chunk
 
 
-def _package_names(path: str) -> tuple[str, ...]:
-    with _package_chunks(path, 1) as chunks:
+def _package_names(path: str, encoding: str) -> tuple[str, ...]:
+    with _package_chunks(path, 1, encoding) as chunks:
         first = next(chunks, None)
     if first is None:
-        raise UserError(f"{path}: a file of no rows")
+        raise UserError(f"{path}: {_package_file(path).what} of no rows")
     return _distinct([str(name) for name in first.columns], path)
 
 
-def _package_blocks(path: str, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+def _package_blocks(path: str, names: tuple[str, ...], encoding: str) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     row = 1
-    with _package_chunks(path, _rows_a_block(names), names) as chunks:
+    with _package_chunks(path, _rows_a_block(names), encoding, names) as chunks:
         for chunk in chunks:
             # Labels (with the values no label names: 3), and pyreadstat's dates (Python objects), as text.
             labelled = chunk.select_dtypes(["category", "object"]).columns

@@ -368,7 +368,8 @@ def test_a_stata_file_is_read_as_its_labels_and_types_say(tmp_path):
 
 def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
     """SPSS's .sav and SAS's transport .xpt, read with pyreadstat a chunk at a time: the dataset the same table makes
-    as Parquet, an SPSS value's label in place of its code (a value no label names as its number)."""
+    as Parquet, an SPSS value's label in place of its code (a value no label names as its number), --encoding where
+    a file's strings are not in the encoding it states."""
     import pandas as pd
     import pyreadstat
 
@@ -393,6 +394,14 @@ def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
     codes = pd.DataFrame({"code": [1.0, 2.0, 3.0] * 100, "label": ["a", "b"] * 150})
     pyreadstat.write_sav(codes, tmp_path / "codes.sav", variable_value_labels={"code": {1.0: "low", 2.0: "mid"}})
     assert set(build(tmp_path, tmp_path / "codes.sav", "codes").columns[0].vocabulary) == {"low", "mid", "3"}
+    cities = pd.DataFrame({"city": ["café", "lyon"] * 40, "label": ["a", "b", "b", "a"] * 20})
+    pyreadstat.write_sav(cities, tmp_path / "utf8.sav")  # then its strings in Latin-1, where it says UTF-8
+    latin = (tmp_path / "utf8.sav").read_bytes().replace("café".encode(), "café ".encode("latin-1"))
+    (tmp_path / "latin.sav").write_bytes(latin)
+    assert build(tmp_path, tmp_path / "latin.sav", "latin", encoding="latin-1").columns[0].vocabulary == (
+        "café",
+        "lyon",
+    )
 
 
 def tagged_rows(count: int = 300) -> list[dict]:
