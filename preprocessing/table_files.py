@@ -730,8 +730,13 @@ def _head(path: str, lines: int = 1) -> bytes:
                     break
                 head += more
     except OSError as error:  # a file named .bz2 that is not bzip2, or a cut one
-        raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
+        raise _unreadable(path, error) from None
     return head
+
+
+def _unreadable(path: str, error: OSError) -> UserError:
+    """The line for a file whose bytes cannot be read: compressed and cut short or damaged, or not so compressed."""
+    return UserError(f"{path}: cannot read ({str(error).splitlines()[0]})")
 
 
 def sniff_escape(text: str, delimiter: str) -> str:
@@ -948,7 +953,7 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
                 raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
             block_size = min(8 * block_size, MAX_PARSE_BYTES)  # pyarrow takes a block size of up to 2 GiB
         except OSError as error:  # a compressed file cut short
-            raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
+            raise _unreadable(path, error) from None
 
 
 def _ends_above_rows(path: str, dialect: Dialect) -> bool:
@@ -1290,7 +1295,7 @@ def _read(stream, size: int, path: str) -> bytes:
     try:
         return stream.read(size)
     except OSError as error:  # a compressed file cut short, or damaged
-        raise UserError(f"{path}: cannot read ({str(error).splitlines()[0]})") from None
+        raise _unreadable(path, error) from None
 
 
 def _objects_of_lines(text: str, path: str, first_line: int) -> Iterator[tuple[int, dict]]:
@@ -1577,8 +1582,9 @@ def _package_chunks(path: str, rows: int, encoding: str, names: tuple[str, ...] 
             yield _package_read(chunks, path, kind.what)
         return
     flags = {"apply_value_formats": True} if kind.labels else {}
-    if codecs.lookup(encoding).name != "utf-8":  # the default trusts the file's own
-        flags["encoding"] = codecs.lookup(encoding).name  # Python's name, which iconv knows too: iso8859-1, cp1252
+    encoding = codecs.lookup(encoding).name  # Python's name, which iconv knows too: iso8859-1, cp1252
+    if encoding != "utf-8":  # the default trusts the file's own
+        flags["encoding"] = encoding
     with _local_copy(path) as local:  # pyreadstat reads a file by its path
         read = getattr(module, kind.reader)
         chunks = module.read_file_in_chunks(read, local, chunksize=rows, usecols=columns, **flags)
