@@ -35,6 +35,9 @@ setup(
         "pyarrow>=14,<24",
         # Reads Excel workbooks a row at a time (read-only mode), as pandas' read_excel does; pure Python.
         "openpyxl>=3.1",
+        # Reads .xls, .xlsb and .ods, which openpyxl cannot: pandas' calamine engine (Rust, no dependencies;
+        # 0.4 is the last with wheels for Python 3.9).
+        "python-calamine>=0.4",
     ],
     extras_require={
         "cpu": [f"tensorflow-cpu=={TENSORFLOW}"],
@@ -75,6 +78,9 @@ setup(
             "pandas<3",
             # Reads (and, for the tests, writes) SPSS and SAS files; wheels for 3.9-3.11 built for numpy 1.x and 2.
             "pyreadstat>=1.2",
+            # Write the .xls (xlwt) and .ods (pandas' odf engine) workbooks the tests read.
+            "xlwt>=1.3",
+            "odfpy>=1.4",
         ],
     },
     entry_points={

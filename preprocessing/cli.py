@@ -65,9 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=sorted([*SOURCES, "csv", "text"]),
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
         "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines, Parquet, Feather, "
-        ".xlsx, ARFF, Stata, SPSS or SAS) of numeric, categorical, date and free-text columns with missing values, "
-        "in one or many files, of any size (streamed); text = a folder with one sub-folder of .txt files per class "
-        "(streamed); "
+        "Excel or LibreOffice, ARFF, Stata, SPSS or SAS) of numeric, categorical, date and free-text columns with "
+        "missing values, in one or many files, of any size (streamed); text = a folder with one sub-folder of .txt "
+        "files per class (streamed); "
         "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
         "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
         "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: what --input "
@@ -76,8 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--input",
         help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .jsonl, .ndjson, .json, "
-        ".parquet, .feather, .arrow, .xlsx, .arff, .dta, .sav, .sas7bdat and .xpt files, CSV and JSON compressed "
-        "(.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
+        ".parquet, .feather, .arrow, .xlsx, .xls, .xlsb, .ods, .arff, .dta, .sav, .sas7bdat and .xpt files, CSV and "
+        "JSON compressed (.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
         "a folder (mnist, images, text); an image list, .csv or .jsonl (images)",
     )
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")

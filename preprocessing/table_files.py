@@ -4,7 +4,7 @@ The formats, told by the file's suffix (compressed or not: COMPRESSIONS; a ZIP a
 as that file, as pandas reads one): CSV in any dialect (`.csv`, `.tsv`,
 anything else), JSON lines (`.jsonl`, `.ndjson`, `.json`; a `.json` file may also hold one array of
 objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what pandas' to_feather and R's
-arrow package write) and Excel workbooks (`.xlsx`, `.xlsm`: the sheet Excel opens on), the export
+arrow package write) and spreadsheets (Excel's `.xlsx`, `.xlsm`, `.xls` and `.xlsb`, LibreOffice's `.ods`), the export
 formats of spreadsheets, dataframes, databases, APIs and BigQuery; ARFF (`.arff`, Weka's and OpenML's:
 CSV rows under a header of @attribute lines, read as CSV named by them); and statistics packages' files
 (Stata's `.dta`, SPSS's `.sav`, SAS's `.sas7bdat` and `.xpt`).
@@ -63,7 +63,8 @@ CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json ar
 PACKAGE = "package"  # a statistics package's file: Stata's, SPSS's, SAS's
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
-SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK})
+SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".xls": WORKBOOK, ".xlsb": WORKBOOK, ".ods": WORKBOOK})
+OPENPYXL_WORKBOOKS = (".xlsx", ".xlsm")  # openpyxl knows the sheet they open on; python-calamine reads the others
 
 
 class PackageFile(NamedTuple):
@@ -91,7 +92,7 @@ FORMAT_NAMES = {
     JSON_ARRAY: "a JSON array",
     PARQUET: "Parquet",
     ARROW: "an Arrow (Feather) file",
-    WORKBOOK: "an Excel workbook",
+    WORKBOOK: "a spreadsheet",
     PACKAGE: "a statistics package's file",
     TEXT_FOLDER: "a folder of texts",
 }
@@ -101,14 +102,14 @@ XZ = "xz"  # no codec of pyarrow's: Python's lzma reads it (XzFile)
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".xz": XZ}
 COMPRESSION_RATIO = 4  # a compressed file's text is about this many times its size, for planning shards
 ZIP = ".zip"  # an archive of one table, as Kaggle and many portals hand out a CSV: read as the one file it holds
-OTHER_SPREADSHEETS = (".ods", ".xlsb", ".numbers")  # LibreOffice's, Excel's binary and Apple's: ZIP archives too
+NUMBERS = ".numbers"  # Apple's spreadsheets, which no library here reads: a ZIP archive too
 # Files a folder holds beside its tables: Excel's lock file of an open workbook, macOS's resource forks.
 HIDDEN_FILES = ("~$", "._")
 # The first bytes of files that are no table of text, and what to do instead.
 NOT_TABLES = {
     b"PK\x03\x04": "a ZIP archive: name it .zip to read the one table it holds, or unzip it (an Excel workbook is "
-    "read under its .xlsx name)",
-    b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook (.xls): save it as .xlsx (or the sheet as CSV)",
+    "read under its .xlsx, .xlsb or .ods name)",
+    b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook: name it .xls to read it",
     b"ARROW1": "an Arrow or Feather file: name it .feather (or .arrow) to read it as one",
     b"FEA1": "a Feather version 1 file: write it again as version 2 (pandas' to_feather) and name it .feather",
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
@@ -349,8 +350,10 @@ def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     name = _table_name(path)  # a ZIP archive's member's
     what = next((what for suffixes, what in REFUSED_FILES.items() if _stem(name).endswith(suffixes)), "")
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
-    if what and (_stem(name).endswith(OTHER_SPREADSHEETS) or b"opendocument.spreadsheet" in head[:100]):
-        what = "a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV"
+    if what and b"opendocument.spreadsheet" in head[:100]:
+        what = "a LibreOffice spreadsheet: name it .ods to read it"
+    if what and _stem(name).endswith(NUMBERS):
+        what = "an Apple Numbers spreadsheet: export it as .xlsx or CSV (File > Export To)"
     wide_text = head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or not _ascii_based(encoding)
     if not what and not wide_text and len(CONTROL_BYTES.findall(head)) > BINARY_SHARE * len(head):
         what = "binary data, not a table of text (if it is UTF-16 text without a byte-order mark, pass --encoding)"
@@ -1687,28 +1690,79 @@ def _read_text(path: str, encoding: str) -> str:
         ) from None
 
 
-# Excel workbooks.
+# Spreadsheets.
+
+
+class Sheet(NamedTuple):
+    """A worksheet: its title, and its rows from its first, each a tuple of values from its first column (None
+    where a cell is empty; numbers, text, booleans, and dates as datetimes), whichever library reads it."""
+
+    title: str
+    rows: Callable[[], Iterator[tuple]]
 
 
 @contextlib.contextmanager
-def _workbook(path: str):
-    """A workbook's worksheets, the one it opens on first (a chart sheet has no rows), as openpyxl reads them in
-    read-only mode: a row at a time, the values the cells hold (numbers, dates as datetimes), never what a format
-    shows."""
+def _workbook(path: str) -> Iterator[list[Sheet]]:
+    """A workbook's worksheets (a chart sheet has no rows), the one it opens on first where its format says which.
+    The values are the ones the cells hold, never what a format shows."""
+    read = _openpyxl_sheets if _stem(path).endswith(OPENPYXL_WORKBOOKS) else _calamine_sheets
+    with storage.open_read(path) as file, read(file, path) as sheets:
+        if not sheets:
+            raise UserError(f"{path}: the workbook has no worksheet")
+        yield sheets
+
+
+@contextlib.contextmanager
+def _openpyxl_sheets(file, path: str) -> Iterator[list[Sheet]]:
+    """An `.xlsx` workbook's sheets as openpyxl reads them in read-only mode, a row at a time, the one Excel opens
+    on first."""
     import openpyxl  # only for workbooks
 
-    with storage.open_read(path) as file:
-        try:
-            book = openpyxl.load_workbook(file, read_only=True, data_only=True)
-        except Exception as error:  # openpyxl's errors for what is no workbook have no common class
-            raise UserError(f"{path}: cannot read as an Excel workbook ({str(error).splitlines()[0]})") from None
-        try:
-            sheets = book.worksheets
-            if not sheets:
-                raise UserError(f"{path}: the workbook has no worksheet")
-            yield sorted(sheets, key=lambda sheet: sheet is not book.active)
-        finally:
-            book.close()
+    try:
+        book = openpyxl.load_workbook(file, read_only=True, data_only=True)
+    except Exception as error:  # openpyxl's errors for what is no workbook have no common class
+        raise UserError(f"{path}: {_cannot_read_sheets(error)}") from None
+    try:
+        sheets = sorted(book.worksheets, key=lambda sheet: sheet is not book.active)
+        yield [Sheet(sheet.title, functools.partial(_openpyxl_rows, sheet)) for sheet in sheets]
+    finally:
+        book.close()
+
+
+def _openpyxl_rows(sheet) -> Iterator[tuple]:
+    sheet.reset_dimensions()  # the size a sheet states may be wrong: read every row it holds
+    return sheet.iter_rows(values_only=True)
+
+
+@contextlib.contextmanager
+def _calamine_sheets(file, path: str) -> Iterator[list[Sheet]]:
+    """An `.xls`, `.xlsb` or `.ods` workbook's worksheets as python-calamine (pandas' fastest Excel engine) reads
+    them, in their order: their formats name no sheet they open on."""
+    import python_calamine  # only for these workbooks
+
+    try:
+        book = python_calamine.CalamineWorkbook.from_filelike(file)
+    except Exception as error:  # calamine's errors (of Rust) have no common Python class
+        raise UserError(f"{path}: {_cannot_read_sheets(error)}") from None
+    worksheet = python_calamine.SheetTypeEnum.WorkSheet
+    names = [sheet.name for sheet in book.sheets_metadata if sheet.typ == worksheet]
+    try:
+        yield [Sheet(name, functools.partial(_calamine_rows, book, name)) for name in names]
+    finally:
+        book.close()
+
+
+def _calamine_rows(book, name: str) -> Iterator[tuple]:
+    """A sheet's rows as openpyxl gives them: calamine leaves out the columns before the first that holds a value,
+    and writes an empty cell as ''."""
+    sheet = book.get_sheet_by_name(name)
+    before = (None,) * (sheet.start[1] if sheet.start else 0)
+    for row in sheet.iter_rows():
+        yield before + tuple(None if value == "" else value for value in row)
+
+
+def _cannot_read_sheets(error: Exception) -> str:
+    return f"cannot read as a spreadsheet ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
 
 
 @contextlib.contextmanager
@@ -1716,8 +1770,7 @@ def _sheet_rows(path: str, name: str) -> Iterator[Iterator[tuple[int, tuple]]]:
     """The rows of the sheet `name` (or of the one the workbook opens on), each with its row number."""
     with _workbook(path) as sheets:
         sheet = next((sheet for sheet in sheets if sheet.title == name), sheets[0])
-        sheet.reset_dimensions()  # the size a sheet states may be wrong: read every row it holds
-        yield enumerate(sheet.iter_rows(values_only=True), 1)
+        yield enumerate(sheet.rows(), 1)
 
 
 def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -> Dialect:
@@ -1745,8 +1798,7 @@ def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> t
     """(the row number, the names and whether it holds a `known` name) of a sheet's header, as _workbook_dialect
     finds it; None for a sheet of no values in its first rows."""
     header = None
-    sheet.reset_dimensions()
-    rows = enumerate(sheet.iter_rows(values_only=True), 1)
+    rows = enumerate(sheet.rows(), 1)
     for number, row in itertools.islice(rows, skip_rows, skip_rows + SNIFF_LINES):
         names = [_as_text(_cell_value(value), path, number, "").strip() for value in row]
         if any(name in names for name in known if name):

@@ -856,7 +856,8 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
 
 def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:
     """Each feature column described: its kind, vocabulary or statistics. Leaves out the columns missing in
-    every row, warns of numeric columns' bad cells, and hints at integer columns that number the rows."""
+    every row and the texts of no word to learn, warns of numeric columns' bad cells, and hints at integer columns
+    that number the rows."""
     columns = []
     for name in _present_columns(plan, counts, files):
         count = counts[name]
@@ -878,14 +879,38 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
                 f"are no dates in {where} (--date-columns {name}); give their format with --date-format"
             )
         columns.append(_decide(name, count, plan, mostly_numbers, mostly_dates))
-    return tuple(columns)
+    return _with_words(columns, plan, files)
+
+
+def _with_words(columns: list[tables.Column], plan: TablePlan, files: list[str]) -> tuple[tables.Column, ...]:
+    """The columns less the text columns that hold no word to learn: none seen --min-frequency times in training,
+    and no bigram buckets (a small table's column of unique phrases). Left out with a warning, as a column missing
+    in every row is; a UserError when no feature column is left."""
+    wordless = [column for column in columns if column.kind == tables.TEXT and not column.vocabulary_size]
+    wordless = [column for column in wordless if not column.bigram_buckets]
+    if not wordless:
+        return tuple(columns)
+    where = _where(files)
+    least = plan.options.min_frequency or MIN_FREQUENCY[tables.TEXT]
+    named = ", ".join(plan.position(column.name) for column in wordless)
+    because = f"no word of theirs is seen {least} or more times in training (--min-frequency)"
+    if len(wordless) == len(columns):
+        raise UserError(f"{where}: column(s) {named} are text, and {because}: no feature column is left")
+    log.warning("%s: column(s) %s are text, and %s: left out", where, named, because)
+    left_out = {column.name for column in wordless}
+    return tuple(column for column in columns if column.name not in left_out)
+
+
+def _where(files: list[str]) -> str:
+    """The files a table's warnings name: its one file, or how many."""
+    return files[0] if len(files) == 1 else f"{len(files)} files"
 
 
 def _present_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> list[str]:
     """The feature columns with a value in some row. Those missing in every row (a field nobody filled, as
     exports of databases hold) carry nothing to learn: left out, with one warning naming them all; a UserError
     when no feature column is left."""
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    where = _where(files)
     empty = [plan.position(name) for name in plan.features if not counts[name].present]
     formulas = " (a workbook's formulas read as their last calculated values: save it in Excel first)"
     because = formulas if plan.dialect.format == WORKBOOK else ""

@@ -122,6 +122,14 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
         parts[:30].to_stata(folder / "a.dta", write_index=False)
         pyreadstat.write_sav(parts[30:], folder / "b.sav")
         return "."
+    if source == "csv sheets":  # workbooks: an .xlsx (openpyxl's) and an .ods (python-calamine's) in one folder
+        import pandas as pd
+
+        x = rng.normal(size=60).round(3)
+        parts = pd.DataFrame({"x": x, "letter": ["abc"[i % 3] for i in range(60)], "label": (x > 0).astype(int)})
+        parts[:30].to_excel(folder / "a.xlsx", index=False)
+        parts[30:].to_excel(folder / "b.ods", engine="odf", index=False)
+        return "."
     if source == "csv jsonl":
         rows = [
             json.dumps({"x": round(float(rng.normal()), 3), "letter": "abc"[i % 3], "label": i % 2}) for i in range(60)
@@ -153,7 +161,10 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
 
 @pytest.mark.parametrize(
     "source",
-    ["csv", "csv folder", "csv parquet", "csv feather", "csv stats", "csv jsonl", "npz", "mnist", "images", "text"],
+    [
+        *("csv", "csv folder", "csv parquet", "csv feather", "csv stats", "csv sheets", "csv jsonl"),
+        *("npz", "mnist", "images", "text"),
+    ],
 )
 def test_every_source_reads_gcs_input(gcs_server, tmp_path, source):
     relative = write_raw(source, tmp_path / "raw")

@@ -181,7 +181,7 @@ def test_a_zip_archive_that_holds_no_one_table_to_read_is_refused_in_one_line(tm
         "t.parquet.zip": r"t.parquet.zip: holds t.parquet, which is read only unzipped: unzip it and pass --input",
         "inner.zip": r"inner.zip: holds t.csv.gz, which is read only unzipped",
         "cut.zip": r"cut.zip: cannot read as a ZIP archive \(",
-        "sheet.zip": r"sheet.zip: holds t.ods, a spreadsheet in a format other than .xlsx: save it as .xlsx or CSV$",
+        "sheet.zip": r"sheet.zip: holds t.ods, which is read only unzipped: unzip it and pass --input t.ods$",
     }
     each_refused(tmp_path, expected)
 
@@ -574,8 +574,54 @@ def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
         read[1][1],
     )
     (tmp_path / "bad.xlsx").write_bytes(b"PK\x03\x04" + bytes(100))  # a ZIP that is no workbook
-    with pytest.raises(UserError, match="bad.xlsx: cannot read as an Excel workbook"):
+    with pytest.raises(UserError, match="bad.xlsx: cannot read as a spreadsheet"):
         build(tmp_path, tmp_path / "bad.xlsx", "bad")
+
+
+def write_xls(path, columns: dict[str, list], title_rows: int = 0) -> None:
+    """The columns as an Excel 97-2003 sheet after a sheet of notes, below a title: as old exports are written."""
+    import datetime
+
+    import xlwt
+
+    book = xlwt.Workbook()
+    book.add_sheet("Notes").write(0, 0, "age: in years")
+    sheet = book.add_sheet("Members")
+    sheet.write(0, 0, "Members, exported 2024-05-01")
+    as_date = xlwt.easyxf(num_format_str="YYYY-MM-DD")
+    for number, row in enumerate([list(columns), *zip(*columns.values())]):
+        for column, (name, value) in enumerate(zip(columns, row)):
+            if value is None:
+                continue
+            if name == "joined" and number:
+                sheet.write(title_rows + number, column, datetime.date.fromisoformat(value), as_date)
+            else:
+                sheet.write(title_rows + number, column, value)
+    book.save(str(path))
+
+
+def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path):
+    """Excel 97-2003's and LibreOffice's formats, read with python-calamine: the sheet whose header names the label
+    (an .xls's first is its notes), its dates as dates. Before, both were refused ("save it as .xlsx")."""
+    import pandas as pd
+
+    columns = frame()
+    (tmp_path / "t.csv").write_text(as_csv(columns))
+    from_csv = build(tmp_path, tmp_path / "t.csv", "csv")
+    write_xls(tmp_path / "t.xls", columns, title_rows=2)
+    dated = {**columns, "joined": pd.to_datetime(columns["joined"])}
+    pd.DataFrame(dated).to_excel(tmp_path / "t.ods", engine="odf", index=False)
+    for name in ("t.xls", "t.ods"):
+        found = build(tmp_path, tmp_path / name, f"out-{name}")
+        assert summary(found) == summary(from_csv)
+        assert every_row(tmp_path / f"out-{name}", found) == every_row(tmp_path / "csv", from_csv)
+    from trainer.predict import table_rows  # qt-predict reads them as preprocessing does
+
+    read = list(table_rows(str(tmp_path / "t.xls"), "label", ("age", "joined"), TableOptions()))
+    assert read[1] == (f"{tmp_path / 't.xls'}:5", {"age": str(columns["age"][1]), "joined": columns["joined"][1]})
+    (tmp_path / "bad.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))  # cut short
+    with pytest.raises(UserError, match=r"bad.xls: cannot read as a spreadsheet \("):
+        build(tmp_path, tmp_path / "bad.xls", "bad")
 
 
 def test_a_workbooks_odd_sheets_are_read_whole_or_refused_in_one_line(tmp_path, caplog):

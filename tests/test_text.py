@@ -202,6 +202,18 @@ def test_the_vocabulary_keeps_the_most_frequent_words_seen_min_frequency_times(t
     assert len(vocabulary) == 5 and metadata.columns[1].hashed > 0.3  # most words are now outside it
 
 
+def test_a_text_column_of_no_word_seen_twice_is_left_out_or_refused_in_one_line(tmp_path, caplog):
+    """A small table's column of unique phrases (frbny's series names: 5 rows) kept an empty vocabulary, and
+    writing the shards stopped in a TensorFlow traceback ("Read less bytes than requested")."""
+    rows = [[f"north{i} road{i} unit{i}", f"Code {i} of {i * 7}", str(i % 9), "ab"[i % 2]] for i in range(40)]
+    source = write_csv(tmp_path / "t.csv", rows, header=("address", "code", "n", "label"))
+    metadata = build(tmp_path, source, text=("address", "code"))
+    assert [(c.name, c.kind) for c in metadata.columns] == [("code", "text"), ("n", "numeric")]  # "of" recurs
+    assert "column(s) 1 ('address') are text, and no word of theirs is seen 2 or more times in training" in caplog.text
+    with pytest.raises(UserError, match=r"t.csv: column\(s\) 1 \('address'\) are text, and .* no feature column is"):
+        build(tmp_path, source, "alone", text=("address",), ignore=("code", "n"))
+
+
 # A folder of texts.
 
 

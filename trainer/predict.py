@@ -175,7 +175,7 @@ def table_rows(
     """A table's rows ({column: text} of the columns `names` that it has; others, such as the label, are
     ignored), named by their line. Read by preprocessing's own reader, so that any file reads here as
     preprocessing reads it: CSV of any delimiter and decimal mark (`options`: add_reading_flags' flags, as
-    TableOptions), quoted newlines, compressed or not, Parquet, Arrow and Excel workbooks; the `key`
+    TableOptions), quoted newlines, compressed or not, Parquet, Arrow and spreadsheets; the `key`
     column as written.
     CSV needs a header line or --column-names, but for a model of a table that had neither (its columns named
     column_1, column_2, ... by their place): then the file's columns are named so too, and it must reach the last
@@ -299,7 +299,7 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
         if suffix.endswith((*IMAGE_SUFFIXES, ".npz")):
-            kinds = "CSV, Parquet, Arrow, JSON lines, .xlsx or .tfrecord shards"
+            kinds = "CSV, Parquet, Arrow, JSON lines, spreadsheets or .tfrecord shards"
             raise UserError(f"{path}: this model takes tables ({kinds})")
         from preprocessing.tables import TableOptions
 
@@ -452,7 +452,7 @@ def parse_args(argv: list[str] | None):
         nargs="+",
         metavar="FILE",
         help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a table, also .tsv, .parquet, "
-        ".feather, .arrow, .xlsx, .arff and any CSV its preprocessing reads",
+        ".feather, .arrow, .xlsx, .xls, .ods, .arff and any file its preprocessing reads",
     )
     source.add_argument(
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
