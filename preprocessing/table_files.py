@@ -392,8 +392,8 @@ class Dialect:
 
 def add_reading_flags(group) -> None:
     """The flags of how CSV files are written that every command reading tables takes (qt-preprocess and
-    qt-predict): --delimiter, --skip-rows, --decimal, --encoding and --column-names; reading_options gives their
-    TableOptions fields."""
+    qt-predict): --delimiter, --skip-rows, --decimal, --encoding, --column-names and --sheet; reading_options gives
+    their TableOptions fields."""
     group.add_argument(
         "--delimiter",
         type=commandline.delimiter,
@@ -431,6 +431,13 @@ def add_reading_flags(group) -> None:
         "column_1, column_2, ... when it holds a number and no name of a column it must have: the label's, a "
         "model's)",
     )
+    group.add_argument(
+        "--sheet",
+        default="",
+        metavar="NAME",
+        help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...) that holds the table (default: the one whose "
+        "header names --label-column, else the one it opens on: an .xlsx's active sheet, another format's first)",
+    )
 
 
 def reading_options(args, encoding: str = "utf-8") -> dict:
@@ -441,6 +448,7 @@ def reading_options(args, encoding: str = "utf-8") -> dict:
         "decimal": args.decimal or "",
         "encoding": args.encoding or encoding,
         "column_names": args.column_names,
+        "sheet": args.sheet,
     }
 
 
@@ -1769,8 +1777,16 @@ def _cannot_read_sheets(error: Exception) -> str:
 def _sheet_rows(path: str, name: str) -> Iterator[Iterator[tuple[int, tuple]]]:
     """The rows of the sheet `name` (or of the one the workbook opens on), each with its row number."""
     with _workbook(path) as sheets:
-        sheet = next((sheet for sheet in sheets if sheet.title == name), sheets[0])
-        yield enumerate(sheet.rows(), 1)
+        yield enumerate((_named_sheet(sheets, name, path) if name else sheets[0]).rows(), 1)
+
+
+def _named_sheet(sheets: list[Sheet], name: str, path: str) -> Sheet:
+    """The sheet `name`, or a UserError naming the workbook's sheets."""
+    found = next((sheet for sheet in sheets if sheet.title == name), None)
+    if found is None:
+        titles = ", ".join(repr(sheet.title) for sheet in sheets)
+        raise UserError(f"{path}: the workbook has no worksheet {name!r} (--sheet); its worksheets: {titles}")
+    return found
 
 
 def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -> Dialect:
@@ -1779,10 +1795,12 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
     rows above their header. The sheet is the one the workbook opens on, unless only another holds a known name
     (a workbook that opens on its notes), or it is empty and another is not."""
     with _workbook(path) as sheets:
+        if options.sheet:
+            sheets = [_named_sheet(sheets, options.sheet, path)]
         headers = [(sheet.title, _sheet_header(sheet, path, options.skip_rows, known)) for sheet in sheets]
     holding = [(title, header) for title, header in headers if header and header[2]]  # the one it opens on first
     title, header = holding[0] if holding else next((found for found in headers if found[1]), headers[0])
-    title = "" if title == headers[0][0] else title
+    title = "" if title == headers[0][0] and not options.sheet else title
     if header is None:
         raise UserError(f"{path}: the sheet has no row of values in its first {options.skip_rows + SNIFF_LINES}")
     number, names, _ = header

@@ -99,6 +99,7 @@ class TableOptions:
     delimiter: str = ""  # "" to sniff it (a tab for .tsv)
     decimal: str = ""  # the numbers' decimal mark, "." or ","; "" to sniff it
     skip_rows: int = 0  # CSV files' lines before the header (or the first row)
+    sheet: str = ""  # a spreadsheet's worksheet that holds the table ("": the one it opens on, or names the label)
     encoding: str = "utf-8"
     column_names: tuple[str, ...] = ()  # the names of a headerless file's columns
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
@@ -1352,7 +1353,10 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     features = [name for name in names if name not in passed and name not in ignored]
     if not features:
         without_names = f" (column(s) {', '.join(unnamed)} have no name: name one to use it)" if unnamed else ""
-        raise UserError(f"{where}: no feature column is left besides the label{without_names}")
+        other_sheet = (
+            "; if another worksheet holds the table, --sheet names it" if file_format(where) == WORKBOOK else ""
+        )
+        raise UserError(f"{where}: no feature column is left besides the label{without_names}{other_sheet}")
     named = [name for name in [*features, options.key, options.weight] if name]
     reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]
     if reserved:

@@ -619,6 +619,14 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path):
 
     read = list(table_rows(str(tmp_path / "t.xls"), "label", ("age", "joined"), TableOptions()))
     assert read[1] == (f"{tmp_path / 't.xls'}:5", {"age": str(columns["age"][1]), "joined": columns["joined"][1]})
+    at = TableOptions(sheet="Members", skip_rows=2)  # no label's name to find: the title would be the header
+    named = build_table_dataset(str(tmp_path / "t.xls"), str(tmp_path / "named"), at)
+    assert every_row(tmp_path / "named", named) == every_row(tmp_path / "out-t.xls", found)  # label -1 is "label"
+    with pytest.raises(UserError, match=r"t.xls: no feature column is left .*; if another worksheet holds the tab"):
+        build_table_dataset(str(tmp_path / "t.xls"), str(tmp_path / "notes"), TableOptions())  # its first: 1 column
+    with pytest.raises(UserError, match=r"t.xls: the workbook has no worksheet 'members' \(--sheet\); its worksheets:"
+                       r" 'Notes', 'Members'$"):  # fmt: skip
+        build(tmp_path, tmp_path / "t.xls", "lower", sheet="members")
     (tmp_path / "bad.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))  # cut short
     with pytest.raises(UserError, match=r"bad.xls: cannot read as a spreadsheet \("):
         build(tmp_path, tmp_path / "bad.xls", "bad")
