@@ -182,6 +182,9 @@ PARENTHESIZED = (
     f"^\\s*([{CURRENCIES}]?)\\s*\\(\\s*([{CURRENCIES}]?\\s*(?:\\d|\\.\\d)[\\d.,\u00a0\u202f '\u2019]*?"
     f"(?:\\s*[{CURRENCIES}%])?)\\s*\\)\\s*([{CURRENCIES}]?)\\s*$"
 )
+# A number after the minus sign U+2212 (as typeset tables, Wikipedia's among them, write negatives): its number,
+# after a hyphen-minus. A text that starts with the sign stays as written.
+MINUS_SIGN = "^\\s*\u2212\\s*([\\d.][\\d.,\u00a0\u202f '\u2019]*?(?:\\s*[%])?)\\s*$"
 # Zero as accounting formats show it: a dash beside a currency symbol ($ -, - €). A dash alone stays as written.
 ACCOUNTING_ZERO = f"^\\s*(?:[{CURRENCIES}]\\s*[-\u2013\u2014]|[-\u2013\u2014]\\s*[{CURRENCIES}])\\s*$"
 # A duration as pandas' to_csv writes a Timedelta: 0 days 00:12:34, 2 days 01:00:00.5, -1 days +23:59:50 (-10 s).
@@ -894,8 +897,9 @@ def _without_apostrophes(column: pa.Array) -> pa.Array:
 
 
 def _undecorated(column: pa.Array) -> pa.Array:
-    """$1,234.56 as 1,234.56, 12.5% as 12.5 and $ - as 0: a number's currency symbol and percent sign left out,
-    and accounting's zero read."""
+    """$1,234.56 as 1,234.56, 12.5% as 12.5, $ - as 0 and −7.5 as -7.5: a number's currency symbol and percent
+    sign left out, accounting's zero read, and the minus sign written as a hyphen-minus."""
+    column = pc.replace_substring_regex(column, MINUS_SIGN, r"-\1")
     column = pc.replace_substring_regex(column, ACCOUNTING_ZERO, "0")
     return pc.replace_substring_regex(column, DECORATED, r"\1\2\3")
 

@@ -408,6 +408,12 @@ def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
     assert german[2][0] == "1,250" and build(tmp_path, tmp_path / "de.csv", label_column="label").columns[0].kind == (
         "categorical"
     )
+    typeset = [f"{a:,.2f}".replace("-", "\u2212") for a in amounts]  # the minus sign U+2212, as Wikipedia's tables
+    with open(tmp_path / "typeset.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["amount", "label"], *([a, "ab"[i % 2]] for i, a in enumerate(typeset))])
+    metadata = build(tmp_path, tmp_path / "typeset.csv", label_column="label")
+    assert any("\u2212" in a for a in typeset) and metadata.columns[0].kind == "numeric"  # was categorical
+    assert sorted(round(row["amount"], 2) for row in all_rows(tmp_path, metadata)) == sorted(amounts)
     (tmp_path / "h.csv").write_text("".join(f"${i},{i % 3},{'ab'[i % 2]}\n" for i in range(30)))
     metadata = build(tmp_path, tmp_path / "h.csv")  # headerless: its first line is a row of numbers
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
