@@ -76,8 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--input",
         help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .jsonl, .ndjson, .json, "
-        ".parquet, .feather, .arrow, .xlsx, .xls, .xlsb, .ods, .arff, .dta, .sav, .sas7bdat and .xpt files, CSV and "
-        "JSON compressed (.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
+        ".parquet, .feather, .arrow, .xlsx, .xls, .xlsb, .ods, .arff, .dta, .sav, .por, .sas7bdat and .xpt files, "
+        "CSV and JSON compressed (.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
         "a folder (mnist, images, text); an image list, .csv or .jsonl (images)",
     )
     parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")

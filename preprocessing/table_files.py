@@ -7,7 +7,7 @@ objects), Parquet (`.parquet`), Arrow's file format (`.feather`, `.arrow`: what 
 arrow package write) and spreadsheets (Excel's `.xlsx`, `.xlsm`, `.xls` and `.xlsb`, LibreOffice's `.ods`), the export
 formats of spreadsheets, dataframes, databases, APIs and BigQuery; ARFF (`.arff`, Weka's and OpenML's:
 CSV rows under a header of @attribute lines, read as CSV named by them); and statistics packages' files
-(Stata's `.dta`, SPSS's `.sav`, SAS's `.sas7bdat` and `.xpt`).
+(Stata's `.dta`, SPSS's `.sav` and `.por`, SAS's `.sas7bdat` and `.xpt`).
 Whatever the format, a block is a RecordBatch of the table's columns as text (a missing value empty),
 with each row's line (CSV: the record's first line; JSON: the line its object starts on; Parquet and
 Arrow: its row, from 1; a workbook: its sheet's row), so that the rest of preprocessing reads every format
@@ -73,12 +73,14 @@ class PackageFile(NamedTuple):
     what: str
     reader: str = ""
     labels: bool = False  # whether its values' labels are applied (SAS keeps its formats in a catalog file beside it)
+    encoded: bool = True  # whether --encoding applies (a portable file translates its characters with its own table)
 
 
 PACKAGE_FILES = {
     ".dta": PackageFile("a Stata file"),
     ".sav": PackageFile("an SPSS file", "read_sav", labels=True),
     ".zsav": PackageFile("an SPSS file", "read_sav", labels=True),
+    ".por": PackageFile("an SPSS portable file", "read_por", labels=True, encoded=False),
     ".sas7bdat": PackageFile("a SAS file", "read_sas7bdat"),
     ".xpt": PackageFile("a SAS transport file", "read_xport"),
 }
@@ -123,7 +125,6 @@ REFUSED_FILES = {
     (".rda", ".rdata"): f"an R workspace: {R_SAVED}",
     (".pkl", ".pickle"): "a Python pickle: " + PANDAS_SAVED.format("read_pickle"),
     (".h5", ".hdf5"): "an HDF5 file: " + PANDAS_SAVED.format("read_hdf"),
-    (".por",): "an SPSS portable file: save it as .sav (SPSS's File > Save As), which is read",
 }
 # A head with more control bytes (NUL, or any but tab, newline, form feed and carriage return) than this share is no
 # text in an ASCII-based encoding. Random bytes hold 11%; the heads of gzip, pickle, NumPy, MATLAB, PNG and SPSS
@@ -1598,6 +1599,8 @@ def _package_chunks(path: str, rows: int, encoding: str, names: tuple[str, ...] 
         return
     flags = {"apply_value_formats": True} if kind.labels else {}
     encoding = codecs.lookup(encoding).name  # Python's name, which iconv knows too: iso8859-1, cp1252
+    if encoding != "utf-8" and not kind.encoded:
+        raise UserError(f"{path}: {kind.what} has its own table of characters: leave out --encoding")
     if encoding != "utf-8":  # the default trusts the file's own
         flags["encoding"] = encoding
     with _local_copy(path) as local:  # pyreadstat reads a file by its path

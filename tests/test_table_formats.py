@@ -386,11 +386,17 @@ def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
     table.to_parquet(tmp_path / "t.parquet")
     pyreadstat.write_sav(table, tmp_path / "t.sav")
     pyreadstat.write_xport(table, tmp_path / "t.xpt")
+    pyreadstat.write_por(table, tmp_path / "t.por")  # SPSS's portable file: its names in capitals
     parquet = build(tmp_path, tmp_path / "t.parquet", "parquet")
-    for name in ("t.sav", "t.xpt"):
-        found = build(tmp_path, tmp_path / name, f"out-{name}")
-        assert summary(found) == summary(parquet), name
-        assert every_row(tmp_path / f"out-{name}", found) == every_row(tmp_path / "parquet", parquet), name
+    for name in ("t.sav", "t.xpt", "t.por"):
+        found = build_table_dataset(str(tmp_path / name), str(tmp_path / f"out-{name}"), TableOptions())  # label -1
+        assert summary(found) == {column.upper() if name == "t.por" else column: kind
+                                  for column, kind in summary(parquet).items()}, name  # fmt: skip
+        rows = [([(column.lower(), value) for column, value in values], y)
+                for values, y in every_row(tmp_path / f"out-{name}", found)]  # fmt: skip
+        assert rows == every_row(tmp_path / "parquet", parquet), name
+    with pytest.raises(UserError, match=r"t.por: an SPSS portable file has its own table of characters: leave out"):
+        build(tmp_path, tmp_path / "t.por", "por-latin", encoding="latin-1")
     codes = pd.DataFrame({"code": [1.0, 2.0, 3.0] * 100, "label": ["a", "b"] * 150})
     pyreadstat.write_sav(codes, tmp_path / "codes.sav", variable_value_labels={"code": {1.0: "low", 2.0: "mid"}})
     assert set(build(tmp_path, tmp_path / "codes.sav", "codes").columns[0].vocabulary) == {"low", "mid", "3"}
