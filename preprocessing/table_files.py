@@ -703,6 +703,18 @@ def line_naming(path: str, options: TableOptions, name: str) -> int:
     return 0
 
 
+def line_of_columns(path: str, options: TableOptions) -> int:
+    """The first of the file's first lines below its first from which the lines split alike into two or more
+    fields, or 0: where a table sits below notes of one field a line ("# exported by ...")."""
+    head = _head(path)
+    lines = _whole_lines(head.decode(_without_bom(encoding_of(head, options.encoding)), "replace"))[:SNIFF_LINES]
+    for number in range(2, len(lines)):
+        below = "\n".join(lines[number - 1 :]) + "\n"
+        if _rows_width(_head_rows(below, sniff_delimiter(below))) > 1:
+            return number
+    return 0
+
+
 def _whole_lines(text: str) -> list[str]:
     """The lines of a file's head, but its last where the head cut it off (one line at least)."""
     lines = text.splitlines()

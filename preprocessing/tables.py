@@ -74,6 +74,7 @@ from preprocessing.table_files import (
     file_format,
     input_files,
     line_naming,
+    line_of_columns,
     text_bytes,
     text_files,
 )
@@ -1280,6 +1281,15 @@ def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 # The whole conversion.
 
 
+def _table_elsewhere(path: str, options: TableOptions) -> str:
+    """Where a file's header names one column, a hint at where its table may be: another worksheet, or lines
+    below notes."""
+    if file_format(path) == WORKBOOK:
+        return "; if another worksheet holds the table, --sheet names it"
+    below = line_of_columns(path, options) if file_format(path) == CSV else 0
+    return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}" if below else ""
+
+
 def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[str, list[str]]:
     """(the label column, the feature columns) of a header, checking the flags' column names (the key
     column is neither)."""
@@ -1353,10 +1363,8 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     features = [name for name in names if name not in passed and name not in ignored]
     if not features:
         without_names = f" (column(s) {', '.join(unnamed)} have no name: name one to use it)" if unnamed else ""
-        other_sheet = (
-            "; if another worksheet holds the table, --sheet names it" if file_format(where) == WORKBOOK else ""
-        )
-        raise UserError(f"{where}: no feature column is left besides the label{without_names}{other_sheet}")
+        elsewhere = _table_elsewhere(where, options)
+        raise UserError(f"{where}: no feature column is left besides the label{without_names}{elsewhere}")
     named = [name for name in [*features, options.key, options.weight] if name]
     reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]
     if reserved:

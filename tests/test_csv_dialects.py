@@ -576,6 +576,11 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", skip_rows=2)
     assert [column.name for column in metadata.columns] == ["size"] and len(all_rows(tmp_path, metadata)) == 29
     assert "t.csv: line 9, column 2 ('label'): the label is missing" in caplog.text  # lines of the file
+    notes = "# exported by survey-tool 2.1\n# date: 2021-01-01\nsize,color,label\n"  # the default label: -1
+    (tmp_path / "notes.csv").write_text(notes + "".join(f"{i},red,{'ab'[i % 2]}\n" for i in range(30)))
+    with pytest.raises(UserError, match=r"notes.csv: no feature column is left besides the label; line 3 starts a "
+                       r"table: if the lines above are notes, pass --skip-rows 2$"):  # fmt: skip
+        build_table_dataset(str(tmp_path / "notes.csv"), str(tmp_path / "notes"), TableOptions())
 
 
 def test_reading_shows_rows_read_and_the_file_it_is_in(tmp_path, monkeypatch):
