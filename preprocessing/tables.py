@@ -1363,7 +1363,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
     features = [name for name in names if name not in passed and name not in ignored]
     if not features:
         without_names = f" (column(s) {', '.join(unnamed)} have no name: name one to use it)" if unnamed else ""
-        elsewhere = _table_elsewhere(where, options)
+        elsewhere = _table_elsewhere(where, options) if len([name for name in names if name]) == 1 else ""
         raise UserError(f"{where}: no feature column is left besides the label{without_names}{elsewhere}")
     named = [name for name in [*features, options.key, options.weight] if name]
     reserved = [name for name in named if name == LABEL_KEY or tables.reserved_name(name)]

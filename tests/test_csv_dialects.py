@@ -581,6 +581,8 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
     with pytest.raises(UserError, match=r"notes.csv: no feature column is left besides the label; line 3 starts a "
                        r"table: if the lines above are notes, pass --skip-rows 2$"):  # fmt: skip
         build_table_dataset(str(tmp_path / "notes.csv"), str(tmp_path / "notes"), TableOptions())
+    with pytest.raises(UserError, match=r"no feature column is left besides the label$"):  # no notes: no hint
+        build(tmp_path, tmp_path / "notes.csv", skip_rows=2, ignore=("size", "color"))
 
 
 def test_reading_shows_rows_read_and_the_file_it_is_in(tmp_path, monkeypatch):
