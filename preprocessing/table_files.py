@@ -67,6 +67,9 @@ SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".xls": WORKBOOK, ".xlsb"
 OPENPYXL_WORKBOOKS = (".xlsx", ".xlsm")  # openpyxl knows the sheet they open on; python-calamine reads the others
 
 
+HEAD_BYTES = 1 << 20  # a gs:// statistics package's file's bytes copied to read its names: its header and first row
+
+
 class PackageFile(NamedTuple):
     """A statistics package's file that is read: what it is, and pyreadstat's reader of it ("": pandas' read_stata)."""
 
@@ -1589,11 +1592,13 @@ def _package_file(path: str) -> PackageFile:
 
 
 @contextlib.contextmanager
-def _package_chunks(path: str, rows: int, encoding: str, names: tuple[str, ...] = ()) -> Iterator[Iterator]:
+def _package_chunks(
+    path: str, rows: int, encoding: str, names: tuple[str, ...] = (), head: int | None = None
+) -> Iterator[Iterator]:
     """A statistics package's file's rows, `rows` at a time, as DataFrames: labelled values as their labels, dates as
     datetimes (but Stata's %tC times, which pandas leaves as numbers and warns of); only the `names` columns where
-    given. pyreadstat's files are read in the encoding they state, or in --encoding where it is not UTF-8. What the
-    reader cannot read is a UserError naming the file."""
+    given. pyreadstat's files are read in the encoding they state, or in --encoding where it is not UTF-8; a gs://
+    file's first `head` bytes alone, where given. What the reader cannot read is a UserError naming the file."""
     kind = _package_file(path)
     library = "pyreadstat" if kind.reader else "pandas"
     try:
@@ -1615,21 +1620,24 @@ def _package_chunks(path: str, rows: int, encoding: str, names: tuple[str, ...] 
         raise UserError(f"{path}: {kind.what} has its own table of characters: leave out --encoding")
     if encoding != "utf-8":  # the default trusts the file's own
         flags["encoding"] = encoding
-    with _local_copy(path) as local:  # pyreadstat reads a file by its path
+    with _local_copy(path, head) as local:  # pyreadstat reads a file by its path
         read = getattr(module, kind.reader)
         chunks = module.read_file_in_chunks(read, local, chunksize=rows, usecols=columns, **flags)
         yield _package_read((chunk for chunk, _ in chunks), path, kind.what)
 
 
 @contextlib.contextmanager
-def _local_copy(path: str) -> Iterator[str]:
-    """The file's local path: itself, or a temporary copy of a gs:// file."""
+def _local_copy(path: str, head: int | None = None) -> Iterator[str]:
+    """The file's local path: itself, or a temporary copy of a gs:// file (of its first `head` bytes, where given)."""
     if not gcs.is_gcs(path):
         yield path
         return
     with tempfile.NamedTemporaryFile(suffix=posixpath.basename(path)) as copy:
         with storage.open_read(path) as file:
-            shutil.copyfileobj(file, copy)
+            if head is None:
+                shutil.copyfileobj(file, copy)
+            else:
+                copy.write(file.read(head))
         copy.flush()
         yield copy.name
 
@@ -1651,8 +1659,16 @@ def _package_read(chunks, path: str, what: str) -> Iterator:
 
 
 def _package_names(path: str, encoding: str) -> tuple[str, ...]:
-    with _package_chunks(path, 1, encoding) as chunks:
-        first = next(chunks, None)
+    """The columns of a statistics package's file, as its first row has them. Of a gs:// file, its first HEAD_BYTES
+    are copied for them, where its header and first row lie (the whole file where they do not): a file is asked for
+    its names twice (planning, then its pass), and copying it whole for each tripled what a conversion downloaded."""
+    first = None
+    if gcs.is_gcs(path):
+        with contextlib.suppress(UserError), _package_chunks(path, 1, encoding, head=HEAD_BYTES) as chunks:
+            first = next(chunks, None)
+    if first is None:
+        with _package_chunks(path, 1, encoding) as chunks:
+            first = next(chunks, None)
     if first is None:
         raise UserError(f"{path}: {_package_file(path).what} of no rows")
     return _distinct([str(name) for name in first.columns], path)

@@ -300,3 +300,53 @@ def test_without_credentials_a_public_bucket_reads_anonymously(gcs_server, monke
             gcs.check_credentials()
     finally:
         gcs._client.cache_clear()
+
+
+def test_a_statistics_files_names_are_read_from_its_first_bytes(gcs_server, monkeypatch, tmp_path):
+    """Every file of a table is asked for its column names (planning, then each file's pass): a gs:// SPSS or SAS
+    file was copied whole for each, three copies of the file before its rows were read."""
+    import contextlib
+
+    import pandas as pd
+    import pyreadstat
+
+    from dataformat import gcs, storage
+    from preprocessing import table_files
+    from preprocessing.tables import TableOptions
+
+    rows = 200_000
+    table = pd.DataFrame(
+        {"x": np.arange(rows) / 7, "city": ["Lyon", "Nantes"] * (rows // 2), "label": [0, 1] * (rows // 2)}
+    )
+    pyreadstat.write_sav(table, tmp_path / "big.sav")
+    size = (tmp_path / "big.sav").stat().st_size
+    remote = upload_folder(gcs_server, tmp_path, unique("names")) + "/big.sav"
+    for name, value in gcs_server.env.items():
+        monkeypatch.setenv(name, value)
+    gcs._client.cache_clear()
+    read = []
+    opened = storage.open_read
+
+    @contextlib.contextmanager
+    def counted(path):  # the real reads, their bytes counted
+        with opened(path) as file:
+            real = file.read
+
+            def read_counted(*size):
+                data = real(*size)
+                read.append(len(data))
+                return data
+
+            file.read = read_counted
+            yield file
+
+    monkeypatch.setattr(storage, "open_read", counted)
+    try:
+        assert table_files.dialect_of(remote, TableOptions()).names == ("x", "city", "label")
+        assert size > 4 * table_files.HEAD_BYTES and sum(read) == table_files.HEAD_BYTES
+        read.clear()
+        monkeypatch.setattr(table_files, "HEAD_BYTES", 100)  # a header longer than the bytes copied: the whole file
+        assert table_files.dialect_of(remote, TableOptions()).names == ("x", "city", "label")
+        assert sum(read) == 100 + size
+    finally:
+        gcs._client.cache_clear()
