@@ -33,10 +33,8 @@ setup(
         "tqdm>=4.60",
         # Streams CSV tables: a multi-threaded C++ parser, block by block (below 24 for the beam extra).
         "pyarrow>=14,<24",
-        # Reads Excel workbooks a row at a time (read-only mode), as pandas' read_excel does; pure Python.
-        "openpyxl>=3.1",
-        # Reads .xls, .xlsb and .ods, which openpyxl cannot: pandas' calamine engine (Rust, no dependencies;
-        # 0.4 is the last with wheels for Python 3.9).
+        # Reads spreadsheets (.xlsx, .xls, .xlsb, .ods): pandas' calamine engine (Rust, no dependencies), 19x
+        # openpyxl's speed on an .xlsx sheet; 0.4 is the last with wheels for Python 3.9.
         "python-calamine>=0.4",
     ],
     extras_require={
@@ -78,7 +76,8 @@ setup(
             "pandas<3",
             # Reads (and, for the tests, writes) SPSS and SAS files; wheels for 3.9-3.11 built for numpy 1.x and 2.
             "pyreadstat>=1.2",
-            # Write the .xls (xlwt) and .ods (pandas' odf engine) workbooks the tests read.
+            # Write the .xlsx (openpyxl), .xls (xlwt) and .ods (pandas' odf engine) workbooks the tests read.
+            "openpyxl>=3.1",
             "xlwt>=1.3",
             "odfpy>=1.4",
         ],
