@@ -579,6 +579,16 @@ def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
         f"{tmp_path / 'notes_first.xlsx'}:5",
         read[1][1],
     )
+    book = openpyxl.Workbook()  # two tables, no label named: the sheet Excel opens on (workbook.xml's activeTab)
+    book.active.append(["old", "label"])
+    book.create_sheet("2024").append(["price", "size", "label"])
+    for i in range(20):
+        book.worksheets[0].append([i, "ab"[i % 2]])
+        book.worksheets[1].append([i, i % 3, "ab"[i % 2]])
+    book.active = 1
+    book.save(tmp_path / "second.xlsx")
+    assert [c.name for c in build_table_dataset(str(tmp_path / "second.xlsx"), str(tmp_path / "second"),
+                                                TableOptions()).columns] == ["price", "size"]  # fmt: skip
     (tmp_path / "bad.xlsx").write_bytes(b"PK\x03\x04" + bytes(100))  # a ZIP that is no workbook
     with pytest.raises(UserError, match="bad.xlsx: cannot read as a spreadsheet"):
         build(tmp_path, tmp_path / "bad.xlsx", "bad")
