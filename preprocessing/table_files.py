@@ -37,11 +37,12 @@ import posixpath
 import re
 import shutil
 import tempfile
+import urllib.parse
 import warnings
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -111,6 +112,8 @@ ZIP = ".zip"  # an archive of one table, as Kaggle and many portals hand out a C
 NUMBERS = ".numbers"  # Apple's spreadsheets, which no library here reads: a ZIP archive too
 # Files a folder holds beside its tables: Excel's lock file of an open workbook, macOS's resource forks.
 HIDDEN_FILES = ("~$", "._")
+PARTITION = re.compile(r"([^=/]+)=([^/]*)")  # a partitioned dataset's folder: key=value
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder of a partition column's missing values
 # The first bytes of files that are no table of text, and what to do instead.
 NOT_TABLES = {
     b"PK\x03\x04": "a ZIP archive: name it .zip to read the one table it holds, or unzip it (an Excel workbook is "
@@ -208,7 +211,8 @@ PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (MAX_B
 
 
 def input_files(path: str) -> list[str]:
-    """The table files of --input: a file, a glob, or a folder's files of the known suffixes."""
+    """The table files of --input: a file, a glob, or a folder's files of the known suffixes, with those of its
+    partitions' folders (year=2020/) where it is a partitioned dataset."""
     if any(char in path for char in "*?["):
         files = storage.matching(path)
         if not files:
@@ -216,7 +220,7 @@ def input_files(path: str) -> list[str]:
         return files
     if storage.is_folder(path):
         listed = storage.list_names(path)
-        names = _table_names(listed)
+        names = _table_names(listed) + _partitions_files(path, listed)
         if not names:
             kinds = ", ".join(SUFFIXES)
             raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
@@ -230,16 +234,65 @@ def input_files(path: str) -> list[str]:
     return [path]
 
 
+def _partitions_files(folder: str, listed: list[str]) -> list[str]:
+    """The table files, by their names below `folder`, in its sub-folders of a partitioned dataset's (key=value,
+    as Spark, Hive, BigQuery's exports and pandas' to_parquet(partition_cols=...) write them), at any depth."""
+    found = []
+    for name in listed:
+        below = storage.join(folder, name)
+        if PARTITION.fullmatch(name) and storage.is_folder(below):
+            inner = storage.list_names(below)
+            found += [posixpath.join(name, file) for file in _table_names(inner) + _partitions_files(below, inner)]
+    return found
+
+
+def with_partitions(dialect: Dialect, path: str, root: str) -> Dialect:
+    """The file's dialect with the columns its partitions' folders give (below `root`, --input's folder), after
+    its own."""
+    if not root:
+        return dialect
+    partitions = _partitions(posixpath.relpath(posixpath.dirname(path), root))
+    both = [key for key, _ in partitions if key in dialect.names]
+    if both:
+        raise UserError(f"{path}: column {both[0]!r} is both in the file and in its folder's name ({both[0]}=...)")
+    return _partitioned(dialect, partitions)
+
+
+def with_folder_columns(dialect: Dialect, path: str, names: tuple[str, ...]) -> Dialect:
+    """For predictions: the file's dialect with the model's columns (`names`) that its header lacks and a folder of
+    its path gives (region=north/), as the partitioned dataset the model was trained on gave them."""
+    found = _partitions(posixpath.dirname(path))
+    return _partitioned(dialect, tuple(pair for pair in found if pair[0] in names and pair[0] not in dialect.names))
+
+
+def _partitions(folders: str) -> tuple[tuple[str, str], ...]:
+    """The (column, value) of each key=value folder of a path, %-escapes read, Hive's __HIVE_DEFAULT_PARTITION__ a
+    missing value."""
+    pairs = [found.groups() for found in map(PARTITION.fullmatch, folders.split("/")) if found]
+    unquote = urllib.parse.unquote
+    return tuple((unquote(key), "" if value == HIVE_NULL else unquote(value)) for key, value in pairs)
+
+
+def _partitioned(dialect: Dialect, partitions: tuple[tuple[str, str], ...]) -> Dialect:
+    if not partitions:
+        return dialect
+    return replace(dialect, names=dialect.names + tuple(key for key, _ in partitions), partitions=partitions)
+
+
 def _table_names(listed: list[str]) -> list[str]:
     """The names of a folder's table files (SUFFIXES, compressed or not), hidden ones left out."""
     return [name for name in listed if _stem(name).endswith(tuple(SUFFIXES)) and not name.startswith(HIDDEN_FILES)]
 
 
 def is_table_input(path: str) -> bool:
-    """Whether --input names table files: a table file, a glob, or a folder that holds table files."""
+    """Whether --input names table files: a table file, a glob, or a folder that holds table files (in its
+    partitions' folders too)."""
     if any(char in path for char in "*?[") or _stem(path).endswith(tuple(SUFFIXES)) or _zipped(path):
         return True
-    return storage.is_folder(path) and bool(_table_names(storage.list_names(path)))
+    if not storage.is_folder(path):
+        return False
+    listed = storage.list_names(path)
+    return bool(_table_names(listed) or _partitions_files(path, listed))
 
 
 def file_format(path: str) -> str:
@@ -388,6 +441,9 @@ class Dialect:
     quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (arff_dialect)
     comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
     lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
+    # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for
+    # year=2020/part-0.parquet. Last among `names`; the file itself lacks them.
+    partitions: tuple[tuple[str, str], ...] = ()
 
     @property
     def rewrite(self) -> Callable[[bytes], bytes] | None:
@@ -837,7 +893,9 @@ def blocks(
     column left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
     keeps its text as written, decimal commas and all: it is handed back, never read as a number. With
     `every_column`, a JSON object with a value under a key that is none of the dialect's columns is a LateColumn."""
-    if dialect.format == TEXT_FOLDER:
+    if dialect.partitions:
+        yield from _partitioned_blocks(path, dialect, wanted or dialect.names, verbatim, every_column)
+    elif dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
     elif dialect.format in TYPED:
         yield from _typed_blocks(path, dialect, wanted or dialect.names)
@@ -852,6 +910,20 @@ def blocks(
         for batch in _csv_blocks(path, dialect, blank_lines):
             lines, line = record_lines(batch, line, blank_lines)
             yield _plain_numbers(batch, dialect.decimal, verbatim), lines
+
+
+def _partitioned_blocks(
+    path: str, dialect: Dialect, wanted: tuple[str, ...], verbatim: str, every_column: bool
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """A partitioned dataset's file's blocks, with the columns its folders give: their value in every row."""
+    keys = {key for key, _ in dialect.partitions}
+    inner = replace(dialect, names=tuple(name for name in dialect.names if name not in keys), partitions=())
+    own = tuple(name for name in wanted if name not in keys)
+    for batch, lines in blocks(path, inner, own, verbatim, every_column):
+        for key, value in dialect.partitions:
+            if key in wanted:
+                batch = batch.append_column(key, pa.array([value] * batch.num_rows, pa.string()))  # missing: ""
+        yield batch, lines
 
 
 # CSV.

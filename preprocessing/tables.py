@@ -77,6 +77,7 @@ from preprocessing.table_files import (
     line_of_columns,
     text_bytes,
     text_files,
+    with_partitions,
 )
 from preprocessing.writer import clear_output, shard_output, usable_cores
 
@@ -819,6 +820,7 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     name, as exports of one table by different tools order them differently). Else a UserError saying what
     differs."""
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
+    dialect = with_partitions(dialect, path, plan.root)
     if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header, nor its lists
         dialect = replace(dialect, names=plan.names, lists=plan.dialect.lists)
     # The rest (a workbook's sheet, lines above the header, quoting, row names) is each file's own, read by its dialect.
@@ -1404,11 +1406,13 @@ def plan_table(
     """(the files of --input, the plan of the conversion), checked before anything is written. JSON's columns
     are the keys of the first file's first objects, or with `every_object` of all of them."""
     files = [path] if options.text_folder else input_files(path)
+    root = path if storage.is_folder(path) else ""
     dialect = dialect_of(files[0], options)
     sparse = dialect.format in OBJECTS and not every_object  # its columns: the first objects' keys
     if dialect.format in OBJECTS and every_object:
         names, lists = every_json_column(files, dialect)
         dialect = replace(dialect, names=names, lists=lists)
+    dialect = with_partitions(dialect, files[0], root)
     if dialect.sheet:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.row_names:  # as R's read.csv and pandas read such a file; a file of unquoted commas reads so too
@@ -1439,7 +1443,6 @@ def plan_table(
         size = sum(map(text_bytes, files))
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
-    root = path if storage.is_folder(path) else ""
     plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root)
     return files, plan
 

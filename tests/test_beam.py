@@ -112,6 +112,26 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     assert beam.weight_column == local.weight_column == "w"
 
 
+def test_beam_on_a_partitioned_dataset_writes_the_local_writers_shards(tmp_path):
+    """The columns a partitioned dataset's folders give (region=north/), in Beam's workers as in the local run."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=400).round(3)
+    table = pd.DataFrame(
+        {"x": x, "region": rng.choice(["north", "south east"], 400), "label": x + rng.normal(size=400) > 0}
+    )
+    table.to_parquet(tmp_path / "parts", partition_cols=["region"])
+    options = TableOptions(label_column="label")
+    local = build_table_dataset(str(tmp_path / "parts"), str(tmp_path / "local"), options, shards=2)
+    beam = build_table_dataset_with_beam(str(tmp_path / "parts"), str(tmp_path / "beam"), options, DIRECT, shards=2)
+    assert [c.name for c in local.columns] == ["x", "region"] and local.columns[1].vocabulary == ("north", "south east")
+    assert [c.vocabulary for c in beam.columns] == [c.vocabulary for c in local.columns]
+    for split in ("train", "eval"):
+        for shard in local.splits[split].shards:
+            assert (tmp_path / "beam" / shard.file).read_bytes() == (tmp_path / "local" / shard.file).read_bytes()
+
+
 def test_beam_names_a_bad_table_in_one_line(tmp_path):
     (tmp_path / "t.csv").write_text("a,b,label\n1,x,y\n2,x\n")
     with pytest.raises(UserError, match=r"t.csv: line 3 has 2 columns; expected 3"):

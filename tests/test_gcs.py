@@ -130,6 +130,13 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
         parts[:30].to_excel(folder / "a.xlsx", index=False)
         parts[30:].to_excel(folder / "b.ods", engine="odf", index=False)
         return "."
+    if source == "csv partitions":  # a partitioned dataset: its letter=a/ folders give a column
+        import pandas as pd
+
+        x = rng.normal(size=60).round(3)
+        parts = pd.DataFrame({"x": x, "letter": ["abc"[i % 3] for i in range(60)], "label": (x > 0).astype(int)})
+        parts.to_parquet(folder, partition_cols=["letter"])
+        return "."
     if source == "csv jsonl":
         rows = [
             json.dumps({"x": round(float(rng.normal()), 3), "letter": "abc"[i % 3], "label": i % 2}) for i in range(60)
@@ -162,7 +169,7 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
 @pytest.mark.parametrize(
     "source",
     [
-        *("csv", "csv folder", "csv parquet", "csv feather", "csv stats", "csv sheets", "csv jsonl"),
+        *("csv", "csv folder", "csv parquet", "csv feather", "csv stats", "csv sheets", "csv partitions", "csv jsonl"),
         *("npz", "mnist", "images", "text"),
     ],
 )

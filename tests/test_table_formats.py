@@ -410,6 +410,43 @@ def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
     )
 
 
+def test_a_partitioned_datasets_folders_give_columns(tmp_path):
+    """Spark's, Hive's and pandas' partitioned datasets (city=Lyon/label=yes/part-0.parquet): the folders' values are
+    columns of their files' rows, %-escapes read and Hive's null folder a missing value. Before, such a folder held
+    "no table file", and a glob of its files lost the columns the folders give."""
+    import pandas as pd
+
+    columns = frame()
+    columns["city"] = [None if i % 17 == 0 else city.replace("Nantes", "Nantes Nord") for i, city in
+                       enumerate(columns["city"])]  # fmt: skip
+    table = pd.DataFrame(columns)
+    table.to_parquet(tmp_path / "t.parquet")
+    table.to_parquet(tmp_path / "parts", partition_cols=["city", "label"])
+    assert (tmp_path / "parts" / "city=Nantes%20Nord").is_dir() and (
+        tmp_path / "parts" / "city=__HIVE_DEFAULT_PARTITION__"
+    ).is_dir()
+    whole = build(tmp_path, tmp_path / "t.parquet", "whole")
+    found = build(tmp_path, tmp_path / "parts", "from-parts")
+    assert [c.name for c in found.columns] == ["age", "joined", "member", "city"]  # the folders' columns last
+    assert summary(found) == summary(whole)
+    assert every_row(tmp_path / "from-parts", found) == every_row(tmp_path / "whole", whole)
+    from trainer.predict import table_rows  # qt-predict on one partition's file: its folders' values too
+
+    part = next((tmp_path / "parts" / "city=Nantes%20Nord").glob("label=no/*.parquet"))
+    read = list(table_rows(str(part), "label", ("age", "city"), TableOptions()))
+    expected = [i for i, city in enumerate(columns["city"]) if city == "Nantes Nord" and columns["label"][i] == "no"]
+    assert {row["city"] for _, row in read} == {"Nantes Nord"} and len(read) == len(expected)
+    for region in ("north", "south"):  # a Hive table of text files, partitioned by region
+        (tmp_path / "csv" / f"region={region}").mkdir(parents=True)
+        (tmp_path / "csv" / f"region={region}" / "000000_0.csv").write_text(as_csv(frame()))
+    found = build(tmp_path, tmp_path / "csv", "from-csv")
+    assert found.columns[-1].name == "region" and set(found.columns[-1].vocabulary) == {"north", "south"}
+    (tmp_path / "both" / "city=Lyon").mkdir(parents=True)
+    table.to_parquet(tmp_path / "both" / "city=Lyon" / "part.parquet")  # a column of its own by the folder's name
+    with pytest.raises(UserError, match=r"part.parquet: column 'city' is both in the file and in its folder's name"):
+        build(tmp_path, tmp_path / "both", "both")
+
+
 def tagged_rows(count: int = 300) -> list[dict]:
     """Rows of a list of tags (a few of 8, two words in one, nulls among them), whose tag "red" gives the label, and
     a list of integer IDs."""
