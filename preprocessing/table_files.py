@@ -66,7 +66,7 @@ SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjs
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".xls": WORKBOOK, ".xlsb": WORKBOOK, ".ods": WORKBOOK})
 XLSX = (".xlsx", ".xlsm")  # Office Open XML workbooks, which name the sheet they open on
-EXACT_INTEGERS = 2**53  # a float64 holds every whole number below it: a cell's 57.0 is the integer 57
+WORKBOOK_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")  # a workbook's first bytes: a ZIP archive's, or OLE's (.xls)
 
 
 HEAD_BYTES = 1 << 20  # a gs:// statistics package's file's bytes copied to read its names: its header and first row
@@ -78,14 +78,17 @@ class PackageFile(NamedTuple):
     what: str
     reader: str = ""
     labels: bool = False  # whether its values' labels are applied (SAS keeps its formats in a catalog file beside it)
-    encoded: bool = True  # whether --encoding applies (a portable file translates its characters with its own table)
+    # A portable file (.por) translates its characters with a table of its own, so --encoding does not apply; and,
+    # holding no count of its rows, it is read whole: pyreadstat reads each chunk of one from its start again.
+    portable: bool = False
+    named_first: bool = True  # whether its first bytes hold its columns' names (a .zsav's compressed ones do not read)
 
 
 PACKAGE_FILES = {
     ".dta": PackageFile("a Stata file"),
     ".sav": PackageFile("an SPSS file", "read_sav", labels=True),
-    ".zsav": PackageFile("an SPSS file", "read_sav", labels=True),
-    ".por": PackageFile("an SPSS portable file", "read_por", labels=True, encoded=False),
+    ".zsav": PackageFile("an SPSS file", "read_sav", labels=True, named_first=False),
+    ".por": PackageFile("an SPSS portable file", "read_por", labels=True, portable=True),
     ".sas7bdat": PackageFile("a SAS file", "read_sas7bdat"),
     ".xpt": PackageFile("a SAS transport file", "read_xport"),
 }
@@ -124,6 +127,9 @@ NOT_TABLES = {
     b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
     b"\xfd7zXZ\x00": "an xz-compressed file: name it .xz to read it",
 }
+# The first bytes of a web page, in any case, after blanks: an HTML table saved under a table's name (a "report.xls"
+# that web applications export, a download that was a login page).
+HTML = re.compile(rb"\s*(?:<!doctype html|<html|<table)", re.IGNORECASE)
 # Other packages' own files, refused by suffix: what each is, and how to save it as a table that is read.
 R_SAVED = "save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))"
 PANDAS_SAVED = "save it as CSV or Parquet (pandas.{}(path).to_parquet('table.parquet'))"
@@ -217,6 +223,7 @@ def input_files(path: str) -> list[str]:
         files = storage.matching(path)
         if not files:
             raise UserError(f"--input {path}: no file matches")
+        _check_partitions(path, files)
         return files
     if storage.is_folder(path):
         listed = storage.list_names(path)
@@ -228,7 +235,9 @@ def input_files(path: str) -> list[str]:
         if archives:  # a ZIP archive may hold anything (the photos of an image folder): its name must say
             log.warning("--input %s: leaves out %s: in a folder, a ZIP archive is read where its name gives the "
                         "format of the table it holds (NAME.csv.zip)", path, _listed(archives))  # fmt: skip
-        return [storage.join(path, name) for name in names]
+        files = [storage.join(path, name) for name in names]
+        _check_partitions(path, files)
+        return files
     if not storage.exists(path):
         raise UserError(f"--input {path}: no such file")
     return [path]
@@ -244,6 +253,31 @@ def _partitions_files(folder: str, listed: list[str]) -> list[str]:
             inner = storage.list_names(below)
             found += [posixpath.join(name, file) for file in _table_names(inner) + _partitions_files(below, inner)]
     return found
+
+
+def input_root(path: str) -> str:
+    """The folder of --input that its files' keys and partitions are below: itself, a glob's folder before its
+    first wildcard, or "" for one file."""
+    if any(char in path for char in "*?["):
+        return posixpath.dirname(path[: min(path.index(char) for char in "*?[" if char in path)])
+    return path if storage.is_folder(path) else ""
+
+
+def _check_partitions(path: str, files: list[str]) -> None:
+    """A UserError where the files lie below different partitions' keys: a file beside the key=value folders, or
+    below more or fewer of them than another (its rows would lack a column the others have)."""
+    root = input_root(path)
+    keys = {
+        file: tuple(key for key, _ in _partitions(posixpath.relpath(posixpath.dirname(file), root))) for file in files
+    }
+    first, *others = files
+    odd = next((file for file in others if keys[file] != keys[first]), None)
+    if odd:
+        where = {file: "/".join(f"{key}=..." for key in keys[file]) or "no partition folder" for file in (first, odd)}
+        raise UserError(
+            f"--input {path}: {first} lies below {where[first]} and {odd} below {where[odd]}: every file of a "
+            "partitioned dataset lies below the same key=value folders"
+        )
 
 
 def with_partitions(dialect: Dialect, path: str, root: str) -> Dialect:
@@ -411,6 +445,8 @@ def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     name = _table_name(path)  # a ZIP archive's member's
     what = next((what for suffixes, what in REFUSED_FILES.items() if _stem(name).endswith(suffixes)), "")
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
+    if HTML.match(head):
+        what = "a web page (HTML), not a table of text: save its table as CSV (pandas.read_html reads one)"
     if what and b"opendocument.spreadsheet" in head[:100]:
         what = "a LibreOffice spreadsheet: name it .ods to read it"
     if what and _stem(name).endswith(NUMBERS):
@@ -525,6 +561,10 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if options.text_folder:
         return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
+    if kind == WORKBOOK and not _head(path).startswith(WORKBOOK_MAGIC):
+        kind = CSV  # a table of text under a workbook's name (.xls), as many web applications export one
+    if options.sheet and kind != WORKBOOK:
+        raise UserError(f"--sheet {options.sheet}: {path} is no spreadsheet, and has no sheets")
     if kind in TYPED:
         with _typed_file(path, kind) as file:
             fields = _leaf_fields(file.schema_arrow if kind == PARQUET else file.schema)
@@ -755,9 +795,7 @@ def _has_decimal_point(field: str) -> bool:
 def line_naming(path: str, options: TableOptions, name: str) -> int:
     """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
     header sits below a report's title lines."""
-    head = _head(path)
-    text = head.decode(_without_bom(encoding_of(head, options.encoding)), "replace")
-    for number, line in enumerate(_whole_lines(text)[:SNIFF_LINES], 1):
+    for number, line in enumerate(_first_lines(path, options), 1):
         if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
             return number
     return 0
@@ -766,13 +804,18 @@ def line_naming(path: str, options: TableOptions, name: str) -> int:
 def line_of_columns(path: str, options: TableOptions) -> int:
     """The first of the file's first lines below its first from which the lines split alike into two or more
     fields, or 0: where a table sits below notes of one field a line ("# exported by ...")."""
-    head = _head(path)
-    lines = _whole_lines(head.decode(_without_bom(encoding_of(head, options.encoding)), "replace"))[:SNIFF_LINES]
+    lines = _first_lines(path, options)
     for number in range(2, len(lines)):
         below = "\n".join(lines[number - 1 :]) + "\n"
-        if _rows_width(_head_rows(below, sniff_delimiter(below))) > 1:
+        if lines[number - 1].strip() and _rows_width(_head_rows(below, sniff_delimiter(below))) > 1:
             return number
     return 0
+
+
+def _first_lines(path: str, options: TableOptions) -> list[str]:
+    """A CSV file's first SNIFF_LINES lines, as text (what cannot be decoded replaced), for hints in errors."""
+    head = _head(path)
+    return _whole_lines(head.decode(_without_bom(encoding_of(head, options.encoding)), "replace"))[:SNIFF_LINES]
 
 
 def _whole_lines(text: str) -> list[str]:
@@ -1666,12 +1709,12 @@ def _package_file(path: str) -> PackageFile:
 
 @contextlib.contextmanager
 def _package_chunks(
-    path: str, rows: int, encoding: str, names: tuple[str, ...] = (), head: int | None = None
+    path: str, rows: int, encoding: str, names: tuple[str, ...] = (), first_bytes: int | None = None
 ) -> Iterator[Iterator]:
     """A statistics package's file's rows, `rows` at a time, as DataFrames: labelled values as their labels, dates as
     datetimes (but Stata's %tC times, which pandas leaves as numbers and warns of); only the `names` columns where
-    given. pyreadstat's files are read in the encoding they state, or in --encoding where it is not UTF-8; a gs://
-    file's first `head` bytes alone, where given. What the reader cannot read is a UserError naming the file."""
+    given. pyreadstat's files are read in the encoding they state, or in --encoding where it is not UTF-8; of a
+    gs:// one, its `first_bytes` alone, where given. What the reader cannot read is a UserError naming the file."""
     kind = _package_file(path)
     library = "pyreadstat" if kind.reader else "pandas"
     try:
@@ -1689,28 +1732,39 @@ def _package_chunks(
         return
     flags = {"apply_value_formats": True} if kind.labels else {}
     encoding = codecs.lookup(encoding).name  # Python's name, which iconv knows too: iso8859-1, cp1252
-    if encoding != "utf-8" and not kind.encoded:
-        raise UserError(f"{path}: {kind.what} has its own table of characters: leave out --encoding")
-    if encoding != "utf-8":  # the default trusts the file's own
+    if encoding != "utf-8" and not kind.portable:  # the default trusts the file's own
         flags["encoding"] = encoding
-    with _local_copy(path, head) as local:  # pyreadstat reads a file by its path
+    with _local_copy(path, first_bytes) as local:  # pyreadstat reads a file by its path
         read = getattr(module, kind.reader)
-        chunks = module.read_file_in_chunks(read, local, chunksize=rows, usecols=columns, **flags)
-        yield _package_read((chunk for chunk, _ in chunks), path, kind.what)
+        if kind.portable:
+            chunks = _portable_chunks(functools.partial(read, local, usecols=columns, **flags), rows)
+        else:
+            chunks = (chunk for chunk, _ in module.read_file_in_chunks(read, local, rows, usecols=columns, **flags))
+        yield _package_read(chunks, path, kind.what)
+
+
+def _portable_chunks(read: Callable, rows: int) -> Iterator:
+    """A portable file's rows, `rows` at a time: its first chunk (all its names need), then the rest read whole and
+    handed on in chunks, as pyreadstat reads each chunk of one from its start again."""
+    first, _ = read(row_limit=rows)
+    yield first
+    if len(first) == rows:
+        rest, _ = read(row_offset=rows)
+        yield from (rest.iloc[start : start + rows] for start in range(0, len(rest), rows))
 
 
 @contextlib.contextmanager
-def _local_copy(path: str, head: int | None = None) -> Iterator[str]:
-    """The file's local path: itself, or a temporary copy of a gs:// file (of its first `head` bytes, where given)."""
+def _local_copy(path: str, first_bytes: int | None = None) -> Iterator[str]:
+    """The file's local path: itself, or a temporary copy of a gs:// file (of its `first_bytes`, where given)."""
     if not gcs.is_gcs(path):
         yield path
         return
     with tempfile.NamedTemporaryFile(suffix=posixpath.basename(path)) as copy:
         with storage.open_read(path) as file:
-            if head is None:
+            if first_bytes is None:
                 shutil.copyfileobj(file, copy)
             else:
-                copy.write(file.read(head))
+                copy.write(file.read(first_bytes))
         copy.flush()
         yield copy.name
 
@@ -1732,12 +1786,14 @@ def _package_read(chunks, path: str, what: str) -> Iterator:
 
 
 def _package_names(path: str, encoding: str) -> tuple[str, ...]:
-    """The columns of a statistics package's file, as its first row has them. Of a gs:// file, its first HEAD_BYTES
-    are copied for them, where its header and first row lie (the whole file where they do not): a file is asked for
-    its names twice (planning, then its pass), and copying it whole for each tripled what a conversion downloaded."""
+    """The columns of a statistics package's file, as its first row has them. Of a gs:// SPSS or SAS file, its first
+    HEAD_BYTES are copied for them, where its header and first row lie (the whole file where they do not): a file
+    is asked for its names twice (planning, then its pass), and copying it whole for each tripled what a conversion
+    downloaded. pandas reads a Stata file by seeking in it, copying nothing."""
     first = None
-    if gcs.is_gcs(path):
-        with contextlib.suppress(UserError), _package_chunks(path, 1, encoding, head=HEAD_BYTES) as chunks:
+    kind = _package_file(path)
+    if gcs.is_gcs(path) and kind.reader and kind.named_first:
+        with contextlib.suppress(UserError), _package_chunks(path, 1, encoding, first_bytes=HEAD_BYTES) as chunks:
             first = next(chunks, None)
     if first is None:
         with _package_chunks(path, 1, encoding) as chunks:
@@ -1811,7 +1867,8 @@ def _read_text(path: str, encoding: str) -> str:
 
 class Sheet(NamedTuple):
     """A worksheet: its title, and its rows from its first, each a tuple of values from its first column (None
-    where a cell is empty; numbers, text, booleans, and dates as datetimes), whichever library reads it."""
+    where a cell is empty; numbers, text, booleans, and dates as datetimes). Each call of rows() reads the sheet
+    again."""
 
     title: str
     rows: Callable[[], Iterator[tuple]]
@@ -1839,7 +1896,7 @@ def _workbook(path: str) -> Iterator[list[Sheet]]:
         names = [every[i].name for i in first if every[i].typ == python_calamine.SheetTypeEnum.WorkSheet]
         if not names:
             raise UserError(f"{path}: the workbook has no worksheet")
-        yield [Sheet(name, functools.partial(_sheet_values, book, name)) for name in names]
+        yield [Sheet(name, functools.partial(_sheet_values, book, name, path)) for name in names]
     finally:
         book.close()
 
@@ -1856,20 +1913,26 @@ def _active_tab(data: bytes) -> int:
     return int(found.group(1)) if found else 0
 
 
-def _sheet_values(book, name: str) -> Iterator[tuple]:
+def _sheet_values(book, name: str, path: str) -> Iterator[tuple]:
     """A sheet's rows from its first, each from its first column, None where a cell is empty (calamine leaves out
-    the columns before the first that holds a value, and writes an empty cell as ''), a whole number as an integer
-    (calamine reads an `.xlsx` file's 57 as 57.0: a column of codes would read "57.0" where its CSV reads "57")."""
-    sheet = book.get_sheet_by_name(name)
-    before = (None,) * (sheet.start[1] if sheet.start else 0)
-    for row in sheet.iter_rows():
-        yield before + tuple(map(_sheet_cell, row))
+    the columns before the first that holds a value, and writes an empty cell as ''); what calamine cannot read (a
+    damaged sheet) a UserError."""
+    try:
+        sheet = book.get_sheet_by_name(name)
+        before = (None,) * (sheet.start[1] if sheet.start else 0)
+        for row in sheet.iter_rows():
+            yield before + tuple(map(_sheet_cell, row))
+    except Exception as error:  # calamine's errors (of Rust) have no common Python class
+        raise UserError(f"{path}: sheet {name!r}: {_cannot_read_sheets(error)}") from None
 
 
 def _sheet_cell(value):
+    """A cell's value as openpyxl reads it, and so as a CSV export writes it: an empty cell None, and a whole number
+    an integer (calamine reads an `.xlsx` file's 57 as 57.0, and a column of codes would read "57.0" where its CSV
+    reads "57"; from 1e16 on, a float's text has an exponent in both)."""
     if value == "":
         return None
-    if type(value) is float and value.is_integer() and abs(value) < EXACT_INTEGERS:
+    if type(value) is float and value.is_integer() and abs(value) < 1e16:
         return int(value)
     return value
 
@@ -1902,12 +1965,13 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
     with _workbook(path) as sheets:
         if options.sheet:
             sheets = [_named_sheet(sheets, options.sheet, path)]
-        headers = [(sheet.title, _sheet_header(sheet, path, options.skip_rows, known)) for sheet in sheets]
-    holding = [(title, header) for title, header in headers if header and header[2]]  # the one it opens on first
-    title, header = holding[0] if holding else next((found for found in headers if found[1]), headers[0])
-    title = "" if title == headers[0][0] and not options.sheet else title
+        title, header = _table_sheet(sheets, path, options.skip_rows, known)
+    title = "" if title == sheets[0].title and not options.sheet else title
     if header is None:
-        raise UserError(f"{path}: the sheet has no row of values in its first {options.skip_rows + SNIFF_LINES}")
+        raise UserError(
+            f"{path}: sheet {title or sheets[0].title!r} has no row of values in its first "
+            f"{options.skip_rows + SNIFF_LINES}"
+        )
     number, names, _ = header
     while names and not names[-1]:  # the sheet's empty columns after the last
         names.pop()
@@ -1915,6 +1979,21 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
         names = _distinct(options.column_names, "--column-names")
         return Dialect(names, False, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
     return Dialect(_distinct(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
+
+
+def _table_sheet(sheets: list[Sheet], path: str, skip_rows: int, known: tuple[str, ...]) -> tuple[str, tuple | None]:
+    """(the title, the header) of the sheet that holds the table: the first whose header holds a `known` name, else
+    the first with a row of values. Sheets are read one at a time, and no further than needed: each is read whole."""
+    fallback = None
+    for sheet in sheets:
+        header = _sheet_header(sheet, path, skip_rows, known)
+        if header and header[2]:
+            return sheet.title, header
+        if fallback is None and header:
+            fallback = sheet.title, header
+        if fallback and not any(known):  # no name to look for in the other sheets
+            break
+    return fallback or (sheets[0].title, None)
 
 
 def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> tuple[int, list[str], bool] | None:

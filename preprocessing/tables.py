@@ -73,6 +73,7 @@ from preprocessing.table_files import (
     every_json_column,
     file_format,
     input_files,
+    input_root,
     line_naming,
     line_of_columns,
     text_bytes,
@@ -286,7 +287,9 @@ class TablePlan:
     eval_fraction: float
     seed: int
     shards: dict[str, int]
-    root: str  # --input's folder, that file keys are relative to ("" for a file or a glob)
+    root: (
+        str  # --input's folder (a glob's before its wildcards), that file keys and partitions are below ("" for a file)
+    )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -887,11 +890,10 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
 
 
 def _with_words(columns: list[tables.Column], plan: TablePlan, files: list[str]) -> tuple[tables.Column, ...]:
-    """The columns less the text columns that hold no word to learn: none seen --min-frequency times in training,
-    and no bigram buckets (a small table's column of unique phrases). Left out with a warning, as a column missing
-    in every row is; a UserError when no feature column is left."""
+    """The columns less the text columns that hold no word to learn: none seen --min-frequency times in training
+    (a small table's column of unique phrases, whose word pairs are as rare). Left out with a warning, as a column
+    missing in every row is; a UserError when no feature column is left."""
     wordless = [column for column in columns if column.kind == tables.TEXT and not column.vocabulary_size]
-    wordless = [column for column in wordless if not column.bigram_buckets]
     if not wordless:
         return tuple(columns)
     where = _where(files)
@@ -1292,16 +1294,17 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
     return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}" if below else ""
 
 
-def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[str, list[str]]:
+def _plan_columns(names: list[str], options: TableOptions, where: str, own: int) -> tuple[str, list[str]]:
     """(the label column, the feature columns) of a header, checking the flags' column names (the key
-    column is neither)."""
+    column is neither). A --label-column index counts the file's `own` first columns: the columns a partitioned
+    dataset's folders give come after them, and the default last column must never be one of those."""
     if options.label_column in names:
         label = options.label_column
     elif options.label_column == LAST_COLUMN and LABEL_KEY in names:  # the one name no feature may have
         label = LABEL_KEY
     else:
         try:
-            label = names[int(options.label_column)]
+            label = names[:own][int(options.label_column)]
         except ValueError:
             below = line_naming(where, options, options.label_column) if file_format(where) == CSV else 0
             hint = f"; line {below} names it: pass --skip-rows {below - 1}" if below > 1 else ""
@@ -1310,10 +1313,10 @@ def _plan_columns(names: list[str], options: TableOptions, where: str) -> tuple[
             ) from None
         except IndexError:
             raise UserError(
-                f"{where}: --label-column {options.label_column} is out of range for {len(names)} columns"
+                f"{where}: --label-column {options.label_column} is out of range for {own} columns"
             ) from None
     if not label:  # a spreadsheet's empty last columns, with the default --label-column -1
-        number = int(options.label_column) % len(names) + 1
+        number = int(options.label_column) % own + 1
         raise UserError(
             f"{where}: --label-column {options.label_column} is column {number}, which has no name; "
             "give the label's name with --label-column NAME"
@@ -1406,14 +1409,14 @@ def plan_table(
     """(the files of --input, the plan of the conversion), checked before anything is written. JSON's columns
     are the keys of the first file's first objects, or with `every_object` of all of them."""
     files = [path] if options.text_folder else input_files(path)
-    root = path if storage.is_folder(path) else ""
+    root = input_root(path)
     dialect = dialect_of(files[0], options)
     sparse = dialect.format in OBJECTS and not every_object  # its columns: the first objects' keys
     if dialect.format in OBJECTS and every_object:
         names, lists = every_json_column(files, dialect)
         dialect = replace(dialect, names=names, lists=lists)
     dialect = with_partitions(dialect, files[0], root)
-    if dialect.sheet:
+    if dialect.sheet and not options.sheet:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.row_names:  # as R's read.csv and pandas read such a file; a file of unquoted commas reads so too
         log.info(
@@ -1430,7 +1433,8 @@ def plan_table(
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
     try:
-        label, features = _plan_columns(list(dialect.names), options, files[0])
+        own = len(dialect.names) - len(dialect.partitions)
+        label, features = _plan_columns(list(dialect.names), options, files[0], own)
     except UserError:  # a column a flag names may be a key that only later objects hold
         if sparse:
             return plan_table(path, options, eval_fraction, seed, shards, every_object=True)

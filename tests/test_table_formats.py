@@ -395,8 +395,8 @@ def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
         rows = [([(column.lower(), value) for column, value in values], y)
                 for values, y in every_row(tmp_path / f"out-{name}", found)]  # fmt: skip
         assert rows == every_row(tmp_path / "parquet", parquet), name
-    with pytest.raises(UserError, match=r"t.por: an SPSS portable file has its own table of characters: leave out"):
-        build(tmp_path, tmp_path / "t.por", "por-latin", encoding="latin-1")
+    latin = build_table_dataset(str(tmp_path / "t.por"), str(tmp_path / "por-latin"), TableOptions(encoding="latin-1"))
+    assert every_row(tmp_path / "por-latin", latin) == every_row(tmp_path / "out-t.por", found)  # its own characters
     codes = pd.DataFrame({"code": [1.0, 2.0, 3.0] * 100, "label": ["a", "b"] * 150})
     pyreadstat.write_sav(codes, tmp_path / "codes.sav", variable_value_labels={"code": {1.0: "low", 2.0: "mid"}})
     assert set(build(tmp_path, tmp_path / "codes.sav", "codes").columns[0].vocabulary) == {"low", "mid", "3"}

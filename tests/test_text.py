@@ -212,6 +212,8 @@ def test_a_text_column_of_no_word_seen_twice_is_left_out_or_refused_in_one_line(
     assert "column(s) 1 ('address') are text, and no word of theirs is seen 2 or more times in training" in caplog.text
     with pytest.raises(UserError, match=r"t.csv: column\(s\) 1 \('address'\) are text, and .* no feature column is"):
         build(tmp_path, source, "alone", text=("address",), ignore=("code", "n"))
+    buckets = build(tmp_path, source, "buckets", text=("address", "code"), bigram_buckets=16)  # its pairs as rare
+    assert [c.name for c in buckets.columns] == ["code", "n"]
 
 
 # A folder of texts.
