@@ -441,6 +441,14 @@ def test_a_partitioned_datasets_folders_give_columns(tmp_path):
         (tmp_path / "csv" / f"region={region}" / "000000_0.csv").write_text(as_csv(frame()))
     found = build(tmp_path, tmp_path / "csv", "from-csv")
     assert found.columns[-1].name == "region" and set(found.columns[-1].vocabulary) == {"north", "south"}
+    globbed = build(tmp_path, str(tmp_path / "parts" / "*" / "*" / "*.parquet"), "globbed")  # below the glob's folder
+    assert every_row(tmp_path / "globbed", globbed) == every_row(tmp_path / "whole", whole)
+    table.drop(columns="label").to_parquet(tmp_path / "no-label", partition_cols=["city"])  # the default label: -1
+    default = build_table_dataset(str(tmp_path / "no-label"), str(tmp_path / "default"), TableOptions())
+    assert [c.name for c in default.columns] == ["age", "joined", "city"]  # member, the files' last, not city
+    (tmp_path / "no-label" / "stray.parquet").write_bytes((tmp_path / "t.parquet").read_bytes())
+    with pytest.raises(UserError, match=r"stray.parquet lies below no partition folder and .* below city=...: every"):
+        build(tmp_path, tmp_path / "no-label", "stray")
     (tmp_path / "both" / "city=Lyon").mkdir(parents=True)
     table.to_parquet(tmp_path / "both" / "city=Lyon" / "part.parquet")  # a column of its own by the folder's name
     with pytest.raises(UserError, match=r"part.parquet: column 'city' is both in the file and in its folder's name"):
@@ -626,6 +634,12 @@ def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
     book.save(tmp_path / "second.xlsx")
     assert [c.name for c in build_table_dataset(str(tmp_path / "second.xlsx"), str(tmp_path / "second"),
                                                 TableOptions()).columns] == ["price", "size"]  # fmt: skip
+    with zipfile.ZipFile(tmp_path / "t.xlsx") as source, zipfile.ZipFile(tmp_path / "cut.xlsx", "w") as copy:
+        for item in source.infolist():  # the sheet's XML cut in half: its workbook opens, its rows do not read
+            data = source.read(item.filename)
+            copy.writestr(item, data[: len(data) // 2] if "worksheets/" in item.filename else data)
+    with pytest.raises(UserError, match=r"cut.xlsx: sheet 'Sheet': cannot read as a spreadsheet \("):
+        build(tmp_path, tmp_path / "cut.xlsx", "cut")
     (tmp_path / "bad.xlsx").write_bytes(b"PK\x03\x04" + bytes(100))  # a ZIP that is no workbook
     with pytest.raises(UserError, match="bad.xlsx: cannot read as a spreadsheet"):
         build(tmp_path, tmp_path / "bad.xlsx", "bad")
@@ -680,6 +694,15 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path):
     with pytest.raises(UserError, match=r"t.xls: the workbook has no worksheet 'members' \(--sheet\); its worksheets:"
                        r" 'Notes', 'Members'$"):  # fmt: skip
         build(tmp_path, tmp_path / "t.xls", "lower", sheet="members")
+    (tmp_path / "report.xls").write_text(as_csv(columns).replace(",", "\t"))  # text, as web applications export
+    assert every_row(tmp_path / "out-report", build(tmp_path, tmp_path / "report.xls", "out-report")) == every_row(
+        tmp_path / "csv", from_csv
+    )
+    (tmp_path / "page.xls").write_text("<!DOCTYPE html>\n<html><table><tr><td>age</td></tr></table></html>\n")
+    with pytest.raises(UserError, match=r"page.xls: a web page \(HTML\), not a table of text: save its table as CSV"):
+        build(tmp_path, tmp_path / "page.xls", "page")
+    with pytest.raises(UserError, match=r"--sheet Members: .*t.csv is no spreadsheet, and has no sheets"):
+        build(tmp_path, tmp_path / "t.csv", "sheet-of-csv", sheet="Members")
     (tmp_path / "bad.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))  # cut short
     with pytest.raises(UserError, match=r"bad.xls: cannot read as a spreadsheet \("):
         build(tmp_path, tmp_path / "bad.xls", "bad")
