@@ -227,7 +227,7 @@ def input_files(path: str) -> list[str]:
         return files
     if storage.is_folder(path):
         listed = storage.list_names(path)
-        names = _table_names(listed) + _partitions_files(path, listed)
+        names = _table_names(listed) + _files_in_partitions(path, listed)
         if not names:
             kinds = ", ".join(SUFFIXES)
             raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
@@ -243,7 +243,7 @@ def input_files(path: str) -> list[str]:
     return [path]
 
 
-def _partitions_files(folder: str, listed: list[str]) -> list[str]:
+def _files_in_partitions(folder: str, listed: list[str]) -> list[str]:
     """The table files, by their names below `folder`, in its sub-folders of a partitioned dataset's (key=value,
     as Spark, Hive, BigQuery's exports and pandas' to_parquet(partition_cols=...) write them), at any depth."""
     found = []
@@ -251,7 +251,7 @@ def _partitions_files(folder: str, listed: list[str]) -> list[str]:
         below = storage.join(folder, name)
         if PARTITION.fullmatch(name) and storage.is_folder(below):
             inner = storage.list_names(below)
-            found += [posixpath.join(name, file) for file in _table_names(inner) + _partitions_files(below, inner)]
+            found += [posixpath.join(name, file) for file in _table_names(inner) + _files_in_partitions(below, inner)]
     return found
 
 
@@ -267,9 +267,7 @@ def _check_partitions(path: str, files: list[str]) -> None:
     """A UserError where the files lie below different partitions' keys: a file beside the key=value folders, or
     below more or fewer of them than another (its rows would lack a column the others have)."""
     root = input_root(path)
-    keys = {
-        file: tuple(key for key, _ in _partitions(posixpath.relpath(posixpath.dirname(file), root))) for file in files
-    }
+    keys = {file: tuple(key for key, _ in _partitions_below(file, root)) for file in files}
     first, *others = files
     odd = next((file for file in others if keys[file] != keys[first]), None)
     if odd:
@@ -280,26 +278,30 @@ def _check_partitions(path: str, files: list[str]) -> None:
         )
 
 
-def with_partitions(dialect: Dialect, path: str, root: str) -> Dialect:
+def with_partition_columns(dialect: Dialect, path: str, root: str) -> Dialect:
     """The file's dialect with the columns its partitions' folders give (below `root`, --input's folder), after
     its own."""
     if not root:
         return dialect
-    partitions = _partitions(posixpath.relpath(posixpath.dirname(path), root))
+    partitions = _partitions_below(path, root)
     both = [key for key, _ in partitions if key in dialect.names]
     if both:
         raise UserError(f"{path}: column {both[0]!r} is both in the file and in its folder's name ({both[0]}=...)")
-    return _partitioned(dialect, partitions)
+    return _with_columns_of(dialect, partitions)
 
 
-def with_folder_columns(dialect: Dialect, path: str, names: tuple[str, ...]) -> Dialect:
+def with_model_partition_columns(dialect: Dialect, path: str, names: tuple[str, ...]) -> Dialect:
     """For predictions: the file's dialect with the model's columns (`names`) that its header lacks and a folder of
     its path gives (region=north/), as the partitioned dataset the model was trained on gave them."""
-    found = _partitions(posixpath.dirname(path))
-    return _partitioned(dialect, tuple(pair for pair in found if pair[0] in names and pair[0] not in dialect.names))
+    found = _partition_values(posixpath.dirname(path))
+    return _with_columns_of(dialect, tuple(pair for pair in found if pair[0] in names and pair[0] not in dialect.names))
 
 
-def _partitions(folders: str) -> tuple[tuple[str, str], ...]:
+def _partitions_below(path: str, root: str) -> tuple[tuple[str, str], ...]:
+    return _partition_values(posixpath.relpath(posixpath.dirname(path), root))
+
+
+def _partition_values(folders: str) -> tuple[tuple[str, str], ...]:
     """The (column, value) of each key=value folder of a path, %-escapes read, Hive's __HIVE_DEFAULT_PARTITION__ a
     missing value."""
     pairs = [found.groups() for found in map(PARTITION.fullmatch, folders.split("/")) if found]
@@ -307,7 +309,8 @@ def _partitions(folders: str) -> tuple[tuple[str, str], ...]:
     return tuple((unquote(key), "" if value == HIVE_NULL else unquote(value)) for key, value in pairs)
 
 
-def _partitioned(dialect: Dialect, partitions: tuple[tuple[str, str], ...]) -> Dialect:
+def _with_columns_of(dialect: Dialect, partitions: tuple[tuple[str, str], ...]) -> Dialect:
+    """The dialect with the partitions' columns after the file's own."""
     if not partitions:
         return dialect
     return replace(dialect, names=dialect.names + tuple(key for key, _ in partitions), partitions=partitions)
@@ -326,7 +329,7 @@ def is_table_input(path: str) -> bool:
     if not storage.is_folder(path):
         return False
     listed = storage.list_names(path)
-    return bool(_table_names(listed) or _partitions_files(path, listed))
+    return bool(_table_names(listed) or _files_in_partitions(path, listed))
 
 
 def file_format(path: str) -> str:

@@ -78,7 +78,7 @@ from preprocessing.table_files import (
     line_of_columns,
     text_bytes,
     text_files,
-    with_partitions,
+    with_partition_columns,
 )
 from preprocessing.writer import clear_output, shard_output, usable_cores
 
@@ -823,7 +823,7 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     name, as exports of one table by different tools order them differently). Else a UserError saying what
     differs."""
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
-    dialect = with_partitions(dialect, path, plan.root)
+    dialect = with_partition_columns(dialect, path, plan.root)
     if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header, nor its lists
         dialect = replace(dialect, names=plan.names, lists=plan.dialect.lists)
     # The rest (a workbook's sheet, lines above the header, quoting, row names) is each file's own, read by its dialect.
@@ -1415,7 +1415,7 @@ def plan_table(
     if dialect.format in OBJECTS and every_object:
         names, lists = every_json_column(files, dialect)
         dialect = replace(dialect, names=names, lists=lists)
-    dialect = with_partitions(dialect, files[0], root)
+    dialect = with_partition_columns(dialect, files[0], root)
     if dialect.sheet and not options.sheet:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.row_names:  # as R's read.csv and pandas read such a file; a file of unquoted commas reads so too

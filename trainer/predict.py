@@ -180,10 +180,11 @@ def table_rows(
     CSV needs a header line or --column-names, but for a model of a table that had neither (its columns named
     column_1, column_2, ... by their place): then the file's columns are named so too, and it must reach the last
     of the model's."""
-    from preprocessing.table_files import CSV, OBJECTS, blocks, dialect_of, with_folder_columns
+    from preprocessing.table_files import CSV, OBJECTS, blocks, dialect_of, with_model_partition_columns
 
     dialect = dialect_of(path, replace(options, label_column=label_column), names)
-    dialect = with_folder_columns(dialect, path, names)  # a partitioned dataset's file: region=north/part-0.parquet
+    # A partitioned dataset's file (region=north/part-0.parquet): its folders give columns too.
+    dialect = with_model_partition_columns(dialect, path, names)
     named = dialect.has_header or options.column_names  # a header, or --column-names
     if dialect.format == CSV and not named and not _by_place(names, dialect.names, key):
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
