@@ -124,6 +124,15 @@ def list_names(folder: str) -> list[str]:
     return sorted(set(filter(None, names + folders)))
 
 
+def list_below(folder: str) -> list[str]:
+    """Object names below `folder` at any depth, relative to it: one request a thousand objects."""
+    bucket, prefix = split(folder)
+    prefix = f"{prefix}/" if prefix else ""
+    with errors(folder):
+        names = [blob.name[len(prefix) :] for blob in _client().list_blobs(bucket, prefix=prefix)]
+    return sorted(name for name in names if name and not name.endswith("/"))  # not the consoles' folder markers
+
+
 def is_folder(path: str) -> bool:
     bucket, prefix = split(path)
     with errors(path):

@@ -31,6 +31,16 @@ def list_names(folder: str) -> list[str]:
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
+def list_below(folder: str) -> list[str]:
+    """The paths, relative to `folder`, of every file below it at any depth, sorted; [] when it does not exist."""
+    if gcs.is_gcs(folder):
+        return gcs.list_below(folder)
+    found = []
+    for root, _, files in os.walk(folder):
+        found += [os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/") for name in files]
+    return sorted(found)
+
+
 def matching(pattern: str) -> list[str]:
     """The files a glob matches, sorted (on gs://, the wildcards may only be in the last part)."""
     if not gcs.is_gcs(pattern):
