@@ -334,7 +334,10 @@ def is_table_input(path: str) -> bool:
 
 
 def file_format(path: str) -> str:
-    return _named_format(_table_name(path))
+    """The file's format, told by its name; but a table of text under a workbook's name is CSV (a tab-separated
+    report.xls, as many web applications export one)."""
+    kind = _named_format(_table_name(path))
+    return CSV if kind == WORKBOOK and not _head(path).startswith(WORKBOOK_MAGIC) else kind
 
 
 def _table_name(path: str) -> str:
@@ -565,8 +568,6 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if options.text_folder:
         return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
-    if kind == WORKBOOK and not _head(path).startswith(WORKBOOK_MAGIC):
-        kind = CSV  # a table of text under a workbook's name (.xls), as many web applications export one
     if options.sheet and kind != WORKBOOK:
         raise UserError(f"--sheet {options.sheet}: {path} is no spreadsheet, and has no sheets")
     if kind in TYPED:
