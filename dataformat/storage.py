@@ -36,7 +36,7 @@ def list_below(folder: str) -> list[str]:
     if gcs.is_gcs(folder):
         return gcs.list_below(folder)
     found = []
-    for root, _, files in os.walk(folder):
+    for root, _, files in os.walk(folder, followlinks=True):  # as listing a folder at a time follows links
         found += [os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/") for name in files]
     return sorted(found)
 

@@ -129,7 +129,13 @@ NOT_TABLES = {
 }
 # The first bytes of a web page, in any case, after blanks: an HTML table saved under a table's name (a "report.xls"
 # that web applications export, a download that was a login page).
-HTML = re.compile(rb"\s*(?:<!doctype html|<html|<table)", re.IGNORECASE)
+HTML = re.compile(
+    rb"(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*(?:<!doctype html|<html|<table\b)", re.IGNORECASE | re.DOTALL
+)
+# Excel 2003's XML spreadsheet (SpreadsheetML), which some applications still export under a .xls name.
+SPREADSHEET_XML = re.compile(
+    rb"(?:\xef\xbb\xbf)?\s*<\?xml[^>]*>\s*(?:<\?mso-application[^>]*>\s*)?<(?:\w+:)?Workbook\b"
+)
 # Other packages' own files, refused by suffix: what each is, and how to save it as a table that is read.
 R_SAVED = "save the data frame as CSV (in R, write.csv(df, 'table.csv', row.names = FALSE))"
 PANDAS_SAVED = "save it as CSV or Parquet (pandas.{}(path).to_parquet('table.parquet'))"
@@ -260,7 +266,7 @@ def input_root(path: str) -> str:
     """The folder of --input that its files' keys and partitions are below: itself, a glob's folder before its
     first wildcard, or "" for one file."""
     if any(char in path for char in "*?["):
-        return posixpath.dirname(path[: min(path.index(char) for char in "*?[" if char in path)])
+        return posixpath.dirname(path[: min(path.index(char) for char in "*?[" if char in path)]) or "."
     return path if storage.is_folder(path) else ""
 
 
@@ -454,6 +460,8 @@ def _refuse_binary(path: str, head: bytes, encoding: str) -> None:
     what = what or next((what for magic, what in NOT_TABLES.items() if head.startswith(magic)), "")
     if HTML.match(head):
         what = "a web page (HTML), not a table of text: save its table as CSV (pandas.read_html reads one)"
+    if SPREADSHEET_XML.match(head):
+        what = "an Excel 2003 XML spreadsheet: save it as .xlsx (or the sheet as CSV)"
     if what and b"opendocument.spreadsheet" in head[:100]:
         what = "a LibreOffice spreadsheet: name it .ods to read it"
     if what and _stem(name).endswith(NUMBERS):
@@ -1755,7 +1763,7 @@ def _portable_chunks(read: Callable, rows: int) -> Iterator:
     yield first
     if len(first) == rows:
         rest, _ = read(row_offset=rows)
-        yield from (rest.iloc[start : start + rows] for start in range(0, len(rest), rows))
+        yield from (rest.iloc[start : start + rows].copy() for start in range(0, len(rest), rows))  # written to
 
 
 @contextlib.contextmanager

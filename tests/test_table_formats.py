@@ -410,7 +410,7 @@ def test_spss_and_sas_files_are_read_as_their_labels_and_types_say(tmp_path):
     )
 
 
-def test_a_partitioned_datasets_folders_give_columns(tmp_path):
+def test_a_partitioned_datasets_folders_give_columns(tmp_path, monkeypatch):
     """Spark's, Hive's and pandas' partitioned datasets (city=Lyon/label=yes/part-0.parquet): the folders' values are
     columns of their files' rows, %-escapes read and Hive's null folder a missing value. Before, such a folder held
     "no table file", and a glob of its files lost the columns the folders give."""
@@ -443,6 +443,15 @@ def test_a_partitioned_datasets_folders_give_columns(tmp_path):
     assert found.columns[-1].name == "region" and set(found.columns[-1].vocabulary) == {"north", "south"}
     globbed = build(tmp_path, str(tmp_path / "parts" / "*" / "*" / "*.parquet"), "globbed")  # below the glob's folder
     assert every_row(tmp_path / "globbed", globbed) == every_row(tmp_path / "whole", whole)
+    monkeypatch.chdir(tmp_path / "parts")  # a glob of no folder: below the working folder (was a ValueError)
+    assert every_row(tmp_path / "relative", build(tmp_path, "*/*/*.parquet", "relative")) == every_row(
+        tmp_path / "whole", whole
+    )
+    for folder in (tmp_path / "parts").glob("*/*"):  # partitions' folders that are links, as shared data may be
+        (tmp_path / "linked" / folder.parent.name).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "linked" / folder.parent.name / folder.name).symlink_to(folder, target_is_directory=True)
+    linked = build(tmp_path, tmp_path / "linked", "from-links")
+    assert every_row(tmp_path / "from-links", linked) == every_row(tmp_path / "whole", whole)
     table.drop(columns="label").to_parquet(tmp_path / "no-label", partition_cols=["city"])  # the default label: -1
     default = build_table_dataset(str(tmp_path / "no-label"), str(tmp_path / "default"), TableOptions())
     assert [c.name for c in default.columns] == ["age", "joined", "city"]  # member, the files' last, not city
@@ -698,9 +707,19 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path):
     assert every_row(tmp_path / "out-report", build(tmp_path, tmp_path / "report.xls", "out-report")) == every_row(
         tmp_path / "csv", from_csv
     )
-    (tmp_path / "page.xls").write_text("<!DOCTYPE html>\n<html><table><tr><td>age</td></tr></table></html>\n")
-    with pytest.raises(UserError, match=r"page.xls: a web page \(HTML\), not a table of text: save its table as CSV"):
-        build(tmp_path, tmp_path / "page.xls", "page")
+    pages = {
+        "page.xls": "<!DOCTYPE html>\n<html><table><tr><td>age</td></tr></table></html>\n",
+        "bom.xls": "\ufeff<html><table></table></html>\n",
+        "comment.xls": "<!-- saved -->\n<html></html>\n",
+    }
+    for name, page in pages.items():
+        (tmp_path / name).write_text(page, encoding="utf-8")
+        with pytest.raises(UserError, match=rf"{name}: a web page \(HTML\), not a table of text: save its table as"):
+            build(tmp_path, tmp_path / name, name)
+    (tmp_path / "2003.xls").write_text('<?xml version="1.0"?>\n<Workbook xmlns="urn:schemas-microsoft-com:office:'
+                                       'spreadsheet">\n</Workbook>\n')  # fmt: skip
+    with pytest.raises(UserError, match=r"2003.xls: an Excel 2003 XML spreadsheet: save it as .xlsx"):
+        build(tmp_path, tmp_path / "2003.xls", "2003")
     with pytest.raises(UserError, match=r"--sheet Members: .*t.csv is no spreadsheet, and has no sheets"):
         build(tmp_path, tmp_path / "t.csv", "sheet-of-csv", sheet="Members")
     (tmp_path / "bad.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))  # cut short
