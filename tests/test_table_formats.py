@@ -696,6 +696,16 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path):
     read = list(table_rows(str(tmp_path / "t.xls"), "label", ("age", "joined"), TableOptions()))
     assert read[1] == (f"{tmp_path / 't.xls'}:5", {"age": str(columns["age"][1]), "joined": columns["joined"][1]})
     at = TableOptions(sheet="Members", skip_rows=2)  # no label's name to find: the title would be the header
+    with pd.ExcelWriter(tmp_path / "two.ods", engine="odf") as writer:  # two tables; no label named
+        pd.DataFrame({"old": range(20), "label": ["ab"[i % 2] for i in range(20)]}).to_excel(
+            writer, sheet_name="old", index=False
+        )
+        pd.DataFrame(columns).to_excel(writer, sheet_name="new", index=False)
+    with zipfile.ZipFile(tmp_path / "two.ods", "a") as archive:  # the view LibreOffice saves: it opens on "new"
+        archive.writestr("settings.xml", '<office:document-settings><config:config-item config:name="ActiveTable" '
+                         'config:type="string">new</config:config-item></office:document-settings>')  # fmt: skip
+    opened = build_table_dataset(str(tmp_path / "two.ods"), str(tmp_path / "two"), TableOptions())
+    assert summary(opened) == summary(from_csv)  # the sheet it opens on, not its first
     named = build_table_dataset(str(tmp_path / "t.xls"), str(tmp_path / "named"), at)
     assert every_row(tmp_path / "named", named) == every_row(tmp_path / "out-t.xls", found)  # label -1 is "label"
     with pytest.raises(UserError, match=r"t.xls: no feature column is left .*; if another worksheet holds the tab"):
