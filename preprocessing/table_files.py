@@ -554,7 +554,8 @@ def add_reading_flags(group) -> None:
         default="",
         metavar="NAME",
         help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...) that holds the table (default: the one whose "
-        "header names --label-column, else the one it opens on: an .xlsx's active sheet, another format's first)",
+        "header names --label-column, else the one it opens on: an .xlsx or .ods file's active sheet, an .xls file's "
+        "first)",
     )
 
 
