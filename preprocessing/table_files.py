@@ -232,7 +232,7 @@ def input_files(path: str) -> list[str]:
         files = storage.matching(path)
         if not files:
             raise UserError(f"--input {path}: no file matches")
-        _check_partitions(path, files)
+        _check_partitions(path, files, input_root(path))
         return files
     if storage.is_folder(path):
         listed = storage.list_names(path)
@@ -245,7 +245,7 @@ def input_files(path: str) -> list[str]:
             log.warning("--input %s: leaves out %s: in a folder, a ZIP archive is read where its name gives the "
                         "format of the table it holds (NAME.csv.zip)", path, _listed(archives))  # fmt: skip
         files = [storage.join(path, name) for name in names]
-        _check_partitions(path, files)
+        _check_partitions(path, files, path)
         return files
     if not storage.exists(path):
         raise UserError(f"--input {path}: no such file")
@@ -273,10 +273,10 @@ def input_root(path: str) -> str:
     return path if storage.is_folder(path) else ""
 
 
-def _check_partitions(path: str, files: list[str]) -> None:
-    """A UserError where the files lie below different partitions' keys: a file beside the key=value folders, or
-    below more or fewer of them than another (its rows would lack a column the others have)."""
-    root = input_root(path)
+def _check_partitions(path: str, files: list[str], root: str) -> None:
+    """A UserError where the files lie below different partitions' keys (below `root`, as input_root gives it): a
+    file beside the key=value folders, or below more or fewer of them than another (its rows would lack a column the
+    others have)."""
     keys = {file: tuple(key for key, _ in _partitions_below(file, root)) for file in files}
     first, *others = files
     odd = next((file for file in others if keys[file] != keys[first]), None)
@@ -1816,7 +1816,7 @@ def _package_names(path: str, encoding: str) -> tuple[str, ...]:
         with _package_chunks(path, 1, encoding) as chunks:
             first = next(chunks, None)
     if first is None:
-        raise UserError(f"{path}: {_package_file(path).what} of no rows")
+        raise UserError(f"{path}: {kind.what} of no rows")
     return _distinct([str(name) for name in first.columns], path)
 
 

@@ -287,9 +287,8 @@ class TablePlan:
     eval_fraction: float
     seed: int
     shards: dict[str, int]
-    root: (
-        str  # --input's folder (a glob's before its wildcards), that file keys and partitions are below ("" for a file)
-    )
+    # --input's folder (a glob's, before its wildcards), that file keys and partitions are below ("" for a file)
+    root: str
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -1288,9 +1287,10 @@ def _arrow_layout(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def _table_elsewhere(path: str, options: TableOptions) -> str:
     """Where a file's header names one column, a hint at where its table may be: another worksheet, or lines
     below notes."""
-    if file_format(path) == WORKBOOK:
+    kind = file_format(path)
+    if kind == WORKBOOK:
         return "; if another worksheet holds the table, --sheet names it"
-    below = line_of_columns(path, options) if file_format(path) == CSV else 0
+    below = line_of_columns(path, options) if kind == CSV else 0
     return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}" if below else ""
 
 
