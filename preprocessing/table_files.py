@@ -966,9 +966,19 @@ def blocks(
     elif dialect.format in OBJECTS:
         yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
-        line, blank_lines = dialect.first_line, []
+        line, blank_lines, warned = dialect.first_line, [], False
         for batch in _csv_blocks(path, dialect, blank_lines):
             lines, line = record_lines(batch, line, blank_lines)
+            repeats = _header_repeats(batch) if dialect.has_header else None
+            if repeats is not None:
+                if not warned:
+                    log.warning(
+                        "%s: line %d repeats the header (files joined together?); lines that do are left out",
+                        path,
+                        lines[np.argmax(repeats)],
+                    )
+                    warned = True
+                batch, lines = batch.filter(pa.array(~repeats)), lines[~repeats]
             yield _plain_numbers(batch, dialect.decimal, verbatim), lines
 
 
@@ -987,6 +997,22 @@ def _partitioned_blocks(
 
 
 # CSV.
+
+
+def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
+    """Which rows repeat the header, each of the block's (two or more) columns holding its own name, as the
+    files that `cat a.csv b.csv` joins give (a byte-order mark and blanks around a name allowed); None where
+    none does. The first column alone rules out most blocks: one kernel over it."""
+    named = [name for name in batch.schema.names if name]
+    if len(named) < 2 or all(tables.is_number(name) for name in named):
+        return None  # one column's value, or a row of numbers, may well be what the header says
+    repeats = None
+    for name in named:
+        same = pc.equal(pc.utf8_trim(batch.column(name), " \t\ufeff"), name.strip(" \t\ufeff"))
+        repeats = same if repeats is None else pc.and_(repeats, same)
+        if not pc.any(repeats).as_py():
+            return None
+    return repeats.fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.RecordBatch:

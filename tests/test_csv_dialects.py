@@ -3,6 +3,7 @@ encodings, a byte-order mark, CRLF line endings and headerless files."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import logging
@@ -518,6 +519,22 @@ def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
     (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
     build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert "t.csv: line 7, column 3 ('label'): the label is missing" in caplog.text
+
+
+def test_a_line_that_repeats_the_header_of_files_joined_together_is_no_row(tmp_path, caplog, monkeypatch):
+    rows = [f"{i},{'red' if i % 3 else 'blue'},{'ab'[i % 2]}\n" for i in range(60)]
+    first, second = "size,color,label\n" + "".join(rows[:30]), "size,color,label\n" + "".join(rows[30:])
+    (tmp_path / "t.csv").write_bytes(first.encode() + codecs.BOM_UTF8 + second.encode())  # cat of two exports
+    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 64)  # the repeat in a later block
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert metadata.class_names == ("a", "b")
+    assert sorted(row["size"] for row in all_rows(tmp_path, metadata)) == list(range(60))
+    assert "t.csv: line 32 repeats the header (files joined together?); lines that do are left out" in caplog.text
+    read = list(table_rows(str(tmp_path / "t.csv"), "label", ("size", "color"), TableOptions()))  # as qt-predict
+    assert [int(where.rsplit(":", 1)[1]) for where, _ in read] == [*range(2, 32), *range(33, 63)]
+    # A header of numbers names no column a row could not hold: such a row stays.
+    (tmp_path / "n.csv").write_text("1,2,3\n" + "".join(f"{i % 4},{i % 5},{i % 2}\n" for i in range(60)) + "1,2,3\n")
+    assert len(list(table_rows(str(tmp_path / "n.csv"), "3", ("1", "2"), TableOptions()))) == 61
 
 
 def test_commas_between_thousands_are_no_decimal_commas(tmp_path):
