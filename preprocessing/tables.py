@@ -289,6 +289,7 @@ class TablePlan:
     shards: dict[str, int]
     # --input's folder (a glob's, before its wildcards), that file keys and partitions are below ("" for a file)
     root: str
+    first_file: str  # the file `dialect` was read from: its pass reads by it, not reading its head again
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -821,6 +822,8 @@ def _file_dialect(path: str, plan: TablePlan) -> Dialect:
     """How one of the files is written: as the first is, but for the order of its header's columns (read by
     name, as exports of one table by different tools order them differently). Else a UserError saying what
     differs."""
+    if path == plan.first_file:
+        return plan.dialect  # a workbook's is a second of opening it for a sheet of 300,000 rows
     dialect = replace(dialect_of(path, plan.options), decimal=plan.dialect.decimal)  # the first file's holds
     dialect = with_partition_columns(dialect, path, plan.root)
     if dialect.format in OBJECTS:  # read by key: its first objects' keys are no header, nor its lists
@@ -1447,7 +1450,7 @@ def plan_table(
         size = sum(map(text_bytes, files))
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
-    plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root)
+    plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root, files[0])
     return files, plan
 
 
