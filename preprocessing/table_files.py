@@ -970,15 +970,17 @@ def blocks(
         for batch in _csv_blocks(path, dialect, blank_lines):
             lines, line = record_lines(batch, line, blank_lines)
             repeats = _header_repeats(batch) if dialect.has_header else None
-            if repeats is not None:
-                if not warned:
-                    log.warning(
-                        "%s: line %d repeats the header (files joined together?); lines that do are left out",
-                        path,
-                        lines[np.argmax(repeats)],
-                    )
-                    warned = True
-                batch, lines = batch.filter(pa.array(~repeats)), lines[~repeats]
+            if repeats is not None and not warned:
+                log.warning(
+                    "%s: line %d repeats the header (files joined together?); lines that do are left out",
+                    path,
+                    lines[np.argmax(repeats)],
+                )
+                warned = True
+            empty = _empty_rows(batch)
+            no_rows = empty if repeats is None else repeats if empty is None else repeats | empty
+            if no_rows is not None:
+                batch, lines = batch.filter(pa.array(~no_rows)), lines[~no_rows]
             yield _plain_numbers(batch, dialect.decimal, verbatim), lines
 
 
@@ -1013,6 +1015,18 @@ def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
         if not pc.any(repeats).as_py():
             return None
     return repeats.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _empty_rows(batch: pa.RecordBatch) -> np.ndarray | None:
+    """Which rows are only empty fields (`,,,`, as a spreadsheet exports the rows below a table that once held
+    values): no rows, as blank lines are none, and as a workbook's empty rows are left out; None where none is."""
+    empty = None
+    for column in batch.columns:
+        blank = pc.equal(pc.binary_length(column), 0)
+        empty = blank if empty is None else pc.and_(empty, blank)
+        if not pc.any(empty).as_py():
+            return None
+    return None if empty is None else empty.fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.RecordBatch:

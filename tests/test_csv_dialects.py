@@ -537,6 +537,21 @@ def test_a_line_that_repeats_the_header_of_files_joined_together_is_no_row(tmp_p
     assert len(list(table_rows(str(tmp_path / "n.csv"), "3", ("1", "2"), TableOptions()))) == 61
 
 
+def test_rows_of_only_empty_fields_are_no_rows_as_blank_lines_are_none(tmp_path, caplog):
+    rows = [f"{i},{'red' if i % 3 else 'blue'},{'ab'[i % 2]}\r\n" for i in range(40)]
+    rows.insert(20, ",,\r\n")  # line 22
+    (tmp_path / "t.csv").write_text("size,color,label\r\n" + "".join(rows) + ",,\r\n" * 3, newline="")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert sorted(row["size"] for row in all_rows(tmp_path, metadata)) == list(range(40))
+    assert "label is missing" not in caplog.text
+    read = list(table_rows(str(tmp_path / "t.csv"), "label", ("size", "color"), TableOptions()))  # as qt-predict
+    assert [int(where.rsplit(":", 1)[1]) for where, _ in read] == [*range(2, 22), *range(23, 43)]
+    # A row of some empty fields is a row: its label is missing.
+    (tmp_path / "t.csv").write_text("size,color,label\r\n" + "".join(rows).replace(",,", "7,,"), newline="")
+    build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert "t.csv: line 22, column 3 ('label'): the label is missing" in caplog.text
+
+
 def test_commas_between_thousands_are_no_decimal_commas(tmp_path):
     assert sniff_decimal("a;b\n1,5;1,234,567\n", ";") == "." and sniff_decimal("a;b\n1,5;1,234\n", ";") == ","
 
