@@ -977,10 +977,10 @@ def blocks(
                     lines[np.argmax(repeats)],
                 )
                 warned = True
-            empty = _empty_rows(batch)
-            no_rows = empty if repeats is None else repeats if empty is None else repeats | empty
-            if no_rows is not None:
-                batch, lines = batch.filter(pa.array(~no_rows)), lines[~no_rows]
+            no_rows = [found for found in (repeats, _empty_rows(batch)) if found is not None]
+            if no_rows:
+                kept = ~np.logical_or.reduce(no_rows)
+                batch, lines = batch.filter(pa.array(kept)), lines[kept]
             yield _plain_numbers(batch, dialect.decimal, verbatim), lines
 
 
