@@ -180,6 +180,7 @@ NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like 
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
 POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
 THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
+POINT_THOUSANDS = r"[+-]?\d{1,3}(?:\.\d{3}){2,}"  # 1.234.567: points between thousands, so no decimal point
 # 1.234, 12.345.678 or 1 234: points or spaces (French, Excel's no-break ones too) between thousands, beside a decimal
 # comma.
 GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:(?:\\.\\d{3})+|(?:[\u00a0\u202f ]\\d{3})+)"
@@ -790,13 +791,15 @@ def _marked_header(text: str, escape: str) -> bool:
 
 def sniff_decimal(text: str, delimiter: str) -> str:
     """The decimal mark of the numbers in a file's first lines: "," where some are written with a decimal
-    comma and none with a point (Excel's CSV where the comma is the decimal mark: "3,14;blue"); only in files
-    whose delimiter is not the comma."""
+    comma, or with points between thousands twice or more (1.234.567: German integers), and none with a decimal
+    point (Excel's CSV where the comma is the decimal mark: "3,14;blue"); only in files whose delimiter is not the
+    comma."""
     if delimiter == ",":
         return "."
     rows = csv.reader(io.StringIO("\n".join(_whole_lines(text))), delimiter=delimiter)
     fields = _undecorated(pa.array([field.strip() for row in rows for field in row], pa.string())).to_pylist()
-    comma = any(re.fullmatch(f"{COMMA_NUMBER}|{GROUPED},\\d+", field, re.ASCII) for field in fields)  # 1.234,5 too
+    shown = f"{COMMA_NUMBER}|{GROUPED},\\d+|{POINT_THOUSANDS}"  # 3,14 and 1.234,5 and 1.234.567
+    comma = any(re.fullmatch(shown, field, re.ASCII) for field in fields)
     point = any(_has_decimal_point(field) for field in fields)
     return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
 

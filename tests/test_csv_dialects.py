@@ -355,6 +355,13 @@ def test_points_or_spaces_between_thousands_beside_a_decimal_comma_are_read(tmp_
     assert {12000, 7.5, 1500.25, 2e6} <= set(found) and 1461.93 in [round(value, 2) for value in found]
     assert sniff_decimal("a;b\n1.234;5,5\n", ";") == "," and sniff_decimal("a;b\n1.234;5.5\n", ";") == "."
     assert sniff_decimal("a;b\n0.125;5,5\n", ";") == "."  # a leading 0: a fraction, never thousands
+    # Integers alone: points between thousands twice show them to be no decimal points (4.567 is then 4567).
+    rows = [f"{i * 48731 % 9_000_000 + 1000:,}".replace(",", ".") + f"\t{'ab'[i % 2]}\n" for i in range(30)]
+    (tmp_path / "t.tsv").write_text("amount\tlabel\n" + "".join(rows) + "4.567\ta\n")
+    metadata = build(tmp_path, tmp_path / "t.tsv", label_column="label")
+    assert metadata.columns[0].kind == "numeric"
+    assert {4567, 1000 + 48731, 1000 + 29 * 48731} <= {row["amount"] for row in all_rows(tmp_path, metadata)}
+    assert sniff_decimal("a;b\n1.234.567;2\n", ";") == "," and sniff_decimal("a;b\n1.234.567;2.5\n", ";") == "."
 
 
 def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):
