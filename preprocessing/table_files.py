@@ -215,6 +215,12 @@ ACCOUNTING_ZERO = f"^\\s*(?:[{CURRENCIES}]\\s*[-\u2013\u2014]|[-\u2013\u2014]\\s
 PANDAS_DURATION = (
     r"^\s*(?P<days>[+-]?\d+) days? \+?(?P<hours>\d{1,2}):(?P<minutes>\d{2}):(?P<seconds>\d{2}(?:\.\d+)?)\s*$"
 )
+# An ISO 8601 duration of days and a time (P0DT0H12M34S, as pandas' to_json writes a Timedelta, P-1DT23H59M50S a
+# negative one; PT4M13S, as web APIs give a video's length); one of months or years (P1M) has no fixed length, and
+# stays as written.
+ISO_DURATION = (
+    r"^\s*P(?:(?P<days>[+-]?\d+)D)?T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?\s*$"
+)
 UNIT_SECONDS = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}  # Arrow's duration units, in a second
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
@@ -1046,8 +1052,7 @@ def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.Rec
 def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
-    data = column.buffers()[2] if pa.types.is_string(column.type) else None
-    text = data.to_pybytes() if data is not None else b""  # its values' bytes (more, where a block is a slice)
+    text = _column_bytes(column)
     plain = _plain_texts(column, text, decimal)
     if b"(" not in text:
         return plain
@@ -1057,12 +1062,24 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     return pc.if_else(pc.fill_null(read, False), negated, plain)
 
 
+def _column_bytes(column: pa.Array) -> bytes:
+    """A text column's values' bytes (more, where a block is a slice): what to look for marks in, at memchr's speed."""
+    data = column.buffers()[2] if pa.types.is_string(column.type) else None
+    return data.to_pybytes() if data is not None else b""
+
+
+def _holds_iso_durations(text: bytes) -> bool:
+    return b"PT" in text or b"DT" in text
+
+
 def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
     """_plain_number_texts but for accounting's parentheses; `text` is the column's bytes."""
     if any(mark in text for mark in DECORATION_BYTES):
         column = _undecorated(column)
     if b" day" in text:
-        column = _pandas_durations(column)
+        column = _durations(column, PANDAS_DURATION)
+    if _holds_iso_durations(text):
+        column = _durations(column, ISO_DURATION)
     if decimal == ",":
         return _with_decimal_point(column)
     if b"'" in text or b"\xe2\x80\x99" in text:
@@ -1070,14 +1087,21 @@ def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
     return _without_thousands_commas(column) if b"," in text else column
 
 
-def _pandas_durations(column: pa.Array) -> pa.Array:
-    """A pandas Timedelta as its seconds, as a workbook's duration and a Parquet file's are: 0 days 00:12:34 as 754."""
-    parts = pc.extract_regex(column, PANDAS_DURATION)  # null where a value is none
+def _durations(column: pa.Array, pattern: str) -> pa.Array:
+    """Durations that `pattern` matches (its groups: days, hours, minutes, seconds, each "" where a value lacks it) as
+    their seconds, as a workbook's or a Parquet file's duration is: pandas' `0 days 00:12:34` (PANDAS_DURATION) and
+    ISO 8601's `PT12M34S` (ISO_DURATION) as 754. A match of no part (a bare "PT", Portugal's code) stays as written."""
+    parts = pc.extract_regex(column, pattern)  # null where a value is none
     if parts.null_count == len(parts):
         return column
-    days, hours, minutes, seconds = (pc.cast(parts.field(i), pa.float64()) for i in range(4))
+    fields = [parts.field(i) for i in range(4)]
+    given = functools.reduce(pc.or_, [pc.not_equal(field, "") for field in fields])
+    days, hours, minutes, seconds = (
+        pc.cast(pc.if_else(pc.equal(field, ""), "0", field), pa.float64()) for field in fields
+    )
     total = pc.add(pc.multiply(days, 86400.0), pc.add(pc.multiply(hours, 3600.0), pc.multiply(minutes, 60.0)))
-    return pc.if_else(parts.is_valid(), pc.cast(pc.add(total, seconds), pa.string()), column)
+    read = pc.fill_null(pc.and_(parts.is_valid(), given), False)
+    return pc.if_else(read, pc.cast(pc.add(total, seconds), pa.string()), column)
 
 
 def _without_apostrophes(column: pa.Array) -> pa.Array:
@@ -1479,7 +1503,15 @@ def _json_blocks(
     for rows in _json_pieces(path, dialect):
         batch, lines = _objects_batch(rows, path, names, known)
         if len(lines):
-            yield batch, lines
+            yield _with_seconds_of_durations(batch), lines
+
+
+def _with_seconds_of_durations(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """JSON's ISO 8601 durations (pandas' to_json writes a Timedelta so) as their seconds, as CSV's are."""
+    columns = [
+        _durations(column, ISO_DURATION) if _holds_iso_durations(_column_bytes(column)) else column for column in batch
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:

@@ -11,6 +11,7 @@ import re
 import zipfile
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
@@ -785,18 +786,31 @@ def every_row_values(folder, metadata) -> list[dict]:
     return [instance for split in ("train", "eval") for instance in read_rows(folder, metadata, split)[0]]
 
 
-def test_durations_are_their_seconds_from_pandas_csv_parquet_and_feather(tmp_path):
-    """pandas' to_csv writes a Timedelta as '0 days 00:12:34'; Parquet and Feather keep a duration in a unit."""
+def test_durations_are_their_seconds_from_pandas_csv_json_parquet_and_feather(tmp_path):
+    """pandas' to_csv writes a Timedelta as '0 days 00:12:34', its to_json as ISO 8601's 'P0DT0H12M34S'; Parquet and
+    Feather keep a duration in a unit."""
     seconds = [754.0, -10.0, 176400.5, 0.0] * 10
     written = ["0 days 00:12:34", "-1 days +23:59:50", "2 days 01:00:00.500000", "0 days 00:00:00"] * 10
     labels = ["ab"[i % 3 == 0] for i in range(40)]
     (tmp_path / "t.csv").write_text("waited,label\n" + "".join(f"{w},{y}\n" for w, y in zip(written, labels)))
+    frame = pd.DataFrame({"waited": pd.to_timedelta(seconds, unit="s"), "label": labels})
+    frame.to_json(tmp_path / "t.jsonl", orient="records", lines=True, date_format="iso")
+    assert '"P-1DT23H59M50S"' in (tmp_path / "t.jsonl").read_text()
+    # As web APIs give a video's length; "PT" alone (Portugal's code) and P1M (a month: no fixed length) stay text.
+    iso = ["PT12M34S", "PT4M13S", "P1DT2H", "PT0.5S"] * 10
+    (tmp_path / "iso.csv").write_text("length,label\n" + "".join(f"{w},{y}\n" for w, y in zip(iso, labels)))
+    metadata = build(tmp_path, tmp_path / "iso.csv", "out-iso")
+    assert sorted({row["length"] for row in every_row_values(tmp_path / "out-iso", metadata)}) == [0.5, 253, 754, 93600]
+    (tmp_path / "pt.csv").write_text(
+        "country,label\n" + "".join(f"{c},{y}\n" for c, y in zip(["PT", "P1M"] * 20, labels))
+    )
+    assert build(tmp_path, tmp_path / "pt.csv", "out-pt").columns[0].vocabulary == ("P1M", "PT")
     durations = pa.array([int(s * 1000) for s in seconds], pa.duration("ms"))
     pq.write_table(pa.table({"waited": durations, "label": labels}), tmp_path / "t.parquet")
     feather.write_feather(
         pa.table({"waited": durations.cast(pa.duration("us")), "label": labels}), tmp_path / "t.arrow"
     )
-    for name in ("t.csv", "t.parquet", "t.arrow"):
+    for name in ("t.csv", "t.jsonl", "t.parquet", "t.arrow"):
         metadata = build(tmp_path, tmp_path / name, f"out-{name}")
         assert [(c.name, c.kind) for c in metadata.columns] == [("waited", "numeric")]
         assert sorted(row["waited"] for row in every_row_values(tmp_path / f"out-{name}", metadata)) == sorted(seconds)
