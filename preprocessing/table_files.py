@@ -959,38 +959,55 @@ def blocks(
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
     the `wanted` columns (all when none are named); JSON lines, Parquet and Arrow convert only those, so that a
-    column left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
-    keeps its text as written, decimal commas and all: it is handed back, never read as a number. With
-    `every_column`, a JSON object with a value under a key that is none of the dialect's columns is a LateColumn."""
+    column left out (--ignore-columns) may hold what a table cannot (nested values). A number written as a
+    spreadsheet formats it is written plainly, in every format (_plain_numbers: a JSON API's "$12.99", Excel's
+    numbers stored as text), but in the `verbatim` column (the key), which keeps its text as written, decimal commas
+    and all: it is handed back, never read as a number. With `every_column`, a JSON object with a value under a key
+    that is none of the dialect's columns is a LateColumn."""
     if dialect.partitions:
         yield from _partitioned_blocks(path, dialect, wanted or dialect.names, verbatim, every_column)
-    elif dialect.format == TEXT_FOLDER:
+    elif dialect.format == TEXT_FOLDER:  # texts, never numbers
         yield from _text_folder_blocks(path, dialect)
-    elif dialect.format in TYPED:
-        yield from _typed_blocks(path, dialect, wanted or dialect.names)
-    elif dialect.format == WORKBOOK:
-        yield from _workbook_blocks(path, dialect, wanted or dialect.names)
-    elif dialect.format == PACKAGE:
-        yield from _package_blocks(path, wanted or dialect.names, dialect.encoding)
-    elif dialect.format in OBJECTS:
-        yield from _json_blocks(path, dialect, wanted or dialect.names, every_column)
     else:
-        line, blank_lines, warned = dialect.first_line, [], False
-        for batch in _csv_blocks(path, dialect, blank_lines):
-            lines, line = record_lines(batch, line, blank_lines)
-            repeats = _header_repeats(batch) if dialect.has_header else None
-            if repeats is not None and not warned:
-                log.warning(
-                    "%s: line %d repeats the header (files joined together?); lines that do are left out",
-                    path,
-                    lines[np.argmax(repeats)],
-                )
-                warned = True
-            no_rows = [found for found in (repeats, _empty_rows(batch)) if found is not None]
-            if no_rows:
-                kept = ~np.logical_or.reduce(no_rows)
-                batch, lines = batch.filter(pa.array(kept)), lines[kept]
+        for batch, lines in _format_blocks(path, dialect, wanted or dialect.names, every_column):
             yield _plain_numbers(batch, dialect.decimal, verbatim), lines
+
+
+def _format_blocks(
+    path: str, dialect: Dialect, wanted: tuple[str, ...], every_column: bool
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """blocks() of one file of its format, its values as the format writes them."""
+    if dialect.format in TYPED:
+        yield from _typed_blocks(path, dialect, wanted)
+    elif dialect.format == WORKBOOK:
+        yield from _workbook_blocks(path, dialect, wanted)
+    elif dialect.format == PACKAGE:
+        yield from _package_blocks(path, wanted, dialect.encoding)
+    elif dialect.format in OBJECTS:
+        yield from _json_blocks(path, dialect, wanted, every_column)
+    else:
+        yield from _csv_rows(path, dialect)
+
+
+def _csv_rows(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """A CSV file's blocks of rows, each with its lines; a line that repeats the header, or of only empty fields, is
+    no row."""
+    line, blank_lines, warned = dialect.first_line, [], False
+    for batch in _csv_blocks(path, dialect, blank_lines):
+        lines, line = record_lines(batch, line, blank_lines)
+        repeats = _header_repeats(batch) if dialect.has_header else None
+        if repeats is not None and not warned:
+            log.warning(
+                "%s: line %d repeats the header (files joined together?); lines that do are left out",
+                path,
+                lines[np.argmax(repeats)],
+            )
+            warned = True
+        no_rows = [found for found in (repeats, _empty_rows(batch)) if found is not None]
+        if no_rows:
+            kept = ~np.logical_or.reduce(no_rows)
+            batch, lines = batch.filter(pa.array(kept)), lines[kept]
+        yield batch, lines
 
 
 def _partitioned_blocks(
@@ -1052,7 +1069,8 @@ def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.Rec
 def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
-    text = _column_bytes(column)
+    data = column.buffers()[2] if pa.types.is_string(column.type) else None
+    text = data.to_pybytes() if data is not None else b""  # its values' bytes (more, where a block is a slice)
     plain = _plain_texts(column, text, decimal)
     if b"(" not in text:
         return plain
@@ -1062,23 +1080,13 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     return pc.if_else(pc.fill_null(read, False), negated, plain)
 
 
-def _column_bytes(column: pa.Array) -> bytes:
-    """A text column's values' bytes (more, where a block is a slice): what to look for marks in, at memchr's speed."""
-    data = column.buffers()[2] if pa.types.is_string(column.type) else None
-    return data.to_pybytes() if data is not None else b""
-
-
-def _holds_iso_durations(text: bytes) -> bool:
-    return b"PT" in text or b"DT" in text
-
-
 def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
     """_plain_number_texts but for accounting's parentheses; `text` is the column's bytes."""
     if any(mark in text for mark in DECORATION_BYTES):
         column = _undecorated(column)
     if b" day" in text:
         column = _durations(column, PANDAS_DURATION)
-    if _holds_iso_durations(text):
+    if b"PT" in text or b"DT" in text:
         column = _durations(column, ISO_DURATION)
     if decimal == ",":
         return _with_decimal_point(column)
@@ -1503,15 +1511,7 @@ def _json_blocks(
     for rows in _json_pieces(path, dialect):
         batch, lines = _objects_batch(rows, path, names, known)
         if len(lines):
-            yield _with_seconds_of_durations(batch), lines
-
-
-def _with_seconds_of_durations(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """JSON's ISO 8601 durations (pandas' to_json writes a Timedelta so) as their seconds, as CSV's are."""
-    columns = [
-        _durations(column, ISO_DURATION) if _holds_iso_durations(_column_bytes(column)) else column for column in batch
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+            yield batch, lines
 
 
 def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:
