@@ -1066,6 +1066,14 @@ def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.Rec
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
+def plain_number(text: str) -> str | None:
+    """One value that is a number as a spreadsheet or pandas writes it ("$12.99", "12.5%", "PT4M13S") written
+    plainly, as a file's column of it reads (_plain_number_texts); None where it is no number so written. For
+    qt-predict's JSON instances, which preprocessing's readers never see."""
+    plain = _plain_number_texts(pa.array([text], pa.string()), ".")[0].as_py()
+    return plain if re.fullmatch(NUMBER, plain.strip()) else None
+
+
 def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""

@@ -341,6 +341,12 @@ def test_a_columns_missing_spelling_is_missing_in_every_serving_signature():
         {"rain": None, "hours": None},
         {"rain": None, "hours": "1"},
     ]
+    # A JSON instance's number as a spreadsheet or pandas writes it is its number, as preprocessing reads a file's.
+    rows = [("f.jsonl:1", {"rain": "$1,234.50", "hours": "PT1H30M"}), ("f.jsonl:2", {"rain": "12.5%", "hours": "P1M"})]
+    assert [row for _, row in bad_numbers_as_missing(iter(rows), "f.jsonl", columns)] == [
+        {"rain": "1234.50", "hours": "5400"},
+        {"rain": "12.5", "hours": None},
+    ]
 
 
 def test_table_columns_of_instances_say_which_row_is_wrong():

@@ -206,13 +206,20 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
     """A table file's rows (CSV and the like, or JSON lines) with each value of a `numeric` column that is not a
     number read as missing, as preprocessing reads such a column's few bad cells, and said so: the first few by
     line, then a count (the column's own missing spelling, such as "-", quietly). One bad cell stopped the file's
-    predictions where the same file had trained. The instance a JSON lines file's output echoes is the one
-    predicted for, the value null; a row that is not an object passes as it is (the model refuses it)."""
+    predictions where the same file had trained. A JSON instance's "$12.99" or "PT4M13S" is its number, as
+    preprocessing reads a file's (a file's rows come so already). The instance a JSON lines file's output echoes is
+    the one predicted for, the value null; a row that is not an object passes as it is (the model refuses it)."""
+    from preprocessing.table_files import plain_number
+
     bad = 0
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
             if tables.is_missing_value(value) or tables.is_a_number(value):
+                continue
+            plain = plain_number(value) if isinstance(value, str) else None
+            if plain is not None:
+                row[column.name] = plain
                 continue
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
                 bad += 1
