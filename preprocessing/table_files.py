@@ -804,10 +804,19 @@ def sniff_decimal(text: str, delimiter: str) -> str:
         return "."
     rows = csv.reader(io.StringIO("\n".join(_whole_lines(text))), delimiter=delimiter)
     fields = _undecorated(pa.array([field.strip() for row in rows for field in row], pa.string())).to_pylist()
-    shown = f"{COMMA_NUMBER}|{GROUPED},\\d+|{POINT_THOUSANDS}"  # 3,14 and 1.234,5 and 1.234.567
-    comma = any(re.fullmatch(shown, field, re.ASCII) for field in fields)
+    shown = f"{COMMA_NUMBER}|{GROUPED},\\d+"  # 3,14 and 1.234,5
+    comma = any(re.fullmatch(shown, field, re.ASCII) or _point_thousands(field) for field in fields)
     point = any(_has_decimal_point(field) for field in fields)
     return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
+
+
+def _point_thousands(field: str) -> bool:
+    """Whether a field is an integer with points between thousands twice or more (1.234.567), which no decimal point
+    writes; not an IPv4 address (10.134.245.116: four parts of at most 255)."""
+    if not re.fullmatch(POINT_THOUSANDS, field, re.ASCII):
+        return False
+    parts = field.lstrip("+-").split(".")
+    return len(parts) != 4 or any(int(part) > 255 for part in parts)
 
 
 def _has_decimal_point(field: str) -> bool:
@@ -959,34 +968,24 @@ def blocks(
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     """The file's rows in blocks, every value as text, each block with its rows' lines. A block holds at least
     the `wanted` columns (all when none are named); JSON lines, Parquet and Arrow convert only those, so that a
-    column left out (--ignore-columns) may hold what a table cannot (nested values). A number written as a
-    spreadsheet formats it is written plainly, in every format (_plain_numbers: a JSON API's "$12.99", Excel's
-    numbers stored as text), but in the `verbatim` column (the key), which keeps its text as written, decimal commas
-    and all: it is handed back, never read as a number. With `every_column`, a JSON object with a value under a key
-    that is none of the dialect's columns is a LateColumn."""
+    column left out (--ignore-columns) may hold what a table cannot (nested values). The `verbatim` column (the key)
+    keeps its text as written, decimal commas and all: it is handed back, never read as a number. With
+    `every_column`, a JSON object with a value under a key that is none of the dialect's columns is a LateColumn."""
     if dialect.partitions:
         yield from _partitioned_blocks(path, dialect, wanted or dialect.names, verbatim, every_column)
-    elif dialect.format == TEXT_FOLDER:  # texts, never numbers
+    elif dialect.format == TEXT_FOLDER:
         yield from _text_folder_blocks(path, dialect)
-    else:
-        for batch, lines in _format_blocks(path, dialect, wanted or dialect.names, every_column):
-            yield _plain_numbers(batch, dialect.decimal, verbatim), lines
-
-
-def _format_blocks(
-    path: str, dialect: Dialect, wanted: tuple[str, ...], every_column: bool
-) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    """blocks() of one file of its format, its values as the format writes them."""
-    if dialect.format in TYPED:
-        yield from _typed_blocks(path, dialect, wanted)
+    elif dialect.format in TYPED:
+        yield from _typed_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == WORKBOOK:
-        yield from _workbook_blocks(path, dialect, wanted)
+        yield from _workbook_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == PACKAGE:
-        yield from _package_blocks(path, wanted, dialect.encoding)
+        yield from _package_blocks(path, wanted or dialect.names, dialect.encoding)
     elif dialect.format in OBJECTS:
-        yield from _json_blocks(path, dialect, wanted, every_column)
+        yield from _json_blocks(path, dialect, wanted or dialect.names, every_column, verbatim)
     else:
-        yield from _csv_rows(path, dialect)
+        for batch, lines in _csv_rows(path, dialect):
+            yield _plain_numbers(batch, dialect.decimal, verbatim), lines
 
 
 def _csv_rows(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
@@ -1066,19 +1065,10 @@ def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.Rec
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
-def plain_number(text: str) -> str | None:
-    """One value that is a number as a spreadsheet or pandas writes it ("$12.99", "12.5%", "PT4M13S") written
-    plainly, as a file's column of it reads (_plain_number_texts); None where it is no number so written. For
-    qt-predict's JSON instances, which preprocessing's readers never see."""
-    plain = _plain_number_texts(pa.array([text], pa.string()), ".")[0].as_py()
-    return plain if re.fullmatch(NUMBER, plain.strip()) else None
-
-
 def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
-    data = column.buffers()[2] if pa.types.is_string(column.type) else None
-    text = data.to_pybytes() if data is not None else b""  # its values' bytes (more, where a block is a slice)
+    text = _text_bytes(column)
     plain = _plain_texts(column, text, decimal)
     if b"(" not in text:
         return plain
@@ -1088,19 +1078,33 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     return pc.if_else(pc.fill_null(read, False), negated, plain)
 
 
+def _text_bytes(column: pa.Array) -> bytes:
+    """A text column's values' bytes, to look for marks in at memchr's speed: only its own where it is a slice of a
+    larger array."""
+    if not pa.types.is_string(column.type) or column.buffers()[2] is None:
+        return b""
+    _, offsets, data = column.buffers()
+    start, end = np.frombuffer(offsets, np.int32)[[column.offset, column.offset + len(column)]]
+    return data.slice(start, end - start).to_pybytes()
+
+
 def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
     """_plain_number_texts but for accounting's parentheses; `text` is the column's bytes."""
     if any(mark in text for mark in DECORATION_BYTES):
         column = _undecorated(column)
     if b" day" in text:
         column = _durations(column, PANDAS_DURATION)
-    if b"PT" in text or b"DT" in text:
+    if _has_iso_durations(text):
         column = _durations(column, ISO_DURATION)
     if decimal == ",":
         return _with_decimal_point(column)
     if b"'" in text or b"\xe2\x80\x99" in text:
         column = _without_apostrophes(column)
     return _without_thousands_commas(column) if b"," in text else column
+
+
+def _has_iso_durations(text: bytes) -> bool:
+    return b"PT" in text or b"DT" in text
 
 
 def _durations(column: pa.Array, pattern: str) -> pa.Array:
@@ -1513,13 +1517,33 @@ def _json_pieces(path: str, dialect: Dialect) -> Iterator[Iterable[tuple[int, di
 
 
 def _json_blocks(
-    path: str, dialect: Dialect, names: tuple[str, ...], every_column: bool
+    path: str, dialect: Dialect, names: tuple[str, ...], every_column: bool, verbatim: str
 ) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
     known = (frozenset(dialect.names), frozenset(dialect.lists)) if every_column else None
     for rows in _json_pieces(path, dialect):
         batch, lines = _objects_batch(rows, path, names, known)
         if len(lines):
-            yield batch, lines
+            yield _with_seconds_of_durations(batch, verbatim), lines
+
+
+def _with_seconds_of_durations(batch: pa.RecordBatch, verbatim: str) -> pa.RecordBatch:
+    """JSON's ISO 8601 durations as their seconds, as pandas' to_json writes a Timedelta (P0DT0H12M34S) and a
+    Parquet file or a workbook holds it as a number; JSON's other strings are as written, its numbers typed."""
+    columns = [
+        _durations(column, ISO_DURATION) if name != verbatim and _has_iso_durations(_text_bytes(column)) else column
+        for name, column in zip(batch.schema.names, batch.columns)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def iso_duration_seconds(text: str) -> float | None:
+    """One ISO 8601 duration's seconds (ISO_DURATION), None where the text is none: for qt-predict's JSON instances,
+    as preprocessing reads a JSON file's column of them."""
+    found = re.fullmatch(ISO_DURATION, text)
+    if not found or not any(found.groups()):
+        return None
+    days, hours, minutes, seconds = (float(part or 0) for part in found.groups())
+    return days * 86400 + hours * 3600 + minutes * 60 + seconds
 
 
 def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:

@@ -362,6 +362,8 @@ def test_points_or_spaces_between_thousands_beside_a_decimal_comma_are_read(tmp_
     assert metadata.columns[0].kind == "numeric"
     assert {4567, 1000 + 48731, 1000 + 29 * 48731} <= {row["amount"] for row in all_rows(tmp_path, metadata)}
     assert sniff_decimal("a;b\n1.234.567;2\n", ";") == "," and sniff_decimal("a;b\n1.234.567;2.5\n", ";") == "."
+    assert sniff_decimal("ip;b\n10.134.245.116;2\n", ";") == "."  # an IPv4 address: no thousands
+    assert sniff_decimal("a;b\n1.234.567.890;2\n", ";") == ","  # a billion and more
 
 
 def test_numbers_as_spreadsheets_format_them_are_numbers(tmp_path):

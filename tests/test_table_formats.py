@@ -816,23 +816,23 @@ def test_durations_are_their_seconds_from_pandas_csv_json_parquet_and_feather(tm
         assert sorted(row["waited"] for row in every_row_values(tmp_path / f"out-{name}", metadata)) == sorted(seconds)
 
 
-def test_numbers_formatted_as_text_are_numbers_in_json_parquet_and_workbooks_as_in_csv(tmp_path):
-    """A JSON API's "$1,234.56" and "12.5%", and Excel's numbers stored as text: the same rules as a CSV file's."""
-    prices = [f"${i * 1234.5:,.2f}" for i in range(40)]
-    shares = [f"{i / 4}%" for i in range(40)]
+def test_a_typed_formats_text_is_as_written_only_csv_reads_numbers_as_spreadsheets_format_them(tmp_path):
+    """CSV has no types, so "$1,234.56" there is a spreadsheet's formatted number; in JSON or Parquet the writer chose
+    text, which stays text: "(1)" a footnote, not -1; "404,500,301" a list of codes, not 404500301."""
     labels = ["ab"[i % 3 == 0] for i in range(40)]
-    rows = [
-        {"price": p, "share": f, "code": f"${i}", "label": y} for i, (p, f, y) in enumerate(zip(prices, shares, labels))
-    ]
+    rows = [{"price": f"${i * 1234.5:,.2f}", "note": "(1)", "label": y} for i, y in enumerate(labels)]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "t.parquet")
-    pd.DataFrame(rows).to_excel(tmp_path / "t.xlsx", index=False)  # openpyxl writes the strings as text cells
-    for name in ("t.jsonl", "t.parquet", "t.xlsx"):
-        metadata = build(tmp_path, tmp_path / name, f"out-{name}", key="code")
-        assert [(c.name, c.kind) for c in metadata.columns] == [("price", "numeric"), ("share", "numeric")]
-        found = every_row_values(tmp_path / f"out-{name}", metadata)
-        assert sorted(row["price"] for row in found) == [i * 1234.5 for i in range(40)]
-        assert max(row["share"] for row in found) == 9.75
+    (tmp_path / "t.csv").write_text(
+        "price,note,label\n" + "".join(f'"{r["price"]}",{r["note"]},{r["label"]}\n' for r in rows)
+    )
+    for name in ("t.jsonl", "t.parquet"):
+        metadata = build(tmp_path, tmp_path / name, f"out-{name}")
+        assert [(c.name, c.kind) for c in metadata.columns] == [("price", "categorical"), ("note", "categorical")]
+        assert metadata.columns[1].vocabulary == ("(1)",)
+    metadata = build(tmp_path, tmp_path / "t.csv", "out-csv")
+    assert [(c.name, c.kind) for c in metadata.columns] == [("price", "numeric"), ("note", "numeric")]
+    assert {row["note"] for row in every_row_values(tmp_path / "out-csv", metadata)} == {-1}
 
 
 def test_arff_files_are_csv_named_by_their_attributes(tmp_path):

@@ -202,24 +202,31 @@ def table_rows(
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
 
 
+def _durations_as_seconds(rows: Iterator[tuple[str, dict]], numeric) -> Iterator[tuple[str, dict]]:
+    """JSON instances with an ISO 8601 duration (P0DT0H12M34S, as pandas' to_json writes one) in a `numeric` column
+    as its seconds, as preprocessing reads a JSON file's."""
+    from preprocessing.table_files import iso_duration_seconds
+
+    for name, row in rows:
+        for column in numeric if isinstance(row, dict) else ():
+            value = row.get(column.name)
+            seconds = iso_duration_seconds(value) if isinstance(value, str) else None
+            if seconds is not None:
+                row[column.name] = seconds
+        yield name, row
+
+
 def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric) -> Iterator[tuple[str, dict]]:
     """A table file's rows (CSV and the like, or JSON lines) with each value of a `numeric` column that is not a
     number read as missing, as preprocessing reads such a column's few bad cells, and said so: the first few by
     line, then a count (the column's own missing spelling, such as "-", quietly). One bad cell stopped the file's
-    predictions where the same file had trained. A JSON instance's "$12.99" or "PT4M13S" is its number, as
-    preprocessing reads a file's (a file's rows come so already). The instance a JSON lines file's output echoes is
-    the one predicted for, the value null; a row that is not an object passes as it is (the model refuses it)."""
-    from preprocessing.table_files import plain_number
-
+    predictions where the same file had trained. The instance a JSON lines file's output echoes is the one
+    predicted for, the value null; a row that is not an object passes as it is (the model refuses it)."""
     bad = 0
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
             if tables.is_missing_value(value) or tables.is_a_number(value):
-                continue
-            plain = plain_number(value) if isinstance(value, str) else None
-            if plain is not None:
-                row[column.name] = plain
                 continue
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
                 bad += 1
@@ -300,7 +307,8 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES) and model.metadata.is_table:
-        yield from _table_requests(_json_lines(path, table=True), path, model)
+        numeric = tables.numeric_columns(model.metadata.columns)
+        yield from _table_requests(_durations_as_seconds(_json_lines(path, table=True), numeric), path, model)
     elif suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path, table=False):
             yield name, model.numbers_signature, model.values([instance], name)[0]
