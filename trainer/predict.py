@@ -203,14 +203,16 @@ def table_rows(
 
 
 def _durations_as_seconds(rows: Iterator[tuple[str, dict]], numeric) -> Iterator[tuple[str, dict]]:
-    """JSON instances with an ISO 8601 duration (P0DT0H12M34S, as pandas' to_json writes one) in a `numeric` column
-    as its seconds, as preprocessing reads a JSON file's."""
+    """JSON instances with an ISO 8601 duration (P0DT0H12M34S, as pandas' to_json writes one) in one of the `numeric`
+    columns as its seconds, as preprocessing reads a JSON file's. A categorical column's stays as written, and misses
+    its vocabulary, which holds the seconds: durations among other text in one column, which no test here met."""
     from preprocessing.table_files import iso_duration_seconds
 
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
-            seconds = iso_duration_seconds(value) if isinstance(value, str) else None
+            is_duration = isinstance(value, str) and ("PT" in value or "DT" in value)  # the rest at a glance
+            seconds = iso_duration_seconds(value) if is_duration else None
             if seconds is not None:
                 row[column.name] = seconds
         yield name, row
@@ -307,8 +309,8 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES) and model.metadata.is_table:
-        numeric = tables.numeric_columns(model.metadata.columns)
-        yield from _table_requests(_durations_as_seconds(_json_lines(path, table=True), numeric), path, model)
+        rows = _durations_as_seconds(_json_lines(path, table=True), tables.numeric_columns(model.metadata.columns))
+        yield from _table_requests(rows, path, model)
     elif suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path, table=False):
             yield name, model.numbers_signature, model.values([instance], name)[0]
