@@ -1104,7 +1104,8 @@ def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
 
 
 def _has_iso_durations(text: bytes) -> bool:
-    return b"PT" in text or b"DT" in text
+    """Whether a column's bytes may hold an ISO 8601 duration: a T first, one memchr (most columns hold none)."""
+    return b"T" in text and (b"PT" in text or b"DT" in text)
 
 
 def _durations(column: pa.Array, pattern: str) -> pa.Array:
