@@ -221,6 +221,7 @@ PANDAS_DURATION = (
 ISO_DURATION = (
     r"^\s*P(?:(?P<days>[+-]?\d+)D)?T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?\s*$"
 )
+DURATION_PARTS = (86400.0, 3600.0, 60.0, 1.0)  # the seconds of a duration's days, hours, minutes and seconds
 UNIT_SECONDS = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}  # Arrow's duration units, in a second
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
@@ -1029,29 +1030,29 @@ def _partitioned_blocks(
 def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
     """Which rows repeat the header, each of the block's (two or more) columns holding its own name, as the
     files that `cat a.csv b.csv` joins give (a byte-order mark and blanks around a name allowed); None where
-    none does. The first column alone rules out most blocks: one kernel over it."""
+    none does."""
     named = [name for name in batch.schema.names if name]
     if len(named) < 2 or all(tables.is_number(name) for name in named):
         return None  # one column's value, or a row of numbers, may well be what the header says
-    repeats = None
-    for name in named:
-        same = pc.equal(pc.utf8_trim(batch.column(name), " \t\ufeff"), name.strip(" \t\ufeff"))
-        repeats = same if repeats is None else pc.and_(repeats, same)
-        if not pc.any(repeats).as_py():
-            return None
-    return repeats.fill_null(False).to_numpy(zero_copy_only=False)
+    marks = " \t\ufeff"
+    return _rows_where_all(pc.equal(pc.utf8_trim(batch.column(name), marks), name.strip(marks)) for name in named)
 
 
 def _empty_rows(batch: pa.RecordBatch) -> np.ndarray | None:
     """Which rows are only empty fields (`,,,`, as a spreadsheet exports the rows below a table that once held
     values): no rows, as blank lines are none, and as a workbook's empty rows are left out; None where none is."""
-    empty = None
-    for column in batch.columns:
-        blank = pc.equal(pc.binary_length(column), 0)
-        empty = blank if empty is None else pc.and_(empty, blank)
-        if not pc.any(empty).as_py():
+    return _rows_where_all(pc.equal(pc.binary_length(column), 0) for column in batch.columns)
+
+
+def _rows_where_all(tested: Iterator[pa.Array]) -> np.ndarray | None:
+    """Which rows every one of `tested` (a column's test, each computed only while a row is left) is true in; None
+    where none is. The first column alone rules out most blocks."""
+    found = None
+    for test in tested:
+        found = test if found is None else pc.and_(found, test)
+        if not pc.any(found).as_py():
             return None
-    return None if empty is None else empty.fill_null(False).to_numpy(zero_copy_only=False)
+    return None if found is None else found.fill_null(False).to_numpy(zero_copy_only=False)
 
 
 def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.RecordBatch:
@@ -1115,14 +1116,12 @@ def _durations(column: pa.Array, pattern: str) -> pa.Array:
     parts = pc.extract_regex(column, pattern)  # null where a value is none
     if parts.null_count == len(parts):
         return column
-    fields = [parts.field(i) for i in range(4)]
+    fields = [parts.field(i) for i in range(len(DURATION_PARTS))]
     given = functools.reduce(pc.or_, [pc.not_equal(field, "") for field in fields])
-    days, hours, minutes, seconds = (
-        pc.cast(pc.if_else(pc.equal(field, ""), "0", field), pa.float64()) for field in fields
-    )
-    total = pc.add(pc.multiply(days, 86400.0), pc.add(pc.multiply(hours, 3600.0), pc.multiply(minutes, 60.0)))
+    numbers = (pc.cast(pc.if_else(pc.equal(field, ""), "0", field), pa.float64()) for field in fields)
+    total = functools.reduce(pc.add, map(pc.multiply, numbers, DURATION_PARTS))
     read = pc.fill_null(pc.and_(parts.is_valid(), given), False)
-    return pc.if_else(read, pc.cast(pc.add(total, seconds), pa.string()), column)
+    return pc.if_else(read, pc.cast(total, pa.string()), column)
 
 
 def _without_apostrophes(column: pa.Array) -> pa.Array:
@@ -1539,12 +1538,11 @@ def _with_seconds_of_durations(batch: pa.RecordBatch, verbatim: str) -> pa.Recor
 
 def iso_duration_seconds(text: str) -> float | None:
     """One ISO 8601 duration's seconds (ISO_DURATION), None where the text is none: for qt-predict's JSON instances,
-    as preprocessing reads a JSON file's column of them."""
-    found = re.fullmatch(ISO_DURATION, text)
+    as preprocessing reads a JSON file's column of them (_durations)."""
+    found = re.fullmatch(ISO_DURATION, text) if _has_iso_durations(text.encode()) else None
     if not found or not any(found.groups()):
         return None
-    days, hours, minutes, seconds = (float(part or 0) for part in found.groups())
-    return days * 86400 + hours * 3600 + minutes * 60 + seconds
+    return sum(float(part or 0) * unit for part, unit in zip(found.groups(), DURATION_PARTS))
 
 
 def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:

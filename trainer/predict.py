@@ -211,8 +211,7 @@ def _durations_as_seconds(rows: Iterator[tuple[str, dict]], numeric) -> Iterator
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
-            is_duration = isinstance(value, str) and ("PT" in value or "DT" in value)  # the rest at a glance
-            seconds = iso_duration_seconds(value) if is_duration else None
+            seconds = iso_duration_seconds(value) if isinstance(value, str) else None
             if seconds is not None:
                 row[column.name] = seconds
         yield name, row
