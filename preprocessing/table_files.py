@@ -1536,13 +1536,14 @@ def _with_seconds_of_durations(batch: pa.RecordBatch, verbatim: str) -> pa.Recor
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
-def iso_duration_seconds(text: str) -> float | None:
-    """One ISO 8601 duration's seconds (ISO_DURATION), None where the text is none: for qt-predict's JSON instances,
-    as preprocessing reads a JSON file's column of them (_durations)."""
-    found = re.fullmatch(ISO_DURATION, text) if _has_iso_durations(text.encode()) else None
-    if not found or not any(found.groups()):
+def iso_duration_text(text: str) -> str | None:
+    """One value's ISO 8601 duration as the text of its seconds that preprocessing reads a JSON file's as (by
+    _durations itself, so a vocabulary's "253" is met as "253"), None where the text is none: for qt-predict's JSON
+    instances."""
+    if not _has_iso_durations(text.encode()):
         return None
-    return sum(float(part or 0) * unit for part, unit in zip(found.groups(), DURATION_PARTS))
+    read = _durations(pa.array([text], pa.string()), ISO_DURATION)[0].as_py()
+    return None if read == text else read
 
 
 def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:

@@ -21,7 +21,7 @@ from test_tables import read_rows
 import preprocessing.table_files
 from dataformat import tables
 from dataformat.errors import UserError
-from preprocessing.table_files import dialect_of
+from preprocessing.table_files import dialect_of, iso_duration_text
 from preprocessing.tables import TableOptions, build_table_dataset
 
 ROWS = 300
@@ -814,6 +814,19 @@ def test_durations_are_their_seconds_from_pandas_csv_json_parquet_and_feather(tm
         metadata = build(tmp_path, tmp_path / name, f"out-{name}")
         assert [(c.name, c.kind) for c in metadata.columns] == [("waited", "numeric")]
         assert sorted(row["waited"] for row in every_row_values(tmp_path / f"out-{name}", metadata)) == sorted(seconds)
+
+
+def test_a_json_categorical_columns_durations_are_the_text_qt_predict_reads_them_as(tmp_path):
+    """A JSON column of durations among other text is categorical, its durations' seconds in the vocabulary; qt-predict
+    reads an instance's duration to the same text, so it meets its vocabulary entry."""
+    lengths = ["PT4M13S", "P0DT0H0M0.5S", "short", "long"] * 20  # each value in 10 or more training rows
+    labels = ["ab"[i % 3 == 0] for i in range(80)]
+    rows = "".join(json.dumps({"length": length, "label": y}) + "\n" for length, y in zip(lengths, labels))
+    (tmp_path / "t.jsonl").write_text(rows)
+    (column,) = build(tmp_path, tmp_path / "t.jsonl", "out").columns
+    assert column.kind == "categorical" and sorted(column.vocabulary) == ["0.5", "253", "long", "short"]
+    assert [iso_duration_text(length) for length in lengths[:4]] == ["253", "0.5", None, None]
+    assert iso_duration_text("PT") is None and iso_duration_text("P1M") is None
 
 
 def test_a_typed_formats_text_is_as_written_only_csv_reads_numbers_as_spreadsheets_format_them(tmp_path):

@@ -201,6 +201,10 @@ def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_
     (tmp_path / "rows.jsonl").write_text('{"age": "PT60S", "workclass": "Private", "hours": 40}\n')
     (answer,) = predict_files(model, [str(tmp_path / "rows.jsonl")], batch_size=4)
     assert answer["instance"]["age"] == 60 and answer["prediction"]["probabilities"] == lines[6]["probabilities"]
+    # A categorical column's: the text of its seconds, as its vocabulary holds it (test_table_formats).
+    (tmp_path / "rows.jsonl").write_text('{"age": 60, "workclass": "PT1M30S", "hours": 40}\n')
+    (answer,) = predict_files(model, [str(tmp_path / "rows.jsonl")], batch_size=4)
+    assert answer["instance"]["workclass"] == "90"
 
 
 def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dates(table_job, tmp_path, caplog):

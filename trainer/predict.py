@@ -202,18 +202,18 @@ def table_rows(
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
 
 
-def _durations_as_seconds(rows: Iterator[tuple[str, dict]], numeric) -> Iterator[tuple[str, dict]]:
-    """JSON instances with an ISO 8601 duration (P0DT0H12M34S, as pandas' to_json writes one) in one of the `numeric`
-    columns as its seconds, as preprocessing reads a JSON file's. A categorical column's stays as written, and misses
-    its vocabulary, which holds the seconds: durations among other text in one column, which no test here met."""
-    from preprocessing.table_files import iso_duration_seconds
+def _durations_as_seconds(rows: Iterator[tuple[str, dict]], columns) -> Iterator[tuple[str, dict]]:
+    """JSON instances with an ISO 8601 duration (P0DT0H12M34S, as pandas' to_json writes one) in one of the
+    `columns` as its seconds, as preprocessing reads a JSON file's: a number in a numeric column, else the text that
+    a categorical column's vocabulary holds for it."""
+    from preprocessing.table_files import iso_duration_text
 
     for name, row in rows:
-        for column in numeric if isinstance(row, dict) else ():
+        for column in columns if isinstance(row, dict) else ():
             value = row.get(column.name)
-            seconds = iso_duration_seconds(value) if isinstance(value, str) else None
+            seconds = iso_duration_text(value) if isinstance(value, str) else None
             if seconds is not None:
-                row[column.name] = seconds
+                row[column.name] = float(seconds) if column.kind == tables.NUMERIC else seconds
         yield name, row
 
 
@@ -308,7 +308,7 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
     if suffix.endswith(JSON_LINES) and model.metadata.is_table:
-        rows = _durations_as_seconds(_json_lines(path, table=True), tables.numeric_columns(model.metadata.columns))
+        rows = _durations_as_seconds(_json_lines(path, table=True), model.metadata.columns)
         yield from _table_requests(rows, path, model)
     elif suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path, table=False):
