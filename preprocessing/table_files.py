@@ -2055,7 +2055,9 @@ def _sheet_values(book, key: tuple[bytes, str], path: str) -> Iterator[tuple]:
     damaged sheet) a UserError. `key` is (the workbook's digest, the sheet's title)."""
     name = key[1]
     try:
-        sheet = _loaded_sheet[key] if key in _loaded_sheet else book.get_sheet_by_name(name)
+        sheet = _loaded_sheet.get(key)  # one get: Beam's threads may clear it meanwhile
+        if sheet is None:
+            sheet = book.get_sheet_by_name(name)
         _loaded_sheet.clear()  # one sheet kept at most
         _loaded_sheet[key] = sheet
         before = (None,) * (sheet.start[1] if sheet.start else 0)
