@@ -176,6 +176,7 @@ DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
 SNIFF_LINES = 50  # ... from this many lines at most
+SHOWN_RENAMES = 3  # a header's renamed columns a warning names at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like once written plainly
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
@@ -652,7 +653,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
             )
         names, has_header = _distinct(options.column_names, "--column-names"), False
     elif _is_header(first, (*known, *label_name), decimal):
-        names, has_header = _distinct(first, f"{path}: line {skip_rows + 1}"), True
+        names, has_header = _header_names(first, f"{path}: line {skip_rows + 1}"), True
         unnamed = _unnamed_column(_head_rows(text, delimiter, escape))  # a column without a name: left out
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
     else:
@@ -773,14 +774,33 @@ def _pandas_default_names(first: list[str]) -> bool:
 
 
 def _distinct(names, where: str) -> tuple[str, ...]:
-    """The column names, each once: two columns of one name (an export's header) are a UserError. Columns
-    without a name may be many (a spreadsheet's empty columns after the last); they are left out."""
+    """The column names, each once: two columns of one name (in a flag, or a typed file's schema) are a UserError.
+    Columns without a name may be many (a spreadsheet's empty columns after the last); they are left out."""
     seen: dict[str, int] = {}
     for number, name in enumerate(names, 1):
         if name and name in seen:
             raise UserError(f"{where}: columns {seen[name]} and {number} are both named {name!r}; rename one")
         seen[name] = number
     return tuple(names)
+
+
+def _header_names(names, where: str) -> tuple[str, ...]:
+    """A header line's or row's column names, each once: a name that an earlier column has gets ".1" (".2", ...)
+    as pandas' read_csv and R's read.csv give it, said in one warning. ProPublica's COMPAS file names two columns
+    decile_score and two priors_count; it was refused."""
+    taken, first, renamed, found = set(names), {}, [], []
+    for number, name in enumerate(names, 1):
+        if name and name in first:
+            copy = next(f"{name}.{n}" for n in itertools.count(1) if f"{name}.{n}" not in taken)
+            taken.add(copy)
+            renamed.append(f"column {number} ({name!r}, as column {first[name]}) as {copy!r}")
+            name = copy
+        first.setdefault(name, number)
+        found.append(name)
+    if renamed:
+        more = f", and {len(renamed) - SHOWN_RENAMES} more" if len(renamed) > SHOWN_RENAMES else ""
+        log.warning("%s: two columns of one name; read %s%s", where, ", ".join(renamed[:SHOWN_RENAMES]), more)
+    return tuple(found)
 
 
 def _marked_header(text: str, escape: str) -> bool:
@@ -2119,7 +2139,9 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
     if options.column_names:
         names = _distinct(options.column_names, "--column-names")
         return Dialect(names, False, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
-    return Dialect(_distinct(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
+    return Dialect(
+        _header_names(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1, sheet=title
+    )
 
 
 def _table_sheet(sheets: list[Sheet], path: str, skip_rows: int, known: tuple[str, ...]) -> tuple[str, tuple | None]:

@@ -215,12 +215,20 @@ def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):
     assert preprocess([*flags, "--label-column", " Medal", "--key-column", "Name "]) == 0
 
 
-def test_a_header_of_two_columns_of_one_name_is_refused_with_both_places(tmp_path):
-    (tmp_path / "t.csv").write_text("a,b,a,label\n" + "".join(f"{i},{i % 3},{i * 2},{i % 2}\n" for i in range(30)))
-    with pytest.raises(UserError, match=r"t.csv: line 1: columns 1 and 3 are both named 'a'; rename one"):
-        build(tmp_path, tmp_path / "t.csv", label_column="label")
+def test_a_header_of_two_columns_of_one_name_reads_as_pandas_reads_it_and_says_so(tmp_path, caplog):
+    """ProPublica's COMPAS file names two columns decile_score: it was refused. pandas' read_csv and R's read.csv
+    read the second as decile_score.1, and so do preprocessing and qt-predict. A flag's names stay refused."""
+    rows = "".join(f"{i},{i % 3},{i * 2},{i},{i % 2}\n" for i in range(30))
+    (tmp_path / "t.csv").write_text("a,b,a,a.1,label\n" + rows)  # a third "a" name, written as pandas would rename
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["a", "b", "a.2", "a.1"]
+    assert "t.csv: line 1: two columns of one name; read column 3 ('a', as column 1) as 'a.2'" in caplog.text
+    instances, _ = read_rows(tmp_path / "out", metadata, "train")
+    assert {(row["a"], row["a.2"]) for row in instances} <= {(i, i * 2) for i in range(30)}
+    read = list(table_rows(str(tmp_path / "t.csv"), "label", ("a", "a.2"), TableOptions()))
+    assert read[3] == (f"{tmp_path / 't.csv'}:5", {"a": "3", "a.2": "6"})
     with pytest.raises(UserError, match=r"--column-names: columns 2 and 3 are both named 'b'"):
-        build(tmp_path, tmp_path / "t.csv", label_column="label", column_names=("a", "b", "b", "label"))
+        build(tmp_path, tmp_path / "t.csv", label_column="label", column_names=("a", "b", "b", "x", "label"))
 
 
 def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):

@@ -690,6 +690,18 @@ def test_a_sheet_is_loaded_once_a_conversion_and_never_for_another_workbook(tmp_
     assert preprocessing.table_files._loaded_sheet == {}
 
 
+def test_a_sheets_header_of_two_columns_of_one_name_reads_as_pandas_reads_it(tmp_path, caplog):
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.append(["score", "age", "score", "label"])
+    for i in range(30):
+        book.active.append([i, 20 + i, i * 2, "ab"[i % 2]])
+    book.save(tmp_path / "t.xlsx")
+    assert [column.name for column in build(tmp_path, tmp_path / "t.xlsx").columns] == ["score", "age", "score.1"]
+    assert "t.xlsx: row 1: two columns of one name; read column 3 ('score', as column 1) as 'score.1'" in caplog.text
+
+
 def write_xls(path, columns: dict[str, list], title_rows: int = 0) -> None:
     """The columns as an Excel 97-2003 sheet after a sheet of notes, below a title: as old exports are written."""
     import datetime
