@@ -177,6 +177,7 @@ WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
 SNIFF_LINES = 50  # ... from this many lines at most
 SHOWN_RENAMES = 3  # a header's renamed columns a warning names at most
+HEADER_MARKS = " \t\ufeff"  # what a repeated header line may hold around a name: blanks, a byte-order mark
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like once written plainly
 COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
@@ -1055,8 +1056,17 @@ def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
     named = [name for name in batch.schema.names if name]
     if len(named) < 2 or all(tables.is_number(name) for name in named):
         return None  # one column's value, or a row of numbers, may well be what the header says
-    marks = " \t\ufeff"
-    return _rows_where_all(pc.equal(pc.utf8_trim(batch.column(name), marks), name.strip(marks)) for name in named)
+    return _rows_where_all(
+        pc.is_in(pc.utf8_trim(batch.column(name), HEADER_MARKS), _header_spellings(name, named)) for name in named
+    )
+
+
+def _header_spellings(name: str, names: list[str]) -> pa.Array:
+    """How a header line may write column `name`, blanks and a byte-order mark around it aside: as it is, and where
+    _header_names made it "x.1" of an earlier "x", as x."""
+    base, dot, number = name.rpartition(".")
+    spellings = [name, base] if dot and number.isdigit() and base in names else [name]
+    return pa.array([spelling.strip(HEADER_MARKS) for spelling in spellings], pa.string())
 
 
 def _empty_rows(batch: pa.RecordBatch) -> np.ndarray | None:

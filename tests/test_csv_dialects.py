@@ -549,6 +549,11 @@ def test_a_line_that_repeats_the_header_of_files_joined_together_is_no_row(tmp_p
     assert "t.csv: line 32 repeats the header (files joined together?); lines that do are left out" in caplog.text
     read = list(table_rows(str(tmp_path / "t.csv"), "label", ("size", "color"), TableOptions()))  # as qt-predict
     assert [int(where.rsplit(":", 1)[1]) for where, _ in read] == [*range(2, 32), *range(33, 63)]
+    # A header of two columns of one name, the second read as size.1, repeats as it was written.
+    numbered = first.replace("size,color", "size,size").replace("red", "1").replace("blue", "2")
+    (tmp_path / "d.csv").write_text(numbered * 2)
+    assert len(list(table_rows(str(tmp_path / "d.csv"), "label", ("size", "size.1"), TableOptions()))) == 60
+    assert "d.csv: line 32 repeats the header" in caplog.text
     # A header of numbers names no column a row could not hold: such a row stays.
     (tmp_path / "n.csv").write_text("1,2,3\n" + "".join(f"{i % 4},{i % 5},{i % 2}\n" for i in range(60)) + "1,2,3\n")
     assert len(list(table_rows(str(tmp_path / "n.csv"), "3", ("1", "2"), TableOptions()))) == 61
