@@ -421,6 +421,14 @@ def list_text(values: list) -> str:
     return " ".join(value_text(value) for value in values if value is not None)
 
 
+def parameter_name(name: str) -> str:
+    """The parameter name TensorFlow's Python side (tf.saved_model.load, and qt-predict) makes of a serving
+    signature's input named `name`: every character but letters and digits an underscore, "arg_" before a first
+    character that is no letter."""
+    swapped = "".join(char if char.isalnum() else "_" for char in name)
+    return swapped if swapped[:1].isalpha() else "arg_" + swapped
+
+
 def is_missing_value(value) -> bool:
     """Whether a request's or a row's value is a missing one: null, or a missing token (MISSING_TOKENS)."""
     return value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)

@@ -32,7 +32,7 @@ from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
-from preprocessing.table_files import LateColumn
+from preprocessing.table_files import LateColumn, forget_kept_sheet
 from preprocessing.writer import (
     ShardResult,
     ShardTask,
@@ -276,6 +276,7 @@ def build_table_dataset_with_beam(
     The same hashes place every row, so the shards are those of a local run, byte for byte."""
     start = time.time()
     files, plan = tables.plan_table(path, options, eval_fraction, seed, shards)
+    forget_kept_sheet()  # the workers read the sheet, in other processes where they may be
     beam_options = pipeline_options(pipeline_args)
     template = template_only(beam_options)
     if not template:

@@ -645,7 +645,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
     if not first:
         raise UserError(f"{path}: empty file")
-    label_name = (options.label_column,) if _is_a_name(options.label_column, len(first)) else ()
+    named = options.label_column if _is_a_name(options.label_column, len(first)) else ""
     if options.column_names:
         if len(options.column_names) != len(first):
             raise UserError(
@@ -653,8 +653,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
                 f"{len(first)} (delimiter {delimiter!r})"
             )
         names, has_header = _distinct(options.column_names, "--column-names"), False
-    elif _is_header(first, (*known, *label_name), decimal):
-        names, has_header = _header_names(first, f"{path}: line {skip_rows + 1}"), True
+    elif _is_header(first, (*known, named), decimal):
+        names, has_header = _header_names(first, f"{path}: line {skip_rows + 1}", _label_of(options, first)), True
         unnamed = _unnamed_column(_head_rows(text, delimiter, escape))  # a column without a name: left out
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
     else:
@@ -747,6 +747,11 @@ def _padded_quote(text: str, delimiter: str, quote: str) -> bool:
     return re.search(re.escape(delimiter) + "[ \t]+" + re.escape(quote), text) is not None
 
 
+def _label_of(options: TableOptions, names: list[str]) -> str:
+    """The name, in a header of `names`, of --label-column's column: named, or by its place (the last by default)."""
+    return options.label_column if _is_a_name(options.label_column, len(names)) else names[int(options.label_column)]
+
+
 def _is_a_name(label_column: str, width: int) -> bool:
     """Whether --label-column names a column rather than giving its index in a line of `width` fields (an
     index past the last is a name: a header of years, "1970,1971,...")."""
@@ -785,15 +790,29 @@ def _distinct(names, where: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _header_names(names, where: str) -> tuple[str, ...]:
+def _header_names(names, where: str, label: str = "") -> tuple[str, ...]:
     """A header line's or row's column names, each once: a name that an earlier column has gets ".1" (".2", ...)
-    as pandas' read_csv and R's read.csv give it, said in one warning. ProPublica's COMPAS file names two columns
-    decile_score and two priors_count; it was refused."""
-    taken, first, renamed, found = set(names), {}, [], []
+    as pandas' read_csv and R's read.csv give it, said in one warning (ProPublica's COMPAS file names two columns
+    decile_score and two priors_count; it was refused). A suffix is skipped where another column's name becomes the
+    same in TensorFlow's signatures (tables.parameter_name: "a.1" and "a_1"). Two columns named as the `label` are
+    a UserError (named, or by --label-column's place): the other may copy it, a feature that gives it away."""
+    taken = {tables.parameter_name(name) for name in names if name}
+    first: dict[str, int] = {}
+    suffixes: dict[str, int] = {}  # the last suffix each repeated name took
+    renamed, found = [], []
     for number, name in enumerate(names, 1):
         if name and name in first:
-            copy = next(f"{name}.{n}" for n in itertools.count(1) if f"{name}.{n}" not in taken)
-            taken.add(copy)
+            if name == label:
+                raise UserError(
+                    f"{where}: columns {first[name]} and {number} are both named {name!r}, the label's name "
+                    "(--label-column); rename one"
+                )
+            suffix = suffixes.get(name, 0) + 1
+            while tables.parameter_name(f"{name}.{suffix}") in taken:
+                suffix += 1
+            suffixes[name] = suffix
+            copy = f"{name}.{suffix}"
+            taken.add(tables.parameter_name(copy))
             renamed.append(f"column {number} ({name!r}, as column {first[name]}) as {copy!r}")
             name = copy
         first.setdefault(name, number)
@@ -2079,6 +2098,11 @@ def _active_sheet(data: bytes, name: str, titles: list[str]) -> int:
 _loaded_sheet: dict = {}
 
 
+def forget_kept_sheet() -> None:
+    """Lets go of the sheet _sheet_values keeps for its next read, where that read will not come in this process."""
+    _loaded_sheet.clear()
+
+
 def _sheet_values(book, key: tuple[bytes, str], path: str) -> Iterator[tuple]:
     """A sheet's rows from its first, each from its first column, None where a cell is empty (calamine leaves out
     the columns before the first that holds a value, and writes an empty cell as ''); what calamine cannot read (a
@@ -2150,7 +2174,13 @@ def _workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) 
         names = _distinct(options.column_names, "--column-names")
         return Dialect(names, False, "", "", WORKBOOK, skip_rows=number - 1, sheet=title)
     return Dialect(
-        _header_names(names, f"{path}: row {number}"), True, "", "", WORKBOOK, skip_rows=number - 1, sheet=title
+        _header_names(names, f"{path}: row {number}", _label_of(options, names)),
+        True,
+        "",
+        "",
+        WORKBOOK,
+        skip_rows=number - 1,
+        sheet=title,
     )
 
 
@@ -2198,7 +2228,7 @@ def _workbook_blocks(
             while piece := list(itertools.islice(objects, rows_a_block)):
                 yield _objects_batch(piece, path, names)
         finally:
-            _loaded_sheet.clear()  # read: its memory is not kept for the passes after
+            forget_kept_sheet()  # read: its memory is not kept for the passes after
 
 
 def _cell_value(value):

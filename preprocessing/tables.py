@@ -72,6 +72,7 @@ from preprocessing.table_files import (
     dialect_of,
     every_json_column,
     file_format,
+    forget_kept_sheet,
     input_files,
     input_root,
     line_naming,
@@ -1396,8 +1397,7 @@ def _check_input_names(names: list[str], where: str) -> None:
     fails on two that become one ('a b' and 'a_b')."""
     seen: dict[str, str] = {}
     for name in names:
-        swapped = "".join(char if char.isalnum() else "_" for char in name)
-        parameter = swapped if swapped[:1].isalpha() else "arg_" + swapped
+        parameter = tables.parameter_name(name)
         if parameter in seen:
             raise UserError(
                 f"{where}: columns {seen[parameter]!r} and {name!r} both become {parameter!r} in TensorFlow's "
@@ -1411,6 +1411,16 @@ def plan_table(
 ) -> tuple:
     """(the files of --input, the plan of the conversion), checked before anything is written. JSON's columns
     are the keys of the first file's first objects, or with `every_object` of all of them."""
+    try:
+        return _plan_table(path, options, eval_fraction, seed, shards, every_object)
+    except BaseException:
+        forget_kept_sheet()  # the first file's sheet, kept for a pass 1 that will not come
+        raise
+
+
+def _plan_table(
+    path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None, every_object: bool
+) -> tuple:
     files = [path] if options.text_folder else input_files(path)
     root = input_root(path)
     dialect = dialect_of(files[0], options)

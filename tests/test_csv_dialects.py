@@ -229,6 +229,18 @@ def test_a_header_of_two_columns_of_one_name_reads_as_pandas_reads_it_and_says_s
     assert read[3] == (f"{tmp_path / 't.csv'}:5", {"a": "3", "a.2": "6"})
     with pytest.raises(UserError, match=r"--column-names: columns 2 and 3 are both named 'b'"):
         build(tmp_path, tmp_path / "t.csv", label_column="label", column_names=("a", "b", "b", "x", "label"))
+    # "a.1" would meet "a_1" in TensorFlow's signatures: the next suffix.
+    (tmp_path / "u.csv").write_text("a,a,a_1,label\n" + "".join(f"{i},{i % 3},{i * 2},{i % 2}\n" for i in range(30)))
+    assert [column.name for column in build(tmp_path, tmp_path / "u.csv", label_column="label").columns] == [
+        "a",
+        "a.2",
+        "a_1",
+    ]
+    # Two columns of the label's name, named or by place (the last by default): the other may copy the label.
+    (tmp_path / "y.csv").write_text("y,a,y\n" + "".join(f"{i % 2},{i % 7},{i % 2}\n" for i in range(30)))
+    for label in ("y", "-1", "0"):
+        with pytest.raises(UserError, match=r"y.csv: line 1: columns 1 and 3 are both named 'y', the label's name"):
+            build(tmp_path, tmp_path / "y.csv", label_column=label)
 
 
 def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):

@@ -688,6 +688,9 @@ def test_a_sheet_is_loaded_once_a_conversion_and_never_for_another_workbook(tmp_
     assert next(c.vocabulary for c in metadata.columns if c.name == "city") == ("Paris",)
     assert loads == ["Sheet"] * 2  # the first workbook's, then the second's for its header and rows alike
     assert preprocessing.table_files._loaded_sheet == {}
+    with pytest.raises(UserError, match="no column 'nosuch'"):  # planning keeps it, then fails: let go
+        build_table_dataset(str(tmp_path / "t.xlsx"), str(tmp_path / "failed"), TableOptions(label_column="nosuch"))
+    assert preprocessing.table_files._loaded_sheet == {}
 
 
 def test_a_sheets_header_of_two_columns_of_one_name_reads_as_pandas_reads_it(tmp_path, caplog):
