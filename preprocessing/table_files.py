@@ -1119,7 +1119,7 @@ def _plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.Rec
 def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     """One column of text as _plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
-    text = _text_bytes(column)
+    text = _column_bytes(column)
     plain = _plain_texts(column, text, decimal)
     if b"(" not in text:
         return plain
@@ -1129,7 +1129,7 @@ def _plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     return pc.if_else(pc.fill_null(read, False), negated, plain)
 
 
-def _text_bytes(column: pa.Array) -> bytes:
+def _column_bytes(column: pa.Array) -> bytes:
     """A text column's values' bytes, to look for marks in at memchr's speed: only its own where it is a slice of a
     larger array."""
     if not pa.types.is_string(column.type) or column.buffers()[2] is None:
@@ -1580,7 +1580,7 @@ def _with_seconds_of_durations(batch: pa.RecordBatch, verbatim: str) -> pa.Recor
     """JSON's ISO 8601 durations as their seconds, as pandas' to_json writes a Timedelta (P0DT0H12M34S) and a
     Parquet file or a workbook holds it as a number; JSON's other strings are as written, its numbers typed."""
     columns = [
-        _durations(column, ISO_DURATION) if name != verbatim and _has_iso_durations(_text_bytes(column)) else column
+        _durations(column, ISO_DURATION) if name != verbatim and _has_iso_durations(_column_bytes(column)) else column
         for name, column in zip(batch.schema.names, batch.columns)
     ]
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
