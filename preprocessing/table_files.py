@@ -880,13 +880,31 @@ def line_naming(path: str, options: TableOptions, name: str) -> int:
 
 def line_of_columns(path: str, options: TableOptions) -> int:
     """The first of the file's first lines below its first from which the lines split alike into two or more
-    fields, or 0: where a table sits below notes of one field a line ("# exported by ...")."""
+    fields, or 0: where a table sits below notes ("# exported by ..."), none of which splits as wide as its rows
+    (where some do, they are rows of a table whose lines split unevenly)."""
     lines = _first_lines(path, options)
     for number in range(2, len(lines)):
         below = "\n".join(lines[number - 1 :]) + "\n"
-        if lines[number - 1].strip() and _rows_width(_head_rows(below, sniff_delimiter(below))) > 1:
-            return number
+        delimiter = sniff_delimiter(below)
+        width = _rows_width(_head_rows(below, delimiter))
+        if lines[number - 1].strip() and width > 1:
+            above = _head_rows("\n".join(lines[: number - 1]) + "\n", delimiter)
+            return number if all(len(row) != width for row in above) else 0
     return 0
+
+
+def uneven_lines(path: str, options: TableOptions) -> str:
+    """Where no delimiter splits a file's first lines alike, which splits its first line into fields and the first
+    line it splits otherwise ("at runs of whitespace, line 1 has 6 fields and line 2 has 7"), or "": a table
+    printed in aligned columns with spaces inside its values, or a field with a delimiter that is not quoted."""
+    lines = [line for line in _first_lines(path, options) if line.strip()]
+    head = "\n".join(lines) + "\n"
+    for delimiter, name in (*((d, repr(d)) for d in DELIMITERS), (WHITESPACE, "runs of whitespace")):
+        widths = [len(row) for row in _head_rows(head, delimiter)]
+        other = next((number for number, width in enumerate(widths, 1) if width != widths[0]), 0)
+        if widths and widths[0] > 1 and other:
+            return f"at {name}, line 1 has {widths[0]} fields and line {other} has {widths[other - 1]}"
+    return ""
 
 
 def _first_lines(path: str, options: TableOptions) -> list[str]:

@@ -79,6 +79,7 @@ from preprocessing.table_files import (
     line_of_columns,
     text_bytes,
     text_files,
+    uneven_lines,
     with_partition_columns,
 )
 from preprocessing.writer import clear_output, shard_output, usable_cores
@@ -1294,8 +1295,13 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
     kind = file_format(path)
     if kind == WORKBOOK:
         return "; if another worksheet holds the table, --sheet names it"
-    below = line_of_columns(path, options) if kind == CSV else 0
-    return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}" if below else ""
+    if kind != CSV:
+        return ""
+    below = line_of_columns(path, options)
+    if below:
+        return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}"
+    uneven = uneven_lines(path, options) if not options.delimiter else ""
+    return f"; no delimiter splits its first lines alike ({uneven}): --delimiter names the one to use" if uneven else ""
 
 
 def _plan_columns(names: list[str], options: TableOptions, where: str, own: int) -> tuple[str, list[str]]:

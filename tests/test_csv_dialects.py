@@ -649,6 +649,15 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
         build_table_dataset(str(tmp_path / "notes.csv"), str(tmp_path / "notes"), TableOptions())
     with pytest.raises(UserError, match=r"no feature column is left besides the label$"):  # no notes: no hint
         build(tmp_path, tmp_path / "notes.csv", skip_rows=2, ignore=("size", "color"))
+    # A table printed in aligned columns with spaces inside values (lifelines' divorce.dat): its rows are no
+    # notes, though from some line on they may split alike; the error says how the lines split instead.
+    educations = ["16+" if i in (0, 3) else "< 12 years" for i in range(60)]
+    aligned = "   id      heduc  div\n" + "".join(f"   {i}  {educations[i]}  {'ab'[i % 2]}\n" for i in range(60))
+    (tmp_path / "aligned.dat").write_text(aligned)
+    with pytest.raises(UserError, match=r"aligned.dat: no feature column is left besides the label; no delimiter "
+                       r"splits its first lines alike \(at runs of whitespace, line 1 has 3 fields and line 3 has 5\)"
+                       r": --delimiter names the one to use$"):  # fmt: skip
+        build_table_dataset(str(tmp_path / "aligned.dat"), str(tmp_path / "aligned"), TableOptions())
 
 
 def test_reading_shows_rows_read_and_the_file_it_is_in(tmp_path, monkeypatch):
