@@ -621,10 +621,11 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if _stem(_table_name(path)).endswith(".arff"):
         return arff_dialect(path, encoding)
     lines = _head_text(path, head, encoding).splitlines(keepends=True)[options.skip_rows :]
-    blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))  # blank lines above the header
-    text, skip_rows = "".join(lines[blank:]), options.skip_rows + blank
+    text, blank = _below_blank_lines(lines)
+    skip_rows = options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
-        text, skip_rows = text[excel.end() :], skip_rows + 1
+        text, blank = _below_blank_lines(text[excel.end() :].splitlines(keepends=True))
+        skip_rows += 1 + blank
     backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
     if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
         text = text[1:].lstrip(" \t")
@@ -655,8 +656,11 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         names, has_header = _distinct(options.column_names, "--column-names"), False
     elif _is_header(first, (*known, named), decimal):
         names, has_header = _header_names(first, f"{path}: line {skip_rows + 1}", _label_of(options, first)), True
-        unnamed = _unnamed_column(_head_rows(text, delimiter, escape))  # a column without a name: left out
+        rows = _head_rows(text, delimiter, escape)
+        unnamed = _unnamed_column(rows)  # a column without a name: left out
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
+        if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
+            names = names[:-1]
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     row_names = has_header and not names[0] and len(names) > len(first)
@@ -869,6 +873,12 @@ def _has_decimal_point(field: str) -> bool:
     return bool(re.fullmatch(POINT_NUMBER, field, re.ASCII)) and not re.fullmatch(GROUPED, field)
 
 
+def _below_blank_lines(lines: list[str]) -> tuple[str, int]:
+    """The text of `lines` from the first that is not blank, and the number of blank lines above it."""
+    blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    return "".join(lines[blank:]), blank
+
+
 def line_naming(path: str, options: TableOptions, name: str) -> int:
     """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
     header sits below a report's title lines."""
@@ -979,19 +989,34 @@ def sniff_delimiter(text: str, escape: str = "") -> str:
     most of them (quoted fields read as the csv module reads them); else a space, where one does (as R's
     write.table and many scientific tables separate columns); else WHITESPACE, where runs of spaces and tabs do
     (columns aligned by padding, as UCI's .data files and R's read.table have them). Where none does, the same
-    with a header one field short of the rows (_unnamed_column); a comma when none splits them."""
-    for header_short in (False, True):
+    with a header one field short of the rows (_unnamed_column), then with a header one empty field longer
+    (_header_one_longer); a comma when none splits them."""
+    for header_shape in ("alike", "short", "longer"):
         best, widest = ",", 1
         for delimiter in (*DELIMITERS, " ", WHITESPACE):
             if delimiter in (" ", WHITESPACE) and widest > 1:  # spaces sit inside other delimiters' fields
                 break
-            rows = _head_rows(text, delimiter, escape)
-            width = _rows_width(rows[1:]) - 1 if header_short else _rows_width(rows)
-            if rows and width == len(rows[0]) and width > widest:
+            width = _width(_head_rows(text, delimiter, escape), header_shape)
+            if width > widest:
                 best, widest = delimiter, width
         if widest > 1:
             return best
     return ","
+
+
+def _width(rows: list[list[str]], header_shape: str) -> int:
+    """The number of columns a header names (an empty last name is none) where the rows under it split as
+    `header_shape` says, else 0."""
+    if header_shape == "alike":
+        return _rows_width(rows)
+    if header_shape == "short":
+        return len(rows[0]) if len(rows) > 1 and _rows_width(rows[1:]) == len(rows[0]) + 1 else 0
+    return len(rows[0]) - 1 if _header_one_longer(rows) else 0
+
+
+def _header_one_longer(rows: list[list[str]]) -> bool:
+    """Whether the header ends in an empty field that the rows below it lack: a delimiter after its last name."""
+    return len(rows) > 1 and len(rows[0]) > 2 and not rows[0][-1] and _rows_width(rows[1:]) == len(rows[0]) - 1
 
 
 def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
@@ -1378,7 +1403,8 @@ def _first_ragged_row(path: str, dialect: Dialect):
 
 def _record_line(path: str, dialect: Dialect, number: int) -> int:
     """The line that pyarrow's row `number` begins on. pyarrow counts records (the skipped and header lines
-    among them), not the newlines inside their quoted fields, nor blank lines; read again by Python's csv module,
+    among them), not the newlines inside their quoted fields, nor blank lines below the skipped ones; read again by
+    Python's csv module,
     which keeps the count of lines. Only where a row is wrong: it reads the file up to that row."""
     csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
     with _opened_csv(path, dialect) as stream:
@@ -1388,7 +1414,7 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
         )
         records, before = 0, 0  # records read, and the lines they and the blank lines between them took
         for fields in reader:
-            records += bool(fields)  # a blank line reads as no fields
+            records += bool(fields) or reader.line_num <= dialect.skip_rows  # pyarrow counts skipped blank lines
             if records == number:
                 return before + 1
             before = reader.line_num

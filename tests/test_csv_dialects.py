@@ -548,6 +548,31 @@ def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
     (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
     build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert "t.csv: line 7, column 3 ('label'): the label is missing" in caplog.text
+    # A blank line under the sep= line is no header (it read as an empty file).
+    (tmp_path / "t.csv").write_text("sep=|\r\n\r\nsize|color|label\r\n" + "".join(rows), newline="")
+    assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).names == ("size", "color", "label")
+    build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert "t.csv: line 8, column 3 ('label'): the label is missing" in caplog.text
+
+
+@pytest.mark.parametrize("delimiter", [",", ";"])
+def test_a_delimiter_after_the_headers_last_name_only_is_no_column(tmp_path, delimiter):
+    """Some exports (the US labor statistics' among them) end the header, and not the rows, with a delimiter:
+    pandas and R read the rows, a last column of no name missing in each."""
+    rows = "".join(delimiter.join([str(i), "rg"[i % 3 % 2], "ab"[i % 2]]) + "\n" for i in range(30))
+    (tmp_path / "t.csv").write_text(delimiter.join(["size", "color", "label", ""]) + "\n" + rows)
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert [column.name for column in metadata.columns] == ["size", "color"]
+    assert sorted(row["size"] for row in all_rows(tmp_path, metadata)) == list(range(30))
+
+
+def test_an_errors_line_counts_the_blank_lines_among_the_skipped_ones(tmp_path):
+    """pyarrow counts a skipped blank line as a row, and no blank line below: the line named is the file's."""
+    rows = [f"{i},{'ab'[i % 2]}\n" for i in range(30)]
+    rows[3] = "3,a,extra\n"
+    (tmp_path / "t.csv").write_text("Series: unemployment\n\n\nsize,label\n\n" + "".join(rows))
+    with pytest.raises(UserError, match=r"t.csv: line 9 has 3 columns; expected 2$"):
+        build(tmp_path, tmp_path / "t.csv", label_column="label", skip_rows=3)
 
 
 def test_a_line_that_repeats_the_header_of_files_joined_together_is_no_row(tmp_path, caplog, monkeypatch):
