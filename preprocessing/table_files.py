@@ -890,8 +890,8 @@ def line_naming(path: str, options: TableOptions, name: str) -> int:
 
 def line_of_columns(path: str, options: TableOptions) -> int:
     """The first of the file's first lines below its first from which the lines split alike into two or more
-    fields, or 0: where a table sits below notes ("# exported by ..."), none of which splits as wide as its rows
-    (where some do, they are rows of a table whose lines split unevenly)."""
+    fields, or 0: where a table sits below notes ("# exported by ..."), of which one at most (a header, over a
+    ruler line) splits as wide as its rows (where more do, they are rows of a table whose lines split unevenly)."""
     lines = _first_lines(path, options)
     for number in range(2, len(lines)):
         below = "\n".join(lines[number - 1 :]) + "\n"
@@ -899,7 +899,7 @@ def line_of_columns(path: str, options: TableOptions) -> int:
         width = _rows_width(_head_rows(below, delimiter))
         if lines[number - 1].strip() and width > 1:
             above = _head_rows("\n".join(lines[: number - 1]) + "\n", delimiter)
-            return number if all(len(row) != width for row in above) else 0
+            return number if sum(len(row) == width for row in above) <= 1 else 0  # one: a header above a ruler
     return 0
 
 
