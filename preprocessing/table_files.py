@@ -1404,8 +1404,8 @@ def _first_ragged_row(path: str, dialect: Dialect):
 def _record_line(path: str, dialect: Dialect, number: int) -> int:
     """The line that pyarrow's row `number` begins on. pyarrow counts records (the skipped and header lines
     among them), not the newlines inside their quoted fields, nor blank lines below the skipped ones; read again by
-    Python's csv module,
-    which keeps the count of lines. Only where a row is wrong: it reads the file up to that row."""
+    Python's csv module, which keeps the count of lines. Only where a row is wrong: it reads the file up to that
+    row."""
     csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
     with _opened_csv(path, dialect) as stream:
         text = io.TextIOWrapper(stream, encoding=_without_bom(dialect.encoding), newline="")
