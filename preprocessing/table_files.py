@@ -879,20 +879,20 @@ def _below_blank_lines(lines: list[str]) -> tuple[str, int]:
     return "".join(lines[blank:]), blank
 
 
-def line_naming(path: str, options: TableOptions, name: str) -> int:
+def line_naming(path: str, encoding: str, name: str) -> int:
     """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
     header sits below a report's title lines."""
-    for number, line in enumerate(_first_lines(path, options), 1):
+    for number, line in enumerate(_first_lines(path, encoding), 1):
         if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
             return number
     return 0
 
 
-def line_of_columns(path: str, options: TableOptions) -> int:
+def line_of_columns(path: str, encoding: str) -> int:
     """The first of the file's first lines below its first from which the lines split alike into two or more
     fields, or 0: where a table sits below notes ("# exported by ..."), of which one at most (a header, over a
     ruler line) splits as wide as its rows (where more do, they are rows of a table whose lines split unevenly)."""
-    lines = _first_lines(path, options)
+    lines = _first_lines(path, encoding)
     for number in range(2, len(lines)):
         below = "\n".join(lines[number - 1 :]) + "\n"
         delimiter = sniff_delimiter(below)
@@ -903,11 +903,11 @@ def line_of_columns(path: str, options: TableOptions) -> int:
     return 0
 
 
-def uneven_lines(path: str, options: TableOptions) -> str:
+def uneven_lines(path: str, encoding: str) -> str:
     """Where no delimiter splits a file's first lines alike, which splits its first line into fields and the first
     line it splits otherwise ("at runs of whitespace, line 1 has 6 fields and line 2 has 7"), or "": a table
     printed in aligned columns with spaces inside its values, or a field with a delimiter that is not quoted."""
-    lines = [line for line in _first_lines(path, options) if line.strip()]
+    lines = [line for line in _first_lines(path, encoding) if line.strip()]
     head = "\n".join(lines) + "\n"
     for delimiter, name in (*((d, repr(d)) for d in DELIMITERS), (WHITESPACE, "runs of whitespace")):
         widths = [len(row) for row in _head_rows(head, delimiter)]
@@ -917,10 +917,10 @@ def uneven_lines(path: str, options: TableOptions) -> str:
     return ""
 
 
-def _first_lines(path: str, options: TableOptions) -> list[str]:
+def _first_lines(path: str, encoding: str) -> list[str]:
     """A CSV file's first SNIFF_LINES lines, as text (what cannot be decoded replaced), for hints in errors."""
     head = _head(path)
-    return _whole_lines(head.decode(_without_bom(encoding_of(head, options.encoding)), "replace"))[:SNIFF_LINES]
+    return _whole_lines(head.decode(_without_bom(encoding_of(head, encoding)), "replace"))[:SNIFF_LINES]
 
 
 def _whole_lines(text: str) -> list[str]:
@@ -1340,10 +1340,13 @@ def _csv_blocks_of_size(
         row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
         line = _record_line(path, dialect, row.number)
         title = line == dialect.skip_rows + 2  # the line under the first one read, which may be a title
+        below = line_of_columns(path, dialect.encoding)  # a table below notes that split as its first line does
         raise UserError(
             f"{path}: line {line} has {row.actual_columns} columns; expected {row.expected_columns}"
             + (LONE_CR if row.actual_columns < row.expected_columns and _lone_cr_line(path) == line else "")
             + (f" (as line {line - 1} has; if it is a title, --skip-rows {line - 1} leaves it out)" if title else "")
+            + (f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}")
+            * (below > line)
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None

@@ -1297,10 +1297,10 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
         return "; if another worksheet holds the table, --sheet names it"
     if kind != CSV:
         return ""
-    below = line_of_columns(path, options)
+    below = line_of_columns(path, options.encoding)
     if below:
         return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}"
-    uneven = uneven_lines(path, options) if not options.delimiter else ""
+    uneven = uneven_lines(path, options.encoding) if not options.delimiter else ""
     return f"; no delimiter splits its first lines alike ({uneven}): --delimiter names the one to use" if uneven else ""
 
 
@@ -1316,7 +1316,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str, own: int)
         try:
             label = names[:own][int(options.label_column)]
         except ValueError:
-            below = line_naming(where, options, options.label_column) if file_format(where) == CSV else 0
+            below = line_naming(where, options.encoding, options.label_column) if file_format(where) == CSV else 0
             hint = f"; line {below} names it: pass --skip-rows {below - 1}" if below > 1 else ""
             raise UserError(
                 f"{where}: --label-column: {tables.no_such_column(options.label_column, names)}{hint}"

@@ -674,6 +674,15 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
         build_table_dataset(str(tmp_path / "notes.csv"), str(tmp_path / "notes"), TableOptions())
     with pytest.raises(UserError, match=r"no feature column is left besides the label$"):  # no notes: no hint
         build(tmp_path, tmp_path / "notes.csv", skip_rows=2, ignore=("size", "color"))
+    # Notes of two fields a line ("Title:,..."), as the first rows of a two-column table: the row that breaks it
+    # names the line the wider table starts on (statsmodels' scotland_population.csv).
+    notes = 'Dataset Name:,"RT331601"\nTitle:,"Area and population"\nSource:,"ONS"\n==========\n'
+    (tmp_path / "titled.csv").write_text(
+        notes + "size,color,label\n" + "".join(f"{i},red,{'ab'[i % 2]}\n" for i in range(30))
+    )
+    with pytest.raises(UserError, match=r"titled.csv: line 4 has 1 columns; expected 2; line 5 starts a table: if the "
+                       r"lines above are notes, pass --skip-rows 4$"):  # fmt: skip
+        build_table_dataset(str(tmp_path / "titled.csv"), str(tmp_path / "titled"), TableOptions())
     # A table printed in aligned columns with spaces inside values (lifelines' divorce.dat): its rows are no
     # notes, though from some line on they may split alike; the error says how the lines split instead.
     educations = ["16+" if i in (0, 3) else "< 12 years" for i in range(60)]
