@@ -108,8 +108,9 @@ class Config:
     )
     embedding_l2: Optional[float] = _option(
         None,
-        "L2 penalty on a table's embeddings and linear weights, per example (default: 64 / training rows, "
-        "at most 0.01: small tables need more)",
+        "L2 penalty on a table's embeddings and linear weights, per example, and on a table of under 6,400 "
+        "training rows on its dense layers' logits too (default: 64 / training rows, at most 0.01: small tables "
+        "need more)",
     )
     average_weights: str = _option(
         "auto",

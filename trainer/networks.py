@@ -116,7 +116,8 @@ class TableNetwork(tf.keras.Model):
     "was missing" input; the dense layers also see each bucketed numeric column's quantile rank
     (QuantileRanks). Categorical columns: one-hot for small vocabularies, learned embeddings for
     larger ones (missing, out-of-vocabulary and hashed values have indices of their own). Then the
-    dense layers of `--hidden-units`. Text columns add logits of their own beside them (TextPart:
+    dense layers of `--hidden-units`, whose logits' weights carry an L2 penalty on a small table
+    (resolve_logits_l2). Text columns add logits of their own beside them (TextPart:
     fastText's bags of words, then one linear layer). With `wide`, a linear part over the
     standardized numbers and every categorical column adds its logits, as the census samples'
     wide-and-deep model does; a column's linear weights are an embedding as wide as the classes,
@@ -144,7 +145,8 @@ class TableNetwork(tf.keras.Model):
         self.ranks = QuantileRanks(bucketed, self.buckets.count)
         self.text = TextPart(settings, metadata) if text_columns(metadata) else None
         self.hidden = _dense_layers(settings)
-        self.logits = layers.Dense(metadata.num_classes, name="logits")
+        deep_penalty = tf.keras.regularizers.l2(settings.logits_l2) if settings.logits_l2 else None
+        self.logits = layers.Dense(metadata.num_classes, kernel_regularizer=deep_penalty, name="logits")
         self.wide = LinearPart(settings, metadata, self.categorical, self.buckets, penalty) if wide else None
 
     def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:
