@@ -80,6 +80,7 @@ class ModelSettings:
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
         network, train_steps = choose_network(config.model, metadata), resolve_train_steps(config, metadata)
+        embedding_l2 = resolve_embedding_l2(config.embedding_l2, metadata)
         return cls(
             network=network,
             conv_filters=config.conv_filters,
@@ -96,8 +97,8 @@ class ModelSettings:
             train_steps=train_steps,
             checkpoint_steps=config.save_checkpoints_steps,
             class_weights=resolve_class_weights(config.class_weights, metadata),
-            embedding_l2=resolve_embedding_l2(config.embedding_l2, metadata),
-            logits_l2=resolve_logits_l2(resolve_embedding_l2(config.embedding_l2, metadata), metadata),
+            embedding_l2=embedding_l2,
+            logits_l2=resolve_logits_l2(embedding_l2, metadata),
             average_weights=resolve_average_weights(config.average_weights, network),
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
