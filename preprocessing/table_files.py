@@ -888,16 +888,26 @@ def line_naming(path: str, encoding: str, name: str) -> int:
     return 0
 
 
-def line_of_columns(path: str, encoding: str) -> int:
+def table_below_notes(path: str, encoding: str, after: int = 0) -> str:
+    """The hint at a table that starts below line `after` under notes (_line_of_columns), or ""."""
+    below = _line_of_columns(path, encoding)
+    if below <= after:
+        return ""
+    return f"line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}"
+
+
+def _line_of_columns(path: str, encoding: str) -> int:
     """The first of the file's first lines below its first from which the lines split alike into two or more
     fields, or 0: where a table sits below notes ("# exported by ..."), of which one at most (a header, over a
     ruler line) splits as wide as its rows (where more do, they are rows of a table whose lines split unevenly)."""
     lines = _first_lines(path, encoding)
     for number in range(2, len(lines)):
+        if not lines[number - 1].strip():
+            continue
         below = "\n".join(lines[number - 1 :]) + "\n"
         delimiter = sniff_delimiter(below)
         width = _rows_width(_head_rows(below, delimiter))
-        if lines[number - 1].strip() and width > 1:
+        if width > 1:
             above = _head_rows("\n".join(lines[: number - 1]) + "\n", delimiter)
             return number if sum(len(row) == width for row in above) <= 1 else 0  # one: a header above a ruler
     return 0
@@ -907,13 +917,14 @@ def uneven_lines(path: str, encoding: str) -> str:
     """Where no delimiter splits a file's first lines alike, which splits its first line into fields and the first
     line it splits otherwise ("at runs of whitespace, line 1 has 6 fields and line 2 has 7"), or "": a table
     printed in aligned columns with spaces inside its values, or a field with a delimiter that is not quoted."""
-    lines = [line for line in _first_lines(path, encoding) if line.strip()]
-    head = "\n".join(lines) + "\n"
+    numbered = [(number, line) for number, line in enumerate(_first_lines(path, encoding), 1) if line.strip()]
+    head = "\n".join(line for _, line in numbered) + "\n"
     for delimiter, name in (*((d, repr(d)) for d in DELIMITERS), (WHITESPACE, "runs of whitespace")):
-        widths = [len(row) for row in _head_rows(head, delimiter)]
-        other = next((number for number, width in enumerate(widths, 1) if width != widths[0]), 0)
+        widths = [len(row) for row in _head_rows(head, delimiter)]  # a row a line, blank lines left out
+        other = next((i for i, width in enumerate(widths) if width != widths[0]), 0)
         if widths and widths[0] > 1 and other:
-            return f"at {name}, line 1 has {widths[0]} fields and line {other} has {widths[other - 1]}"
+            first, line = numbered[0][0], numbered[other][0]  # the file's numbers of the lines
+            return f"at {name}, line {first} has {widths[0]} fields and line {line} has {widths[other]}"
     return ""
 
 
@@ -1340,13 +1351,12 @@ def _csv_blocks_of_size(
         row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
         line = _record_line(path, dialect, row.number)
         title = line == dialect.skip_rows + 2  # the line under the first one read, which may be a title
-        below = line_of_columns(path, dialect.encoding)  # a table below notes that split as its first line does
+        below = table_below_notes(path, dialect.encoding, line)  # notes that split as the file's first line does
         raise UserError(
             f"{path}: line {line} has {row.actual_columns} columns; expected {row.expected_columns}"
             + (LONE_CR if row.actual_columns < row.expected_columns and _lone_cr_line(path) == line else "")
             + (f" (as line {line - 1} has; if it is a title, --skip-rows {line - 1} leaves it out)" if title else "")
-            + (f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}")
-            * (below > line)
+            + (f"; {below}" if below else "")
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None

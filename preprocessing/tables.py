@@ -76,7 +76,7 @@ from preprocessing.table_files import (
     input_files,
     input_root,
     line_naming,
-    line_of_columns,
+    table_below_notes,
     text_bytes,
     text_files,
     uneven_lines,
@@ -1297,9 +1297,9 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
         return "; if another worksheet holds the table, --sheet names it"
     if kind != CSV:
         return ""
-    below = line_of_columns(path, options.encoding)
+    below = table_below_notes(path, options.encoding)
     if below:
-        return f"; line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}"
+        return f"; {below}"
     uneven = uneven_lines(path, options.encoding) if not options.delimiter else ""
     return f"; no delimiter splits its first lines alike ({uneven}): --delimiter names the one to use" if uneven else ""
 

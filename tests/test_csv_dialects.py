@@ -692,6 +692,9 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
                        r"splits its first lines alike \(at runs of whitespace, line 1 has 3 fields and line 3 has 5\)"
                        r": --delimiter names the one to use$"):  # fmt: skip
         build_table_dataset(str(tmp_path / "aligned.dat"), str(tmp_path / "aligned"), TableOptions())
+    (tmp_path / "aligned.dat").write_text(aligned.replace("\n", "\n\n", 1))  # lines named as the file numbers them
+    with pytest.raises(UserError, match=r"line 1 has 3 fields and line 4 has 5\): --delimiter names the one to use$"):
+        build_table_dataset(str(tmp_path / "aligned.dat"), str(tmp_path / "aligned"), TableOptions())
 
 
 def test_reading_shows_rows_read_and_the_file_it_is_in(tmp_path, monkeypatch):
