@@ -1,7 +1,7 @@
 """Tables (CSV in any dialect, JSON lines, Parquet) to sharded TFRecord files plus metadata.json,
 streaming: memory stays flat however many rows and distinct values there are.
 
-  pass 1  every file is read in blocks of text columns (table_files.py). A block's rows are
+  pass 1  every file is read in blocks of text columns (table_files/). A block's rows are
           split by class, --eval-fraction of each to evaluation, chosen by a hash of their
           file and line, which also gives their shard: nothing depends on the order of the
           files. Per column, the training rows' missing values, numbers, dates and most

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from gcs_emulator.server import BUCKET, TF_FAIL_FAST, child_env, client
 from PIL import Image
+from reading import set_reading_size
 
 from dataformat import lease
 from dataformat.schema import METADATA_FILE
@@ -350,9 +351,9 @@ def test_a_statistics_files_names_are_read_from_its_first_bytes(gcs_server, monk
     monkeypatch.setattr(storage, "open_read", counted)
     try:
         assert table_files.dialect_of(remote, TableOptions()).names == ("x", "city", "label")
-        assert size > 4 * table_files.HEAD_BYTES and sum(read) == table_files.HEAD_BYTES
+        assert size > 4 * table_files.packages.HEAD_BYTES and sum(read) == table_files.packages.HEAD_BYTES
         read.clear()
-        monkeypatch.setattr(table_files, "HEAD_BYTES", 100)  # a header longer than the bytes copied: the whole file
+        set_reading_size(monkeypatch, "HEAD_BYTES", 100)  # a header longer than the bytes copied: the whole file
         assert table_files.dialect_of(remote, TableOptions()).names == ("x", "city", "label")
         assert sum(read) == 100 + size
     finally:

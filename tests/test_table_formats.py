@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
+from reading import set_reading_size
 from test_tables import read_rows
 
 import preprocessing.table_files
@@ -126,7 +127,7 @@ def each_refused(folder, expected: dict[str, str]) -> None:
 def test_a_wide_typed_file_is_read_in_blocks_of_bounded_values(tmp_path, monkeypatch, name):
     """A 4,096-column Parquet file of 32,768 rows, read 65,536 rows at a time, took 8.7 GB (1.8 GB now). An
     Arrow file's batch (pandas writes 65,536 rows) is cut to the same bound."""
-    monkeypatch.setattr(preprocessing.table_files, "PARQUET_CELLS", 1000)
+    set_reading_size(monkeypatch, "PARQUET_CELLS", 1000)
     columns = frame()
     pq.write_table(pa.table(columns), tmp_path / "t.parquet")
     feather.write_feather(pa.table(columns), tmp_path / "t.feather")  # one batch of all 300 rows
@@ -238,7 +239,7 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
 def test_json_keys_that_the_first_objects_lack_are_columns_too(tmp_path, monkeypatch, caplog):
     """Sparse JSON (a null left out, a field added later): a key first seen past the objects the columns were
     taken from, in the first file or a later one, gives the dataset that declaring it in the first object would."""
-    monkeypatch.setattr(preprocessing.table_files, "SNIFF_BYTES", 256)  # the columns: the first few objects'
+    set_reading_size(monkeypatch, "SNIFF_BYTES", 256)  # the columns: the first few objects'
     caplog.set_level("INFO")
     rows = [{"x": i % 7, "label": "ab"[i % 2]} for i in range(200)]
     for i in range(120, 200, 3):
@@ -263,8 +264,8 @@ def test_json_keys_that_the_first_objects_lack_are_columns_too(tmp_path, monkeyp
 
 
 def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(preprocessing.table_files, "PARSE_BYTES", 64)  # blocks of 256 bytes, objects cut anywhere
-    monkeypatch.setattr(preprocessing.table_files, "BLOCK_BYTES_A_COLUMN", 1)
+    set_reading_size(monkeypatch, "PARSE_BYTES", 64)  # blocks of 256 bytes, objects cut anywhere
+    set_reading_size(monkeypatch, "BLOCK_BYTES_A_COLUMN", 1)
     rows = [{"n": i, "note": "x" * (i % 7), "label": "ab"[i % 2]} for i in range(100)]
     text = "\ufeff [\n" + ",\n".join(json.dumps(row, indent=1) for row in rows) + "\n]\n"  # 5 lines an object
     (tmp_path / "t.json").write_text(text)
@@ -536,7 +537,7 @@ def test_a_list_seen_late_a_null_list_over_elements_and_lists_that_teach_nothing
     """JSON whose first objects hold no list in a column reads every object's lists, as Parquet's type says; a null
     list whose offsets still span elements (a null record's list field) is missing; a label of lists, and lists of
     timestamps, are refused in one line; a cut .jsonl.xz names the file."""
-    monkeypatch.setattr(preprocessing.table_files, "SNIFF_BYTES", 256)  # the lists: the first few objects'
+    set_reading_size(monkeypatch, "SNIFF_BYTES", 256)  # the lists: the first few objects'
     rows = tagged_rows()
     for row in rows[:100]:
         row["tags"] = None
@@ -687,10 +688,10 @@ def test_a_sheet_is_loaded_once_a_conversion_and_never_for_another_workbook(tmp_
     metadata = build(tmp_path, tmp_path / "t.xlsx")
     assert next(c.vocabulary for c in metadata.columns if c.name == "city") == ("Paris",)
     assert loads == ["Sheet"] * 2  # the first workbook's, then the second's for its header and rows alike
-    assert preprocessing.table_files._loaded_sheet == {}
+    assert preprocessing.table_files.workbooks._loaded_sheet == {}
     with pytest.raises(UserError, match="no column 'nosuch'"):  # planning keeps it, then fails: let go
         build_table_dataset(str(tmp_path / "t.xlsx"), str(tmp_path / "failed"), TableOptions(label_column="nosuch"))
-    assert preprocessing.table_files._loaded_sheet == {}
+    assert preprocessing.table_files.workbooks._loaded_sheet == {}
 
 
 def test_a_sheets_header_of_two_columns_of_one_name_reads_as_pandas_reads_it(tmp_path, caplog):
@@ -916,7 +917,7 @@ def test_arff_files_are_csv_named_by_their_attributes(tmp_path):
     (tmp_path / "s.arff").write_text("\n".join(header + rows) + "\n")
     for parse_bytes in (1 << 20, 64):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(preprocessing.table_files, "PARSE_BYTES", parse_bytes)
+            set_reading_size(patch, "PARSE_BYTES", parse_bytes)
             metadata = build_table_dataset(
                 str(tmp_path / "s.arff"), str(tmp_path / "out"), TableOptions(), overwrite=True
             )

@@ -1,0 +1,321 @@
+"""A CSV file's rows in blocks, as pyarrow's streaming reader parses them: quoted newlines and fields of any length,
+each record's first line (blank lines counted, as a text editor numbers them), lines that repeat the header or
+hold only empty fields left out, and an error about a row or the file's bytes given by its line."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import csv
+import io
+import itertools
+import logging
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from dataformat import tables
+from dataformat.errors import UserError
+from preprocessing.table_files.dialect import Dialect
+from preprocessing.table_files.locate import (
+    MAX_FIRST_LINE,
+    MAX_PARSE_BYTES,
+    PARSE_BYTES,
+    ascii_based,
+    block_pieces,
+    not_text,
+    opened,
+    read_head,
+    unreadable,
+    without_bom,
+)
+from preprocessing.table_files.rewrites import Rewritten
+from preprocessing.table_files.sniffing import table_below_notes
+
+log = logging.getLogger(__name__)
+
+# A row cut short at a carriage return: pandas' to_csv writes a text's lone \r unquoted (its lines end in \n), and
+# every CSV reader (pyarrow's, pandas' own) ends a row there.
+LONE_CR = (
+    " (a carriage return, \\r, ends it inside a field that is not quoted, as pandas' to_csv writes a text that holds "
+    "one: quote the field, or replace the \\r)"
+)
+BLANK_LINE = re.compile(rb"\n(?=\r?\n)")  # a newline that ends the line before a blank one
+LONE_CR_BYTE = re.compile(rb"\r(?!\n)")
+HEADER_MARKS = " \t\ufeff"  # what a repeated header line may hold around a name: blanks, a byte-order mark
+
+
+@contextlib.contextmanager
+def _opened_csv(path: str, dialect: Dialect) -> Iterator[pa.NativeFile]:
+    """The CSV file's bytes as its rows are parsed: rewritten where its fields are apart by runs of blanks, are
+    padded before their quotes, or lie among comment lines (Dialect.rewrite)."""
+    with opened(path) as stream:
+        rewrite = dialect.rewrite
+        yield pa.PythonFile(Rewritten(stream, rewrite), mode="r") if rewrite else stream
+
+
+def csv_rows(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """A CSV file's blocks of rows, each with its lines; a line that repeats the header, or of only empty fields, is
+    no row."""
+    line, blank_lines, warned = dialect.first_line, [], False
+    for batch in _csv_blocks(path, dialect, blank_lines):
+        lines, line = record_lines(batch, line, blank_lines)
+        repeats = _header_repeats(batch) if dialect.has_header else None
+        if repeats is not None and not warned:
+            log.warning(
+                "%s: line %d repeats the header (files joined together?); lines that do are left out",
+                path,
+                lines[np.argmax(repeats)],
+            )
+            warned = True
+        no_rows = [found for found in (repeats, _empty_rows(batch)) if found is not None]
+        if no_rows:
+            kept = ~np.logical_or.reduce(no_rows)
+            batch, lines = batch.filter(pa.array(kept)), lines[kept]
+        yield batch, lines
+
+
+def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
+    """Which rows repeat the header, each of the block's (two or more) columns holding its own name, as the
+    files that `cat a.csv b.csv` joins give (a byte-order mark and blanks around a name allowed); None where
+    none does."""
+    named = [name for name in batch.schema.names if name]
+    if len(named) < 2 or all(tables.is_number(name) for name in named):
+        return None  # one column's value, or a row of numbers, may well be what the header says
+    return _rows_where_all(
+        pc.is_in(pc.utf8_trim(batch.column(name), HEADER_MARKS), _header_spellings(name, named)) for name in named
+    )
+
+
+def _header_spellings(name: str, names: list[str]) -> pa.Array:
+    """How a header line may write column `name`, blanks and a byte-order mark around it aside: as it is, and where
+    header_names made it "x.1" of an earlier "x", as x."""
+    base, dot, number = name.rpartition(".")
+    spellings = [name, base] if dot and number.isdigit() and base in names else [name]
+    return pa.array([spelling.strip(HEADER_MARKS) for spelling in spellings], pa.string())
+
+
+def _empty_rows(batch: pa.RecordBatch) -> np.ndarray | None:
+    """Which rows are only empty fields (`,,,`, as a spreadsheet exports the rows below a table that once held
+    values): no rows, as blank lines are none, and as a workbook's empty rows are left out; None where none is."""
+    return _rows_where_all(pc.equal(pc.binary_length(column), 0) for column in batch.columns)
+
+
+def _rows_where_all(tested: Iterator[pa.Array]) -> np.ndarray | None:
+    """Which rows every one of `tested` (a column's test, each computed only while a row is left) is true in; None
+    where none is. The first column alone rules out most blocks."""
+    found = None
+    for test in tested:
+        found = test if found is None else pc.and_(found, test)
+        if not pc.any(found).as_py():
+            return None
+    return None if found is None else found.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_row) -> dict:
+    return {
+        "read_options": pacsv.ReadOptions(
+            column_names=list(dialect.names),
+            skip_rows=dialect.skip_rows + (1 if dialect.has_header else 0),
+            block_size=block_size,
+            use_threads=threads,
+            encoding=dialect.encoding,
+        ),
+        # Quoted fields may hold newlines (RFC 4180): addresses, comments.
+        "parse_options": pacsv.ParseOptions(
+            delimiter=dialect.delimiter,
+            quote_char=dialect.quote,
+            escape_char=dialect.escape or False,
+            newlines_in_values=True,
+            invalid_row_handler=on_invalid_row,
+        ),
+        "convert_options": pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in dialect.names}, strings_can_be_null=False
+        ),
+    }
+
+
+def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator[pa.RecordBatch]:
+    """A CSV file's rows in blocks; a row with another number of values than the header is a UserError
+    naming its line. A record longer than a block (a field of megabytes), or skipped lines above the first
+    longer than one, makes the file read again with blocks 8 times larger, from the record it stopped at. The
+    file's blank lines (which pyarrow leaves out) are added to `blank_lines` before any block after them."""
+    done, block_size = 0, PARSE_BYTES
+    while True:
+        try:
+            for batch in _csv_blocks_of_size(path, dialect, block_size, done, blank_lines):
+                done += batch.num_rows
+                yield batch
+            return
+        except pa.ArrowInvalid as error:
+            if "skip initial" in str(error) and _ends_above_rows(path, dialect):
+                return  # a file of only its header, without a newline after it: no rows, as tables.py says
+            if not re.search("straddl|skip initial", str(error)) or block_size >= MAX_PARSE_BYTES:
+                raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
+            block_size = min(8 * block_size, MAX_PARSE_BYTES)  # pyarrow takes a block size of up to 2 GiB
+        except OSError as error:  # a compressed file cut short
+            raise unreadable(path, error) from None
+
+
+def _ends_above_rows(path: str, dialect: Dialect) -> bool:
+    """Whether the file ends within the lines above its rows (its header, or the lines skipped)."""
+    above = dialect.skip_rows + (1 if dialect.has_header else 0)
+    head = read_head(path, above + 1)
+    return len(head) < MAX_FIRST_LINE and max(head.count(b"\n"), head.count(b"\r")) < above
+
+
+def _csv_blocks_of_size(
+    path: str, dialect: Dialect, block_size: int, skip: int, blank_lines: list[int]
+) -> Iterator[pa.RecordBatch]:
+    """_csv_blocks with one block size, leaving out the first `skip` rows."""
+    ragged = []
+
+    def on_invalid_row(row) -> str:
+        ragged.append(row)
+        return "error"
+
+    try:
+        with _opened_csv(path, dialect) as file:
+            blank_lines.clear()  # read again from the start
+            stream = pa.PythonFile(BlankLines(file, blank_lines), mode="r") if ascii_based(dialect.encoding) else file
+            options = _csv_options(dialect, block_size, True, on_invalid_row)
+            # The reader closes before the stream: its threads read ahead from it, also when a row stops the run.
+            with pacsv.open_csv(stream, **options) as pieces:
+                pieces_a_block = block_pieces(len(dialect.names), block_size)
+                while group := list(itertools.islice(pieces, pieces_a_block)):
+                    batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+                    if skip >= batch.num_rows:
+                        skip -= batch.num_rows
+                        continue
+                    yield batch.slice(skip)
+                    skip = 0
+    except pa.ArrowInvalid as error:
+        if "UTF8" in str(error) or "UTF-8" in str(error):
+            raise UserError(f"{path}: {not_text(path, dialect.encoding)}") from None
+        if not ragged:
+            raise
+        row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
+        line = _record_line(path, dialect, row.number)
+        title = line == dialect.skip_rows + 2  # the line under the first one read, which may be a title
+        below = table_below_notes(path, dialect.encoding, line)  # notes that split as the file's first line does
+        raise UserError(
+            f"{path}: line {line} has {row.actual_columns} columns; expected {row.expected_columns}"
+            + (LONE_CR if row.actual_columns < row.expected_columns and _lone_cr_line(path) == line else "")
+            + (f" (as line {line - 1} has; if it is a title, --skip-rows {line - 1} leaves it out)" if title else "")
+            + (f"; {below}" if below else "")
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot read ({error})") from None
+
+
+def _lone_cr_line(path: str) -> int:
+    """The line (counted by newlines) of the file's first carriage return that no newline follows, or 0."""
+    line, carried = 1, b""
+    with opened(path) as stream:
+        while True:
+            chunk = stream.read(1 << 20)
+            text = carried + chunk
+            found = LONE_CR_BYTE.search(text)
+            if found and (found.end() < len(text) or not chunk):  # a CR that ends the bytes read waits for the next
+                return line + text.count(b"\n", 0, found.start())
+            if not chunk:
+                return 0
+            line += text.count(b"\n", 0, len(text) - 1)
+            carried = text[-1:]
+
+
+def _first_ragged_row(path: str, dialect: Dialect):
+    """The file's first row of another width, read again with one thread: only then does pyarrow
+    number the rows (its numbers count records: see _record_line)."""
+    ragged = []
+
+    def on_invalid_row(row) -> str:
+        ragged.append(row)
+        return "skip"
+
+    with _opened_csv(path, dialect) as stream:
+        for _ in pacsv.open_csv(stream, **_csv_options(dialect, PARSE_BYTES, False, on_invalid_row)):
+            if ragged:
+                break
+    return ragged[0]
+
+
+def _record_line(path: str, dialect: Dialect, number: int) -> int:
+    """The line that pyarrow's row `number` begins on. pyarrow counts records (the skipped and header lines
+    among them), not the newlines inside their quoted fields, nor blank lines below the skipped ones; read again by
+    Python's csv module, which keeps the count of lines. Only where a row is wrong: it reads the file up to that
+    row."""
+    csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
+    with _opened_csv(path, dialect) as stream:
+        text = io.TextIOWrapper(stream, encoding=without_bom(dialect.encoding), newline="")
+        reader = csv.reader(
+            text, delimiter=dialect.delimiter or ",", quotechar=dialect.quote, escapechar=dialect.escape or None
+        )
+        records, before = 0, 0  # records read, and the lines they and the blank lines between them took
+        for fields in reader:
+            records += bool(fields) or reader.line_num <= dialect.skip_rows  # pyarrow counts skipped blank lines
+            if records == number:
+                return before + 1
+            before = reader.line_num
+    return number
+
+
+def record_lines(batch: pa.RecordBatch, first_line: int, blank_lines: list[int]) -> tuple[np.ndarray, int]:
+    """(each record's first line in the file, the line after the last record), from the line the block
+    begins on: one line a record, one more for each newline inside its quoted fields, and the `blank_lines`
+    (sorted) between them."""
+    inside = np.zeros(batch.num_rows, np.int64)
+    for column in batch.columns:
+        data = column.buffers()[2]  # all its text: a line break anywhere in it is rare, and cheap to look for
+        text = data.to_pybytes() if data is not None else b""
+        if text.find(b"\n") >= 0:
+            inside += pc.count_substring(column, "\n").to_numpy(zero_copy_only=False)
+        if text.find(b"\r") >= 0:  # a lone carriage return breaks a line too, as in old Mac files: \r\n once
+            lone = pc.subtract(pc.count_substring(column, "\r"), pc.count_substring(column, "\r\n"))
+            inside += lone.to_numpy(zero_copy_only=False)
+    starts = first_line + np.arange(batch.num_rows) + np.cumsum(inside) - inside  # as if there were no blank lines
+    blanks = np.array(blank_lines[bisect.bisect_left(blank_lines, first_line) :], np.int64)
+    if len(blanks):  # a record is as many lines further as there are blank lines before it
+        starts += np.searchsorted(blanks - np.arange(len(blanks)), starts, side="right")
+    return starts, int(starts[-1] + 1 + inside[-1]) if batch.num_rows else first_line
+
+
+class BlankLines:
+    """A CSV file as pyarrow reads it, its blank lines noted in `found` (their numbers, counted by newlines):
+    pyarrow leaves them out, and the lines of the records after them must count them. A newline inside quotes
+    (an odd number of quotes before it) begins no line of the file's rows."""
+
+    def __init__(self, file, found: list[int]):
+        self.file, self.found = file, found
+        self._line, self._quoted, self._carried = 1, False, b""  # where the bytes read so far end
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.file.read(size)
+        text = self._carried + chunk
+        end = max(0, len(text) - 2) if chunk else len(text)  # the last 2 bytes wait for what follows them
+        at, quotes = 0, b'"' in text  # most tables quote nothing: then no quote is counted
+        for blank in BLANK_LINE.finditer(text):
+            if blank.start() >= end:
+                break
+            self._count(text, at, blank.start() + 1, quotes)
+            at = blank.start() + 1
+            if not self._quoted:
+                self.found.append(self._line)
+        self._count(text, at, end, quotes)
+        self._carried = text[end:]
+        return chunk
+
+    def _count(self, text: bytes, start: int, stop: int, quotes: bool) -> None:
+        self._quoted ^= quotes and bool(text.count(b'"', start, stop) % 2)
+        self._line += text.count(b"\n", start, stop)
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def close(self) -> None:
+        self.file.close()

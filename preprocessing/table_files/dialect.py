@@ -1,0 +1,135 @@
+"""A table's Dialect: how its files are written (their columns, header, delimiter, encoding, ...), found in the first
+file or given by flags, and shared by all of them; the flags that give it (add_reading_flags) for every command that
+reads tables, and the columns that a partitioned dataset's folders add."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from dataformat import commandline
+from dataformat.errors import UserError
+from preprocessing.table_files.locate import CSV, partition_values, partitions_below
+from preprocessing.table_files.rewrites import line_rewrite
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a table's files are written: found in the first file (or given by flags), shared by all."""
+
+    names: tuple[str, ...]  # every column of the files
+    has_header: bool
+    delimiter: str  # CSV's
+    encoding: str  # Python's name of it, as --encoding gives it (pyarrow transcodes from it)
+    format: str = CSV
+    decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
+    skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
+    sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
+    escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniff_escape)
+    row_names: bool = False  # CSV's: its first column is row names, under a header one name short (_unnamed_column)
+    spaced: bool = False  # CSV's: fields apart by runs of spaces and tabs, read as tab-separated (tabbed); delimiter \t
+    padded: bool = False  # CSV's: blanks after a delimiter and before a quote, left out as the file is read (unpadded)
+    quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (arff_dialect)
+    comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
+    lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
+    # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for
+    # year=2020/part-0.parquet. Last among `names`; the file itself lacks them.
+    partitions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def rewrite(self) -> Callable[[bytes], bytes] | None:
+        return line_rewrite(self.spaced, self.padded, self.delimiter, self.quote, self.comment, self.escape)
+
+    @property
+    def first_line(self) -> int:
+        return self.skip_rows + (2 if self.has_header else 1)
+
+
+def add_reading_flags(group) -> None:
+    """The flags of how CSV files are written that every command reading tables takes (qt-preprocess and
+    qt-predict): --delimiter, --skip-rows, --decimal, --encoding, --column-names and --sheet; reading_options gives
+    their TableOptions fields."""
+    group.add_argument(
+        "--delimiter",
+        type=commandline.delimiter,
+        help="the character between fields, e.g. ';' or '\\t', or 'whitespace' for fields apart by runs of spaces "
+        "and tabs, as R's read.table and pandas' sep=r'\\s+' read them (default: a tab for .tsv files that hold "
+        "one, otherwise the one of comma, semicolon, tab and pipe that splits the first lines alike, else a space "
+        "that does, else runs of whitespace; Excel's first line sep=; names it too)",
+    )
+    group.add_argument(
+        "--skip-rows",
+        type=commandline.non_negative_int,
+        default=0,
+        help="lines before a CSV file's header (or first row) to leave out: a report's title, an export's notes "
+        "(default: 0)",
+    )
+    group.add_argument(
+        "--decimal",
+        choices=(".", ","),
+        help="the numbers' decimal mark (default: ',' where the file is not comma-separated and its first lines "
+        "hold numbers like 3,14 and none like 3.14, as spreadsheets write CSV in much of Europe; otherwise '.')",
+    )
+    group.add_argument(
+        "--encoding",
+        type=commandline.encoding,
+        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 or utf-32 for a CSV file "
+        "that starts with its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped; "
+        "qt-predict: the encoding the model's training files were read in)",
+    )
+    group.add_argument(
+        "--column-names",
+        type=commandline.names,
+        default=(),
+        metavar="A,B",
+        help="names for the columns of files without a header line (default: the first line's names, or "
+        "column_1, column_2, ... when it holds a number and no name of a column it must have: the label's, a "
+        "model's)",
+    )
+    group.add_argument(
+        "--sheet",
+        default="",
+        metavar="NAME",
+        help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...) that holds the table (default: the one whose "
+        "header names --label-column, else the one it opens on: an .xlsx or .ods file's active sheet, an .xls file's "
+        "first)",
+    )
+
+
+def reading_options(args, encoding: str = "utf-8") -> dict:
+    """The TableOptions fields of add_reading_flags' flags; `encoding` where --encoding is not given."""
+    return {
+        "delimiter": args.delimiter or "",
+        "skip_rows": args.skip_rows,
+        "decimal": args.decimal or "",
+        "encoding": args.encoding or encoding,
+        "column_names": args.column_names,
+        "sheet": args.sheet,
+    }
+
+
+def with_partition_columns(dialect: Dialect, path: str, root: str) -> Dialect:
+    """The file's dialect with the columns its partitions' folders give (below `root`, --input's folder), after
+    its own."""
+    if not root:
+        return dialect
+    partitions = partitions_below(path, root)
+    both = [key for key, _ in partitions if key in dialect.names]
+    if both:
+        raise UserError(f"{path}: column {both[0]!r} is both in the file and in its folder's name ({both[0]}=...)")
+    return _with_columns_of(dialect, partitions)
+
+
+def with_model_partition_columns(dialect: Dialect, path: str, names: tuple[str, ...]) -> Dialect:
+    """For predictions: the file's dialect with the model's columns (`names`) that its header lacks and a folder of
+    its path gives (region=north/), as the partitioned dataset the model was trained on gave them."""
+    found = partition_values(posixpath.dirname(path))
+    return _with_columns_of(dialect, tuple(pair for pair in found if pair[0] in names and pair[0] not in dialect.names))
+
+
+def _with_columns_of(dialect: Dialect, partitions: tuple[tuple[str, str], ...]) -> Dialect:
+    """The dialect with the partitions' columns after the file's own."""
+    if not partitions:
+        return dialect
+    return replace(dialect, names=dialect.names + tuple(key for key, _ in partitions), partitions=partitions)

@@ -1,0 +1,258 @@
+"""JSON lines and JSON arrays of objects: their columns (the keys of the first objects; a later key is a LateColumn),
+and their rows in blocks, each object's values as text (a list's elements as words, a nested object's fields by
+their path, an ISO 8601 duration as seconds), named by the line each object starts on."""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import json
+import re
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from dataformat import tables
+from dataformat.errors import UserError
+from preprocessing.table_files.dialect import Dialect
+from preprocessing.table_files.locate import (
+    JSON_ARRAY,
+    JSON_LINES,
+    MAX_PARSE_BYTES,
+    PARSE_BYTES,
+    block_pieces,
+    not_text,
+    opened,
+    unreadable,
+    whole_lines,
+    without_bom,
+)
+from preprocessing.table_files.number_text import ISO_DURATION, column_bytes, durations, has_iso_durations
+
+
+class LateColumn(UserError):
+    """A JSON object with a value under a key that the objects the columns were taken from lack: its file's
+    columns are found only by reading every object (every_json_column)."""
+
+
+def json_dialect(path: str, head: bytes, encoding: str) -> Dialect:
+    """JSON lines' or a JSON array's dialect, from its `head` (its first bytes): the keys of its first objects, in
+    the order they first appear."""
+    text = head.decode(without_bom(encoding), "replace")  # reading names a line that is not UTF-8
+    if text.lstrip().startswith("["):
+        pieces = _json_array_rows(path, encoding, PARSE_BYTES)
+        kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
+    else:
+        kind = JSON_LINES
+        rows = [(number, _json_object(line, path, number)) for number, line in enumerate(whole_lines(text), 1)]
+    names, lists = json_columns(rows)
+    if not names:
+        raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
+    return Dialect(names, False, "", encoding, kind, lists=lists)
+
+
+def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the columns of (flattened) JSON objects, those of them that hold a list in any object). The columns are their
+    keys in the order they first appear, less a nested record's own key ("geo": null beside geo.city is no column). A
+    key with a value is a column whatever other keys start with it: R's and pandas' names hold dots ("year" beside
+    "year.rep"), and such a "year" was dropped."""
+    keys, valued, lists = {}, set(), set()
+    for _, row in rows:
+        for key, value in row.items():
+            keys[key] = None
+            if value is not None:
+                valued.add(key)
+            if isinstance(value, list):
+                lists.add(key)
+    records = {key[:dot] for key in keys for dot, char in enumerate(key) if char == "."}
+    names = tuple(key for key in keys if key not in records or key in valued)
+    return names, tuple(name for name in names if name in lists)
+
+
+def every_json_column(files: list[str], dialect: Dialect) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """json_columns of every object of the JSON files: the dialect's first columns, then the others as they appear."""
+    rows = (row for path in files for piece in _json_pieces(path, dialect) for row in piece)
+    return json_columns(itertools.chain([(0, dict.fromkeys(dialect.names))], rows))
+
+
+def _json_pieces(path: str, dialect: Dialect) -> Iterator[Iterable[tuple[int, dict]]]:
+    block_bytes = block_pieces(len(dialect.names), PARSE_BYTES) * PARSE_BYTES
+    if dialect.format == JSON_ARRAY:
+        return _json_array_rows(path, dialect.encoding, block_bytes)
+    return _json_lines_rows(path, dialect.encoding, block_bytes)
+
+
+def json_blocks(
+    path: str, dialect: Dialect, names: tuple[str, ...], every_column: bool, verbatim: str
+) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    known = (frozenset(dialect.names), frozenset(dialect.lists)) if every_column else None
+    for rows in _json_pieces(path, dialect):
+        batch, lines = objects_batch(rows, path, names, known)
+        if len(lines):
+            yield _with_seconds_of_durations(batch, verbatim), lines
+
+
+def _with_seconds_of_durations(batch: pa.RecordBatch, verbatim: str) -> pa.RecordBatch:
+    """JSON's ISO 8601 durations as their seconds, as pandas' to_json writes a Timedelta (P0DT0H12M34S) and a
+    Parquet file or a workbook holds it as a number; JSON's other strings are as written, its numbers typed."""
+    columns = [
+        durations(column, ISO_DURATION) if name != verbatim and has_iso_durations(column_bytes(column)) else column
+        for name, column in zip(batch.schema.names, batch.columns)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:
+    """A JSON lines file's objects, with their lines, in pieces of about `block_bytes` of text."""
+    line, rest = 1, b""
+    with opened(path) as stream:
+        while True:
+            chunk = _read(stream, block_bytes, path)
+            text = rest + chunk
+            cut = len(text) if not chunk else text.rfind(b"\n") + 1
+            whole, rest = text[:cut], text[cut:]
+            if whole:
+                yield _objects_of_lines(_decoded(whole, path, encoding), path, line)
+                line += whole.count(b"\n") + (0 if whole.endswith(b"\n") else 1)
+            if not chunk:
+                return
+
+
+def _read(stream, size: int, path: str) -> bytes:
+    try:
+        return stream.read(size)
+    except OSError as error:  # a compressed file cut short, or damaged
+        raise unreadable(path, error) from None
+
+
+def _objects_of_lines(text: str, path: str, first_line: int) -> Iterator[tuple[int, dict]]:
+    for offset, line in enumerate(text.split("\n")):
+        if line.strip():
+            yield first_line + offset, _json_object(line, path, first_line + offset)
+
+
+def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[list[tuple[int, dict]]]:
+    """The objects of a file of one JSON array (as pandas' to_json(orient="records") and many APIs write a
+    table), with the line each starts on, in pieces of about `block_bytes` of text: never the whole file."""
+    decoder = json.JSONDecoder()
+    text_of = codecs.getincrementaldecoder(without_bom(encoding))()
+    text, line, expected = "", 1, "["  # expected: '[', an object (or ']' first), ',' or ']', or the end
+    with opened(path) as stream:
+        while True:
+            chunk = _read(stream, block_bytes, path)
+            try:
+                text += text_of.decode(chunk, final=not chunk)
+            except UnicodeDecodeError:
+                raise UserError(f"{path}: {not_text(path, encoding)}") from None
+            rows, position, expected = _array_items(decoder, text, line, expected, path, final=not chunk)
+            yield rows
+            line, text = line + text.count("\n", 0, position), text[position:]
+            if not chunk:
+                break
+            if len(text) > MAX_PARSE_BYTES:
+                raise UserError(f"{path}: line {line}: an object of more than {MAX_PARSE_BYTES} bytes, or no JSON")
+    if expected != "end":
+        raise UserError(f"{path}: the JSON array is not closed (no ']' at its end)")
+
+
+_SPACE = re.compile(r"\s*")
+
+
+def _array_items(decoder, text: str, line: int, expected: str, path: str, final: bool) -> tuple[list, int, str]:
+    """The whole objects in `text`, a JSON array's text from a place where `expected` comes, on `line`:
+    (each object with its line, where the text they took ends, what comes next: '[', 'first' (an object or
+    ']'), 'object', ',' (or ']') or 'end'). An object that the text cuts off waits for more, unless `final`."""
+    rows, position, counted = [], 0, 0
+    while (position := _SPACE.match(text, position).end()) < len(text):
+        line, counted = line + text.count("\n", counted, position), position
+        char = text[position]
+        if expected == "end":
+            raise UserError(f"{path}: line {line}: more after the end of the JSON array")
+        if expected == "[":
+            if char != "[":
+                raise UserError(f"{path}: line {line} is not JSON lines, nor a JSON array of objects")
+            expected, position = "first", position + 1
+        elif expected == ",":
+            if char not in ",]":
+                raise UserError(f"{path}: line {line}: expected ',' or ']' after the array's object, found {char!r}")
+            expected, position = ("object" if char == "," else "end"), position + 1
+        elif char == "]" and expected == "first":
+            expected, position = "end", position + 1
+        else:
+            try:
+                row, end = decoder.raw_decode(text, position)
+            except json.JSONDecodeError as error:
+                if not final:
+                    break
+                where = line + text.count("\n", position, error.pos)
+                raise UserError(f"{path}: line {where} is not JSON ({error.msg})") from None
+            rows.append((line, _an_object(row, path, line)))
+            expected, position = ",", end
+    return rows, position, expected
+
+
+def _decoded(text: bytes, path: str, encoding: str) -> str:
+    try:
+        return text.decode(without_bom(encoding))
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: {not_text(path, encoding)}") from None
+
+
+def objects_batch(
+    rows: Iterable[tuple[int, dict]], path: str, names: tuple[str, ...], known: tuple | None = None
+) -> tuple[pa.RecordBatch, np.ndarray]:
+    """Objects (JSON's, or a sheet's rows by column name), each with its line, to a block of the named text columns
+    (a key left out or null: empty). Where `known` gives (every column, the columns of lists), a value under any other
+    key, or a list in any other column, is a LateColumn."""
+    columns: dict[str, list] = {name: [] for name in names}
+    lines = []
+    for line, row in rows:  # one object at a time: a block's objects are never all held
+        if known is not None and not known[0].issuperset(row):
+            _check_known(row, known[0], path, line)
+        for name, values in columns.items():
+            value = row.get(name)
+            kind = type(value)
+            if kind is str or kind is int or kind is float or value is None:  # as value_text, without its call:
+                values.append(value if kind is str else "" if value is None else str(value))  # most of the time
+                continue
+            if known is not None and isinstance(value, list) and name not in known[1]:
+                raise LateColumn(f"{path}: line {line}: column {name!r} holds a list, and the first objects none")
+            values.append(as_text(value, path, line, name))
+        lines.append(line)
+    batch = pa.RecordBatch.from_arrays([pa.array(values, pa.string()) for values in columns.values()], names)
+    return batch, np.array(lines, np.int64)
+
+
+def _check_known(row: dict, known: frozenset, path: str, line: int) -> None:
+    late = [key for key, value in row.items() if key not in known and value is not None]
+    if late:
+        raise LateColumn(f"{path}: line {line} has a column {late[0]!r} that the first objects lack")
+
+
+def _json_object(line: str, path: str, number: int) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        if error.pos >= len(line.rstrip()):  # a pretty-printed object: JSON, but of many lines
+            raise UserError(
+                f"{path}: line {number} is no whole JSON object: JSON lines hold one object a line, and a JSON file of "
+                "many lines, an array of objects"
+            ) from None
+        raise UserError(f"{path}: line {number} is not JSON ({error.msg}, column {error.colno})") from None
+    return _an_object(row, path, number)
+
+
+def _an_object(row, path: str, number: int) -> dict:
+    if not isinstance(row, dict):
+        raise UserError(f"{path}: line {number} is not a JSON object of column values")
+    return tables.flattened(row, f"{path}: line {number}")
+
+
+def as_text(value, path: str, line: int, name: str) -> str:
+    try:
+        return tables.value_text(value)
+    except ValueError as error:
+        raise UserError(
+            f"{path}: line {line}, column {name!r}: {error}; {tables.LIST_RULE} (--ignore-columns {name} leaves it out)"
+        ) from None

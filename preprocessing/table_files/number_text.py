@@ -1,0 +1,176 @@
+"""Numbers as spreadsheets, locales and pandas write them, made plain text that reads as a number: decimal commas,
+thousands marks (1,234,567; 1.234.567; 1 234 567; 1'234'567), currencies and percent signs, accounting's
+parentheses, the Unicode minus, and durations (pandas' Timedelta text, ISO 8601's P1DT2H) as seconds. Each step
+runs only where a column's bytes hold its marks."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what a number looks like once written plainly
+COMMA_NUMBER = r"(\s*[+-]?\d*),(\d+(?:[eE][+-]?\d+)?\s*)"  # a number with a decimal comma: 3,14 -0,5 1,5E+03
+POINT_NUMBER = r"[+-]?\d*\.\d+(?:[eE][+-]?\d+)?"
+THOUSANDS = r"[+-]?\d{1,3}(?:,\d{3}){2,}"  # 1,234,567: commas between thousands, so no decimal comma
+POINT_THOUSANDS = r"[+-]?\d{1,3}(?:\.\d{3}){2,}"  # 1.234.567: points between thousands, so no decimal point
+# 1.234, 12.345.678 or 1 234: points or spaces (French, Excel's no-break ones too) between thousands, beside a decimal
+# comma.
+GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:(?:\\.\\d{3})+|(?:[\u00a0\u202f ]\\d{3})+)"
+THOUSANDS_MARKS = "[.\u00a0\u202f ]"
+# 1,234.56 or 12,345: commas between thousands beside a decimal point (US and UK spreadsheets' formatted cells,
+# quoted in a comma-separated file), or India's lakhs and crores (1,00,000 or 12,34,567.89).
+POINT_GROUPED = r"\s*[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|[1-9]\d?(?:,\d{2})+,\d{3})(?:\.\d+)?\s*"
+# 1'234.56: apostrophes between thousands (Swiss spreadsheets' formatted cells, beside a decimal point).
+APOSTROPHE_GROUPED = "\\s*[+-]?[1-9]\\d{0,2}(?:['\u2019]\\d{3})+(?:\\.\\d+)?\\s*"
+CURRENCIES = "$\u20ac\u00a3\u00a5\u20b9"  # $ € £ ¥ ₹: what spreadsheets write before or after an amount
+# The bytes that say a column may hold such symbols: single ones, found at memchr's speed (€ and ₹ start with E2,
+# £ and ¥ with C2).
+DECORATION_BYTES = (b"$", b"%", b"\xe2", b"\xc2")
+# A number with a currency symbol before it, or one or a percent sign after it ($1,234.56, -$5, $-5, 1.234,56 €,
+# 12.5%): the sign and the number (\1 and \2 or \3) are kept. A value without a symbol is left as it is.
+NUMBER_TEXT = "([+-]?[\\d.][\\d.,\u00a0\u202f ]*?)"
+DECORATED = (
+    f"^\\s*([+-]?)\\s*(?:[{CURRENCIES}]\\s*{NUMBER_TEXT}\\s*[{CURRENCIES}%]?|{NUMBER_TEXT}\\s*[{CURRENCIES}%])\\s*$"
+)
+# A negative amount as accounting formats write it, in parentheses, a currency symbol inside or outside them:
+# (1,234.56), ($5), $(5), (1.234,56 €). It becomes the number after a minus (-1,234.56, -$5, -$5, -1.234,56 €).
+PARENTHESIZED = (
+    f"^\\s*([{CURRENCIES}]?)\\s*\\(\\s*([{CURRENCIES}]?\\s*(?:\\d|\\.\\d)[\\d.,\u00a0\u202f '\u2019]*?"
+    f"(?:\\s*[{CURRENCIES}%])?)\\s*\\)\\s*([{CURRENCIES}]?)\\s*$"
+)
+# A number after the minus sign U+2212 (as typeset tables, Wikipedia's among them, write negatives): its number,
+# after a hyphen-minus. A text that starts with the sign stays as written.
+MINUS_SIGN = "^\\s*\u2212\\s*([\\d.][\\d.,\u00a0\u202f '\u2019]*?(?:\\s*[%])?)\\s*$"
+# Zero as accounting formats show it: a dash beside a currency symbol ($ -, - €). A dash alone stays as written.
+ACCOUNTING_ZERO = f"^\\s*(?:[{CURRENCIES}]\\s*[-\u2013\u2014]|[-\u2013\u2014]\\s*[{CURRENCIES}])\\s*$"
+# A duration as pandas' to_csv writes a Timedelta: 0 days 00:12:34, 2 days 01:00:00.5, -1 days +23:59:50 (-10 s).
+PANDAS_DURATION = (
+    r"^\s*(?P<days>[+-]?\d+) days? \+?(?P<hours>\d{1,2}):(?P<minutes>\d{2}):(?P<seconds>\d{2}(?:\.\d+)?)\s*$"
+)
+# An ISO 8601 duration of days and a time (P0DT0H12M34S, as pandas' to_json writes a Timedelta, P-1DT23H59M50S a
+# negative one; PT4M13S, as web APIs give a video's length); one of months or years (P1M) has no fixed length, and
+# stays as written.
+ISO_DURATION = (
+    r"^\s*P(?:(?P<days>[+-]?\d+)D)?T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?\s*$"
+)
+DURATION_PARTS = (86400.0, 3600.0, 60.0, 1.0)  # the seconds of a duration's days, hours, minutes and seconds
+
+
+def plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.RecordBatch:
+    """Every value that is a number as a spreadsheet formats it, written as the rest of preprocessing reads
+    numbers: "1,234.56", "$1,234.56", "12.5%" and, where the decimal mark is a comma, "1.234,56 €" and "-3,14" as
+    "1234.56", "1234.56", "12.5", "1234.56" and "-3.14"; other values, and the `verbatim` column's, as they are."""
+    columns = [
+        column if name == verbatim else plain_number_texts(column, decimal)
+        for name, column in zip(batch.schema.names, batch.columns)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
+    """One column of text as plain_numbers writes it. Each step runs only where the column's bytes hold its marks:
+    most columns hold none, and a regular expression over a million values costs a tenth of a second."""
+    text = column_bytes(column)
+    plain = _plain_texts(column, text, decimal)
+    if b"(" not in text:
+        return plain
+    # Accounting's negatives, (1,234.56), only where the value then reads as a number: "(1, 2)" stays as written.
+    negated = _plain_texts(pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3"), text, decimal)
+    read = pc.and_(pc.match_substring_regex(column, PARENTHESIZED), pc.match_substring_regex(negated, NUMBER))
+    return pc.if_else(pc.fill_null(read, False), negated, plain)
+
+
+def column_bytes(column: pa.Array) -> bytes:
+    """A text column's values' bytes, to look for marks in at memchr's speed: only its own where it is a slice of a
+    larger array."""
+    if not pa.types.is_string(column.type) or column.buffers()[2] is None:
+        return b""
+    _, offsets, data = column.buffers()
+    start, end = np.frombuffer(offsets, np.int32)[[column.offset, column.offset + len(column)]]
+    return data.slice(start, end - start).to_pybytes()
+
+
+def _plain_texts(column: pa.Array, text: bytes, decimal: str) -> pa.Array:
+    """plain_number_texts but for accounting's parentheses; `text` is the column's bytes."""
+    if any(mark in text for mark in DECORATION_BYTES):
+        column = undecorated(column)
+    if b" day" in text:
+        column = durations(column, PANDAS_DURATION)
+    if has_iso_durations(text):
+        column = durations(column, ISO_DURATION)
+    if decimal == ",":
+        return _with_decimal_point(column)
+    if b"'" in text or b"\xe2\x80\x99" in text:
+        column = _without_apostrophes(column)
+    return _without_thousands_commas(column) if b"," in text else column
+
+
+def has_iso_durations(text: bytes) -> bool:
+    """Whether a column's bytes may hold an ISO 8601 duration: a T first, one memchr (most columns hold none)."""
+    return b"T" in text and (b"PT" in text or b"DT" in text)
+
+
+def durations(column: pa.Array, pattern: str) -> pa.Array:
+    """Durations that `pattern` matches (its groups: days, hours, minutes, seconds, each "" where a value lacks it) as
+    their seconds, as a workbook's or a Parquet file's duration is: pandas' `0 days 00:12:34` (PANDAS_DURATION) and
+    ISO 8601's `PT12M34S` (ISO_DURATION) as 754. A match of no part (a bare "PT", Portugal's code) stays as written."""
+    parts = pc.extract_regex(column, pattern)  # null where a value is none
+    if parts.null_count == len(parts):
+        return column
+    fields = [parts.field(i) for i in range(len(DURATION_PARTS))]
+    given = functools.reduce(pc.or_, [pc.not_equal(field, "") for field in fields])
+    numbers = (pc.cast(pc.if_else(pc.equal(field, ""), "0", field), pa.float64()) for field in fields)
+    total = functools.reduce(pc.add, map(pc.multiply, numbers, DURATION_PARTS))
+    read = pc.fill_null(pc.and_(parts.is_valid(), given), False)
+    return pc.if_else(read, pc.cast(total, pa.string()), column)
+
+
+def _without_apostrophes(column: pa.Array) -> pa.Array:
+    """1'234.56 as 1234.56 (an apostrophe between digits is never a decimal mark); O'Brien as it is."""
+    grouped = pc.match_substring_regex(column, f"^{APOSTROPHE_GROUPED}$")
+    if not pc.any(grouped).as_py():
+        return column
+    return pc.if_else(grouped, pc.replace_substring_regex(column, "['\u2019]", ""), column)
+
+
+def undecorated(column: pa.Array) -> pa.Array:
+    """$1,234.56 as 1,234.56, 12.5% as 12.5, $ - as 0 and −7.5 as -7.5: a number's currency symbol and percent
+    sign left out, accounting's zero read, and the minus sign written as a hyphen-minus."""
+    column = pc.replace_substring_regex(column, MINUS_SIGN, r"-\1")
+    column = pc.replace_substring_regex(column, ACCOUNTING_ZERO, "0")
+    return pc.replace_substring_regex(column, DECORATED, r"\1\2\3")
+
+
+def _without_thousands_commas(column: pa.Array) -> pa.Array:
+    """1,234.56 and 12,345 as 1234.56 and 12345 where the column's values show that their commas stand between
+    thousands: more of them have two such commas (1,234,567) or a decimal point after them (1,234.5, or India's
+    12,34,567.5) than read as numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote).
+    Else 1,250 may be either (1.25 in a German spreadsheet's export), and 10,20,300 a list: they stay as written."""
+    grouped = pc.match_substring_regex(column, f"^{POINT_GROUPED}$")
+    if not pc.any(grouped).as_py():
+        return column
+    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d{3},|\."))  # not 10,20,300: a list, maybe
+    comma_numbers = pc.and_not(pc.match_substring_regex(column, f"^{COMMA_NUMBER}$"), grouped)
+    if (pc.sum(shown).as_py() or 0) <= (pc.sum(comma_numbers).as_py() or 0):
+        return column
+    return pc.if_else(grouped, pc.replace_substring(column, ",", ""), column)
+
+
+def _with_decimal_point(column: pa.Array) -> pa.Array:
+    grouped = pc.match_substring_regex(column, f"^{GROUPED}(?:,\\d+)?\\s*$")
+    if pc.any(grouped).as_py():
+        column = pc.if_else(grouped, pc.replace_substring_regex(column, THOUSANDS_MARKS, ""), column)
+    return pc.replace_substring_regex(column, f"^{COMMA_NUMBER}$", r"\1.\2")
+
+
+def iso_duration_text(text: str) -> str | None:
+    """One value's ISO 8601 duration as the text of its seconds that preprocessing reads a JSON file's as (by
+    durations itself, so a vocabulary's "253" is met as "253"), None where the text is none: for qt-predict's JSON
+    instances."""
+    if not has_iso_durations(text.encode()):
+        return None
+    read = durations(pa.array([text], pa.string()), ISO_DURATION)[0].as_py()
+    return None if read == text else read

@@ -1,0 +1,376 @@
+"""A CSV file's dialect, read from its first lines as a user would: the delimiter (comma, semicolon, tab, pipe, a
+space or runs of whitespace), the escape, the decimal mark, the header or its absence, Excel's sep= line, blank and
+comment lines above the header, and ARFF's @attribute header. Also the hints of errors about those lines: a table
+below notes, lines that split unevenly."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import itertools
+import re
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from dataformat import commandline, tables
+from dataformat.errors import UserError
+from preprocessing.table_files.dialect import Dialect
+from preprocessing.table_files.headers import distinct_names, header_names, is_a_name, label_of
+from preprocessing.table_files.locate import (
+    CSV,
+    ascii_based,
+    encoding_of,
+    not_text,
+    opened,
+    plain_name,
+    read_head,
+    table_name,
+    whole_lines,
+    without_bom,
+)
+from preprocessing.table_files.number_text import (
+    COMMA_NUMBER,
+    GROUPED,
+    POINT_GROUPED,
+    POINT_NUMBER,
+    POINT_THOUSANDS,
+    THOUSANDS,
+    plain_number_texts,
+    undecorated,
+)
+from preprocessing.table_files.rewrites import line_rewrite, rewritten_text, tabbed
+
+if TYPE_CHECKING:
+    from preprocessing.tables import TableOptions
+
+DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
+WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
+BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
+SNIFF_LINES = 50  # ... from this many lines at most
+EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
+ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)\s*(.*)""", re.IGNORECASE)
+
+
+def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, known: tuple[str, ...]) -> Dialect:
+    """A CSV file's dialect, from its `head` (its first bytes): the delimiter (--delimiter; a tab for .tsv files that
+    hold one; otherwise sniffed), and the column names: --column-names for a file without a header, else its first
+    line, which is a header unless it holds a number and neither --label-column's name nor one of the `known` names
+    (then the columns are named column_1, column_2, ...)."""
+    lines = _head_text(path, head, encoding).splitlines(keepends=True)[options.skip_rows :]
+    text, blank = _below_blank_lines(lines)
+    skip_rows = options.skip_rows + blank
+    if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
+        text, blank = _below_blank_lines(text[excel.end() :].splitlines(keepends=True))
+        skip_rows += 1 + blank
+    backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
+    if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
+        text = text[1:].lstrip(" \t")
+    tsv = (
+        plain_name(table_name(path)).endswith(".tsv") and "\t" in text
+    )  # a .tsv file of no tab is sniffed as any other
+    delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
+    delimiter = delimiter or sniff_delimiter(text, backslash)
+    spaced, padded = _padding(path, text, delimiter, encoding)
+    if rewrite := line_rewrite(spaced, padded, delimiter):
+        read_as = "\t" if spaced else delimiter
+        rewritten = rewritten_text(text, rewrite)
+        escape = sniff_escape(rewritten, read_as)  # then the rewrite passes over \" too
+        text = rewritten_text(text, line_rewrite(spaced, padded, delimiter, escape=escape)) if escape else rewritten
+        delimiter = read_as
+    else:
+        escape = sniff_escape(text, delimiter)
+    decimal = options.decimal or sniff_decimal(text, delimiter)
+    header = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
+    first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
+    if not first:
+        raise UserError(f"{path}: empty file")
+    named = options.label_column if is_a_name(options.label_column, len(first)) else ""
+    if options.column_names:
+        if len(options.column_names) != len(first):
+            raise UserError(
+                f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
+                f"{len(first)} (delimiter {delimiter!r})"
+            )
+        names, has_header = distinct_names(options.column_names, "--column-names"), False
+    elif _is_header(first, (*known, named), decimal):
+        names, has_header = header_names(first, f"{path}: line {skip_rows + 1}", label_of(options, first)), True
+        rows = _head_rows(text, delimiter, escape)
+        unnamed = _unnamed_column(rows)  # a column without a name: left out
+        names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
+        if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
+            names = names[:-1]
+    else:
+        names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
+    row_names = has_header and not names[0] and len(names) > len(first)
+    return Dialect(
+        names,
+        has_header,
+        delimiter,
+        encoding,
+        CSV,
+        decimal,
+        skip_rows,
+        escape=escape,
+        row_names=row_names,
+        spaced=spaced,
+        padded=padded,
+    )
+
+
+def arff_dialect(path: str, encoding: str) -> Dialect:
+    """An ARFF file's dialect: its columns named by its @attribute lines, its rows the CSV after @data (quoted
+    with ' where its first rows are: Weka writes them so); `?`, its missing value, is one here too."""
+    names, data_line = [], 0
+    with opened(path) as stream:
+        lines = io.TextIOWrapper(stream, encoding=without_bom(encoding), newline=None)
+        for number, text in enumerate(lines, 1):
+            text = text.strip()
+            if text.lower().startswith("@data"):
+                data_line = number
+                break
+            if attribute := ARFF_ATTRIBUTE.match(text):
+                name = attribute[1]
+                names.append(name[1:-1] if name[0] in "'\"" else name)
+                if attribute[2].lower().startswith("relational"):
+                    raise UserError(f"{path}: line {number}: a relational attribute (multi-instance ARFF) is not read")
+        else:
+            raise UserError(f"{path}: an ARFF file without a line @data")
+        rows = [text.strip() for text in itertools.islice(lines, SNIFF_LINES) if not text.startswith("%")]
+    if not names:
+        raise UserError(f"{path}: an ARFF file without @attribute lines")
+    if any(row.startswith("{") for row in rows):
+        raise UserError(f"{path}: a sparse ARFF file ({{index value, ...}} rows); save it as dense ARFF or CSV")
+    quote = "'" if any(re.search(r"(^|,)\s*'", row) for row in rows) else '"'
+    padded = _padded_quote("\n".join(rows), ",", quote)
+    names = distinct_names(names, path)
+    return Dialect(names, False, ",", encoding, CSV, skip_rows=data_line, padded=padded, quote=quote, comment="%")
+
+
+def _padding(path: str, text: str, delimiter: str, encoding: str) -> tuple[bool, bool]:
+    """Whether the file's fields are apart by runs of blanks (--delimiter whitespace, or sniffed so), and else
+    whether blanks pad its fields after a delimiter and before a quote (`"a",   "b"`, as tables aligned by hand
+    are): both are rewritten as the file is read (Dialect.rewrite), which takes a newline of one byte."""
+    spaced = delimiter == WHITESPACE
+    # Between tabs or spaces, a blank is an empty field: no padding is told there.
+    padded = delimiter not in " \t" and _padded_quote(text, delimiter, '"')
+    if spaced and not ascii_based(encoding):
+        raise UserError(
+            f"{path}: fields apart by whitespace are read in UTF-8 and other ASCII-based encodings, not {encoding}; "
+            "save the file as UTF-8"
+        )
+    return spaced, padded and ascii_based(encoding)
+
+
+def _padded_quote(text: str, delimiter: str, quote: str) -> bool:
+    """Whether blanks pad a field after a delimiter and before its quote (`"a",   "b"`)."""
+    return re.search(re.escape(delimiter) + "[ \t]+" + re.escape(quote), text) is not None
+
+
+def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
+    """Whether a file's first line names its columns: it holds no number of digits ("inf" names inflation in a
+    header more often than it starts a row), one of its fields is a `known` column name (a header of years
+    with the label's name, "2019,2020,label"), or it is pandas' names of unnamed columns."""
+    if any(name in first for name in known if name) or _pandas_default_names(first):
+        return True
+    texts = plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
+    return not any(tables.is_number(text) and re.search(r"\d", text) for text in texts)
+
+
+def _pandas_default_names(first: list[str]) -> bool:
+    """Whether a first line is the names pandas gives a frame's columns when none were given (a numpy array's
+    frame written by to_csv): 0, 1, 2, ... after its index's empty name (",0,1"), or, without the index, from three
+    columns on ("0,1,2"; "0,1" may well be a row)."""
+    names = first[1:] if first[:1] == [""] else first if len(first) >= 3 else []
+    return bool(names) and names == [str(number) for number in range(len(names))]
+
+
+def _marked_header(text: str, escape: str) -> bool:
+    """Whether the header is written after a comment mark, as numpy's savetxt writes it ("# a,b,label"; its
+    loadtxt and genfromtxt read it so): the first line starts with '#', and without it the first lines split
+    alike, where they did not with it or its first name is one word ("# of items,price" keeps its name)."""
+    if not text.startswith("#"):
+        return False
+    bare = text[1:].lstrip(" \t")
+    delimiter = sniff_delimiter(bare, escape)
+    rows = _head_rows(bare, delimiter, escape)
+    if len(rows) < 2 or len(rows[0]) < 2 or _rows_width(rows) != len(rows[0]):
+        return False
+    return " " not in rows[0][0].strip() or _rows_width(_head_rows(text, delimiter, escape)) != len(rows[0])
+
+
+def sniff_decimal(text: str, delimiter: str) -> str:
+    """The decimal mark of the numbers in a file's first lines: "," where some are written with a decimal
+    comma, or with points between thousands twice or more (1.234.567: German integers), and none with a decimal
+    point (Excel's CSV where the comma is the decimal mark: "3,14;blue"); only in files whose delimiter is not the
+    comma."""
+    if delimiter == ",":
+        return "."
+    rows = csv.reader(io.StringIO("\n".join(whole_lines(text))), delimiter=delimiter)
+    fields = undecorated(pa.array([field.strip() for row in rows for field in row], pa.string())).to_pylist()
+    shown = f"{COMMA_NUMBER}|{GROUPED},\\d+"  # 3,14 and 1.234,5
+    comma = any(re.fullmatch(shown, field, re.ASCII) or _point_thousands(field) for field in fields)
+    point = any(_has_decimal_point(field) for field in fields)
+    return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
+
+
+def _point_thousands(field: str) -> bool:
+    """Whether a field is an integer with points between thousands twice or more (1.234.567), which no decimal point
+    writes; not an IPv4 address (10.134.245.116: four parts of at most 255)."""
+    if not re.fullmatch(POINT_THOUSANDS, field, re.ASCII):
+        return False
+    parts = field.lstrip("+-").split(".")
+    return len(parts) != 4 or any(int(part) > 255 for part in parts)
+
+
+def _has_decimal_point(field: str) -> bool:
+    """Whether a field is a number with a decimal point: 0.5, 1,234.5; not 1.234, which may be a thousand and more
+    beside decimal commas."""
+    if re.fullmatch(POINT_GROUPED, field):
+        return "." in field
+    return bool(re.fullmatch(POINT_NUMBER, field, re.ASCII)) and not re.fullmatch(GROUPED, field)
+
+
+def _below_blank_lines(lines: list[str]) -> tuple[str, int]:
+    """The text of `lines` from the first that is not blank, and the number of blank lines above it."""
+    blank = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    return "".join(lines[blank:]), blank
+
+
+def line_naming(path: str, encoding: str, name: str) -> int:
+    """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
+    header sits below a report's title lines."""
+    for number, line in enumerate(_first_lines(path, encoding), 1):
+        if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
+            return number
+    return 0
+
+
+def table_below_notes(path: str, encoding: str, after: int = 0) -> str:
+    """The hint at a table that starts below line `after` under notes (_line_of_columns), or ""."""
+    below = _line_of_columns(path, encoding)
+    if below <= after:
+        return ""
+    return f"line {below} starts a table: if the lines above are notes, pass --skip-rows {below - 1}"
+
+
+def _line_of_columns(path: str, encoding: str) -> int:
+    """The first of the file's first lines below its first from which the lines split alike into two or more
+    fields, or 0: where a table sits below notes ("# exported by ..."), of which one at most (a header, over a
+    ruler line) splits as wide as its rows (where more do, they are rows of a table whose lines split unevenly)."""
+    lines = _first_lines(path, encoding)
+    for number in range(2, len(lines)):
+        if not lines[number - 1].strip():
+            continue
+        below = "\n".join(lines[number - 1 :]) + "\n"
+        delimiter = sniff_delimiter(below)
+        width = _rows_width(_head_rows(below, delimiter))
+        if width > 1:
+            above = _head_rows("\n".join(lines[: number - 1]) + "\n", delimiter)
+            return number if sum(len(row) == width for row in above) <= 1 else 0  # one: a header above a ruler
+    return 0
+
+
+def uneven_lines(path: str, encoding: str) -> str:
+    """Where no delimiter splits a file's first lines alike, which splits its first line into fields and the first
+    line it splits otherwise ("at runs of whitespace, line 1 has 6 fields and line 2 has 7"), or "": a table
+    printed in aligned columns with spaces inside its values, or a field with a delimiter that is not quoted."""
+    numbered = [(number, line) for number, line in enumerate(_first_lines(path, encoding), 1) if line.strip()]
+    head = "\n".join(line for _, line in numbered) + "\n"
+    for delimiter, name in (*((d, repr(d)) for d in DELIMITERS), (WHITESPACE, "runs of whitespace")):
+        widths = [len(row) for row in _head_rows(head, delimiter)]  # a row a line, blank lines left out
+        other = next((i for i, width in enumerate(widths) if width != widths[0]), 0)
+        if widths and widths[0] > 1 and other:
+            first, line = numbered[0][0], numbered[other][0]  # the file's numbers of the lines
+            return f"at {name}, line {first} has {widths[0]} fields and line {line} has {widths[other]}"
+    return ""
+
+
+def _first_lines(path: str, encoding: str) -> list[str]:
+    """A CSV file's first SNIFF_LINES lines, as text (what cannot be decoded replaced), for hints in errors."""
+    head = read_head(path)
+    return whole_lines(head.decode(without_bom(encoding_of(head, encoding)), "replace"))[:SNIFF_LINES]
+
+
+def _head_text(path: str, head: bytes, encoding: str) -> str:
+    """A CSV file's `head` as text; a UserError naming the line where it is not text in `encoding` (decoded with
+    replacements, its header became names no flag could name: "no column 'label' (its columns: caf\ufffd, ...)")."""
+    try:  # incrementally: a character that the head's end cuts in two waits for bytes not read here
+        return codecs.getincrementaldecoder(without_bom(encoding))().decode(head)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: {not_text(path, encoding)}") from None
+
+
+def sniff_escape(text: str, delimiter: str) -> str:
+    """A backslash where the first lines hold a quote after one (\\") and split alike only where it escapes
+    quotes, as MySQL's exports and PHP's fputcsv write them ("he said \\"hi\\""), not RFC 4180's doubled quotes;
+    else "", as in a field that ends with a backslash ("C:\\temp\\")."""
+    if ESCAPED_QUOTE not in text:
+        return ""
+    escaped, plain = (_rows_width(_head_rows(text, delimiter, escape)) for escape in (BACKSLASH, ""))
+    return BACKSLASH if escaped > 1 and not plain else ""
+
+
+def sniff_delimiter(text: str, escape: str = "") -> str:
+    """The delimiter among DELIMITERS that splits the first lines into the same number of fields, the
+    most of them (quoted fields read as the csv module reads them); else a space, where one does (as R's
+    write.table and many scientific tables separate columns); else WHITESPACE, where runs of spaces and tabs do
+    (columns aligned by padding, as UCI's .data files and R's read.table have them). Where none does, the same
+    with a header one field short of the rows (_unnamed_column), then with a header one empty field longer
+    (_header_one_longer); a comma when none splits them."""
+    for header_shape in ("alike", "short", "longer"):
+        best, widest = ",", 1
+        for delimiter in (*DELIMITERS, " ", WHITESPACE):
+            if delimiter in (" ", WHITESPACE) and widest > 1:  # spaces sit inside other delimiters' fields
+                break
+            width = _width(_head_rows(text, delimiter, escape), header_shape)
+            if width > widest:
+                best, widest = delimiter, width
+        if widest > 1:
+            return best
+    return ","
+
+
+def _width(rows: list[list[str]], header_shape: str) -> int:
+    """The number of columns a header names (an empty last name is none) where the rows under it split as
+    `header_shape` says, else 0."""
+    if header_shape == "alike":
+        return _rows_width(rows)
+    if header_shape == "short":
+        return len(rows[0]) if len(rows) > 1 and _rows_width(rows[1:]) == len(rows[0]) + 1 else 0
+    return len(rows[0]) - 1 if _header_one_longer(rows) else 0
+
+
+def _header_one_longer(rows: list[list[str]]) -> bool:
+    """Whether the header ends in an empty field that the rows below it lack: a delimiter after its last name."""
+    return len(rows) > 1 and len(rows[0]) > 2 and not rows[0][-1] and _rows_width(rows[1:]) == len(rows[0]) - 1
+
+
+def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
+    """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out: where those lines end
+    inside a quoted field, its row is left out (cut at one of the field's line breaks, it would read short)."""
+    head = "\n".join(whole_lines(text)[:SNIFF_LINES])
+    cut = (head.count('"') - (head.count(escape + '"') if escape else 0)) % 2 == 1  # an odd number of quotes
+    if delimiter == WHITESPACE:
+        head, delimiter = rewritten_text(head, tabbed), "\t"
+    rows = [row for row in csv.reader(io.StringIO(head), delimiter=delimiter, escapechar=escape or None) if row]
+    return rows[:-1] if cut and len(rows) > 1 else rows
+
+
+def _rows_width(rows: list[list[str]]) -> int:
+    """The number of fields in every row; 0 where they differ, or for no rows."""
+    widths = {len(row) for row in rows}
+    return widths.pop() if len(widths) == 1 else 0
+
+
+def _unnamed_column(rows: list[list[str]]) -> str:
+    """Where the rows after the header hold one field more than it names: "last" if that field is empty in
+    every row (a delimiter after each row's last field), else "first": R's write.table writes its row names
+    so, and R's read.csv and pandas read them back as row names. "" where the header names every field, or
+    only one (a title, as likely)."""
+    if len(rows) < 2 or len(rows[0]) < 2 or _rows_width(rows[1:]) != len(rows[0]) + 1:
+        return ""
+    if not any(row[-1] for row in rows[1:]):
+        return "last"
+    return "first" if len({row[0] for row in rows[1:]}) == len(rows) - 1 else ""  # row names are distinct

@@ -1,0 +1,64 @@
+"""A folder of texts (`--source text`), as Keras's text_dataset_from_directory reads it: one sub-folder of `.txt`
+files per class, read as a table of two columns (TEXT_COLUMNS), a file a row, many at a time (on gs:// each is a
+request)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+
+from dataformat import storage
+from dataformat.errors import UserError
+from preprocessing.sources import TEXT_SUFFIX
+from preprocessing.table_files.dialect import Dialect
+from preprocessing.table_files.locate import without_bom
+
+TEXT_COLUMNS = ("text", "label")  # a text folder's columns
+TEXTS_A_BLOCK = 1024  # text files read into one block
+READING_THREADS = 16  # text files read at once: on gs:// each is a request
+
+
+def text_files(folder: str) -> list[tuple[str, str]]:
+    """(path, class) of every .txt file in the folder's sub-folders, sorted; UserError for a folder with no
+    sub-folder, or a sub-folder without a .txt file."""
+    if not storage.is_folder(folder):
+        raise UserError(f"--input {folder}: not a folder (--source text takes one sub-folder of .txt files a class)")
+    classes = [name.rstrip("/") for name in storage.list_names(folder) if storage.is_folder(storage.join(folder, name))]
+    if not classes:
+        raise UserError(f"--input {folder}: no sub-folders; --source text takes one sub-folder of .txt files a class")
+    found = []
+    for name in classes:
+        place = storage.join(folder, name)
+        files = [storage.join(place, file) for file in storage.list_names(place) if file.lower().endswith(TEXT_SUFFIX)]
+        if not files:
+            raise UserError(f"{place}: no {TEXT_SUFFIX} files in the class folder {name!r}")
+        found += [(path, name) for path in files]
+    return found
+
+
+def text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    files = text_files(folder)
+    with ThreadPoolExecutor(READING_THREADS) as pool:
+        for start in range(0, len(files), TEXTS_A_BLOCK):
+            chosen = files[start : start + TEXTS_A_BLOCK]
+            texts = list(pool.map(lambda path: _read_text(path, dialect.encoding), [path for path, _ in chosen]))
+            labels = [label for _, label in chosen]
+            columns = [pa.array(texts, pa.string()), pa.array(labels, pa.string())]
+            batch = pa.RecordBatch.from_arrays(columns, TEXT_COLUMNS)
+            yield batch, np.arange(start + 1, start + 1 + len(chosen))
+
+
+def _read_text(path: str, encoding: str) -> str:
+    with storage.open_read(path) as file:
+        data = file.read()
+    try:
+        return data.decode(without_bom(encoding))
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise UserError(
+            f"{path}: line {line} is not {encoding} text; "
+            "pass --encoding with the files' encoding (latin-1, cp1252, ...)"
+        ) from None
