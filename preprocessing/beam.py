@@ -30,9 +30,12 @@ from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES, Metadata, ShardInfo
 from dataformat.tables import Column
 from preprocessing import tables
+from preprocessing.column_counts import ColumnCount, add_counts
+from preprocessing.column_kinds import decide_columns, write_vocabularies
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.table_files import LateColumn, forget_kept_sheet
+from preprocessing.table_shards import ShardWriter
 from preprocessing.writer import (
     ShardResult,
     ShardTask,
@@ -224,13 +227,13 @@ class _CombineCounts(beam.CombineFn):
         self._plan = plan
 
     def create_accumulator(self):
-        return {name: tables.ColumnCount() for name in self._plan.features}, Counter(), 0
+        return {name: ColumnCount() for name in self._plan.features}, Counter(), 0
 
     def add_input(self, accumulator, block):
         counts, labels, rows = accumulator
         more_counts, more_labels, more_rows = block
         for name, more in more_counts.items():
-            tables.add_counts(counts[name], more)
+            add_counts(counts[name], more)
         labels.update(more_labels)
         tables.check_labels(labels, self._plan)
         return counts, labels, rows + more_rows
@@ -251,7 +254,7 @@ class _WriteTableShard(beam.DoFn):
     def __init__(self, paths: dict):
         self._paths = paths
 
-    def process(self, element, writer: tables.ShardWriter):
+    def process(self, element, writer: ShardWriter):
         shard, batches = element
         path = self._paths[shard]
         info = writer(pa.Table.from_batches(list(batches)), path)
@@ -284,14 +287,14 @@ def build_table_dataset_with_beam(
     paths = tables.shard_paths(plan, output, compression)
     summary_path = storage.join(output, TABLE_SUMMARY)
 
-    def decide(summary) -> tables.ShardWriter:
+    def decide(summary) -> ShardWriter:
         counts, labels, rows = summary
         tables.check_rows(rows, labels, path, plan)
-        columns = tables.write_vocabularies(output, tables.decide_columns(plan, counts, files))
+        columns = write_vocabularies(output, decide_columns(plan, counts, files))
         classes = tables.class_names(labels, plan.label)
-        return tables.ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
+        return ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
 
-    def keep(writer: tables.ShardWriter, summary) -> None:
+    def keep(writer: ShardWriter, summary) -> None:
         storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "labels": summary[1]}))
 
     with beam.Pipeline(options=beam_options) as pipeline:
@@ -322,19 +325,17 @@ def build_table_dataset_with_beam(
     return metadata
 
 
-def _writer_json(writer: tables.ShardWriter) -> dict:
+def _writer_json(writer: ShardWriter) -> dict:
     return {**dataclasses.asdict(writer), "columns": [column.to_json() for column in writer.columns]}
 
 
-def _writer_from_json(raw: dict, output: str) -> tables.ShardWriter:
+def _writer_from_json(raw: dict, output: str) -> ShardWriter:
     columns = tuple(Column.from_json(column).located(output) for column in raw["columns"])
     classes = tuple(raw["classes"])
-    return tables.ShardWriter(
-        raw["label"], columns, classes, raw["compression"], raw["per_record"], raw["key"], raw["weight"]
-    )
+    return ShardWriter(raw["label"], columns, classes, raw["compression"], raw["per_record"], raw["key"], raw["weight"])
 
 
-def _collect_table_shard(path: str, writer: tables.ShardWriter, plan: tables.TablePlan) -> ShardInfo:
+def _collect_table_shard(path: str, writer: ShardWriter, plan: tables.TablePlan) -> ShardInfo:
     """A written shard's size (removing its statistics file), or an empty shard written now:
     every name of the -of-N set must exist, even one that no row hashed to."""
     stats_path = _stats_path(path)

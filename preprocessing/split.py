@@ -8,9 +8,12 @@ keys, labels and seed always give the same split and the same shards.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 SPLIT, ORDER = 0, 1  # the columns of example_hashes
 FREE, TRAIN, EVAL = -1, 0, 1  # an example's fixed split (an image list's ML_USE), or none: placed by its hash
@@ -59,3 +62,46 @@ def split_indices(
 
 def shard_name(split: str, index: int, count: int, suffix: str = ".tfrecord") -> str:
     return f"{split}-{index:05d}-of-{count:05d}{suffix}"
+
+
+# A table's rows, placed by hashes of their file and line, a block at a time (vectorized).
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: a stable, well-spread 64-bit hash of each uint64."""
+    with np.errstate(over="ignore"):
+        z = values + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def file_key(path: str, root: str, seed: int) -> np.uint64:
+    """A stable number for a file: its path below --input's folder and the seed, hashed."""
+    relative = posixpath.relpath(path, root) if root else posixpath.basename(path)
+    digest = hashlib.blake2b(f"{seed}:{relative}".encode(), digest_size=8).digest()
+    return np.frombuffer(digest, "<u8")[0]
+
+
+def row_hashes(key: np.uint64, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(split hash, order hash) of each line of a file."""
+    with np.errstate(over="ignore"):
+        split = _mix(lines.astype(np.uint64) + key)
+    return split, _mix(split)
+
+
+def stratified_train(split_hash: np.ndarray, order: np.ndarray, labels: pa.Array, eval_fraction: float) -> np.ndarray:
+    """Which rows of a block are training rows. Of each class's n rows in the block, those with
+    the lowest split hashes go to evaluation: n x eval_fraction of them, its fraction rounded up
+    or down by a draw from the class's order hashes, so that a class seen once a block still
+    reaches evaluation at the fraction's rate. Per block, so no stream needs counting ahead."""
+    classes = pc.dictionary_encode(labels).indices.to_numpy(zero_copy_only=False)
+    ranked = np.lexsort((split_hash, classes))  # by class, then by split hash
+    counts = np.bincount(classes)
+    firsts = np.cumsum(counts) - counts  # where each class starts in `ranked`
+    draw = order[ranked[firsts]] / 2.0**64  # uniform in [0, 1), one a class
+    evaluated = np.floor(counts * eval_fraction + draw).astype(np.int64)
+    rank = np.arange(len(ranked)) - firsts[classes[ranked]]
+    train = np.ones(len(classes), bool)
+    train[ranked[rank < evaluated[classes[ranked]]]] = False
+    return train

@@ -16,17 +16,12 @@ import tensorflow as tf
 from reading import set_reading_size
 from test_tables import read_rows
 
+import preprocessing.column_counts
 import preprocessing.table_files
 from dataformat import tables
+from preprocessing.column_kinds import MIN_FREQUENCY, ROWS_PER_BUCKET
 from preprocessing.frequent import FrequentValues
-from preprocessing.tables import (
-    MIN_FREQUENCY,
-    ROWS_PER_BUCKET,
-    TableOptions,
-    build_table_dataset,
-    plan_table,
-    read_blocks,
-)
+from preprocessing.tables import TableOptions, build_table_dataset, plan_table, read_blocks
 
 
 def zipf_values(count: int, seed: int = 0, exponent: float = 1.2, prefix: str = "v") -> list[str]:
@@ -221,7 +216,7 @@ def test_integers_written_with_leading_zeros_are_codes(tmp_path, caplog, monkeyp
     the codes are found in the first and counted in every block, as a categorical column's values are."""
     set_reading_size(monkeypatch, "PARSE_BYTES", 1024)
     set_reading_size(monkeypatch, "BLOCK_BYTES_A_COLUMN", 64)
-    monkeypatch.setattr(preprocessing.tables, "NUMBER_CODES", 100)  # numbers would stop being counted in a block
+    monkeypatch.setattr(preprocessing.column_counts, "NUMBER_CODES", 100)  # numbers would stop being counted in a block
     rng = np.random.default_rng(5)
     zips = np.where(rng.random(3000) < 0.1, rng.choice([2134, 2139, 1002], 3000), rng.integers(10000, 10300, 3000))
     rows = [f"{z:05d},{'007' if i == 9 else rng.integers(100)},{'ab'[z < 10000]}" for i, z in enumerate(zips)]

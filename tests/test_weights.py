@@ -11,7 +11,8 @@ import tensorflow as tf
 from dataformat.errors import UserError
 from dataformat.schema import WEIGHT, Metadata, decode_record, parse_records
 from preprocessing.cli import main as preprocess
-from preprocessing.tables import ShardWriter, TableOptions, build_table_dataset
+from preprocessing.table_shards import ShardWriter
+from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import experiment
 from trainer.config import Config
 from trainer.dataset import locate
