@@ -17,9 +17,7 @@ import pyarrow.compute as pc
 from dataformat import dates, tables, text
 from preprocessing import frequent
 from preprocessing.frequent import FrequentValues
-from preprocessing.table_files import (
-    NUMBER,
-)
+from preprocessing.table_files import NUMBER
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
@@ -42,7 +40,6 @@ NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks 
 RISING_SHARE = 0.98
 SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
 QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
-QUANTILE_BUCKETS = 10
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
 TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
 LARGE_TEXT = 2**20  # a text of this many bytes or more is named in a warning
@@ -171,13 +168,6 @@ def sums(values: np.ndarray) -> tuple[float, float, int]:
         return float(values.sum()), float(np.square(values).sum()), len(values)
 
 
-def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:
-    """From sums(): the mean (0 of nothing) and the standard deviation (1 where there is no spread)."""
-    mean = total / counted if counted else 0.0
-    variance = max(squares / counted - mean**2, 0.0) if counted else 0.0
-    return mean, math.sqrt(variance) if variance > 1e-12 else 1.0
-
-
 def _lowest(first: tuple, second: tuple) -> tuple:
     """The QUANTILE_SAMPLE pairs of the lowest hashes of two samples (hashes, values): a uniform sample
     of the rows, the same whatever order blocks and files are merged in."""
@@ -198,15 +188,6 @@ def _spellings(values: pa.Array, bad: np.ndarray) -> tuple:
 
 def _spellings_of_both(spellings: tuple, more: tuple) -> tuple:
     return tuple(sorted({*spellings, *more}))[:SPELLINGS_KEPT]
-
-
-def boundaries(count: ColumnCount) -> tuple[float, ...]:
-    """The column's quantile boundaries (QUANTILE_BUCKETS buckets), from the sample of its training numbers;
-    fewer where values repeat."""
-    if not count.sample:
-        return ()
-    values = np.quantile(count.sample[1], np.linspace(0, 1, QUANTILE_BUCKETS + 1)[1:-1])
-    return tuple(float(value) for value in np.unique(values))
 
 
 def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
@@ -273,7 +254,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
         counts.first_day, counts.last_day = float(np.floor(kept.min())), float(np.floor(kept.max()))
 
 
-def looks_like_text(values: pa.Array) -> bool:
+def _looks_like_text(values: pa.Array) -> bool:
     """Whether a column's present values (its first TEXT_SAMPLE) are free text: most of them of TEXT_WORDS
     words or more, and most distinct (unlike a category's few repeated values, such as "New York City")."""
     sample = values[:TEXT_SAMPLE]
@@ -365,7 +346,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     if maybe_dates and not earlier.date_tried:
         date_format = find_date_format(values.filter(pa.array(present)), date_formats)
     first_text = bad.any() and is_text is None and not earlier.text_tried and not date_format
-    if first_text and looks_like_text(values.filter(pa.array(bad))):
+    if first_text and _looks_like_text(values.filter(pa.array(bad))):
         return _count_text(values, train, present, options, where), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))

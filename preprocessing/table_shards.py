@@ -16,11 +16,12 @@ from dataformat import tables, text
 from dataformat.schema import LABEL_KEY, ShardInfo
 from dataformat.tfrecord import frame
 from preprocessing.column_counts import read_numbers
-from preprocessing.writer import release_memory, shard_output
+from preprocessing.memory import release_memory
+from preprocessing.writer import shard_output
 
 WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 TEXT_WRITE_ROWS = 4096  # the same for a table with text, whose words take far more memory than its rows
-ORDER = "__order__"  # the temporary files' column of each row's random order within its shard
+ORDER_COLUMN = "__order__"  # the temporary files' column of each row's random order within its shard
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ShardWriter:
     weight: str = ""  # the weight column, stored under its name as a float feature
 
     def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
-        order = pc.sort_indices(rows, [(ORDER, "ascending")])
+        order = pc.sort_indices(rows, [(ORDER_COLUMN, "ascending")])
         rows_a_piece = TEXT_WRITE_ROWS if any(c.kind == tables.TEXT for c in self.columns) else WRITE_ROWS
         piece = self.per_record * max(1, rows_a_piece // self.per_record)  # whole records a piece
         with shard_output(path, self.compression) as (out, counted):

@@ -27,6 +27,7 @@ import itertools
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 from collections import Counter
@@ -59,7 +60,8 @@ from preprocessing.column_counts import (
     missing_mask,
     read_numbers,
 )
-from preprocessing.column_kinds import CODE_NAME, TIME_NAME, decide_columns, describe, write_vocabularies
+from preprocessing.column_kinds import CODE_NAME, decide_columns, describe, write_vocabularies
+from preprocessing.memory import release_memory
 from preprocessing.split import file_key, row_hashes, shard_name, stratified_train
 from preprocessing.table_files import (
     CSV,
@@ -83,8 +85,8 @@ from preprocessing.table_files import (
     uneven_lines,
     with_partition_columns,
 )
-from preprocessing.table_shards import ORDER, ShardWriter
-from preprocessing.writer import clear_output, release_memory, usable_cores
+from preprocessing.table_shards import ORDER_COLUMN, ShardWriter
+from preprocessing.writer import clear_output, usable_cores
 
 log = logging.getLogger(__name__)
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
@@ -92,6 +94,12 @@ MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not
 MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 LAST_COLUMN = "-1"  # --label-column's default: the last column, unless one is named LABEL_KEY
+
+
+# Columns named like times (timestamp, created_at, eventTime, date) whose values are numbers are tried as dates in
+# NUMBER_DATE_FORMATS (column_counts.py) too, as are the columns --date-columns names: 20180305, and Unix times
+# (MovieLens' ratings).
+TIME_NAME = re.compile(r"(^|[^A-Za-z])(?i:time|timestamp|ts|date|datetime|epoch|at)$|[a-z](Time|Timestamp|Date|At|TS)$")
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,7 @@ class TableOptions:
     date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
     ignore: tuple[str, ...] = ()  # columns to leave out
     min_frequency: int | None = None  # a value or word seen fewer times in training is left out of the vocabulary
-    # (None: MIN_FREQUENCY[kind])
+    # (None: column_kinds.MIN_FREQUENCY[kind])
     max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
     hash_buckets: int = 1000  # at most this many buckets a column for the values outside its vocabulary
     text: tuple[str, ...] = ()  # columns of free text whatever they look like
@@ -155,7 +163,7 @@ class TablePlan:
     @property
     def bucket_schema(self) -> pa.Schema:
         """The rows a shard receives: the trimmed text of the kept columns, and their order."""
-        return pa.schema([(name, pa.string()) for name in self.kept] + [(ORDER, pa.uint64())])
+        return pa.schema([(name, pa.string()) for name in self.kept] + [(ORDER_COLUMN, pa.uint64())])
 
     def position(self, name: str) -> str:
         return f"{self.names.index(name) + 1} ({name!r})"
@@ -222,7 +230,8 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
     passed = [name for name in (plan.key, plan.weight) if name]  # stored, never counted
     trimmed = {plan.label: label, **{name: pc.utf8_trim_whitespace(batch.column(name)) for name in passed}}
     split_hash, order = row_hashes(key, lines)
-    train = stratified_train(split_hash, order, label, plan.eval_fraction)
+    classes = pc.dictionary_encode(label).indices.to_numpy(zero_copy_only=False)
+    train = stratified_train(split_hash, order, classes, plan.eval_fraction)
     options = plan.options
     date_formats = (options.date_format,) if options.date_format else dates.FORMATS
 

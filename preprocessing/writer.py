@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 import numpy as np
-import pyarrow as pa
 from tqdm import tqdm
 
 from dataformat import lease, storage
@@ -46,6 +45,7 @@ from preprocessing.sources import BROKEN_FLOOR, MAX_BROKEN_SHARE, BrokenImage, R
 from preprocessing.split import shard_name, split_indices
 
 log = logging.getLogger(__name__)
+
 TARGET_SHARD_BYTES = 100 * 2**20  # big enough to read efficiently, small enough to parallelize
 MIN_TRAIN_SHARDS = 2  # so that two reader threads can read different files
 # A worker process takes ~0.3 s to start and import the writer: worth it from this many files
@@ -437,22 +437,3 @@ def take(items: Sequence, indices: np.ndarray) -> Sequence:
     if isinstance(items, np.ndarray):
         return items[indices]
     return [items[i] for i in indices]
-
-
-def _glibc_malloc_trim():
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc: the heap is left as it is
-        return None
-
-
-_MALLOC_TRIM = _glibc_malloc_trim()
-
-
-def release_memory() -> None:
-    """Hands freed memory back to the system: Arrow's pool's, and glibc's heap, which otherwise keeps
-    what numpy's arrays of each block freed (Dask's advice for the same: malloc_trim). Without it,
-    pass 1 left 180 MB to pass 2."""
-    pa.default_memory_pool().release_unused()
-    if _MALLOC_TRIM:
-        _MALLOC_TRIM(0)

@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import tensorflow as tf
-from reading import set_reading_size
 from test_tables import read_rows
 
 import preprocessing.column_counts
@@ -185,8 +184,8 @@ def test_true_and_false_in_any_case_are_one_value_each(tmp_path):
 def test_measurements_stop_being_counted_value_by_value_codes_do_not(tmp_path, monkeypatch):
     """A wide table's blocks hold a few hundred rows, fewer than NUMBER_CODES: counting every value of its
     10,000 columns of measurements, through the whole file, took 2.9 GB (2.2 GB now)."""
-    set_reading_size(monkeypatch, "PARSE_BYTES", 1024)  # blocks of 4 KiB, about 300 rows
-    set_reading_size(monkeypatch, "BLOCK_BYTES_A_COLUMN", 64)
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)  # blocks of 4 KiB, about 300 rows
+    monkeypatch.setattr(preprocessing.table_files.locate, "BLOCK_BYTES_A_COLUMN", 64)
     rng = np.random.default_rng(0)
     rows = [f"{x:.4f},{rng.integers(5)},{rng.integers(500)},{'ab'[i % 2]}" for i, x in enumerate(rng.normal(size=3000))]
     source = write(tmp_path / "t.csv", "x,code,region,label", rows)
@@ -214,8 +213,8 @@ def test_near_unique_integers_that_rise_row_by_row_get_the_id_hint(tmp_path, cap
 def test_integers_written_with_leading_zeros_are_codes(tmp_path, caplog, monkeypatch):
     """ZIP and FIPS codes: 02134 is no quantity. A stray 007 among counts is a count. Blocks of about 300 rows:
     the codes are found in the first and counted in every block, as a categorical column's values are."""
-    set_reading_size(monkeypatch, "PARSE_BYTES", 1024)
-    set_reading_size(monkeypatch, "BLOCK_BYTES_A_COLUMN", 64)
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)
+    monkeypatch.setattr(preprocessing.table_files.locate, "BLOCK_BYTES_A_COLUMN", 64)
     monkeypatch.setattr(preprocessing.column_counts, "NUMBER_CODES", 100)  # numbers would stop being counted in a block
     rng = np.random.default_rng(5)
     zips = np.where(rng.random(3000) < 0.1, rng.choice([2134, 2139, 1002], 3000), rng.integers(10000, 10300, 3000))

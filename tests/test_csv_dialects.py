@@ -10,7 +10,6 @@ import logging
 
 import pytest
 import tensorflow as tf
-from reading import set_reading_size
 from test_tables import read_rows
 
 import preprocessing.table_files
@@ -60,7 +59,7 @@ def test_blank_lines_between_rows_are_counted_in_their_lines_and_quoted_ones_are
     (tmp_path / "t.csv").write_bytes(newline.join(rows).replace("\n\n", newline * 2).encode())
     for parse_bytes in (1 << 20, 16):  # a block and a chunk read a time, or a blank line cut between chunks
         with pytest.MonkeyPatch.context() as patch:
-            set_reading_size(patch, "PARSE_BYTES", parse_bytes)
+            patch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", parse_bytes)
             build(tmp_path, tmp_path / "t.csv", label_column="label")
         assert "t.csv: line 9, column 3 ('label'): the label is missing" in caplog.text
         caplog.clear()
@@ -85,7 +84,7 @@ def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_bl
 
 
 def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
-    set_reading_size(monkeypatch, "PARSE_BYTES", 1024)  # blocks of 1 KiB, fields of 20 KB
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)  # blocks of 1 KiB, fields of 20 KB
     long = "x" * 20_000
     rows = [f"{i},{long if i % 7 == 3 else 'short'},{'ab'[i % 2]}" for i in range(100)]
     (tmp_path / "t.csv").write_text("n,text,label\n" + "\n".join(rows) + "\n")
@@ -98,14 +97,14 @@ def test_a_field_longer_than_a_block_is_read_whole(tmp_path, monkeypatch):
 def test_a_table_of_many_columns_is_read_in_larger_blocks(tmp_path, monkeypatch):
     """Python's work costs per block and column: a block of 4,096-column rows held 30 rows, and converting
     a 4,096 x 4,096 table took 76 s (9 s in blocks of 64 MiB)."""
-    set_reading_size(monkeypatch, "PARSE_BYTES", 1024)  # pieces of 1 KiB
-    set_reading_size(monkeypatch, "BLOCK_BYTES_A_COLUMN", 64)
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)  # pieces of 1 KiB
+    monkeypatch.setattr(preprocessing.table_files.locate, "BLOCK_BYTES_A_COLUMN", 64)
     narrow, wide = tmp_path / "narrow.csv", tmp_path / "wide.csv"
     narrow.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(2000)))  # 175 rows a piece
     wide.write_text(",".join(f"c{j}" for j in range(150)) + "\n" + ("0," * 149 + "1\n") * 400)  # 3.4 a piece
 
     def block_rows(path, most_bytes):
-        set_reading_size(monkeypatch, "MAX_BLOCK_BYTES", most_bytes)
+        monkeypatch.setattr(preprocessing.table_files.locate, "MAX_BLOCK_BYTES", most_bytes)
         dialect = dialect_of(str(path), TableOptions(label_column="-1"))
         return [batch.num_rows for batch, _ in preprocessing.table_files.blocks(str(path), dialect)]
 
@@ -581,7 +580,7 @@ def test_a_line_that_repeats_the_header_of_files_joined_together_is_no_row(tmp_p
     rows = [f"{i},{'red' if i % 3 else 'blue'},{'ab'[i % 2]}\n" for i in range(60)]
     first, second = "size,color,label\n" + "".join(rows[:30]), "size,color,label\n" + "".join(rows[30:])
     (tmp_path / "t.csv").write_bytes(first.encode() + codecs.BOM_UTF8 + second.encode())  # cat of two exports
-    set_reading_size(monkeypatch, "PARSE_BYTES", 64)  # the repeat in a later block
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 64)  # the repeat in a later block
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert metadata.class_names == ("a", "b")
     assert sorted(row["size"] for row in all_rows(tmp_path, metadata)) == list(range(60))
@@ -781,7 +780,7 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
     for parse_bytes, newline in ((1 << 20, "\n"), (32, "\n"), (32, "\r\n"), (32, "\r")):
         (tmp_path / "auto.data").write_bytes(text.replace("\n", newline).encode())
         with pytest.MonkeyPatch.context() as patch:
-            set_reading_size(patch, "PARSE_BYTES", parse_bytes)
+            patch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", parse_bytes)
             metadata = build(tmp_path, tmp_path / "auto.data", label_column="origin")
         assert [(c.name, c.kind) for c in metadata.columns][:2] == [("mpg", "numeric"), ("cylinders", "numeric")]
         assert metadata.columns[2].name == "name"

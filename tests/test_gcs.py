@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from gcs_emulator.server import BUCKET, TF_FAIL_FAST, child_env, client
 from PIL import Image
-from reading import set_reading_size
 
 from dataformat import lease
 from dataformat.schema import METADATA_FILE
@@ -353,7 +352,8 @@ def test_a_statistics_files_names_are_read_from_its_first_bytes(gcs_server, monk
         assert table_files.dialect_of(remote, TableOptions()).names == ("x", "city", "label")
         assert size > 4 * table_files.packages.HEAD_BYTES and sum(read) == table_files.packages.HEAD_BYTES
         read.clear()
-        set_reading_size(monkeypatch, "HEAD_BYTES", 100)  # a header longer than the bytes copied: the whole file
+        # a header longer than the bytes copied: the whole file
+        monkeypatch.setattr(table_files.packages, "HEAD_BYTES", 100)
         assert table_files.dialect_of(remote, TableOptions()).names == ("x", "city", "label")
         assert sum(read) == 100 + size
     finally:

@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
-from reading import set_reading_size
 from test_tables import read_rows
 
 import preprocessing.table_files
@@ -127,7 +126,7 @@ def each_refused(folder, expected: dict[str, str]) -> None:
 def test_a_wide_typed_file_is_read_in_blocks_of_bounded_values(tmp_path, monkeypatch, name):
     """A 4,096-column Parquet file of 32,768 rows, read 65,536 rows at a time, took 8.7 GB (1.8 GB now). An
     Arrow file's batch (pandas writes 65,536 rows) is cut to the same bound."""
-    set_reading_size(monkeypatch, "PARQUET_CELLS", 1000)
+    monkeypatch.setattr(preprocessing.table_files.typed, "PARQUET_CELLS", 1000)
     columns = frame()
     pq.write_table(pa.table(columns), tmp_path / "t.parquet")
     feather.write_feather(pa.table(columns), tmp_path / "t.feather")  # one batch of all 300 rows
@@ -239,7 +238,7 @@ def test_json_lines_take_numbers_and_text_in_one_column_and_name_a_bad_line(tmp_
 def test_json_keys_that_the_first_objects_lack_are_columns_too(tmp_path, monkeypatch, caplog):
     """Sparse JSON (a null left out, a field added later): a key first seen past the objects the columns were
     taken from, in the first file or a later one, gives the dataset that declaring it in the first object would."""
-    set_reading_size(monkeypatch, "SNIFF_BYTES", 256)  # the columns: the first few objects'
+    monkeypatch.setattr(preprocessing.table_files.locate, "SNIFF_BYTES", 256)  # the columns: the first few objects'
     caplog.set_level("INFO")
     rows = [{"x": i % 7, "label": "ab"[i % 2]} for i in range(200)]
     for i in range(120, 200, 3):
@@ -264,8 +263,9 @@ def test_json_keys_that_the_first_objects_lack_are_columns_too(tmp_path, monkeyp
 
 
 def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(tmp_path, monkeypatch):
-    set_reading_size(monkeypatch, "PARSE_BYTES", 64)  # blocks of 256 bytes, objects cut anywhere
-    set_reading_size(monkeypatch, "BLOCK_BYTES_A_COLUMN", 1)
+    # blocks of 256 bytes, objects cut anywhere
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 64)
+    monkeypatch.setattr(preprocessing.table_files.locate, "BLOCK_BYTES_A_COLUMN", 1)
     rows = [{"n": i, "note": "x" * (i % 7), "label": "ab"[i % 2]} for i in range(100)]
     text = "\ufeff [\n" + ",\n".join(json.dumps(row, indent=1) for row in rows) + "\n]\n"  # 5 lines an object
     (tmp_path / "t.json").write_text(text)
@@ -537,7 +537,7 @@ def test_a_list_seen_late_a_null_list_over_elements_and_lists_that_teach_nothing
     """JSON whose first objects hold no list in a column reads every object's lists, as Parquet's type says; a null
     list whose offsets still span elements (a null record's list field) is missing; a label of lists, and lists of
     timestamps, are refused in one line; a cut .jsonl.xz names the file."""
-    set_reading_size(monkeypatch, "SNIFF_BYTES", 256)  # the lists: the first few objects'
+    monkeypatch.setattr(preprocessing.table_files.locate, "SNIFF_BYTES", 256)  # the lists: the first few objects'
     rows = tagged_rows()
     for row in rows[:100]:
         row["tags"] = None
@@ -917,7 +917,7 @@ def test_arff_files_are_csv_named_by_their_attributes(tmp_path):
     (tmp_path / "s.arff").write_text("\n".join(header + rows) + "\n")
     for parse_bytes in (1 << 20, 64):
         with pytest.MonkeyPatch.context() as patch:
-            set_reading_size(patch, "PARSE_BYTES", parse_bytes)
+            patch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", parse_bytes)
             metadata = build_table_dataset(
                 str(tmp_path / "s.arff"), str(tmp_path / "out"), TableOptions(), overwrite=True
             )

@@ -14,7 +14,6 @@ import pytest
 import tensorflow as tf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reading import set_reading_size
 
 import preprocessing.table_files
 from dataformat import tables
@@ -483,7 +482,7 @@ def test_the_split_is_stratified_by_class(tmp_path):
 
 
 def test_a_class_seen_once_a_block_still_reaches_evaluation(tmp_path, monkeypatch):
-    set_reading_size(monkeypatch, "PARSE_BYTES", 256)  # blocks of about 100 rows
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 256)  # blocks of about 100 rows
     rows = [f"{i},{'rare' if i % 100 == 0 else 'common'}" for i in range(10_000)]
     (tmp_path / "t.csv").write_text("\n".join(["x,y", *rows]) + "\n")
     metadata = build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions())
@@ -493,7 +492,7 @@ def test_a_class_seen_once_a_block_still_reaches_evaluation(tmp_path, monkeypatc
 
 
 def test_rows_without_a_label_are_left_out_and_counted(tmp_path, monkeypatch, caplog):
-    set_reading_size(monkeypatch, "PARSE_BYTES", 256)  # blocks of about 40 rows
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 256)  # blocks of about 40 rows
     unlabeled = [f"2020-01-{1 + i % 28:02d},{i}," for i in range(200)]  # whole blocks first: dates still found
     rows = [f"2020-02-{1 + i % 28:02d},{i},{'NA' if i % 10 == 3 else 'ab'[i % 2]}" for i in range(400)]
     (tmp_path / "t.csv").write_text("\n".join(["day,x,y", *unlabeled, *rows]) + "\n")

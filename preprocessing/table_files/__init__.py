@@ -64,7 +64,7 @@ from preprocessing.table_files.locate import (
     text_bytes,
 )
 from preprocessing.table_files.number_text import NUMBER, iso_duration_text, plain_numbers
-from preprocessing.table_files.packages import package_blocks, package_names
+from preprocessing.table_files.packages import package_blocks, package_dialect
 from preprocessing.table_files.sniffing import (
     WHITESPACE,
     arff_dialect,
@@ -123,7 +123,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if kind in TYPED:
         return typed_dialect(path, kind, options.encoding)
     if kind == PACKAGE:
-        return Dialect(package_names(path, options.encoding), False, "", options.encoding, kind)
+        return package_dialect(path, options.encoding)
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return workbook_dialect(path, options, (*known, *label))

@@ -20,11 +20,9 @@ import pyarrow.csv as pacsv
 
 from dataformat import tables
 from dataformat.errors import UserError
+from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.locate import (
-    MAX_FIRST_LINE,
-    MAX_PARSE_BYTES,
-    PARSE_BYTES,
     ascii_based,
     block_pieces,
     not_text,
@@ -63,7 +61,7 @@ def csv_rows(path: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.n
     no row."""
     line, blank_lines, warned = dialect.first_line, [], False
     for batch in _csv_blocks(path, dialect, blank_lines):
-        lines, line = record_lines(batch, line, blank_lines)
+        lines, line = _record_lines(batch, line, blank_lines)
         repeats = _header_repeats(batch) if dialect.has_header else None
         if repeats is not None and not warned:
             log.warning(
@@ -144,7 +142,7 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
     naming its line. A record longer than a block (a field of megabytes), or skipped lines above the first
     longer than one, makes the file read again with blocks 8 times larger, from the record it stopped at. The
     file's blank lines (which pyarrow leaves out) are added to `blank_lines` before any block after them."""
-    done, block_size = 0, PARSE_BYTES
+    done, block_size = 0, locate.PARSE_BYTES
     while True:
         try:
             for batch in _csv_blocks_of_size(path, dialect, block_size, done, blank_lines):
@@ -154,9 +152,9 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
         except pa.ArrowInvalid as error:
             if "skip initial" in str(error) and _ends_above_rows(path, dialect):
                 return  # a file of only its header, without a newline after it: no rows, as tables.py says
-            if not re.search("straddl|skip initial", str(error)) or block_size >= MAX_PARSE_BYTES:
+            if not re.search("straddl|skip initial", str(error)) or block_size >= locate.MAX_PARSE_BYTES:
                 raise UserError(f"{path}: cannot read as CSV ({str(error).splitlines()[0]})") from None
-            block_size = min(8 * block_size, MAX_PARSE_BYTES)  # pyarrow takes a block size of up to 2 GiB
+            block_size = min(8 * block_size, locate.MAX_PARSE_BYTES)  # pyarrow takes a block size of up to 2 GiB
         except OSError as error:  # a compressed file cut short
             raise unreadable(path, error) from None
 
@@ -165,7 +163,7 @@ def _ends_above_rows(path: str, dialect: Dialect) -> bool:
     """Whether the file ends within the lines above its rows (its header, or the lines skipped)."""
     above = dialect.skip_rows + (1 if dialect.has_header else 0)
     head = read_head(path, above + 1)
-    return len(head) < MAX_FIRST_LINE and max(head.count(b"\n"), head.count(b"\r")) < above
+    return len(head) < locate.MAX_FIRST_LINE and max(head.count(b"\n"), head.count(b"\r")) < above
 
 
 def _csv_blocks_of_size(
@@ -181,7 +179,7 @@ def _csv_blocks_of_size(
     try:
         with _opened_csv(path, dialect) as file:
             blank_lines.clear()  # read again from the start
-            stream = pa.PythonFile(BlankLines(file, blank_lines), mode="r") if ascii_based(dialect.encoding) else file
+            stream = pa.PythonFile(_BlankLines(file, blank_lines), mode="r") if ascii_based(dialect.encoding) else file
             options = _csv_options(dialect, block_size, True, on_invalid_row)
             # The reader closes before the stream: its threads read ahead from it, also when a row stops the run.
             with pacsv.open_csv(stream, **options) as pieces:
@@ -238,7 +236,7 @@ def _first_ragged_row(path: str, dialect: Dialect):
         return "skip"
 
     with _opened_csv(path, dialect) as stream:
-        for _ in pacsv.open_csv(stream, **_csv_options(dialect, PARSE_BYTES, False, on_invalid_row)):
+        for _ in pacsv.open_csv(stream, **_csv_options(dialect, locate.PARSE_BYTES, False, on_invalid_row)):
             if ragged:
                 break
     return ragged[0]
@@ -249,7 +247,7 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
     among them), not the newlines inside their quoted fields, nor blank lines below the skipped ones; read again by
     Python's csv module, which keeps the count of lines. Only where a row is wrong: it reads the file up to that
     row."""
-    csv.field_size_limit(MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
+    csv.field_size_limit(locate.MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
     with _opened_csv(path, dialect) as stream:
         text = io.TextIOWrapper(stream, encoding=without_bom(dialect.encoding), newline="")
         reader = csv.reader(
@@ -264,7 +262,7 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
     return number
 
 
-def record_lines(batch: pa.RecordBatch, first_line: int, blank_lines: list[int]) -> tuple[np.ndarray, int]:
+def _record_lines(batch: pa.RecordBatch, first_line: int, blank_lines: list[int]) -> tuple[np.ndarray, int]:
     """(each record's first line in the file, the line after the last record), from the line the block
     begins on: one line a record, one more for each newline inside its quoted fields, and the `blank_lines`
     (sorted) between them."""
@@ -284,7 +282,7 @@ def record_lines(batch: pa.RecordBatch, first_line: int, blank_lines: list[int])
     return starts, int(starts[-1] + 1 + inside[-1]) if batch.num_rows else first_line
 
 
-class BlankLines:
+class _BlankLines:
     """A CSV file as pyarrow reads it, its blank lines noted in `found` (their numbers, counted by newlines):
     pyarrow leaves them out, and the lines of the records after them must count them. A newline inside quotes
     (an odd number of quotes before it) begins no line of the file's rows."""

@@ -26,11 +26,14 @@ class Dialect:
     decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
     skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
     sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
-    escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniff_escape)
-    row_names: bool = False  # CSV's: its first column is row names, under a header one name short (_unnamed_column)
-    spaced: bool = False  # CSV's: fields apart by runs of spaces and tabs, read as tab-separated (tabbed); delimiter \t
-    padded: bool = False  # CSV's: blanks after a delimiter and before a quote, left out as the file is read (unpadded)
-    quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (arff_dialect)
+    escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniffing.sniff_escape)
+    # CSV's: its first column is row names, under a header one name short (sniffing._unnamed_column).
+    row_names: bool = False
+    # CSV's: fields apart by runs of spaces and tabs, read as tab-separated (rewrites.tabbed); its delimiter is \t.
+    spaced: bool = False
+    # CSV's: blanks after a delimiter and before a quote, left out as the file is read (rewrites.unpadded).
+    padded: bool = False
+    quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (sniffing.arff_dialect)
     comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
     lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
     # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for

@@ -15,12 +15,11 @@ import pyarrow as pa
 
 from dataformat import tables
 from dataformat.errors import UserError
+from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.locate import (
     JSON_ARRAY,
     JSON_LINES,
-    MAX_PARSE_BYTES,
-    PARSE_BYTES,
     block_pieces,
     not_text,
     opened,
@@ -41,18 +40,18 @@ def json_dialect(path: str, head: bytes, encoding: str) -> Dialect:
     the order they first appear."""
     text = head.decode(without_bom(encoding), "replace")  # reading names a line that is not UTF-8
     if text.lstrip().startswith("["):
-        pieces = _json_array_rows(path, encoding, PARSE_BYTES)
+        pieces = _json_array_rows(path, encoding, locate.PARSE_BYTES)
         kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
     else:
         kind = JSON_LINES
         rows = [(number, _json_object(line, path, number)) for number, line in enumerate(whole_lines(text), 1)]
-    names, lists = json_columns(rows)
+    names, lists = _json_columns(rows)
     if not names:
         raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
     return Dialect(names, False, "", encoding, kind, lists=lists)
 
 
-def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the columns of (flattened) JSON objects, those of them that hold a list in any object). The columns are their
     keys in the order they first appear, less a nested record's own key ("geo": null beside geo.city is no column). A
     key with a value is a column whatever other keys start with it: R's and pandas' names hold dots ("year" beside
@@ -71,13 +70,13 @@ def json_columns(rows: Iterable[tuple[int, dict]]) -> tuple[tuple[str, ...], tup
 
 
 def every_json_column(files: list[str], dialect: Dialect) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """json_columns of every object of the JSON files: the dialect's first columns, then the others as they appear."""
+    """_json_columns of every object of the JSON files: the dialect's first columns, then the others as they appear."""
     rows = (row for path in files for piece in _json_pieces(path, dialect) for row in piece)
-    return json_columns(itertools.chain([(0, dict.fromkeys(dialect.names))], rows))
+    return _json_columns(itertools.chain([(0, dict.fromkeys(dialect.names))], rows))
 
 
 def _json_pieces(path: str, dialect: Dialect) -> Iterator[Iterable[tuple[int, dict]]]:
-    block_bytes = block_pieces(len(dialect.names), PARSE_BYTES) * PARSE_BYTES
+    block_bytes = block_pieces(len(dialect.names), locate.PARSE_BYTES) * locate.PARSE_BYTES
     if dialect.format == JSON_ARRAY:
         return _json_array_rows(path, dialect.encoding, block_bytes)
     return _json_lines_rows(path, dialect.encoding, block_bytes)
@@ -150,8 +149,10 @@ def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[lis
             line, text = line + text.count("\n", 0, position), text[position:]
             if not chunk:
                 break
-            if len(text) > MAX_PARSE_BYTES:
-                raise UserError(f"{path}: line {line}: an object of more than {MAX_PARSE_BYTES} bytes, or no JSON")
+            if len(text) > locate.MAX_PARSE_BYTES:
+                raise UserError(
+                    f"{path}: line {line}: an object of more than {locate.MAX_PARSE_BYTES} bytes, or no JSON"
+                )
     if expected != "end":
         raise UserError(f"{path}: the JSON array is not closed (no ']' at its end)")
 

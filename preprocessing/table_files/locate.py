@@ -1,7 +1,8 @@
 """Which files a table is in, and what each is: a file, a glob or a folder (a partitioned dataset's too); each file's
 format, told by its suffix (and its first bytes where a name misleads), its compression, a ZIP archive's one table;
-the files that are no table, refused in one line; and the files opened, with their first bytes read, for the format
-modules.
+the files that are no table (binary, a web page, another package's file), refused in one line; and, for the format
+modules, each file opened (decompressed), its first bytes and lines read, and its text encoding told by a byte-order
+mark.
 
 The reading sizes (PARSE_BYTES and on) are here too: every format that streams text reads it by them."""
 
@@ -72,7 +73,7 @@ FORMAT_NAMES = {
 }
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
 # command-line tools write them.
-XZ = "xz"  # no codec of pyarrow's: Python's lzma reads it (XzFile)
+XZ = "xz"  # no codec of pyarrow's: Python's lzma reads it (_XzFile)
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".xz": XZ}
 COMPRESSION_RATIO = 4  # a compressed file's text is about this many times its size, for planning shards
 ZIP = ".zip"  # an archive of one table, as Kaggle and many portals hand out a CSV: read as the one file it holds
@@ -115,6 +116,7 @@ REFUSED_FILES = {
 # bytes the SUB (\x1a) of apostrophes lost to an encoding, was refused at 1%.
 BINARY_SHARE = 0.05
 CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f]")
+# The reading sizes, read as locate.NAME wherever they are used, so that one setting (a test's) holds everywhere.
 PARSE_BYTES = 2**20  # text parsed at a time; pyarrow's CSV reader reads up to 32 of these ahead
 PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer, larger steps for Python
 # ... and more for a table of hundreds of columns, since Python's steps cost per block and column (4,096
@@ -122,6 +124,7 @@ PARSES_A_BLOCK = 4  # parsed pieces counted and placed together, at least: fewer
 BLOCK_BYTES_A_COLUMN = 16 * 1024
 MAX_BLOCK_BYTES = 64 * PARSE_BYTES
 SNIFF_BYTES = 1 << 16  # the start of a file that its header and delimiter are read from ...
+SNIFF_LINES = 50  # a file's first lines that its header, delimiter and such are read from, at most
 MAX_FIRST_LINE = 1 << 24  # ... or more, to the end of its first line (a 10,000-column header), up to this
 MAX_PARSE_BYTES = 1 << 30  # the largest block a record may need (a field of up to about this size)
 # The csv module, which sniffs the delimiter and reads the header, refuses fields over 128 KiB by default:
@@ -229,7 +232,7 @@ def file_format(path: str) -> str:
 
 def table_name(path: str) -> str:
     """The name that tells the table file's format: its own, or a ZIP archive's member's."""
-    return zip_member(path) if _zipped(path) else path
+    return _zip_member(path) if _zipped(path) else path
 
 
 def _named_format(path: str) -> str:
@@ -256,7 +259,7 @@ def plain_name(path: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def zip_member(path: str) -> str:
+def _zip_member(path: str) -> str:
     """The name of the one table file that the ZIP archive at `path` holds: its only file, or its only file of a
     table's suffix beside others (a readme); a UserError where it holds none or several (Kaggle's train.csv beside
     test.csv), or one of a format that needs seeking or is compressed again."""
@@ -288,7 +291,7 @@ def text_bytes(path: str) -> int:
     with storage.open_read(path) as file:
         if _zipped(path):
             with zipfile.ZipFile(file) as archive:
-                return archive.getinfo(zip_member(path)).file_size
+                return archive.getinfo(_zip_member(path)).file_size
         size = file.seek(0, os.SEEK_END)
     return size * COMPRESSION_RATIO if compression(path) else size
 
@@ -301,19 +304,19 @@ def _listed(names: list[str]) -> str:
 def opened(path: str) -> Iterator[pa.NativeFile]:
     with storage.open_read(path) as file:
         if _zipped(path):
-            with zipfile.ZipFile(file) as archive, archive.open(zip_member(path)) as member:
+            with zipfile.ZipFile(file) as archive, archive.open(_zip_member(path)) as member:
                 yield pa.PythonFile(member, mode="r")
             return
         codec = compression(path)
         if codec == XZ:
-            with XzFile(file) as text:
+            with _XzFile(file) as text:
                 yield pa.PythonFile(text, mode="r")
             return
         stream = pa.PythonFile(file, mode="r")
         yield pa.CompressedInputStream(stream, codec) if codec else stream
 
 
-class XzFile(lzma.LZMAFile):
+class _XzFile(lzma.LZMAFile):
     """An xz-compressed file's bytes, whose errors (a cut or damaged file) are OSErrors, as pyarrow's codecs' are."""
 
     def read(self, size: int = -1) -> bytes:

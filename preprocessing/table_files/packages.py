@@ -20,8 +20,9 @@ import pyarrow as pa
 
 from dataformat import gcs, storage
 from dataformat.errors import UserError
+from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names
-from preprocessing.table_files.locate import PACKAGE_FILES, PackageFile, compression, plain_name
+from preprocessing.table_files.locate import PACKAGE, PACKAGE_FILES, PackageFile, compression, plain_name
 from preprocessing.table_files.typed import rows_per_block, typed_text
 
 HEAD_BYTES = 1 << 20  # a gs:// statistics package's file's bytes copied to read its names: its header and first row
@@ -109,7 +110,12 @@ def _package_read(chunks, path: str, what: str) -> Iterator:
         yield chunk
 
 
-def package_names(path: str, encoding: str) -> tuple[str, ...]:
+def package_dialect(path: str, encoding: str) -> Dialect:
+    """A statistics package's file's dialect: its columns' names (its values are typed: no header, no delimiter)."""
+    return Dialect(_package_names(path, encoding), False, "", encoding, PACKAGE)
+
+
+def _package_names(path: str, encoding: str) -> tuple[str, ...]:
     """The columns of a statistics package's file, as its first row has them. Of a gs:// SPSS or SAS file, its first
     HEAD_BYTES are copied for them, where its header and first row lie (the whole file where they do not): a file
     is asked for its names twice (planning, then its pass), and copying it whole for each tripled what a conversion

@@ -1,6 +1,6 @@
 """CSV lines rewritten as the file streams, so that pyarrow's reader can parse them: fields apart by runs of blanks
 made tab-separated (tabbed), blanks between a delimiter and a quote left out (unpadded), comment lines left out
-(uncommented). Each rewrite keeps the lines' newlines, so errors still name the file's own lines."""
+(_uncommented). Each rewrite keeps the lines' newlines, so errors still name the file's own lines."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from preprocessing.table_files.locate import PARSE_BYTES
+from preprocessing.table_files import locate
 
 
 def line_rewrite(
@@ -17,7 +17,7 @@ def line_rewrite(
     """How a CSV file's lines are rewritten before pyarrow and the csv module parse them, if they are: comments
     left out, then its fields apart by blanks made tab-separated, or its padding before quotes left out (quoted
     fields passed over whole, with quotes escaped by `escape` inside)."""
-    steps = [functools.partial(uncommented, mark=comment)] if comment else []
+    steps = [functools.partial(_uncommented, mark=comment)] if comment else []
     if spaced:
         steps.append(functools.partial(tabbed, escape=escape))
     elif padded:
@@ -60,7 +60,7 @@ class Rewritten:
 EDGE_BLANKS = rb"(?:^|(?<=\r))[ \t]+|[ \t]+(?=\r|$)"  # a line's first or last blanks; a lone \r ends a line too
 
 
-def quoted_field(quote: str = '"', escape: str = "") -> bytes:
+def _quoted_field(quote: str = '"', escape: str = "") -> bytes:
     """The pattern of a field quoted by `quote`, that quote doubled inside it (RFC 4180), or after `escape`."""
     mark = re.escape(quote.encode())
     if not escape:
@@ -77,7 +77,7 @@ def tabbed(lines: bytes, escape: str = "") -> bytes:
     tab, the blanks that begin or end a line left out; quoted fields keep theirs."""
     if b'"' not in lines and lines.count(b"\r") == lines.count(b"\r\n"):  # most such files: 16x faster than re
         return b"\n".join(b"\t".join(line.split()) for line in lines.split(b"\n"))
-    pattern = FIELD_START + quoted_field('"', escape) + b"|(" + EDGE_BLANKS + rb")|[ \t]+"
+    pattern = FIELD_START + _quoted_field('"', escape) + b"|(" + EDGE_BLANKS + rb")|[ \t]+"
     return re.sub(pattern, _tab_between_fields, lines, flags=re.MULTILINE)
 
 
@@ -90,13 +90,13 @@ def unpadded(lines: bytes, delimiter: str, quote: str = '"', escape: str = "") -
     """Lines whose quoted fields are padded after their delimiter (`a,   "b, c"`) with the blanks there left out,
     so that the quote quotes its field, as Python's csv module reads with skipinitialspace. A field quoted where
     it starts is passed over whole, its text as it is."""
-    mark, field = re.escape(delimiter.encode()), quoted_field(quote, escape)
+    mark, field = re.escape(delimiter.encode()), _quoted_field(quote, escape)
     at_start = rb"(?<![^" + mark + rb"\r\n])" + field
     padded = rb"(" + mark + rb")[ \t]+(" + field + rb")"
     return re.sub(at_start + b"|" + padded, lambda found: found[0] if found[1] is None else found[1] + found[2], lines)
 
 
-def uncommented(lines: bytes, mark: str) -> bytes:
+def _uncommented(lines: bytes, mark: str) -> bytes:
     """Lines with those that start with `mark` (ARFF's %) left empty: no rows, still lines."""
     return re.sub(rb"(?m)^[ \t]*" + re.escape(mark.encode()) + rb"[^\r\n]*", b"", lines)
 
@@ -115,4 +115,4 @@ def _whole_lines_end(text: bytes) -> int:
         if end < 0 or not text.count(b'"', 0, end) % 2:
             return end + 1
         end = max(text.rfind(b"\n", 0, end), text.rfind(b"\r", 0, end))
-    return max(text.rfind(b"\n"), text.rfind(b"\r")) + 1 if len(text) > PARSE_BYTES else 0
+    return max(text.rfind(b"\n"), text.rfind(b"\r")) + 1 if len(text) > locate.PARSE_BYTES else 0

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from dataformat import commandline, tables
 from dataformat.errors import UserError
+from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names, header_names, is_a_name, label_of
 from preprocessing.table_files.locate import (
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
-SNIFF_LINES = 50  # ... from this many lines at most
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)\s*(.*)""", re.IGNORECASE)
 
@@ -67,9 +67,8 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
     backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
     if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
         text = text[1:].lstrip(" \t")
-    tsv = (
-        plain_name(table_name(path)).endswith(".tsv") and "\t" in text
-    )  # a .tsv file of no tab is sniffed as any other
+    # A .tsv file of no tab is sniffed as any other.
+    tsv = plain_name(table_name(path)).endswith(".tsv") and "\t" in text
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
     delimiter = delimiter or sniff_delimiter(text, backslash)
     spaced, padded = _padding(path, text, delimiter, encoding)
@@ -137,7 +136,7 @@ def arff_dialect(path: str, encoding: str) -> Dialect:
                     raise UserError(f"{path}: line {number}: a relational attribute (multi-instance ARFF) is not read")
         else:
             raise UserError(f"{path}: an ARFF file without a line @data")
-        rows = [text.strip() for text in itertools.islice(lines, SNIFF_LINES) if not text.startswith("%")]
+        rows = [text.strip() for text in itertools.islice(lines, locate.SNIFF_LINES) if not text.startswith("%")]
     if not names:
         raise UserError(f"{path}: an ARFF file without @attribute lines")
     if any(row.startswith("{") for row in rows):
@@ -290,7 +289,7 @@ def uneven_lines(path: str, encoding: str) -> str:
 def _first_lines(path: str, encoding: str) -> list[str]:
     """A CSV file's first SNIFF_LINES lines, as text (what cannot be decoded replaced), for hints in errors."""
     head = read_head(path)
-    return whole_lines(head.decode(without_bom(encoding_of(head, encoding)), "replace"))[:SNIFF_LINES]
+    return whole_lines(head.decode(without_bom(encoding_of(head, encoding)), "replace"))[: locate.SNIFF_LINES]
 
 
 def _head_text(path: str, head: bytes, encoding: str) -> str:
@@ -350,7 +349,7 @@ def _header_one_longer(rows: list[list[str]]) -> bool:
 def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
     """The whole rows of a file's head (its first SNIFF_LINES lines), blank lines left out: where those lines end
     inside a quoted field, its row is left out (cut at one of the field's line breaks, it would read short)."""
-    head = "\n".join(whole_lines(text)[:SNIFF_LINES])
+    head = "\n".join(whole_lines(text)[: locate.SNIFF_LINES])
     cut = (head.count('"') - (head.count(escape + '"') if escape else 0)) % 2 == 1  # an odd number of quotes
     if delimiter == WHITESPACE:
         head, delimiter = rewritten_text(head, tabbed), "\t"

@@ -20,7 +20,7 @@ from preprocessing.table_files.locate import FORMAT_NAMES, NOT_TABLES, PARQUET, 
 
 UNIT_SECONDS = {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}  # Arrow's duration units, in a second
 PARQUET_ROWS = 65_536  # rows of a Parquet or Arrow file converted to text at a time ...
-PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (MAX_BLOCK_BYTES of 8-byte numbers)
+PARQUET_CELLS = 1 << 23  # ... or fewer, to hold at most this many values (locate.MAX_BLOCK_BYTES of 8-byte numbers)
 
 
 def typed_dialect(path: str, kind: str, encoding: str) -> Dialect:
@@ -28,13 +28,13 @@ def typed_dialect(path: str, kind: str, encoding: str) -> Dialect:
     with _typed_file(path, kind) as file:
         fields = _leaf_fields(file.schema_arrow if kind == PARQUET else file.schema)
     names = distinct_names([name for name, _ in fields], path)
-    lists = tuple(name for name, kind in fields if is_list_type(kind))
+    lists = tuple(name for name, field_type in fields if _is_list_type(field_type))
     return Dialect(names, False, "", encoding, kind, lists=lists)
 
 
 def rows_per_block(names: tuple[str, ...]) -> int:
-    """Rows of a typed file (Parquet, Arrow, a workbook) read at a time: PARQUET_ROWS, or fewer to hold
-    PARQUET_CELLS."""
+    """Rows of a typed file (Parquet, Arrow, a workbook, a statistics package's file) read at a time: PARQUET_ROWS,
+    or fewer to hold PARQUET_CELLS."""
     return max(1, min(PARQUET_ROWS, PARQUET_CELLS // len(names)))
 
 
@@ -105,7 +105,7 @@ def _without_structs(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
-    if is_list_type(values.type):
+    if _is_list_type(values.type):
         return _list_text(values, path, name)
     if pa.types.is_nested(values.type):
         raise UserError(
@@ -128,7 +128,7 @@ def typed_text(values: pa.Array, path: str, name: str) -> pa.Array:
     )
 
 
-def is_list_type(kind: pa.DataType) -> bool:
+def _is_list_type(kind: pa.DataType) -> bool:
     return pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
 
 

@@ -21,11 +21,11 @@ import pyarrow as pa
 
 from dataformat import storage
 from dataformat.errors import UserError
+from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names, header_names, label_of
 from preprocessing.table_files.json_objects import as_text, objects_batch
 from preprocessing.table_files.locate import WORKBOOK, plain_name
-from preprocessing.table_files.sniffing import SNIFF_LINES
 from preprocessing.table_files.typed import rows_per_block
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -
     if header is None:
         raise UserError(
             f"{path}: sheet {title or sheets[0].title!r} has no row of values in its first "
-            f"{options.skip_rows + SNIFF_LINES}"
+            f"{options.skip_rows + locate.SNIFF_LINES}"
         )
     number, names, _ = header
     while names and not names[-1]:  # the sheet's empty columns after the last
@@ -201,7 +201,7 @@ def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> t
     finds it; None for a sheet of no values in its first rows."""
     header = None
     rows = enumerate(sheet.rows(), 1)
-    for number, row in itertools.islice(rows, skip_rows, skip_rows + SNIFF_LINES):
+    for number, row in itertools.islice(rows, skip_rows, skip_rows + locate.SNIFF_LINES):
         names = [as_text(_cell_value(value), path, number, "").strip() for value in row]
         if any(name in names for name in known if name):
             return number, names, True
