@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+SHOWN_CHARACTERS = 60  # of a value a message quotes, at most: a cell may hold a whole text, or an image as SVG
+
 
 class UserError(Exception):
     """Something the user can fix: bad input, a bad flag, a missing file.
@@ -29,3 +31,16 @@ def tensorflow_error_line(error) -> str:
     wrong = next((text for text in lines if text and not text.startswith(_NOISE)), lines[0] if lines else "")
     message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", wrong)
     return re.sub(r"\s*\[Op:.*$", "", message).strip()
+
+
+def shortened(text: str) -> str:
+    """`text` for a one-line message: itself, or its first SHOWN_CHARACTERS characters and its length."""
+    return text if len(text) <= SHOWN_CHARACTERS else f"{text[:SHOWN_CHARACTERS]}... ({len(text):,} characters)"
+
+
+def quoted(value) -> str:
+    """A value of the data, quoted for a one-line message as repr quotes it, but cut as `shortened` cuts it."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= SHOWN_CHARACTERS:
+        return repr(value)
+    return f"{text[:SHOWN_CHARACTERS]!r}... ({len(text):,} characters)"

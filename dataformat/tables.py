@@ -452,7 +452,7 @@ def instance_columns(
     nested record's fields as `flattened` names them) to one array a column, as the `serving_default` signature
     takes them, and the rows' `key` column as text ("" where left out). A value that cannot be a number in a
     numeric column is a UserError naming the row (by `names`)."""
-    from dataformat.errors import UserError
+    from dataformat.errors import UserError, quoted
 
     arrays = {}
     instances = [flattened(one, name) if isinstance(one, dict) else one for one, name in zip(instances, names)]
@@ -471,7 +471,7 @@ def instance_columns(
             elif missing:
                 values.append(float("nan"))
             elif not is_a_number(value):
-                raise UserError(f"{name}: column {column.name!r}: {value!r} is not a number")
+                raise UserError(f"{name}: column {column.name!r}: {quoted(value)} is not a number")
             else:
                 values.append(float(value))
         dtype = np.float32 if column.kind == NUMERIC else object
@@ -575,12 +575,15 @@ def numeric_columns(columns: tuple[Column, ...]) -> list[Column]:
 
 
 def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
-    """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns."""
+    """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns (a
+    request's), where a number beyond float32's range (1e200, inf) is missing, as preprocessing reads it
+    (preprocessing/column_counts.py, read_numbers)."""
     import tensorflow as tf
 
     if NUMERIC_KEY in values:
         return tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
-    return tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
+    block = tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
+    return tf.where(tf.math.is_finite(block), block, float("nan"))
 
 
 def vector_width(columns: tuple[Column, ...]) -> int:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
 log = logging.getLogger(__name__)
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest number the records hold
 NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones,
 NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of its (at least 100) counted values
 # distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
@@ -148,14 +149,16 @@ def missing_mask(column: pa.Array) -> np.ndarray:
 
 
 def read_numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(each value as a float64, NaN where it is missing or not a number; which values are finite numbers)."""
+    """(each value as a float64, NaN where it is missing or not a number; which values are finite numbers). A number
+    beyond float32's range (1e200) is none: the records hold float32, where it would be infinite."""
     numbers = np.full(len(values), np.nan)
     try:  # the usual case: every present value is a number, cast at once
         numbers[present] = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:  # some are not: cast those that look like numbers
         looks = present & pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
         numbers[looks] = pc.cast(values.filter(pa.array(looks)), pa.float64()).to_numpy(zero_copy_only=False)
-    finite = np.isfinite(numbers)
+    with np.errstate(invalid="ignore"):
+        finite = np.abs(numbers) <= FLOAT32_MAX  # NaN compares false
     numbers[~finite] = np.nan
     return numbers, finite
 

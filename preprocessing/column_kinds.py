@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataformat import dates, storage, tables
-from dataformat.errors import UserError
+from dataformat.errors import UserError, quoted
 from preprocessing.column_counts import (
     BAD_CELLS_SHARE,
     NUMBER_DATE_FORMATS,
@@ -66,7 +66,7 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
         if name in plan.options.numeric and not mostly_numbers:
             path, line, value = count.bad_cells[0]
             raise UserError(
-                f"{path}: line {line}, column {plan.position(name)}: {value!r} is not a finite number, nor are "
+                f"{path}: line {line}, column {plan.position(name)}: {quoted(value)} is not a finite number, nor are "
                 f"{count.not_numbers - 1} more of its {count.present} values (--numeric-columns {name})"
             )
         mostly_dates = bool(count.date_format) and (
@@ -157,10 +157,10 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     spelling = _date_spelling(count)
     if spelling:  # a value of the vocabulary too, as the model's category input reads every value of the column
         log.info(
-            "column %s: its %d values %r are read as missing dates, its dates as dates",
+            "column %s: its %d values %s are read as missing dates, its dates as dates",
             plan.position(name),
             count.not_dates,
-            spelling,
+            quoted(spelling),
         )
     elif count.not_dates:
         log.warning(
@@ -234,15 +234,15 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
     spelling = _missing_spelling(count)
     if spelling:
         log.info(
-            'column %s: its %d values %r are read as missing (the model\'s "was missing" input tells them apart), '
+            'column %s: its %d values %s are read as missing (the model\'s "was missing" input tells them apart), '
             "its numbers as numbers; pass --categorical-columns %s to read every value as a category",
             plan.position(name),
             count.not_numbers,
-            spelling,
+            quoted(spelling),
             name,
         )
     elif count.not_numbers:
-        cells = ", ".join(f"{path}: line {line} {value!r}" for path, line, value in count.bad_cells)
+        cells = ", ".join(f"{path}: line {line} {quoted(value)}" for path, line, value in count.bad_cells)
         log.warning(
             "column %s: %d value(s) are not numbers and are read as missing (%s%s)",
             plan.position(name),

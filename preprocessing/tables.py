@@ -42,7 +42,7 @@ import pyarrow.ipc as ipc
 from tqdm import tqdm
 
 from dataformat import dates, storage, tables
-from dataformat.errors import UserError
+from dataformat.errors import UserError, quoted, shortened
 from dataformat.schema import (
     EXAMPLES_PER_RECORD,
     LABEL_KEY,
@@ -184,13 +184,12 @@ def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path:
     """--weight-column's cells, checked: a missing one, or one that is not a finite number >= 0, stops the
     conversion with its line. They stay text until the shard writer stores them as numbers."""
     numbers, finite = read_numbers(values, ~missing_mask(values))
-    with np.errstate(over="ignore"):
-        bad = ~finite | (numbers < 0) | ~np.isfinite(numbers.astype(np.float32))  # stored as float32
+    bad = ~finite | (numbers < 0)
     if bad.any():
         row = int(np.argmax(bad))
         raise UserError(
-            f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight {values[row].as_py()!r} "
-            "is not a number >= 0 (and below 3.4e38)"
+            f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight "
+            f"{quoted(values[row].as_py())} is not a number >= 0 (and below 3.4e38)"
         )
     return values
 
@@ -414,25 +413,26 @@ def class_names(labels: Counter, label: str) -> tuple[str, ...]:
     names = list(labels)
     if len(names) < 2:
         raise UserError(
-            f"--label-column {label}: every labeled row has the same value, {names[0]!r}; a classifier needs at least "
-            "2 classes (is it the label?)"
+            f"--label-column {label}: every labeled row has the same value, {quoted(names[0])}; a classifier needs "
+            "at least 2 classes (is it the label?)"
         )
     numbers = all(tables.is_number(name) for name in names)
     fractions = [name for name in names if numbers and not float(name).is_integer()]
     if fractions and len(names) > MAX_FRACTION_LABELS:
         raise UserError(
-            f"--label-column {label}: its {len(names)} distinct values are numbers with fractions ({fractions[0]}, "
-            "...), a quantity rather than classes; this trainer classifies: put them into a few classes first"
+            f"--label-column {label}: its {len(names)} distinct values are numbers with fractions "
+            f"({shortened(fractions[0])}, ...), a quantity rather than classes; this trainer classifies: put them into "
+            "a few classes first"
         )
     once = [name for name, count in labels.items() if count == 1]
     if len(names) > MAX_FRACTION_LABELS and len(once) > len(names) / 2:  # classes that nothing can be learnt of
         raise UserError(
-            f"--label-column {label}: {len(once)} of its {len(names)} distinct values ({once[0]}, ...) label one "
-            "row each: a quantity or an ID rather than classes; this trainer classifies: put them into a few "
-            "classes first"
+            f"--label-column {label}: {len(once)} of its {len(names)} distinct values ({shortened(once[0])}, ...) "
+            "label one row each: a quantity or an ID rather than classes; this trainer classifies: put them into a "
+            "few classes first"
         )
     if once:  # a typo ("yes " beside "yes"), or a line that is not the table's (a title of counts)
-        shown = ", ".join(repr(name) for name in once[:3]) + (", ..." if len(once) > 3 else "")
+        shown = ", ".join(quoted(name) for name in once[:3]) + (", ..." if len(once) > 3 else "")
         log.warning(
             "--label-column %s: %d class(es) label a single row (%s): too few to learn", label, len(once), shown
         )

@@ -7,6 +7,7 @@ import codecs
 import csv
 import json
 import logging
+import re
 
 import pytest
 import tensorflow as tf
@@ -287,6 +288,14 @@ def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refus
         build(tmp_path, tmp_path / "c.csv", label_column="added")
     (tmp_path / "k.csv").write_text("size,kind\n" + "".join(f"{i % 7},k{i % 30}\n" for i in range(60)))
     assert len(build(tmp_path, tmp_path / "k.csv", label_column="kind").class_names) == 30  # 2 rows each: classes
+    # A column of documents (great_tables' flags, as SVG) taken for the label: the value shown is cut, the line short.
+    (tmp_path / "d.csv").write_text(
+        "size,flag\n" + "".join(f'{i},"<svg width=""{i}"">{"x" * 2000}</svg>"\n' for i in range(60))
+    )
+    with pytest.raises(UserError) as refused:
+        build(tmp_path, tmp_path / "d.csv", label_column="flag")
+    assert re.search(r"values \(<svg width=\"\d+\">x{40,}\.\.\. \(2,02\d characters\), \.\.\.\)", str(refused.value))
+    assert len(str(refused.value)) < 300
 
 
 def test_a_class_of_a_single_row_is_named_in_a_warning(tmp_path, caplog):

@@ -174,6 +174,9 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
     assert answers[0]["classes"] == ">50K"
     with pytest.raises(Exception, match=r"instance 0: column 'age': 'old' is not a number"):
         respond(model, {"instances": [{"age": "old"}]})
+    # A number beyond float32's range is missing, as preprocessing reads it (preprocessing/column_counts.py).
+    huge, none = model.predict("serving_default", [{**full, "age": "1e200"}, {**full, "age": None}])
+    assert huge["probabilities"] == pytest.approx(none["probabilities"])
 
 
 def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_reads_them(table_job, tmp_path, caplog):

@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from dataformat import commandline, storage, tables
-from dataformat.errors import UserError
+from dataformat.errors import UserError, quoted
 from dataformat.schema import IMAGE_SUFFIXES, decode_record
 
 log = logging.getLogger("trainer.predict")
@@ -232,7 +232,7 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
                 bad += 1
                 if bad <= SHOWN_BAD_VALUES:
-                    log.warning("%s: column %r: %r is not a number; read as missing", name, column.name, value)
+                    log.warning("%s: column %r: %s is not a number; read as missing", name, column.name, quoted(value))
             row[column.name] = None
         yield name, row
     if bad > SHOWN_BAD_VALUES:
@@ -263,8 +263,8 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
             for column in [column for column in dated if unread[column.name][i]]:
                 bad += 1
                 if bad <= SHOWN_BAD_VALUES:
-                    log.warning("%s: column %r: %r is no date in %r; read as missing", chunk[i][0], column.name,
-                                texts[column.name][i], column.date_format)  # fmt: skip
+                    log.warning("%s: column %r: %s is no date in %r; read as missing", chunk[i][0], column.name,
+                                quoted(texts[column.name][i]), column.date_format)  # fmt: skip
         yield from chunk
     yield from rows
     if bad > SHOWN_BAD_VALUES:
