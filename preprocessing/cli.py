@@ -60,6 +60,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "metadata.json is written last, so a dataset with a metadata.json is always whole.",
         examples=EXAMPLES,
     )
+    _add_input_flags(parser)
+    _add_table_flags(parser.add_argument_group("tables (--source csv)"))
+    _add_text_flags(parser.add_argument_group("text (text columns of --source csv, and --source text)"))
+    _add_output_flags(parser)
+    _add_runner_flags(parser)
+    args, beam_args = parser.parse_known_args(argv)
+    if beam_args and args.runner != "beam":
+        parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
+    args.pipeline_args = ["--runner", args.beam_runner, *beam_args]
+    args.source = _source(args.source, args.input)
+    return args
+
+
+def _add_input_flags(parser: argparse.ArgumentParser) -> None:
+    """What to read and where to write it, and the split."""
     parser.add_argument(
         "--source",
         choices=sorted([*SOURCES, "csv", "text"]),
@@ -100,16 +115,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "by processes for images (default: one per core and 50,000 images)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
-    table = parser.add_argument_group("tables (--source csv)")
-    table.add_argument(
+
+
+def _add_table_flags(group) -> None:
+    """How a table's columns are read: the label, the kinds, the vocabularies."""
+    group.add_argument(
         "--label-column",
         type=commandline.name,
         default=LAST_COLUMN,
         help="name or 0-based index of the label column (default: the column named label, if one is; else -1, the "
         "last)",
     )
-    add_reading_flags(table)
-    table.add_argument(
+    add_reading_flags(group)
+    group.add_argument(
         "--categorical-columns",
         type=commandline.names,
         default=(),
@@ -117,10 +135,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="columns whose values are categories even if they are numbers, e.g. codes "
         "(default: the columns whose values are not all numbers)",
     )
-    table.add_argument(
+    group.add_argument(
         "--numeric-columns", type=commandline.names, default=(), metavar="A,B", help="columns that must hold numbers"
     )
-    table.add_argument(
+    group.add_argument(
         "--date-columns",
         type=commandline.names,
         default=(),
@@ -130,7 +148,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "'Mar 5, 2018', 'Mar-2018', ...; and the columns named like times, e.g. timestamp, created_at, whose "
         "numbers read as such dates or as Unix times of likely years)",
     )
-    table.add_argument(
+    group.add_argument(
         "--date-format",
         type=_date_format,
         help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b %%p, e.g. '%%d/%%m/%%Y' (default: found from "
@@ -138,7 +156,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "times of day alone; '%%s' reads Unix times (seconds since 1970, UTC; milliseconds, microseconds or "
         "nanoseconds when larger)",
     )
-    table.add_argument(
+    group.add_argument(
         "--text-columns",
         type=commandline.names,
         default=(),
@@ -147,10 +165,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "values are mostly distinct and mostly of 3 words or more, and lists, such as JSON's and Parquet's lists "
         "of tags, whose elements are the words)",
     )
-    table.add_argument(
+    group.add_argument(
         "--ignore-columns", type=commandline.names, default=(), metavar="A,B", help="columns to leave out"
     )
-    table.add_argument(
+    group.add_argument(
         "--key-column",
         type=commandline.name,
         default=None,
@@ -160,7 +178,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "each image's key, its path as the folder or list gives it, which the export's inputs take as NAME and "
         "return as `key` (default: none)",
     )
-    table.add_argument(
+    group.add_argument(
         "--weight-column",
         type=commandline.name,
         default=None,
@@ -169,7 +187,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "0 as none): never a feature, and not needed to predict; evaluation's metrics count every row once "
         "(default: none)",
     )
-    table.add_argument(
+    group.add_argument(
         "--min-frequency",
         type=commandline.positive_int,
         default=None,
@@ -177,14 +195,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "out-of-vocabulary index with values never seen (default: 10 for categories, 1 for a column named "
         "like an ID or code whose values repeat, as entities' rows do; 3 for a date's values; 2 for words)",
     )
-    table.add_argument(
+    group.add_argument(
         "--max-categories",
         type=commandline.positive_int,
         default=TableOptions.max_categories,
         help="a categorical column's vocabulary keeps at most this many of its most frequent values, found in "
         f"bounded memory however many distinct values it has (default: {TableOptions.max_categories})",
     )
-    table.add_argument(
+    group.add_argument(
         "--hash-buckets",
         type=commandline.non_negative_int,
         default=TableOptions.hash_buckets,
@@ -193,27 +211,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "too. Rare values, and every value outside the vocabulary with 0, share one out-of-vocabulary index "
         f"(default: {TableOptions.hash_buckets})",
     )
-    words = parser.add_argument_group("text (text columns of --source csv, and --source text)")
-    words.add_argument(
+
+
+def _add_text_flags(group) -> None:
+    """How a text's words are kept."""
+    group.add_argument(
         "--max-tokens",
         type=commandline.positive_int,
         default=TableOptions.max_tokens,
         help="a text column's vocabulary keeps at most this many of its most frequent words, each seen "
         f"--min-frequency times in the training rows; other words share one index (default: {TableOptions.max_tokens})",
     )
-    words.add_argument(
+    group.add_argument(
         "--max-length",
         type=commandline.positive_int,
         default=TableOptions.max_length,
         help=f"a text keeps its first this many words (default: {TableOptions.max_length})",
     )
-    words.add_argument(
+    group.add_argument(
         "--bigram-buckets",
         type=commandline.non_negative_int,
         help="pairs of neighbouring words hash into this many buckets a text column, as fastText's word bigrams "
         "(default: none below 5 million training words, where they measured worse; from there one for every 10 "
         "training words, at most 100,000)",
     )
+
+
+def _add_output_flags(parser: argparse.ArgumentParser) -> None:
+    """How the examples are written: the images' size, the shards' compression and packing."""
     parser.add_argument(
         "--image-size",
         type=_image_size,
@@ -235,6 +260,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "record; 1 writes the plain one-tf.train.Example-an-example layout for other readers "
         f"(default: {EXAMPLES_PER_RECORD})",
     )
+
+
+def _add_runner_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the conversion runs: here, or as an Apache Beam pipeline."""
     parser.add_argument(
         "--runner",
         choices=("local", "beam"),
@@ -247,12 +276,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="DirectRunner",
         help="with --runner beam: DirectRunner (this machine) or DataflowRunner (default: DirectRunner)",
     )
-    args, beam_args = parser.parse_known_args(argv)
-    if beam_args and args.runner != "beam":
-        parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
-    args.pipeline_args = ["--runner", args.beam_runner, *beam_args]
-    args.source = _source(args.source, args.input)
-    return args
 
 
 def _source(source: str | None, path: str | None) -> str:

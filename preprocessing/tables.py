@@ -456,8 +456,21 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
 
 def _plan_columns(names: list[str], options: TableOptions, where: str, own: int) -> tuple[str, list[str]]:
     """(the label column, the feature columns) of a header, checking the flags' column names (the key
-    column is neither). A --label-column index counts the file's `own` first columns: the columns a partitioned
-    dataset's folders give come after them, and the default last column must never be one of those."""
+    column is neither)."""
+    label = _label_column(names, options, where, own)
+    _check_column_flags(names, options, where, label)
+    unnamed = [str(number) for number, name in enumerate(names, 1) if not name]
+    if unnamed:  # pandas' index (row numbers, nothing to learn from), or a spreadsheet's empty columns
+        log.warning("%s: column(s) %s have no name and are left out; name one to use it", where, ", ".join(unnamed))
+    features = _feature_columns(names, options, label, where, unnamed)
+    _check_input_names([name for name in [*features, options.key] if name], where)
+    return label, features
+
+
+def _label_column(names: list[str], options: TableOptions, where: str, own: int) -> str:
+    """--label-column's column: a name, or an index that counts the file's `own` first columns (the columns a
+    partitioned dataset's folders give come after them, and the default last column must never be one of those);
+    by default, the column named LABEL_KEY where there is one."""
     if options.label_column in names:
         label = options.label_column
     elif options.label_column == LAST_COLUMN and LABEL_KEY in names:  # the one name no feature may have
@@ -481,6 +494,12 @@ def _plan_columns(names: list[str], options: TableOptions, where: str, own: int)
             f"{where}: --label-column {options.label_column} is column {number}, which has no name; "
             "give the label's name with --label-column NAME"
         )
+    return label
+
+
+def _check_column_flags(names: list[str], options: TableOptions, where: str, label: str) -> None:
+    """A UserError where a flag names a column the header lacks, two kind flags name one column, or a flag names
+    the label, the key or the weight column as something else."""
     for flag, chosen in (
         ("--categorical-columns", options.categorical),
         ("--numeric-columns", options.numeric),
@@ -519,9 +538,11 @@ def _plan_columns(names: list[str], options: TableOptions, where: str, own: int)
         raise UserError(
             f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"
         )
-    unnamed = [str(number) for number, name in enumerate(names, 1) if not name]
-    if unnamed:  # pandas' index (row numbers, nothing to learn from), or a spreadsheet's empty columns
-        log.warning("%s: column(s) %s have no name and are left out; name one to use it", where, ", ".join(unnamed))
+
+
+def _feature_columns(names: list[str], options: TableOptions, label: str, where: str, unnamed: list[str]) -> list[str]:
+    """The columns that are features: all but the label, the key, the weight, the ignored and the unnamed ones; a
+    UserError where none is left, or where one has a name the records reserve."""
     passed = ("", label, options.key, options.weight)
     records = [name for name in options.ignore if name not in names]  # a nested record's name, not a column's
     ignored = {*options.ignore, *(field for name in records for field in _fields_of(name, names))}
@@ -537,8 +558,7 @@ def _plan_columns(names: list[str], options: TableOptions, where: str, own: int)
             f"{where}: a column is named {reserved[0]!r}, a name the records reserve; rename it, or pass "
             f"--ignore-columns {reserved[0]}"
         )
-    _check_input_names([name for name in [*features, options.key] if name], where)
-    return label, features
+    return features
 
 
 def _fields_of(record: str, names: list[str]) -> list[str]:
