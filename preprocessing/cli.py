@@ -90,7 +90,7 @@ def _add_input_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--input",
-        help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .jsonl, .ndjson, .json, "
+        help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .tab, .jsonl, .ndjson, .json, "
         ".parquet, .feather, .arrow, .xlsx, .xls, .xlsb, .ods, .arff, .dta, .sav, .por, .sas7bdat and .xpt files, "
         "CSV and JSON compressed (.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
         "a folder (mnist, images, text); an image list, .csv or .jsonl (images)",

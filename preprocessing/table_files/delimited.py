@@ -118,7 +118,7 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
     return {
         "read_options": pacsv.ReadOptions(
             column_names=list(dialect.names),
-            skip_rows=dialect.skip_rows + (1 if dialect.has_header else 0),
+            skip_rows=dialect.lines_above_rows,
             block_size=block_size,
             use_threads=threads,
             encoding=dialect.encoding,
@@ -161,7 +161,7 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
 
 def _ends_above_rows(path: str, dialect: Dialect) -> bool:
     """Whether the file ends within the lines above its rows (its header, or the lines skipped)."""
-    above = dialect.skip_rows + (1 if dialect.has_header else 0)
+    above = dialect.lines_above_rows
     head = read_head(path, above + 1)
     return len(head) < locate.MAX_FIRST_LINE and max(head.count(b"\n"), head.count(b"\r")) < above
 

@@ -36,6 +36,8 @@ class Dialect:
     quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (sniffing.arff_dialect)
     comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
     lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
+    header_lines: int = 1  # CSV's: the lines its header takes (Orange's .tab files: names, types, flags)
+    marked_label: str = ""  # the column the file marks as the class (Orange's flag `class`), the default label
     # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for
     # year=2020/part-0.parquet. Last among `names`; the file itself lacks them.
     partitions: tuple[tuple[str, str], ...] = ()
@@ -45,8 +47,13 @@ class Dialect:
         return line_rewrite(self.spaced, self.padded, self.delimiter, self.quote, self.comment, self.escape)
 
     @property
+    def lines_above_rows(self) -> int:
+        """CSV's: the lines skipped, and the header's."""
+        return self.skip_rows + (self.header_lines if self.has_header else 0)
+
+    @property
     def first_line(self) -> int:
-        return self.skip_rows + (2 if self.has_header else 1)
+        return self.lines_above_rows + 1
 
 
 def add_reading_flags(group) -> None:

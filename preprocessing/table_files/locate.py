@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
 PACKAGE = "package"  # a statistics package's file: Stata's, SPSS's, SAS's
-SUFFIXES = {".csv": CSV, ".tsv": CSV, ".arff": CSV, ".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES}
+SUFFIXES = {".csv": CSV, ".tsv": CSV, ".tab": CSV, ".arff": CSV}  # .tab: Orange's tab-separated files
+SUFFIXES.update({".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES})
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".xls": WORKBOOK, ".xlsb": WORKBOOK, ".ods": WORKBOOK})
 WORKBOOK_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")  # a workbook's first bytes: a ZIP archive's, or OLE's (.xls)

@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
+# Orange's .tab header (_orange_header): a type, or a discrete column's values (words apart by spaces); flags.
+ORANGE_TYPES = ("c", "d", "s", "t", "continuous", "discrete", "string", "time")
+ORANGE_TYPE = re.compile(r"(?:c|d|s|t|continuous|discrete|string|time)?|\S+(?: +\S+)+")
+ORANGE_FLAGS = re.compile(r"(?:(?:class|meta|ignore|weight|[cmiw])\b)?(?:\s*[\w.-]+=\S*)*")
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)\s*(.*)""", re.IGNORECASE)
 
@@ -67,8 +71,8 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
     backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
     if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
         text = text[1:].lstrip(" \t")
-    # A .tsv file of no tab is sniffed as any other.
-    tsv = plain_name(table_name(path)).endswith(".tsv") and "\t" in text
+    # A .tsv (or Orange's .tab) file of no tab is sniffed as any other.
+    tsv = plain_name(table_name(path)).endswith((".tsv", ".tab")) and "\t" in text
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
     delimiter = delimiter or sniff_delimiter(text, backslash)
     spaced, padded = _padding(path, text, delimiter, encoding)
@@ -100,8 +104,11 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
         if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
             names = names[:-1]
+        header_lines, marked = _orange_header(text, delimiter, len(names))
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
+    if not has_header:
+        header_lines, marked = 1, -1
     row_names = has_header and not names[0] and len(names) > len(first)
     return Dialect(
         names,
@@ -115,7 +122,27 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         row_names=row_names,
         spaced=spaced,
         padded=padded,
+        header_lines=header_lines,
+        marked_label=names[marked] if marked >= 0 else "",
     )
+
+
+def _orange_header(text: str, delimiter: str, width: int) -> tuple[int, int]:
+    """(the lines the header takes, the column it marks as the class or -1). Orange's .tab files, the format of Orange
+    Data Mining, have two more lines under the names: each column's type (continuous, discrete, string or time, or
+    a discrete column's values) and its flags (class, meta, ignore, weight, key=value)."""
+    lines = whole_lines(text)[1:3]
+    if delimiter != "\t" or len(lines) < 2:
+        return 1, -1
+    types, flags = ([field.strip() for field in line.split("\t")] for line in lines)
+    if len(types) != width or len(flags) > width:  # Orange writes every field; a flags line may end early
+        return 1, -1
+    if not any(kind in ORANGE_TYPES for kind in types) or not all(map(ORANGE_TYPE.fullmatch, types)):
+        return 1, -1
+    if not all(map(ORANGE_FLAGS.fullmatch, flags)):
+        return 1, -1
+    classes = [i for i, marks in enumerate(flags) if marks.split()[:1] in (["class"], ["c"])]
+    return 3, classes[0] if classes else -1
 
 
 def arff_dialect(path: str, encoding: str) -> Dialect:
