@@ -317,6 +317,35 @@ def test_an_orange_tab_files_types_and_flags_are_no_rows_and_its_class_is_the_la
     assert sum(split.examples for split in build(tmp_path, tmp_path / "plain.tab").splits.values()) == 60
 
 
+def test_a_ruler_under_the_names_is_part_of_the_header(tmp_path, caplog):
+    """Reports, Markdown and psql print a ruler under a table's names (----, ====, |---|:--:|): it was read as a
+    row, a class of its own and a bad cell in every numeric column."""
+    rows = [(1990 + i, i % 7 + 0.5, "wet" if i % 3 else "dry") for i in range(60)]
+    files = {
+        "aligned.txt": "year  rain  label\n" + "-" * 17 + "\n" + "".join(f"{y}  {r}  {w}\n" for y, r, w in rows),
+        "markdown.txt": "| year | rain | label |\n|---|---:|:---|\n"
+        + "".join(f"| {y} | {r} | {w} |\n" for y, r, w in rows),
+        "ruled.csv": "year,rain,label\n====,====,=====\n"
+        + "".join(f"{y},{r},{w}\n" for y, r, w in rows)
+        + "2050,1.5,\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        metadata = build(tmp_path, tmp_path / name, label_column="label")
+        assert metadata.class_names == ("dry", "wet"), name
+        assert sum(split.examples for split in metadata.splits.values()) == 60, name
+        assert [column.kind for column in metadata.columns if column.name] == [tables.NUMERIC] * 2, name
+    assert "ruled.csv: line 63, column 3 ('label'): the label is missing" in caplog.text
+    assert "are not numbers" not in caplog.text
+    # Under a title and its own ruler, the hints name the header's line, not the first row's.
+    (tmp_path / "report.txt").write_text("   RAIN BY YEAR\n" + "=" * 17 + "\n" + files["aligned.txt"])
+    with pytest.raises(UserError, match=r"line 3 starts a table: if the lines above are notes, pass --skip-rows 2"):
+        build(tmp_path, tmp_path / "report.txt")
+    with pytest.raises(UserError, match=r"no column 'label' .*; line 3 names it: pass --skip-rows 2"):
+        build(tmp_path, tmp_path / "report.txt", label_column="label")
+    assert build(tmp_path, tmp_path / "report.txt", label_column="label", skip_rows=2).class_names == ("dry", "wet")
+
+
 def test_a_class_of_a_single_row_is_named_in_a_warning(tmp_path, caplog):
     """scikit-learn's iris.csv starts with a line of counts and class names: read as a row, it made a fourth class."""
     rows = "".join(f"{i % 7}.5,{i % 5},{i % 3}\n" for i in range(30))

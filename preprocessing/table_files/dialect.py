@@ -36,7 +36,7 @@ class Dialect:
     quote: str = '"'  # CSV's quote character: ARFF's rows may quote with ' (sniffing.arff_dialect)
     comment: str = ""  # CSV's: a line that starts with it is no row (ARFF's %), left out as the file is read
     lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
-    header_lines: int = 1  # CSV's: the lines its header takes (Orange's .tab files: names, types, flags)
+    header_lines: int = 1  # CSV's: the lines its header takes (a ruler under the names; Orange's types and flags)
     marked_label: str = ""  # the column the file marks as the class (Orange's flag `class`), the default label
     # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for
     # year=2020/part-0.parquet. Last among `names`; the file itself lacks them.

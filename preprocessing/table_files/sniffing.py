@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
+# A line under a header that rules it off, as reports, Markdown and psql print tables: ----  ===  |---|:--:|  ---+---
+RULER = re.compile(r"[\s|+:=_-]*(?:---|===)[\s|+:=_-]*")
 # Orange's .tab header (_orange_header): a type, or a discrete column's values (words apart by spaces); flags.
 ORANGE_TYPES = ("c", "d", "s", "t", "continuous", "discrete", "string", "time")
 ORANGE_TYPE = re.compile(r"(?:c|d|s|t|continuous|discrete|string|time)?|\S+(?: +\S+)+")
@@ -71,6 +73,7 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
     backslash = BACKSLASH if ESCAPED_QUOTE in text else ""  # the escape that sniffing quotes allows for
     if _marked_header(text, backslash):  # numpy's savetxt: "# a,b,label"
         text = text[1:].lstrip(" \t")
+    text, ruled = _without_ruler(text)  # a ruler of one field would unsettle the sniffing
     # A .tsv (or Orange's .tab) file of no tab is sniffed as any other.
     tsv = plain_name(table_name(path)).endswith((".tsv", ".tab")) and "\t" in text
     delimiter = options.delimiter or (excel and excel.group(1)) or ("\t" if tsv else "")
@@ -104,7 +107,7 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
         if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
             names = names[:-1]
-        header_lines, marked = _orange_header(text, delimiter, len(names))
+        header_lines, marked = (2, -1) if ruled else _header_lines(text, delimiter, len(names))
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     if not has_header:
@@ -125,6 +128,24 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         header_lines=header_lines,
         marked_label=names[marked] if marked >= 0 else "",
     )
+
+
+def _without_ruler(text: str) -> tuple[str, bool]:
+    """The head without a ruler under its first line (RULER, without the delimiter's characters among its own), and
+    whether it had one."""
+    lines = text.splitlines(keepends=True)
+    if len(lines) > 1 and RULER.fullmatch(lines[1].rstrip("\r\n")):
+        return lines[0] + "".join(lines[2:]), True
+    return text, False
+
+
+def _header_lines(text: str, delimiter: str, width: int) -> tuple[int, int]:
+    """(the lines the header takes, the column it marks as the class or -1): the names, and a ruler under them
+    (RULER), or Orange's two lines (_orange_header)."""
+    below = whole_lines(text)[1:2]
+    if below and RULER.fullmatch(below[0].replace(delimiter, " ")):
+        return 2, -1
+    return _orange_header(text, delimiter, width)
 
 
 def _orange_header(text: str, delimiter: str, width: int) -> tuple[int, int]:
@@ -265,10 +286,11 @@ def _below_blank_lines(lines: list[str]) -> tuple[str, int]:
 
 
 def line_naming(path: str, encoding: str, name: str) -> int:
-    """The first of the file's first lines that holds `name` as a field (in any delimiter), or 0: where a
-    header sits below a report's title lines."""
+    """The first of the file's first lines that holds `name` as a field (in any delimiter, or between blanks), or 0:
+    where a header sits below a report's title lines."""
     for number, line in enumerate(_first_lines(path, encoding), 1):
-        if name in (field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)):
+        fields = {field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)}
+        if name in fields | set(line.split()):
             return number
     return 0
 
@@ -284,7 +306,8 @@ def table_below_notes(path: str, encoding: str, after: int = 0) -> str:
 def _line_of_columns(path: str, encoding: str) -> int:
     """The first of the file's first lines below its first from which the lines split alike into two or more
     fields, or 0: where a table sits below notes ("# exported by ..."), of which one at most (a header, over a
-    ruler line) splits as wide as its rows (where more do, they are rows of a table whose lines split unevenly)."""
+    ruler line) splits as wide as its rows (where more do, they are rows of a table whose lines split unevenly).
+    A header over a ruler line is the table's first line: the ruler is the header's (_header_lines)."""
     lines = _first_lines(path, encoding)
     for number in range(2, len(lines)):
         if not lines[number - 1].strip():
@@ -294,7 +317,11 @@ def _line_of_columns(path: str, encoding: str) -> int:
         width = _rows_width(_head_rows(below, delimiter))
         if width > 1:
             above = _head_rows("\n".join(lines[: number - 1]) + "\n", delimiter)
-            return number if sum(len(row) == width for row in above) <= 1 else 0  # one: a header above a ruler
+            if sum(len(row) == width for row in above) > 1:
+                return 0
+            ruled = number > 2 and RULER.fullmatch(lines[number - 2].replace(delimiter, " "))
+            header = _head_rows(lines[number - 3] + "\n", delimiter) if ruled else []
+            return number - 2 if [len(row) for row in header] == [width] else number
     return 0
 
 
