@@ -43,4 +43,5 @@ def quoted(value) -> str:
     text = value if isinstance(value, str) else repr(value)
     if len(text) <= SHOWN_CHARACTERS:
         return repr(value)
-    return f"{text[:SHOWN_CHARACTERS]!r}... ({len(text):,} characters)"
+    cut = repr(text[:SHOWN_CHARACTERS]) if isinstance(value, str) else text[:SHOWN_CHARACTERS]
+    return f"{cut}... ({len(text):,} characters)"

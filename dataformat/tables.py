@@ -51,6 +51,7 @@ MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the
 # tables of +/- labels (UCI's credit approval); nor "None", a class where a label grades something (none, mild, severe).
 EXCEL_ERRORS = ("#n/a", "#div/0!", "#value!", "#ref!", "#num!", "#name?", "#null!")
 ZERO_DATES = ("0000-00-00", "0000-00-00 00:00:00")
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest number the records hold
 MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "-nan", "<na>", "?", "\\n", "..", ".", *EXCEL_ERRORS, *ZERO_DATES)
 
 
@@ -445,6 +446,11 @@ def is_a_number(value) -> bool:
     return not isinstance(value, bool) and is_number(str(value))
 
 
+def in_float32_range(value) -> bool:
+    """Whether a number is one the records' float32 holds: 1e200 and inf are not, and read as missing."""
+    return abs(float(value)) <= FLOAT32_MAX
+
+
 def instance_columns(
     instances: list[dict], columns: tuple[Column, ...], names: list[str], key: str = ""
 ) -> dict[str, np.ndarray]:
@@ -576,13 +582,14 @@ def numeric_columns(columns: tuple[Column, ...]) -> list[Column]:
 
 def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
     """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns (a
-    request's), where a number beyond float32's range (1e200, inf) is missing, as preprocessing reads it
-    (preprocessing/column_counts.py, read_numbers)."""
+    request's). A number beyond float32's range (1e200, inf: a request's, or a csv_lines or examples input's) is
+    missing, as preprocessing reads it (preprocessing/column_counts.py, read_numbers)."""
     import tensorflow as tf
 
     if NUMERIC_KEY in values:
-        return tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
-    block = tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
+        block = tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
+    else:
+        block = tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
     return tf.where(tf.math.is_finite(block), block, float("nan"))
 
 

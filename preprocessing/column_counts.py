@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
 log = logging.getLogger(__name__)
-FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest number the records hold
 NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones,
 NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of its (at least 100) counted values
 # distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
@@ -158,7 +157,7 @@ def read_numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.
         looks = present & pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
         numbers[looks] = pc.cast(values.filter(pa.array(looks)), pa.float64()).to_numpy(zero_copy_only=False)
     with np.errstate(invalid="ignore"):
-        finite = np.abs(numbers) <= FLOAT32_MAX  # NaN compares false
+        finite = np.abs(numbers) <= tables.FLOAT32_MAX  # NaN compares false
     numbers[~finite] = np.nan
     return numbers, finite
 

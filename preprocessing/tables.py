@@ -621,7 +621,10 @@ def _plan_table(
         )
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
-    if dialect.marked_label and options.label_column == LAST_COLUMN:
+    if dialect.header_lines > 1:
+        under = "a ruler under the names" if dialect.header_lines == 2 else "the names' types and flags (Orange's)"
+        log.info("%s: its header holds %s: no rows", files[0], under)
+    if dialect.marked_label and options.label_column == LAST_COLUMN and LABEL_KEY not in dialect.names:
         log.info("%s: its header marks %r as the class: it is the label (--label-column names another)", files[0],
                  dialect.marked_label)  # fmt: skip
         options = replace(options, label_column=dialect.marked_label)

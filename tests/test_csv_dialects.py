@@ -310,6 +310,12 @@ def test_an_orange_tab_files_types_and_flags_are_no_rows_and_its_class_is_the_la
     assert sum(split.examples for split in metadata.splits.values()) == 60
     assert [column.kind for column in metadata.columns][:2] == [tables.NUMERIC, tables.CATEGORICAL]
     assert "t.tab: line 64, column 3 ('answer'): the label is missing" in caplog.text  # lines as the file has them
+    # Such lines in another file are rows (a code of d or w), and a .tab file's blank third line is no flags line.
+    for name in ("coded.tsv", "blank.tab"):
+        third = "\tw\n" if name == "coded.tsv" else "\n"
+        (tmp_path / name).write_text("comment\tgender\nsehr gut gemacht\td\n" + third + "nice one\tm\n" * 30)
+        read = sum(split.examples for split in build(tmp_path, tmp_path / name, label_column="gender").splits.values())
+        assert read == (32 if name == "coded.tsv" else 31), name
     # A .tab file without them is tab-separated, its first row a row.
     (tmp_path / "plain.tab").write_text(
         "size\tkind\tanswer\n" + "".join(row.rsplit("\t", 1)[0] + "\n" for row in rows.splitlines())
@@ -344,6 +350,14 @@ def test_a_ruler_under_the_names_is_part_of_the_header(tmp_path, caplog):
     with pytest.raises(UserError, match=r"no column 'label' .*; line 3 names it: pass --skip-rows 2"):
         build(tmp_path, tmp_path / "report.txt", label_column="label")
     assert build(tmp_path, tmp_path / "report.txt", label_column="label", skip_rows=2).class_names == ("dry", "wet")
+    # Dashes that are values stay a row: codes of + and -, a rule under one column of two only.
+    for first in ("+,---,-", "---,1", ",,---"):
+        width = first.count(",") + 1
+        names = ",".join(["x", "y", "label"][-width:])
+        body = "".join(",".join([f"{i % 3}"] * (width - 1) + ["ab"[i % 2]]) + "\n" for i in range(40))
+        (tmp_path / "codes.csv").write_text(f"{names}\n{first}\n{body}")
+        metadata = build(tmp_path, tmp_path / "codes.csv", label_column="label")
+        assert sum(split.examples for split in metadata.splits.values()) == 41, first
 
 
 def test_a_class_of_a_single_row_is_named_in_a_warning(tmp_path, caplog):
@@ -724,6 +738,11 @@ def test_a_reports_title_lines_are_skipped_by_flag_and_named_without_it(tmp_path
         build(tmp_path, tmp_path / "t.csv", label_column="label")
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label", skip_rows=2)
     assert [column.name for column in metadata.columns] == ["size"] and len(all_rows(tmp_path, metadata)) == 29
+    # A title's words are no column names: the line the delimiter splits into the name is (found between blanks
+    # only where no such line is).
+    (tmp_path / "s.csv").write_text("Survey of label by region\nsize,label\n" + rows)
+    with pytest.raises(UserError, match=r"; line 2 names it: pass --skip-rows 1"):
+        build(tmp_path, tmp_path / "s.csv", label_column="label")
     assert "t.csv: line 9, column 2 ('label'): the label is missing" in caplog.text  # lines of the file
     notes = "# exported by survey-tool 2.1\n# date: 2021-01-01\nsize,color,label\n"  # the default label: -1
     (tmp_path / "notes.csv").write_text(notes + "".join(f"{i},red,{'ab'[i % 2]}\n" for i in range(30)))

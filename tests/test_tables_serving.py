@@ -177,6 +177,12 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
     # A number beyond float32's range is missing, as preprocessing reads it (preprocessing/column_counts.py).
     huge, none = model.predict("serving_default", [{**full, "age": "1e200"}, {**full, "age": None}])
     assert huge["probabilities"] == pytest.approx(none["probabilities"])
+    names = [column.name for column in locate(config).metadata.columns]  # csv_lines: the columns in order
+    line = {**{name: "" for name in names}, **full, "age": "1e200"}
+    (by_line,) = model.predict("csv_lines:serving_default", [",".join(str(line[name]) for name in names)])
+    assert by_line["probabilities"] == pytest.approx(
+        model.predict("serving_default", [{**line, "age": None}])[0]["probabilities"]
+    )
 
 
 def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_reads_them(table_job, tmp_path, caplog):

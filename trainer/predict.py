@@ -227,12 +227,14 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
-            if tables.is_missing_value(value) or tables.is_a_number(value):
+            number = tables.is_a_number(value)
+            if tables.is_missing_value(value) or number and tables.in_float32_range(value):
                 continue
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
                 bad += 1
                 if bad <= SHOWN_BAD_VALUES:
-                    log.warning("%s: column %r: %s is not a number; read as missing", name, column.name, quoted(value))
+                    what = "is beyond float32's range" if number else "is not a number"
+                    log.warning("%s: column %r: %s %s; read as missing", name, column.name, quoted(value), what)
             row[column.name] = None
         yield name, row
     if bad > SHOWN_BAD_VALUES:

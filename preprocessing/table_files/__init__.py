@@ -127,7 +127,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if kind == WORKBOOK:
         label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return workbook_dialect(path, options, (*known, *label))
-    head = read_head(path, options.skip_rows + 2)  # the header, and a line above it: Excel's sep=
+    head = read_head(path, options.skip_rows + 4)  # the header and the lines under it (Orange's), Excel's sep= above
     refuse_binary(path, head, options.encoding)
     if kind == JSON_LINES:
         return json_dialect(path, head, options.encoding)  # JSON is UTF-8 unless --encoding says otherwise

@@ -49,8 +49,10 @@ if TYPE_CHECKING:
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
-# A line under a header that rules it off, as reports, Markdown and psql print tables: ----  ===  |---|:--:|  ---+---
-RULER = re.compile(r"[\s|+:=_-]*(?:---|===)[\s|+:=_-]*")
+# A line under a header that rules it off, as reports, Markdown and psql print tables: one unbroken rule (-----,
+# |---|:--:|, ---+---), or a rule under each named column (----  -----, ====,=====, | --- | ---: |).
+UNBROKEN_RULER = re.compile(r"\s*[-=|+:]*(?:---|===)[-=|+:]*\s*")
+COLUMN_RULE = re.compile(r"\s*:?(?:-{3,}|={3,}):?\s*")
 # Orange's .tab header (_orange_header): a type, or a discrete column's values (words apart by spaces); flags.
 ORANGE_TYPES = ("c", "d", "s", "t", "continuous", "discrete", "string", "time")
 ORANGE_TYPE = re.compile(r"(?:c|d|s|t|continuous|discrete|string|time)?|\S+(?: +\S+)+")
@@ -107,7 +109,8 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
         if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
             names = names[:-1]
-        header_lines, marked = (2, -1) if ruled else _header_lines(text, delimiter, len(names))
+        orange = plain_name(table_name(path)).endswith(".tab")
+        header_lines, marked = (2, -1) if ruled else _header_lines(text, delimiter, len(names), orange)
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     if not has_header:
@@ -131,29 +134,44 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
 
 
 def _without_ruler(text: str) -> tuple[str, bool]:
-    """The head without a ruler under its first line (RULER, without the delimiter's characters among its own), and
-    whether it had one."""
+    """The head without an unbroken ruler under its first line (UNBROKEN_RULER: one field, which would unsettle the
+    sniffing), and whether it had one."""
     lines = text.splitlines(keepends=True)
-    if len(lines) > 1 and RULER.fullmatch(lines[1].rstrip("\r\n")):
+    if len(lines) > 1 and UNBROKEN_RULER.fullmatch(lines[1].rstrip("\r\n")):
         return lines[0] + "".join(lines[2:]), True
     return text, False
 
 
-def _header_lines(text: str, delimiter: str, width: int) -> tuple[int, int]:
+def _rules_columns(names: str, line: str, delimiter: str) -> bool:
+    """Whether `line` rules off the columns of the header line `names` above it: a COLUMN_RULE under each named
+    column (two at least), nothing under an unnamed one (Markdown's edges)."""
+    rows = _head_rows(f"{names}\n{line}\n", delimiter)
+    if len(rows) != 2 or len(rows[0]) != len(rows[1]):
+        return False
+    pairs = list(zip(*rows))
+    ruled = [field for name, field in pairs if name.strip()]
+    return (
+        len(ruled) > 1
+        and all(map(COLUMN_RULE.fullmatch, ruled))
+        and not any(f.strip() for n, f in pairs if not n.strip())
+    )
+
+
+def _header_lines(text: str, delimiter: str, width: int, orange: bool) -> tuple[int, int]:
     """(the lines the header takes, the column it marks as the class or -1): the names, and a ruler under them
-    (RULER), or Orange's two lines (_orange_header)."""
-    below = whole_lines(text)[1:2]
-    if below and RULER.fullmatch(below[0].replace(delimiter, " ")):
+    (_rules_columns), or in an Orange file (`orange`: a .tab file) its two lines (_orange_header)."""
+    lines = whole_lines(text)
+    if len(lines) > 1 and _rules_columns(lines[0], lines[1], delimiter):
         return 2, -1
-    return _orange_header(text, delimiter, width)
+    return _orange_header(lines[1:3], delimiter, width) if orange else (1, -1)
 
 
-def _orange_header(text: str, delimiter: str, width: int) -> tuple[int, int]:
+def _orange_header(lines: list[str], delimiter: str, width: int) -> tuple[int, int]:
     """(the lines the header takes, the column it marks as the class or -1). Orange's .tab files, the format of Orange
-    Data Mining, have two more lines under the names: each column's type (continuous, discrete, string or time, or
-    a discrete column's values) and its flags (class, meta, ignore, weight, key=value)."""
-    lines = whole_lines(text)[1:3]
-    if delimiter != "\t" or len(lines) < 2:
+    Data Mining, have two more `lines` under the names: each column's type (continuous, discrete, string or time,
+    or a discrete column's values) and its flags (class, meta, ignore, weight, key=value; empty where there are
+    none, but never a blank line)."""
+    if delimiter != "\t" or len(lines) < 2 or not lines[1]:
         return 1, -1
     types, flags = ([field.strip() for field in line.split("\t")] for line in lines)
     if len(types) != width or len(flags) > width:  # Orange writes every field; a flags line may end early
@@ -288,10 +306,11 @@ def _below_blank_lines(lines: list[str]) -> tuple[str, int]:
 def line_naming(path: str, encoding: str, name: str) -> int:
     """The first of the file's first lines that holds `name` as a field (in any delimiter, or between blanks), or 0:
     where a header sits below a report's title lines."""
-    for number, line in enumerate(_first_lines(path, encoding), 1):
-        fields = {field.strip().strip('"') for field in re.split(f"[{re.escape(DELIMITERS)}]", line)}
-        if name in fields | set(line.split()):
-            return number
+    lines = _first_lines(path, encoding)
+    for split in (lambda line: re.split(f"[{re.escape(DELIMITERS)}]", line), str.split):  # blanks: a title's words too
+        for number, line in enumerate(lines, 1):
+            if name in (field.strip().strip('"') for field in split(line)):
+                return number
     return 0
 
 
@@ -319,8 +338,9 @@ def _line_of_columns(path: str, encoding: str) -> int:
             above = _head_rows("\n".join(lines[: number - 1]) + "\n", delimiter)
             if sum(len(row) == width for row in above) > 1:
                 return 0
-            ruled = number > 2 and RULER.fullmatch(lines[number - 2].replace(delimiter, " "))
-            header = _head_rows(lines[number - 3] + "\n", delimiter) if ruled else []
+            ruler, names = lines[number - 2], lines[number - 3] if number > 2 else ""
+            ruled = UNBROKEN_RULER.fullmatch(ruler) or _rules_columns(names, ruler, delimiter)
+            header = _head_rows(names + "\n", delimiter) if number > 2 and ruled else []
             return number - 2 if [len(row) for row in header] == [width] else number
     return 0
 
