@@ -474,12 +474,10 @@ def instance_columns(
             missing = is_missing_in(value, column)
             if column.kind != NUMERIC:
                 values.append("" if missing else _request_text(value, column, name))
-            elif missing:
-                values.append(float("nan"))
-            elif not is_a_number(value):
+            elif not missing and not is_a_number(value):
                 raise UserError(f"{name}: column {column.name!r}: {quoted(value)} is not a number")
-            else:
-                values.append(float(value))
+            else:  # 1e200 too is missing, as preprocessing reads it (numeric_block)
+                values.append(float(value) if not missing and in_float32_range(value) else float("nan"))
         dtype = np.float32 if column.kind == NUMERIC else object
         arrays[column.name] = np.array(values, dtype=dtype)
     return arrays
