@@ -476,7 +476,7 @@ def instance_columns(
                 values.append("" if missing else _request_text(value, column, name))
             elif not missing and not is_a_number(value):
                 raise UserError(f"{name}: column {column.name!r}: {quoted(value)} is not a number")
-            else:  # 1e200 too is missing, as preprocessing reads it (numeric_block)
+            else:  # 1e200 too is missing, as preprocessing reads it (and serving's graph: trainer/serving.py)
                 values.append(float(value) if not missing and in_float32_range(value) else float("nan"))
         dtype = np.float32 if column.kind == NUMERIC else object
         arrays[column.name] = np.array(values, dtype=dtype)
@@ -579,16 +579,12 @@ def numeric_columns(columns: tuple[Column, ...]) -> list[Column]:
 
 
 def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
-    """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns (a
-    request's). A number beyond float32's range (1e200, inf: a request's, or a csv_lines or examples input's) is
-    missing, as preprocessing reads it (preprocessing/column_counts.py, read_numbers)."""
+    """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns."""
     import tensorflow as tf
 
     if NUMERIC_KEY in values:
-        block = tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
-    else:
-        block = tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
-    return tf.where(tf.math.is_finite(block), block, float("nan"))
+        return tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
+    return tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
 
 
 def vector_width(columns: tuple[Column, ...]) -> int:
