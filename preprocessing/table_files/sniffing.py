@@ -142,9 +142,11 @@ def _without_ruler(text: str) -> tuple[str, bool]:
     return text, False
 
 
-def _rules_columns(names: str, line: str, delimiter: str) -> bool:
-    """Whether `line` rules off the columns of the header line `names` above it: a COLUMN_RULE under each named
-    column (two at least), nothing under an unnamed one (Markdown's edges)."""
+def _is_ruler(names: str, line: str, delimiter: str) -> bool:
+    """Whether `line` rules off the header line `names` above it: one unbroken rule, or a COLUMN_RULE under each
+    named column (two at least) and nothing under an unnamed one (Markdown's edges)."""
+    if UNBROKEN_RULER.fullmatch(line):
+        return True
     rows = _head_rows(f"{names}\n{line}\n", delimiter)
     if len(rows) != 2 or len(rows[0]) != len(rows[1]):
         return False
@@ -159,9 +161,9 @@ def _rules_columns(names: str, line: str, delimiter: str) -> bool:
 
 def _header_lines(text: str, delimiter: str, width: int, orange: bool) -> tuple[int, int]:
     """(the lines the header takes, the column it marks as the class or -1): the names, and a ruler under them
-    (_rules_columns), or in an Orange file (`orange`: a .tab file) its two lines (_orange_header)."""
+    (_is_ruler), or in an Orange file (`orange`: a .tab file) its two lines (_orange_header)."""
     lines = whole_lines(text)
-    if len(lines) > 1 and _rules_columns(lines[0], lines[1], delimiter):
+    if len(lines) > 1 and _is_ruler(lines[0], lines[1], delimiter):
         return 2, -1
     return _orange_header(lines[1:3], delimiter, width) if orange else (1, -1)
 
@@ -339,7 +341,7 @@ def _line_of_columns(path: str, encoding: str) -> int:
             if sum(len(row) == width for row in above) > 1:
                 return 0
             ruler, names = lines[number - 2], lines[number - 3] if number > 2 else ""
-            ruled = UNBROKEN_RULER.fullmatch(ruler) or _rules_columns(names, ruler, delimiter)
+            ruled = _is_ruler(names, ruler, delimiter)
             header = _head_rows(names + "\n", delimiter) if number > 2 and ruled else []
             return number - 2 if [len(row) for row in header] == [width] else number
     return 0
