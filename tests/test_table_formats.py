@@ -290,6 +290,48 @@ def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(
             build(tmp_path, tmp_path / "t.json", "broken")
 
 
+def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_path, caplog, monkeypatch):
+    """DataFrame.to_json() writes one object of the whole table (orient="columns" by default); its other orients too.
+    Each reads as its rows, the index left out, as pandas' read_json reads it."""
+    columns = frame()
+    rows = [{key: value for key, value in zip(columns, row) if value is not None} for row in zip(*columns.values())]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    expected = every_row(tmp_path / "jsonl", build(tmp_path, tmp_path / "t.jsonl", "jsonl"))
+    table = pd.DataFrame(columns)
+    for orient in ("columns", "index", "split", "table"):
+        table.to_json(tmp_path / f"{orient}.json", orient=orient)
+    table.to_json(tmp_path / "indented.json.gz", indent=2)  # many lines, compressed
+    named = table.set_index(pd.Index([f"user {i}" for i in range(ROWS)], name="user"))  # row labels of words
+    named.to_json(tmp_path / "named_columns.json")
+    named.to_json(tmp_path / "named_index.json", orient="index")
+    caplog.set_level("INFO")
+    for name, orient in {**{f"{orient}.json": orient for orient in ("columns", "index", "split", "table")},
+                         "indented.json.gz": "columns", "named_columns.json": "columns",
+                         "named_index.json": "index"}.items():  # fmt: skip
+        metadata = build(tmp_path, tmp_path / name, f"from_{name}")
+        assert every_row(tmp_path / f"from_{name}", metadata) == expected, name
+        assert f"{name}: one JSON object of 300 rows, as pandas' to_json(orient={orient!r})" in caplog.text
+    others = {
+        json.dumps({"type": "FeatureCollection", "features": rows}, indent=1): "an object of a table",  # GeoJSON
+        json.dumps({"data": rows}, indent=1): "an object of a table",  # an API's response
+        json.dumps({"columns": ["a"], "data": [[1]], "extra": 1}, indent=1): "line 1 is no whole JSON object",
+        '{"a": {"0": 1},\n "b": {"0": 2},,}': r"line 2 is not JSON \(Expecting property name",
+    }
+    for text, error in others.items():
+        (tmp_path / "other.json").write_text(text)
+        with pytest.raises(UserError, match=error):
+            build(tmp_path, tmp_path / "other.json", "other")
+    # JSON lines of nested objects, each a line, stay JSON lines however table-like the first object is.
+    nested = [{"age": {"years": i}, "label": {"class": "ab"[i % 2]}} for i in range(30)]
+    (tmp_path / "nested.jsonl").write_text("".join(json.dumps(row) + "\n" for row in nested))
+    dialect = dialect_of(str(tmp_path / "nested.jsonl"), TableOptions(label_column="label.class"))
+    assert dialect.names == ("age.years", "label.class") and dialect.format == "jsonl"
+    # The one object of a table is read whole: up to a bound, beyond which JSON lines are the way.
+    monkeypatch.setattr(preprocessing.table_files.json_objects, "MAX_DOCUMENT_BYTES", 1000)
+    with pytest.raises(UserError, match=r"columns.json: one JSON object of more than 0 MiB, which is read whole; "):
+        build(tmp_path, tmp_path / "columns.json", "big")
+
+
 def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
     """BigQuery's RECORD columns, as its JSON and Parquet exports nest them: {"geo": {"city": ..., "at": {"zip":
     ...}}} gives the columns geo.city and geo.at.zip, read as those of a flat table; a request may nest them too."""

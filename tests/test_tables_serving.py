@@ -247,10 +247,12 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     europe = 'note;hours;workclass;age\n"café\nau lait";40,0;Private;60\n'
     (tmp_path / "rows.txt").write_bytes(europe.encode("cp1252"))
     (tmp_path / "rows.json").write_text('[\n  {"age": 60, "workclass": "Private", "hours": 40}\n]\n')  # one array
+    # pandas' DataFrame.to_json() of the same row: one object of columns, each an object of rows by the index
+    (tmp_path / "frame.json").write_text('{"age":{"7":60},"workclass":{"7":"Private"},"hours":{"7":40}}')
     export = latest_export(config, "latest")
     result = subprocess.run(
         [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--encoding", "cp1252", "--input",
-         *(str(tmp_path / name) for name in ("rows.csv", "rows.jsonl", "rows.txt", "rows.json"))],
+         *(str(tmp_path / name) for name in ("rows.csv", "rows.jsonl", "rows.txt", "rows.json", "frame.json"))],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
@@ -268,6 +270,8 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     assert lines[5]["instance"] == lines[2]["instance"] and set(lines[5]) == {"instance", "prediction"}
     assert lines[5]["prediction"]["classes"] == lines[2]["prediction"]["classes"]
     assert lines[5]["prediction"]["probabilities"] == pytest.approx(lines[2]["prediction"]["probabilities"])
+    assert lines[6]["instance"] == lines[2]["instance"]
+    assert lines[6]["prediction"]["probabilities"] == pytest.approx(lines[2]["prediction"]["probabilities"])
 
 
 def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_job, tmp_path, capsys):

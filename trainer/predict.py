@@ -282,7 +282,8 @@ def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:
 
 def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
     """One instance a line, as Vertex AI batch prediction reads JSON lines; for a `table`'s model, whose
-    instances are objects, also one JSON array of them, as preprocessing reads a table."""
+    instances are objects, also one JSON array of them, or one object of a table as pandas' to_json writes it,
+    as preprocessing reads a table."""
     with storage.open_read(path) as file:
         data = file.read()
     try:
@@ -297,6 +298,13 @@ def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
             raise UserError(f"{path}: line {error.lineno} is not JSON ({error.msg})") from None
         yield from ((f"{path}: item {number}", row) for number, row in enumerate(rows, start=1))
         return
+    if table:
+        from preprocessing.table_files.json_objects import one_document, table_rows
+
+        if one_document(text):  # a whole table in one object, as pandas' to_json writes one
+            rows, _ = table_rows(text, path)
+            yield from ((f"{path}: row {number}", row) for number, row in enumerate(rows, start=1))
+            return
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:

@@ -1,12 +1,14 @@
-"""JSON lines and JSON arrays of objects: their columns (the keys of the first objects; a later key is a LateColumn),
-and their rows in blocks, each object's values as text (a list's elements as words, a nested object's fields by
-their path, an ISO 8601 duration as seconds), named by the line each object starts on."""
+"""JSON lines, JSON arrays of objects, and one JSON object of a whole table as pandas' to_json writes it: their
+columns (the keys of the first objects; a later key is a LateColumn), and their rows in blocks, each object's values as
+text (a list's elements as words, a nested object's fields by their path, an ISO 8601 duration as seconds), named by
+the line each object starts on (a table object's rows: by their place, from 1)."""
 
 from __future__ import annotations
 
 import codecs
 import itertools
 import json
+import logging
 import re
 from collections.abc import Iterable, Iterator
 
@@ -20,6 +22,7 @@ from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.locate import (
     JSON_ARRAY,
     JSON_LINES,
+    JSON_TABLE,
     block_pieces,
     not_text,
     opened,
@@ -28,6 +31,11 @@ from preprocessing.table_files.locate import (
     without_bom,
 )
 from preprocessing.table_files.number_text import ISO_DURATION, column_bytes, durations, has_iso_durations
+
+log = logging.getLogger(__name__)
+
+MAX_DOCUMENT_BYTES = 1 << 28  # a JSON object of a table is read whole, as pandas reads it: up to this many bytes
+TABLE_ROWS_A_BLOCK = 10_000
 
 
 class LateColumn(UserError):
@@ -42,6 +50,8 @@ def json_dialect(path: str, head: bytes, encoding: str) -> Dialect:
     if text.lstrip().startswith("["):
         pieces = _json_array_rows(path, encoding, locate.PARSE_BYTES)
         kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
+    elif one_document(text):
+        kind, rows = JSON_TABLE, _json_table_rows(path, encoding, said=True)
     else:
         kind = JSON_LINES
         rows = [(number, _json_object(line, path, number)) for number, line in enumerate(whole_lines(text), 1)]
@@ -79,6 +89,9 @@ def _json_pieces(path: str, dialect: Dialect) -> Iterator[Iterable[tuple[int, di
     block_bytes = block_pieces(len(dialect.names), locate.PARSE_BYTES) * locate.PARSE_BYTES
     if dialect.format == JSON_ARRAY:
         return _json_array_rows(path, dialect.encoding, block_bytes)
+    if dialect.format == JSON_TABLE:
+        rows = _json_table_rows(path, dialect.encoding)
+        return (rows[start : start + TABLE_ROWS_A_BLOCK] for start in range(0, len(rows), TABLE_ROWS_A_BLOCK))
     return _json_lines_rows(path, dialect.encoding, block_bytes)
 
 
@@ -156,6 +169,100 @@ def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[lis
     if expected != "end":
         raise UserError(f"{path}: the JSON array is not closed (no ']' at its end)")
 
+
+def one_document(text: str) -> bool:
+    """Whether a JSON file's text (or head) is the start of one JSON object rather than of JSON lines: its first
+    line opens an object that goes on over more lines (pretty-printed), or it is the one line and holds a table."""
+    lines = [line for line in whole_lines(text) if line.strip()]
+    if not lines or not lines[0].lstrip().startswith("{"):
+        return False
+    try:
+        first = json.loads(lines[0])
+    except json.JSONDecodeError as error:
+        return error.pos >= len(lines[0].rstrip())  # cut off by the line's end, not wrong within it
+    return len(lines) == 1 and bool(_table_layout(first))
+
+
+def _json_table_rows(path: str, encoding: str, said: bool = False) -> list[tuple[int, dict]]:
+    """The rows of a file of one JSON object of a table, each with its place from 1; `said`: log its layout."""
+    data = b""
+    with opened(path) as stream:
+        while len(data) <= MAX_DOCUMENT_BYTES and (chunk := _read(stream, MAX_DOCUMENT_BYTES + 1 - len(data), path)):
+            data += chunk  # a compressed stream may hand back less than asked for
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise UserError(
+            f"{path}: one JSON object of more than {MAX_DOCUMENT_BYTES >> 20} MiB, which is read whole; write the "
+            "table as JSON lines, read a block at a time (pandas: to_json(path, orient='records', lines=True))"
+        )
+    rows, layout = table_rows(_decoded(data, path, encoding), path)
+    if said:
+        log.info("%s: one JSON object of %d rows, as pandas' to_json(orient=%r) writes a table", path, len(rows),
+                 layout)  # fmt: skip
+    return [(number, _an_object(row, path, number)) for number, row in enumerate(rows, 1)]
+
+
+def table_rows(text: str, path: str) -> tuple[list, str]:
+    """The rows of `text`, one JSON object of a table, and the layout it is in (TABLE_LAYOUTS' orient)."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path}: line {error.lineno} is not JSON ({error.msg}, column {error.colno})") from None
+    layout = _table_layout(document)
+    if not layout:
+        raise UserError(
+            f"{path}: line 1 is no whole JSON object: JSON lines hold one object a line, and a JSON file of many "
+            "lines, an array of objects or an object of a table (as pandas' to_json writes one)"
+        )
+    return TABLE_LAYOUTS[layout](document), layout
+
+
+def _table_layout(document) -> str:
+    """The orient of pandas' to_json that a JSON value is a table in ('columns', 'index', 'split' or 'table'), or
+    '' for none. An object of objects is 'columns' (its keys the columns, theirs the rows: pandas' default) or
+    'index' (its keys the rows): the one whose keys are row numbers where the others' are not, or else the one with
+    more rows than columns, as a table to learn from has."""
+    if not isinstance(document, dict) or not document:
+        return ""
+    if isinstance(document.get("schema"), dict) and isinstance(document.get("data"), list):
+        return "table"
+    if isinstance(document.get("columns"), list) and isinstance(document.get("data"), list):
+        return "split" if set(document) <= {"columns", "index", "data"} else ""
+    if not all(isinstance(value, dict) for value in document.values()):
+        return ""
+    inner = {key: None for value in document.values() for key in value}
+    if _row_numbers(document) != _row_numbers(inner):
+        return "index" if _row_numbers(document) else "columns"
+    return "index" if len(document) > len(inner) else "columns"
+
+
+def _row_numbers(keys) -> bool:
+    return all(re.fullmatch(r"-?\d+", key) for key in keys)
+
+
+def _rows_of_columns(document: dict) -> list[dict]:
+    rows = {key: None for column in document.values() for key in column}  # every column's rows, in order
+    return [{name: column.get(row) for name, column in document.items()} for row in rows]
+
+
+def _rows_of_split(document: dict) -> list[dict]:
+    names = document["columns"]
+    return [dict(zip(names, values)) if isinstance(values, list) else values for values in document["data"]]
+
+
+def _rows_of_table(document: dict) -> list[dict]:
+    """orient='table': its rows are objects, with the index as a field that the schema's primaryKey names."""
+    index = set(document["schema"].get("primaryKey") or ())
+    return [{key: value for key, value in row.items() if key not in index} for row in document["data"]]
+
+
+# Each layout's rows, as objects of column values: an index (pandas' row labels) is left out, as pandas'
+# read_json makes it the frame's index and no column.
+TABLE_LAYOUTS = {
+    "columns": _rows_of_columns,
+    "index": lambda document: list(document.values()),
+    "split": _rows_of_split,
+    "table": _rows_of_table,
+}
 
 _SPACE = re.compile(r"\s*")
 

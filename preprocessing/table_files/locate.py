@@ -60,12 +60,14 @@ PACKAGE_FILES = {
 }
 SUFFIXES.update(dict.fromkeys(PACKAGE_FILES, PACKAGE))
 TYPED = (PARQUET, ARROW)  # files of typed columns
-OBJECTS = (JSON_LINES, JSON_ARRAY)  # files of JSON objects, read by key: any object may lack any column
+JSON_TABLE = "json table"  # a .json file of one object that holds a whole table, as pandas' to_json writes one
+OBJECTS = (JSON_LINES, JSON_ARRAY, JSON_TABLE)  # files of JSON objects, read by key: any object may lack any column
 TEXT_FOLDER = "text folder"
 FORMAT_NAMES = {
     CSV: "CSV",
     JSON_LINES: "JSON lines",
     JSON_ARRAY: "a JSON array",
+    JSON_TABLE: "a JSON object of a table",
     PARQUET: "Parquet",
     ARROW: "an Arrow (Feather) file",
     WORKBOOK: "a spreadsheet",
