@@ -11,6 +11,7 @@ import hashlib
 import html
 import io
 import itertools
+import logging
 import re
 import zipfile
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataformat import storage
-from dataformat.errors import UserError
+from dataformat.errors import UserError, quoted
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names, header_names, label_of
@@ -30,6 +31,8 @@ from preprocessing.table_files.typed import rows_per_block
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
+
+log = logging.getLogger(__name__)
 
 XLSX = (".xlsx", ".xlsm")  # Office Open XML workbooks, which name the sheet they open on
 ACTIVE_TAB = re.compile(rb"<(?:\w+:)?workbookView\b[^>]*\bactiveTab=\"(\d+)\"")  # in an .xlsx's workbook.xml
@@ -149,11 +152,21 @@ def _named_sheet(sheets: list[Sheet], name: str, path: str) -> Sheet:
     return found
 
 
+class Header(NamedTuple):
+    """A sheet's header: its row number, its names, whether one is a known name, and the value of the row of one
+    value above it that was passed over as a title ("" for none)."""
+
+    number: int
+    names: list[str]
+    known: bool
+    title: str = ""
+
+
 def workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -> Dialect:
     """The column names of a workbook's sheet: --column-names, or its header, the first row after --skip-rows that
-    holds a `known` name (the label's), else the first that holds a value: sheets often have a title and empty
-    rows above their header. The sheet is the one the workbook opens on, unless only another holds a known name
-    (a workbook that opens on its notes), or it is empty and another is not."""
+    holds a `known` name (the label's), else the first that holds two values or more, else the first that holds a
+    value: sheets often have a title and empty rows above their header. The sheet is the one the workbook opens on,
+    unless only another holds a known name (a workbook that opens on its notes), or it is empty and another is not."""
     with _workbook(path) as sheets:
         if options.sheet:
             sheets = [_named_sheet(sheets, options.sheet, path)]
@@ -164,7 +177,10 @@ def workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -
             f"{path}: sheet {title or sheets[0].title!r} has no row of values in its first "
             f"{options.skip_rows + locate.SNIFF_LINES}"
         )
-    number, names, _ = header
+    number, names = header.number, header.names
+    if header.title:
+        log.info("%s: its header is row %d, below a title (%s); --skip-rows %d says so, or names another row", path,
+                 number, quoted(header.title), number - 1)  # fmt: skip
     while names and not names[-1]:  # the sheet's empty columns after the last
         names.pop()
     if options.column_names:
@@ -187,7 +203,7 @@ def _table_sheet(sheets: list[Sheet], path: str, skip_rows: int, known: tuple[st
     fallback = None
     for sheet in sheets:
         header = _sheet_header(sheet, path, skip_rows, known)
-        if header and header[2]:
+        if header and header.known:
             return sheet.title, header
         if fallback is None and header:
             fallback = sheet.title, header
@@ -196,18 +212,20 @@ def _table_sheet(sheets: list[Sheet], path: str, skip_rows: int, known: tuple[st
     return fallback or (sheets[0].title, None)
 
 
-def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> tuple[int, list[str], bool] | None:
-    """(the row number, the names and whether it holds a `known` name) of a sheet's header, as workbook_dialect
-    finds it; None for a sheet of no values in its first rows."""
-    header = None
+def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> Header | None:
+    """A sheet's header, as workbook_dialect finds it; None for a sheet of no values in its first rows. A row of one
+    value above a row of more is a title: a header of one name makes no table to learn from."""
+    first = wide = None
     rows = enumerate(sheet.rows(), 1)
     for number, row in itertools.islice(rows, skip_rows, skip_rows + locate.SNIFF_LINES):
         names = [as_text(_cell_value(value), path, number, "").strip() for value in row]
         if any(name in names for name in known if name):
-            return number, names, True
-        if header is None and any(names):
-            header = number, names, False
-    return header
+            return Header(number, names, True)
+        if first is None and any(names):
+            first = Header(number, names, False)
+        if wide is None and sum(map(bool, names)) > 1:
+            wide = Header(number, names, False, "" if first.number == number else next(filter(None, first.names)))
+    return wide or first
 
 
 def workbook_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
@@ -215,7 +233,7 @@ def workbook_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iter
     rows_a_block = rows_per_block(names)
     with _sheet_rows(path, dialect.sheet) as rows:
         objects = (
-            (number, dict(zip(dialect.names, map(_cell_value, _within(row, dialect.names, path, number)))))
+            (number, _row_values(row, dialect, path, number))
             for number, row in rows
             if number >= dialect.first_line and any(value is not None for value in row)
         )
@@ -238,11 +256,18 @@ def _cell_value(value):
     return value
 
 
-def _within(row: tuple, names: tuple[str, ...], path: str, number: int) -> tuple:
-    """A sheet's row, or a UserError where it holds a value in a column the header does not name."""
+# The sheets whose values beyond their header's columns were told of: once a sheet, though each pass reads it.
+_told_beyond: set = set()
+
+
+def _row_values(row: tuple, dialect: Dialect, path: str, number: int) -> dict:
+    """A sheet's row as {column: value} of the header's columns: a value beyond them (a note beside the table) is
+    left out, as the columns a CSV header leaves unnamed are, and told of once."""
+    names = dialect.names
     beyond = next((i for i, value in enumerate(row[len(names) :], len(names) + 1) if value is not None), 0)
-    if beyond:
-        raise UserError(
-            f"{path}: row {number} has a value in column {beyond}, and the header names {len(names)} columns"
-        )
-    return row
+    if beyond and (path, dialect.sheet) not in _told_beyond:
+        _told_beyond.add((path, dialect.sheet))
+        log.warning("%s: row %d has a value in column %d (%s), beyond the %d columns its header names: values outside "
+                    "them are left out (a name in the header reads its column)", path, number, beyond,
+                    quoted(row[beyond - 1]), len(names))  # fmt: skip
+    return dict(zip(names, map(_cell_value, row)))
