@@ -333,9 +333,9 @@ def test_the_split_does_not_depend_on_other_files_or_the_order_of_rows(tmp_path)
 
 BAD_TABLES = {
     "ragged row": (
-        f"{HEADER}\n39,Private,13,40,<=50K\n40,Private,13\n",
+        f"{HEADER}\n39,Private,13,40,<=50K\n40,Private,13,40,<=50K,more\n",
         {},
-        r"t.csv: line 3 has 3 columns; expected 5",
+        r"t.csv: line 3 has 6 columns; expected 5",
     ),
     "no label": (
         f"{HEADER}\n39,Private,13,40,\n40,Private,13,40,NA\n",

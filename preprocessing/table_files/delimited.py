@@ -137,18 +137,29 @@ def _csv_options(dialect: Dialect, block_size: int, threads: bool, on_invalid_ro
     }
 
 
+class _ShortRow(Exception):
+    """A row of fewer values than the header, met while reading with threads, which do not number rows."""
+
+
 def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator[pa.RecordBatch]:
-    """A CSV file's rows in blocks; a row with another number of values than the header is a UserError
-    naming its line. A record longer than a block (a field of megabytes), or skipped lines above the first
-    longer than one, makes the file read again with blocks 8 times larger, from the record it stopped at. The
-    file's blank lines (which pyarrow leaves out) are added to `blank_lines` before any block after them."""
-    done, block_size = 0, locate.PARSE_BYTES
+    """A CSV file's rows in blocks; a row with more values than the header is a UserError naming its line, one with
+    fewer has the rest missing (as pandas, R's read.csv and spreadsheets read it), which a warning tells. A record
+    longer than a block (a field of megabytes), or skipped lines above the first longer than one, makes the file
+    read again with blocks 8 times larger, from the record it stopped at; a short row, read again with one thread,
+    which numbers the rows, from there. The file's blank lines (which pyarrow leaves out) are added to `blank_lines`
+    before any block after them."""
+    done, block_size, short = 0, locate.PARSE_BYTES, None
     while True:
         try:
-            for batch in _csv_blocks_of_size(path, dialect, block_size, done, blank_lines):
+            for batch in _csv_blocks_of_size(path, dialect, block_size, done, blank_lines, short):
                 done += batch.num_rows
                 yield batch
+            if short:
+                log.warning("%s: %d rows in all had fewer values than the header names; theirs are missing", path,
+                            len(short))  # fmt: skip
             return
+        except _ShortRow:
+            short = []
         except pa.ArrowInvalid as error:
             if "skip initial" in str(error) and _ends_above_rows(path, dialect):
                 return  # a file of only its header, without a newline after it: no rows, as tables.py says
@@ -167,22 +178,29 @@ def _ends_above_rows(path: str, dialect: Dialect) -> bool:
 
 
 def _csv_blocks_of_size(
-    path: str, dialect: Dialect, block_size: int, skip: int, blank_lines: list[int]
+    path: str, dialect: Dialect, block_size: int, skip: int, blank_lines: list[int], short: list | None
 ) -> Iterator[pa.RecordBatch]:
-    """_csv_blocks with one block size, leaving out the first `skip` rows."""
+    """_csv_blocks with one block size, leaving out the first `skip` rows. Where `short` is a list, with one thread:
+    a short row is added to it and read with the rest of its values missing; else it raises _ShortRow."""
     ragged = []
 
     def on_invalid_row(row) -> str:
+        if short is not None and row.actual_columns < row.expected_columns:
+            short.append(row)
+            return "skip"  # put back, its values completed, by _with_short_rows
         ragged.append(row)
         return "error"
 
     try:
         with _opened_csv(path, dialect) as file:
             blank_lines.clear()  # read again from the start
+            if short:
+                short.clear()
             stream = pa.PythonFile(_BlankLines(file, blank_lines), mode="r") if ascii_based(dialect.encoding) else file
-            options = _csv_options(dialect, block_size, True, on_invalid_row)
+            options = _csv_options(dialect, block_size, short is None, on_invalid_row)
             # The reader closes before the stream: its threads read ahead from it, also when a row stops the run.
-            with pacsv.open_csv(stream, **options) as pieces:
+            with pacsv.open_csv(stream, **options) as reader:
+                pieces = reader if short is None else _with_short_rows(reader, short, path, dialect)
                 pieces_a_block = block_pieces(len(dialect.names), block_size)
                 while group := list(itertools.islice(pieces, pieces_a_block)):
                     batch = pa.Table.from_batches(group).combine_chunks().to_batches()[0]
@@ -196,18 +214,73 @@ def _csv_blocks_of_size(
             raise UserError(f"{path}: {not_text(path, dialect.encoding)}") from None
         if not ragged:
             raise
+        if short is None and ragged[0].actual_columns < ragged[0].expected_columns:
+            raise _ShortRow from None
         row = _first_ragged_row(path, dialect) if ragged[0].number is None else ragged[0]
         line = _record_line(path, dialect, row.number)
         title = line == dialect.skip_rows + 2  # the line under the first one read, which may be a title
-        below = table_below_notes(path, dialect.encoding, line)  # notes that split as the file's first line does
+        below = table_below_notes(path, dialect.encoding, line - 1)  # notes that split as the file's first line does
         raise UserError(
             f"{path}: line {line} has {row.actual_columns} columns; expected {row.expected_columns}"
-            + (LONE_CR if row.actual_columns < row.expected_columns and _lone_cr_line(path) == line else "")
             + (f" (as line {line - 1} has; if it is a title, --skip-rows {line - 1} leaves it out)" if title else "")
             + (f"; {below}" if below else "")
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None
+
+
+def _tell_short_row(path: str, dialect: Dialect, row) -> None:
+    """The warning for a file's first row of fewer values than the header names, or the UserError where a carriage
+    return cut it short (the rest of its values would be read as a row of their own)."""
+    line = _record_line(path, dialect, row.number)
+    if _lone_cr_line(path) == line:
+        columns = f"{row.actual_columns} columns; expected {row.expected_columns}"
+        raise UserError(f"{path}: line {line} has {columns}{LONE_CR}")
+    log.warning("%s: line %d has %d values, and the header names %d columns: the values it lacks are missing, as in "
+                "every row cut short", path, line, row.actual_columns, row.expected_columns)  # fmt: skip
+
+
+def _with_short_rows(
+    pieces: Iterator[pa.RecordBatch], short: list, path: str, dialect: Dialect
+) -> Iterator[pa.RecordBatch]:
+    """The pieces one thread parses, each with the short rows that it skipped (in `short`, numbered as pyarrow
+    numbers records: from 1, the lines above the rows among them) put back in place, their missing values empty;
+    the first told of (_tell_short_row). Short rows after a piece's last go before the next piece's first, and those
+    after the last piece, in a piece of their own."""
+    start, placed = dialect.lines_above_rows + 1, 0  # the record the next piece starts at; short rows put back
+    empty = pa.RecordBatch.from_arrays([pa.array([], pa.string())] * len(dialect.names), dialect.names)
+    for piece in itertools.chain(pieces, [empty]):
+        mine = []  # the short rows within this piece's records
+        while placed + len(mine) < len(short) and short[placed + len(mine)].number - start < piece.num_rows + len(mine):
+            mine.append(short[placed + len(mine)])
+        if piece is empty:  # the file's end: the short rows after the last piece's
+            mine = short[placed:]
+        if mine and not placed:
+            _tell_short_row(path, dialect, mine[0])
+        placed += len(mine)
+        if mine:
+            piece = _put_back(piece, mine, start, dialect)
+        start += piece.num_rows
+        if piece.num_rows:
+            yield piece
+
+
+def _put_back(piece: pa.RecordBatch, rows: list, start: int, dialect: Dialect) -> pa.RecordBatch:
+    """The piece (its records from `start` on) with the short `rows` in their places, their values read as
+    Python's csv module reads the dialect, and completed with empty ones."""
+    width = len(dialect.names)
+    reader = csv.reader(
+        io.StringIO("\n".join(row.text for row in rows)),
+        delimiter=dialect.delimiter or ",",
+        quotechar=dialect.quote,
+        escapechar=dialect.escape or None,
+    )
+    values = [(fields + [""] * width)[:width] for fields in reader]
+    added = pa.RecordBatch.from_arrays([pa.array(column, pa.string()) for column in zip(*values)], dialect.names)
+    places = np.array([row.number - start for row in rows])
+    order = np.delete(np.arange(piece.num_rows + len(rows)), places)  # the parsed rows' places, then the short ones'
+    whole = pa.Table.from_batches([piece, added]).combine_chunks()
+    return whole.take(np.argsort(np.concatenate([order, places]), kind="stable")).to_batches()[0]
 
 
 def _lone_cr_line(path: str) -> int:
