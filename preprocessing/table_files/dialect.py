@@ -38,6 +38,8 @@ class Dialect:
     lists: tuple[str, ...] = ()  # columns of lists (Parquet's and Arrow's by type, JSON's in the first objects)
     header_lines: int = 1  # CSV's: the lines its header takes (a ruler under the names; Orange's types and flags)
     marked_label: str = ""  # the column the file marks as the class (Orange's flag `class`), the default label
+    marked_weight: str = ""  # the column it marks as each row's weight (Orange's `weight`), the default weight column
+    marked_out: tuple[str, ...] = ()  # the columns it marks to learn nothing from (Orange's `meta`, `ignore`)
     # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for
     # year=2020/part-0.parquet. Last among `names`; the file itself lacks them.
     partitions: tuple[tuple[str, str], ...] = ()

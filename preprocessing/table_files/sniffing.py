@@ -56,6 +56,8 @@ COLUMN_RULE = re.compile(r"\s*:?(?:-{3,}|={3,}):?\s*")
 # Orange's .tab header (_orange_header): a type, or a discrete column's values (words apart by spaces); flags.
 ORANGE_TYPES = ("c", "d", "s", "t", "continuous", "discrete", "string", "time")
 ORANGE_TYPE = re.compile(r"(?:c|d|s|t|continuous|discrete|string|time)?|\S+(?: +\S+)+")
+ORANGE_ROLES = {"class": "class", "c": "class", "weight": "weight", "w": "weight"}
+ORANGE_ROLES.update({"ignore": "out", "i": "out", "meta": "meta", "m": "meta"})
 ORANGE_FLAGS = re.compile(r"(?:(?:class|meta|ignore|weight|[cmiw])\b)?(?:\s*[\w.-]+=\S*)*")
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)\s*(.*)""", re.IGNORECASE)
@@ -110,11 +112,12 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
             names = names[:-1]
         orange = plain_name(table_name(path)).endswith(".tab")
-        header_lines, marked = (2, -1) if ruled else _header_lines(text, delimiter, len(names), orange)
+        header_lines, roles = (2, ()) if ruled else _header_lines(text, delimiter, len(names), orange)
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     if not has_header:
-        header_lines, marked = 1, -1
+        header_lines, roles = 1, ()
+    marked = {role: name for name, role in zip(names, roles) if role}  # the first a role, for the class's
     row_names = has_header and not names[0] and len(names) > len(first)
     return Dialect(
         names,
@@ -129,7 +132,9 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         spaced=spaced,
         padded=padded,
         header_lines=header_lines,
-        marked_label=names[marked] if marked >= 0 else "",
+        marked_label=marked.get("class", ""),
+        marked_weight=marked.get("weight", ""),
+        marked_out=tuple(name for name, role in zip(names, roles) if role == "out"),
     )
 
 
@@ -159,31 +164,38 @@ def _is_ruler(names: str, line: str, delimiter: str) -> bool:
     )
 
 
-def _header_lines(text: str, delimiter: str, width: int, orange: bool) -> tuple[int, int]:
-    """(the lines the header takes, the column it marks as the class or -1): the names, and a ruler under them
-    (_is_ruler), or in an Orange file (`orange`: a .tab file) its two lines (_orange_header)."""
+def _header_lines(text: str, delimiter: str, width: int, orange: bool) -> tuple[int, tuple[str, ...]]:
+    """(the lines the header takes, each column's role as its flags give it, or none): the names, and a ruler under
+    them (_is_ruler), or in an Orange file (`orange`: a .tab file) its two lines (_orange_header)."""
     lines = whole_lines(text)
     if len(lines) > 1 and _is_ruler(lines[0], lines[1], delimiter):
-        return 2, -1
-    return _orange_header(lines[1:3], delimiter, width) if orange else (1, -1)
+        return 2, ()
+    return _orange_header(lines[1:3], delimiter, width) if orange else (1, ())
 
 
-def _orange_header(lines: list[str], delimiter: str, width: int) -> tuple[int, int]:
-    """(the lines the header takes, the column it marks as the class or -1). Orange's .tab files, the format of Orange
-    Data Mining, have two more `lines` under the names: each column's type (continuous, discrete, string or time,
-    or a discrete column's values) and its flags (class, meta, ignore, weight, key=value; empty where there are
-    none, but never a blank line)."""
+def _orange_header(lines: list[str], delimiter: str, width: int) -> tuple[int, tuple[str, ...]]:
+    """(the lines the header takes, each column's role by its flags: ORANGE_ROLES'). Orange's .tab files, the format of
+    Orange Data Mining, have two more `lines` under the names: each column's type (continuous, discrete, string or
+    time, or a discrete column's values) and its flags (class, meta, ignore, weight, key=value; empty where there
+    are none, but never a blank line)."""
     if delimiter != "\t" or len(lines) < 2 or not lines[1]:
-        return 1, -1
+        return 1, ()
     types, flags = ([field.strip() for field in line.split("\t")] for line in lines)
     if len(types) != width or len(flags) > width:  # Orange writes every field; a flags line may end early
-        return 1, -1
+        return 1, ()
     if not any(kind in ORANGE_TYPES for kind in types) or not all(map(ORANGE_TYPE.fullmatch, types)):
-        return 1, -1
+        return 1, ()
     if not all(map(ORANGE_FLAGS.fullmatch, flags)):
-        return 1, -1
-    classes = [i for i, marks in enumerate(flags) if marks.split()[:1] in (["class"], ["c"])]
-    return 3, classes[0] if classes else -1
+        return 1, ()
+    return 3, tuple(_orange_role(marks) for marks in flags + [""] * (width - len(flags)))
+
+
+def _orange_role(marks: str) -> str:
+    """A column's role by its Orange flags: "class", "weight", "out" (ignore, or meta: names, IDs and notes that
+    Orange learns nothing from, but where include=True says a text add-on's text column is one), or ""."""
+    words = marks.split()
+    flag = ORANGE_ROLES.get(words[0], "") if words else ""
+    return "" if flag == "meta" and "include=True" in words else "out" if flag == "meta" else flag
 
 
 def arff_dialect(path: str, encoding: str) -> Dialect:
