@@ -67,6 +67,7 @@ from preprocessing.table_files import (
     CSV,
     FORMAT_NAMES,
     OBJECTS,
+    SQLITE,
     WHITESPACE,
     WORKBOOK,
     Dialect,
@@ -445,6 +446,8 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
     kind = file_format(path)
     if kind == WORKBOOK:
         return "; if another worksheet holds the table, --sheet names it"
+    if kind == SQLITE:
+        return "; if another of the database's tables holds the data, --table names it"
     if kind != CSV:
         return ""
     below = table_below_notes(path, options.encoding)
@@ -625,8 +628,10 @@ def _plan_table(
         names, lists = every_json_column(files, dialect)
         dialect = replace(dialect, names=names, lists=lists)
     dialect = with_partition_columns(dialect, files[0], root)
-    if dialect.sheet and not options.sheet:
+    if dialect.sheet and not options.sheet and dialect.format == WORKBOOK:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
+    if dialect.format == SQLITE and not options.sheet:
+        log.info("%s: the database's table %r holds the data (--table names another)", files[0], dialect.sheet)
     if dialect.row_names:  # as R's read.csv and pandas read such a file; a file of unquoted commas reads so too
         log.info(
             "%s: its header names one column fewer than its rows hold: the first is read as row names, as R's "

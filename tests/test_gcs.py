@@ -6,6 +6,7 @@ TensorFlow's own gs:// filesystem, which reaches the emulator through a TLS prox
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -130,6 +131,14 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
         parts[:30].to_excel(folder / "a.xlsx", index=False)
         parts[30:].to_excel(folder / "b.ods", engine="odf", index=False)
         return "."
+    if source == "csv sqlite":  # an SQLite database: read by a local copy
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(folder / "t.db")) as database, database:
+            database.execute("CREATE TABLE t (x REAL, letter TEXT, label INTEGER)")
+            rows = [(round(float(rng.normal()), 3), "abc"[i % 3], i % 2) for i in range(60)]
+            database.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+        return "t.db"
     if source == "csv partitions":  # a partitioned dataset: its letter=a/ folders give a column
         import pandas as pd
 
@@ -170,6 +179,7 @@ def write_raw(source: str, folder, mnist_images: int = 40) -> str:
     "source",
     [
         *("csv", "csv folder", "csv parquet", "csv feather", "csv stats", "csv sheets", "csv partitions", "csv jsonl"),
+        "csv sqlite",
         *("npz", "mnist", "images", "text"),
     ],
 )

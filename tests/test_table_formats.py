@@ -4,6 +4,7 @@ CSV, locally and on gs://, into the same dataset."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import lzma
@@ -330,6 +331,50 @@ def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_pat
     monkeypatch.setattr(preprocessing.table_files.json_objects, "MAX_DOCUMENT_BYTES", 1000)
     with pytest.raises(UserError, match=r"columns.json: one JSON object of more than 0 MiB, which is read whole; "):
         build(tmp_path, tmp_path / "columns.json", "big")
+
+
+def test_an_sqlite_databases_table_makes_the_dataset_csv_makes(tmp_path, caplog):
+    """A table of an SQLite database (Kaggle hands out some data so): the one whose columns name the label, or
+    --table's; its rows in the table's order, NULL missing. It was refused ("export a table as CSV")."""
+    import sqlite3
+
+    columns = frame()
+    (tmp_path / "t.csv").write_text(as_csv(columns))
+    expected = every_row(tmp_path / "csv", build(tmp_path, tmp_path / "t.csv", "csv"))
+    text = {**columns, "member": [str(value).lower() for value in columns["member"]]}  # SQLite has no booleans
+    with contextlib.closing(sqlite3.connect(tmp_path / "t.db")) as database, database:
+        database.execute("CREATE TABLE notes (note TEXT)")
+        database.execute('CREATE TABLE "the members" (age INTEGER, city TEXT, joined TEXT, member TEXT, label TEXT)')
+        database.executemany('INSERT INTO "the members" VALUES (?, ?, ?, ?, ?)', zip(*text.values()))
+        database.executemany("INSERT INTO notes VALUES (?)", [("a note",)] * 3)
+    caplog.set_level("INFO")
+    found = build(tmp_path, tmp_path / "t.db", "db")
+    assert every_row(tmp_path / "db", found) == expected
+    assert "t.db: the database's table 'the members' holds the data (--table names another)" in caplog.text
+    from trainer.predict import table_rows  # qt-predict reads it as preprocessing does
+
+    read = list(table_rows(str(tmp_path / "t.db"), "label", ("age", "city"), TableOptions()))
+    assert read[1] == (f"{tmp_path / 't.db'}:2", {"age": str(columns["age"][1]), "city": "Nantes"})
+    wrong = {
+        "nope": r"t.db: the database has no table 'nope' \(--table\); its tables: 'notes', 'the members'",
+        "notes": r"t.db: --label-column: no column 'label'",
+    }
+    for table, error in wrong.items():
+        with pytest.raises(UserError, match=error):
+            build(tmp_path, tmp_path / "t.db", f"wrong-{table}", sheet=table)
+    with pytest.raises(UserError, match=r"t.db: the database holds 2 tables \('notes', 'the members'\): --table names"):
+        build_table_dataset(str(tmp_path / "t.db"), str(tmp_path / "unnamed"), TableOptions(label_column="-1"))
+    (tmp_path / "db.csv").write_bytes((tmp_path / "t.db").read_bytes())
+    (tmp_path / "damaged.db").write_bytes((tmp_path / "t.db").read_bytes()[:4096])
+    (tmp_path / "t.db.gz").write_bytes(gzip.compress((tmp_path / "t.db").read_bytes()))
+    refused = {
+        "db.csv": r"db.csv: an SQLite database: name it .sqlite to read it",
+        "damaged.db": r"damaged.db: cannot read as an SQLite database \(",
+        "t.db.gz": r"t.db.gz: decompress it first",
+    }
+    for name, error in refused.items():
+        with pytest.raises(UserError, match=error):
+            build(tmp_path, tmp_path / name, f"refused-{name}")
 
 
 def test_a_records_fields_are_columns_named_by_their_path(tmp_path):
@@ -829,7 +874,7 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path, caplog):
                                        'spreadsheet">\n</Workbook>\n')  # fmt: skip
     with pytest.raises(UserError, match=r"2003.xls: an Excel 2003 XML spreadsheet: save it as .xlsx"):
         build(tmp_path, tmp_path / "2003.xls", "2003")
-    with pytest.raises(UserError, match=r"--sheet Members: .*t.csv is no spreadsheet, and has no sheets"):
+    with pytest.raises(UserError, match=r"--sheet Members: .*t.csv is no spreadsheet nor database, and has no sheets"):
         build(tmp_path, tmp_path / "t.csv", "sheet-of-csv", sheet="Members")
     (tmp_path / "bad.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))  # cut short
     with pytest.raises(UserError, match=r"bad.xls: cannot read as a spreadsheet \("):

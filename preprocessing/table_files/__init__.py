@@ -11,6 +11,7 @@ pandas reads one), each read by a module of its own:
   write): typed.py;
 - spreadsheets (Excel's `.xlsx`, `.xlsm`, `.xls` and `.xlsb`, LibreOffice's `.ods`): workbooks.py;
 - statistics packages' files (Stata's `.dta`, SPSS's `.sav` and `.por`, SAS's `.sas7bdat` and `.xpt`): packages.py;
+- SQLite databases (`.sqlite`, `.sqlite3`, `.db`, `.db3`), a table of one: databases.py;
 - `--source text`, a folder of texts with one sub-folder of `.txt` files per class, as Keras's
   text_dataset_from_directory reads: a table of two columns, TEXT_COLUMNS, a file a row: text_folders.py.
 locate.py finds the files (folders, globs, partitioned datasets) and tells their format and compression; dialect.py
@@ -33,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataformat.errors import UserError
+from preprocessing.table_files.databases import database_blocks, database_dialect
 from preprocessing.table_files.delimited import csv_rows
 from preprocessing.table_files.dialect import (
     Dialect,
@@ -49,6 +51,7 @@ from preprocessing.table_files.locate import (
     JSON_LINES,
     OBJECTS,
     PACKAGE,
+    SQLITE,
     TEXT_FOLDER,
     TYPED,
     WORKBOOK,
@@ -86,6 +89,7 @@ __all__ = [
     "FORMAT_NAMES",
     "NUMBER",
     "OBJECTS",
+    "SQLITE",
     "TEXT_COLUMNS",
     "WHITESPACE",
     "WORKBOOK",
@@ -118,14 +122,16 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if options.text_folder:
         return Dialect(TEXT_COLUMNS, False, "", options.encoding, TEXT_FOLDER)
     kind = file_format(path)
+    label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
+    if kind == SQLITE:
+        return database_dialect(path, options.sheet, (*known, *label))
     if options.sheet and kind != WORKBOOK:
-        raise UserError(f"--sheet {options.sheet}: {path} is no spreadsheet, and has no sheets")
+        raise UserError(f"--sheet {options.sheet}: {path} is no spreadsheet nor database, and has no sheets or tables")
     if kind in TYPED:
         return typed_dialect(path, kind, options.encoding)
     if kind == PACKAGE:
         return package_dialect(path, options.encoding)
     if kind == WORKBOOK:
-        label = () if re.fullmatch(r"[+-]?\d+", options.label_column) else (options.label_column,)  # not an index
         return workbook_dialect(path, options, (*known, *label))
     head = read_head(path, options.skip_rows + 4)  # the header and the lines under it (Orange's), Excel's sep= above
     refuse_binary(path, head, options.encoding)
@@ -155,6 +161,8 @@ def blocks(
         yield from workbook_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format == PACKAGE:
         yield from package_blocks(path, wanted or dialect.names, dialect.encoding)
+    elif dialect.format == SQLITE:
+        yield from database_blocks(path, dialect, wanted or dialect.names)
     elif dialect.format in OBJECTS:
         yield from json_blocks(path, dialect, wanted or dialect.names, every_column, verbatim)
     else:

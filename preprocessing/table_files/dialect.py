@@ -25,7 +25,7 @@ class Dialect:
     format: str = CSV
     decimal: str = "."  # CSV's numbers' decimal mark: "," in much of Europe's spreadsheets (3,14)
     skip_rows: int = 0  # CSV's lines before the header (--skip-rows): a report's title, an export's notes
-    sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one)
+    sheet: str = ""  # a workbook's sheet that holds the table, where it opens on another ("": that one); a database's
     escape: str = ""  # CSV's: a backslash where it escapes quotes in quoted fields (sniffing.sniff_escape)
     # CSV's: its first column is row names, under a header one name short (sniffing._unnamed_column).
     row_names: bool = False
@@ -101,11 +101,13 @@ def add_reading_flags(group) -> None:
     )
     group.add_argument(
         "--sheet",
+        "--table",
+        dest="sheet",
         default="",
         metavar="NAME",
-        help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...) that holds the table (default: the one whose "
-        "header names --label-column, else the one it opens on: an .xlsx or .ods file's active sheet, an .xls file's "
-        "first)",
+        help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...), or the table of an SQLite database (.sqlite, "
+        ".db), that holds the data (default: the one whose header names --label-column, else a spreadsheet's sheet "
+        "it opens on (an .xlsx or .ods file's active sheet, an .xls file's first), a database's only table)",
     )
 
 

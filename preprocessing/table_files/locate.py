@@ -17,6 +17,8 @@ import lzma
 import os
 import posixpath
 import re
+import shutil
+import tempfile
 import urllib.parse
 import zipfile
 from collections.abc import Iterator
@@ -24,17 +26,19 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from dataformat import storage
+from dataformat import gcs, storage
 from dataformat.errors import UserError
 
 log = logging.getLogger(__name__)
 
 CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json array", "parquet", "arrow", "workbook"
 PACKAGE = "package"  # a statistics package's file: Stata's, SPSS's, SAS's
+SQLITE = "sqlite"  # an SQLite database's table
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".tab": CSV, ".arff": CSV}  # .tab: Orange's tab-separated files
 SUFFIXES.update({".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES})
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".xls": WORKBOOK, ".xlsb": WORKBOOK, ".ods": WORKBOOK})
+SUFFIXES.update({".sqlite": SQLITE, ".sqlite3": SQLITE, ".db": SQLITE, ".db3": SQLITE})
 WORKBOOK_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")  # a workbook's first bytes: a ZIP archive's, or OLE's (.xls)
 
 
@@ -72,6 +76,7 @@ FORMAT_NAMES = {
     ARROW: "an Arrow (Feather) file",
     WORKBOOK: "a spreadsheet",
     PACKAGE: "a statistics package's file",
+    SQLITE: "an SQLite database",
     TEXT_FOLDER: "a folder of texts",
 }
 # A compressed file's suffix, and pyarrow's codec for it: gzip, bzip2 and Zstandard, as pandas' to_csv and
@@ -92,7 +97,7 @@ NOT_TABLES = {
     b"\xd0\xcf\x11\xe0": "an Excel 97-2003 workbook: name it .xls to read it",
     b"ARROW1": "an Arrow or Feather file: name it .feather (or .arrow) to read it as one",
     b"FEA1": "a Feather version 1 file: write it again as version 2 (pandas' to_feather) and name it .feather",
-    b"SQLite format 3\x00": "an SQLite database: export a table as CSV (sqlite3 -csv -header db 'select ...')",
+    b"SQLite format 3\x00": "an SQLite database: name it .sqlite to read it",
     b"\xfd7zXZ\x00": "an xz-compressed file: name it .xz to read it",
 }
 # The first bytes of a web page, in any case, after blanks: an HTML table saved under a table's name (a "report.xls"
@@ -327,6 +332,23 @@ class _XzFile(lzma.LZMAFile):
             return super().read(size)
         except (lzma.LZMAError, EOFError) as error:
             raise OSError(f"xz: {error}") from None
+
+
+@contextlib.contextmanager
+def local_copy(path: str, first_bytes: int | None = None) -> Iterator[str]:
+    """The file's local path, for readers that take only a path (pyreadstat, SQLite): itself, or a temporary copy of
+    a gs:// file (of its `first_bytes`, where given)."""
+    if not gcs.is_gcs(path):
+        yield path
+        return
+    with tempfile.NamedTemporaryFile(suffix=posixpath.basename(path)) as copy:
+        with storage.open_read(path) as file:
+            if first_bytes is None:
+                shutil.copyfileobj(file, copy)
+            else:
+                copy.write(file.read(first_bytes))
+        copy.flush()
+        yield copy.name
 
 
 def refuse_binary(path: str, head: bytes, encoding: str) -> None:

@@ -10,8 +10,6 @@ import functools
 import importlib
 import posixpath
 import re
-import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 
@@ -22,7 +20,7 @@ from dataformat import gcs, storage
 from dataformat.errors import UserError
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names
-from preprocessing.table_files.locate import PACKAGE, PACKAGE_FILES, PackageFile, compression, plain_name
+from preprocessing.table_files.locate import PACKAGE, PACKAGE_FILES, PackageFile, compression, local_copy, plain_name
 from preprocessing.table_files.typed import rows_per_block, typed_text
 
 HEAD_BYTES = 1 << 20  # a gs:// statistics package's file's bytes copied to read its names: its header and first row
@@ -59,7 +57,7 @@ def _package_chunks(
     encoding = codecs.lookup(encoding).name  # Python's name, which iconv knows too: iso8859-1, cp1252
     if encoding != "utf-8" and not kind.portable:  # the default trusts the file's own
         flags["encoding"] = encoding
-    with _local_copy(path, first_bytes) as local:  # pyreadstat reads a file by its path
+    with local_copy(path, first_bytes) as local:  # pyreadstat reads a file by its path
         read = getattr(module, kind.reader)
         if kind.portable:
             chunks = _portable_chunks(functools.partial(read, local, usecols=columns, **flags), rows)
@@ -76,22 +74,6 @@ def _portable_chunks(read: Callable, rows: int) -> Iterator:
     if len(first) == rows:
         rest, _ = read(row_offset=rows)
         yield from (rest.iloc[start : start + rows].copy() for start in range(0, len(rest), rows))  # written to
-
-
-@contextlib.contextmanager
-def _local_copy(path: str, first_bytes: int | None = None) -> Iterator[str]:
-    """The file's local path: itself, or a temporary copy of a gs:// file (of its `first_bytes`, where given)."""
-    if not gcs.is_gcs(path):
-        yield path
-        return
-    with tempfile.NamedTemporaryFile(suffix=posixpath.basename(path)) as copy:
-        with storage.open_read(path) as file:
-            if first_bytes is None:
-                shutil.copyfileobj(file, copy)
-            else:
-                copy.write(file.read(first_bytes))
-        copy.flush()
-        yield copy.name
 
 
 def _package_read(chunks, path: str, what: str) -> Iterator:

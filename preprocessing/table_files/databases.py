@@ -1,0 +1,84 @@
+"""SQLite databases (.sqlite, .sqlite3, .db, .db3), as Kaggle and many apps hand out data, read through Python's own
+sqlite3: the table (or view) that holds the data (--table, else the one whose columns name the label, else the only
+one), and its rows in blocks of text, each named by its place in the table, from 1. A gs:// database is copied to
+local disk first: SQLite reads a file by its path."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from dataformat.errors import UserError
+from preprocessing.table_files.dialect import Dialect
+from preprocessing.table_files.headers import distinct_names
+from preprocessing.table_files.json_objects import objects_batch
+from preprocessing.table_files.locate import SQLITE, compression, local_copy
+from preprocessing.table_files.typed import rows_per_block
+
+# The tables and views a user made: SQLite's own (sqlite_sequence, sqlite_stat1) are no data.
+TABLES = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+
+
+@contextlib.contextmanager
+def _database(path: str) -> Iterator[sqlite3.Connection]:
+    """The database, opened to read only; what is no SQLite database a UserError naming the file."""
+    if compression(path):
+        raise UserError(f"{path}: decompress it first (an SQLite database is read as it is: SQLite seeks in it)")
+    with local_copy(path) as local:
+        try:
+            connection = sqlite3.connect(f"file:{local}?mode=ro", uri=True)
+        except sqlite3.Error as error:
+            raise UserError(f"{path}: cannot open as an SQLite database ({error})") from None
+        try:
+            yield connection
+        except sqlite3.Error as error:  # a damaged database, or another kind of file under its name
+            raise UserError(f"{path}: cannot read as an SQLite database ({error})") from None
+        finally:
+            connection.close()
+
+
+def database_dialect(path: str, table: str, known: tuple[str, ...]) -> Dialect:
+    """The dialect of the database's table that holds the data: `table` (--table), else the one whose columns
+    name a `known` column (the label's), else its only one."""
+    with _database(path) as database:
+        tables = [name for (name,) in database.execute(TABLES)]
+        columns = {name: _columns(database, name) for name in tables}
+    if not tables:
+        raise UserError(f"{path}: the SQLite database has no table")
+    listed = ", ".join(map(repr, tables))
+    if table and table not in tables:
+        raise UserError(f"{path}: the database has no table {table!r} (--table); its tables: {listed}")
+    if not table:
+        naming = [name for name in tables if any(column in columns[name] for column in known if column)]
+        if len(naming) != 1 and len(tables) > 1:
+            raise UserError(
+                f"{path}: the database holds {len(tables)} tables ({listed}): --table names the one to read"
+            )
+        table = (naming or tables)[0]
+    return Dialect(distinct_names(columns[table], path), False, "", "utf-8", SQLITE, sheet=table)
+
+
+def _columns(database: sqlite3.Connection, table: str) -> list[str]:
+    return [description[0] for description in database.execute(f"SELECT * FROM {_quoted(table)} LIMIT 0").description]
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier, quoted: a table's name may hold spaces or quotes."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def database_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+    """The table's rows in blocks of the `names` columns' text (NULL missing), in the table's order, each row's line
+    its place from 1."""
+    wanted = ", ".join(_quoted(name) for name in names)
+    row, size = 1, rows_per_block(names)
+    with _database(path) as database:
+        cursor = database.execute(f"SELECT {wanted} FROM {_quoted(dialect.sheet)}")
+        while values := cursor.fetchmany(size):
+            objects = ((row + offset, dict(zip(names, value))) for offset, value in enumerate(values))
+            yield objects_batch(objects, path, names)
+            row += len(values)
