@@ -317,6 +317,7 @@ def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_pat
         json.dumps({"data": rows}, indent=1): "an object of a table",  # an API's response
         json.dumps({"columns": ["a"], "data": [[1]], "extra": 1}, indent=1): "line 1 is no whole JSON object",
         '{"a": {"0": 1},\n "b": {"0": 2},,}': r"line 2 is not JSON \(Expecting property name",
+        '{\n "a": 1\n}\n{\n "a": 2\n}\n': r"line 4: another JSON value after the object of many lines above it: JSON",
     }
     for text, error in others.items():
         (tmp_path / "other.json").write_text(text)
@@ -364,6 +365,14 @@ def test_an_sqlite_databases_table_makes_the_dataset_csv_makes(tmp_path, caplog)
             build(tmp_path, tmp_path / "t.db", f"wrong-{table}", sheet=table)
     with pytest.raises(UserError, match=r"t.db: the database holds 2 tables \('notes', 'the members'\): --table names"):
         build_table_dataset(str(tmp_path / "t.db"), str(tmp_path / "unnamed"), TableOptions(label_column="-1"))
+    with contextlib.closing(sqlite3.connect(tmp_path / "blobs.db")) as database, database:
+        database.execute("CREATE TABLE t (photo BLOB, code BLOB, label TEXT)")
+        database.executemany(
+            "INSERT INTO t VALUES (?, ?, ?)", [(b"\x89PNG\xff", b"A1", "ab"[i % 2]) for i in range(20)]
+        )
+    with pytest.raises(UserError, match=r"blobs.db: row 1, column 'photo' holds binary data \(a BLOB\), no value to"):
+        build(tmp_path, tmp_path / "blobs.db", "blobs")
+    assert build(tmp_path, tmp_path / "blobs.db", "text-blobs", ignore=("photo",)).columns[0].vocabulary == ("A1",)
     (tmp_path / "db.csv").write_bytes((tmp_path / "t.db").read_bytes())
     (tmp_path / "damaged.db").write_bytes((tmp_path / "t.db").read_bytes()[:4096])
     (tmp_path / "t.db.gz").write_bytes(gzip.compress((tmp_path / "t.db").read_bytes()))

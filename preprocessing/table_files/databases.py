@@ -79,6 +79,27 @@ def database_blocks(path: str, dialect: Dialect, names: tuple[str, ...]) -> Iter
     with _database(path) as database:
         cursor = database.execute(f"SELECT {wanted} FROM {_quoted(dialect.sheet)}")
         while values := cursor.fetchmany(size):
-            objects = ((row + offset, dict(zip(names, value))) for offset, value in enumerate(values))
+            objects = (
+                (row + offset, _row_object(value, names, path, row + offset)) for offset, value in enumerate(values)
+            )
             yield objects_batch(objects, path, names)
             row += len(values)
+
+
+def _row_object(values: tuple, names: tuple[str, ...], path: str, row: int) -> dict:
+    """A row as {column: value}; a BLOB of UTF-8 text is that text, and one of other bytes a UserError."""
+    if bytes in map(type, values):
+        values = tuple(_blob_text(value, path, row, name) for value, name in zip(values, names))
+    return dict(zip(names, values))
+
+
+def _blob_text(value, path: str, row: int, name: str):
+    if not isinstance(value, bytes):
+        return value
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(
+            f"{path}: row {row}, column {name!r} holds binary data (a BLOB), no value to learn from; --ignore-columns "
+            f"{name} leaves it out"
+        ) from None

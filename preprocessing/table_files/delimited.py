@@ -268,14 +268,9 @@ def _with_short_rows(
 def _put_back(piece: pa.RecordBatch, rows: list, start: int, dialect: Dialect) -> pa.RecordBatch:
     """The piece (its records from `start` on) with the short `rows` in their places, their values read as
     Python's csv module reads the dialect, and completed with empty ones."""
-    width = len(dialect.names)
-    reader = csv.reader(
-        io.StringIO("\n".join(row.text for row in rows)),
-        delimiter=dialect.delimiter or ",",
-        quotechar=dialect.quote,
-        escapechar=dialect.escape or None,
-    )
-    values = [(fields + [""] * width)[:width] for fields in reader]
+    width, quoting = len(dialect.names), {"quotechar": dialect.quote, "escapechar": dialect.escape or None}
+    fields = (next(csv.reader([row.text], delimiter=dialect.delimiter or ",", **quoting), []) for row in rows)
+    values = [(row + [""] * width)[:width] for row in fields]
     added = pa.RecordBatch.from_arrays([pa.array(column, pa.string()) for column in zip(*values)], dialect.names)
     places = np.array([row.number - start for row in rows])
     order = np.delete(np.arange(piece.num_rows + len(rows)), places)  # the parsed rows' places, then the short ones'

@@ -206,6 +206,11 @@ def table_rows(text: str, path: str) -> tuple[list, str]:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
+        if error.msg == "Extra data":  # objects of many lines one after another, as jq prints them
+            raise UserError(
+                f"{path}: line {error.lineno}: another JSON value after the object of many lines above it: JSON lines "
+                "hold one whole object a line (jq -c writes them so)"
+            ) from None
         raise UserError(f"{path}: line {error.lineno} is not JSON ({error.msg}, column {error.colno})") from None
     layout = _table_layout(document)
     if not layout:
