@@ -312,9 +312,19 @@ def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_pat
         metadata = build(tmp_path, tmp_path / name, f"from_{name}")
         assert every_row(tmp_path / f"from_{name}", metadata) == expected, name
         assert f"{name}: one JSON object of 300 rows, as pandas' to_json(orient={orient!r})" in caplog.text
+    # An object that holds one array of objects: an API's response, GeoJSON's features (their properties by path).
+    (tmp_path / "api.json").write_text(json.dumps({"data": rows, "count": ROWS, "next": None}))
+    features = [{"type": "Feature", "properties": row} for row in rows]
+    (tmp_path / "geo.json").write_text(json.dumps({"type": "FeatureCollection", "features": features}, indent=1))
+    assert every_row(tmp_path / "api", build(tmp_path, tmp_path / "api.json", "api")) == expected
+    assert "api.json: one JSON object of 300 rows, the array of objects under 'data'" in caplog.text
+    options = TableOptions(label_column="properties.label", ignore=("type",))
+    geo = build_table_dataset(str(tmp_path / "geo.json"), str(tmp_path / "geo"), options)
+    named = sorted(column.name for column in geo.columns)
+    assert named == ["properties.age", "properties.city", "properties.joined", "properties.member"]
     others = {
-        json.dumps({"type": "FeatureCollection", "features": rows}, indent=1): "an object of a table",  # GeoJSON
-        json.dumps({"data": rows}, indent=1): "an object of a table",  # an API's response
+        json.dumps({"a": rows, "b": rows}, indent=1): "an object of a table",  # two arrays: which is the table?
+        json.dumps({"data": [1, 2]}, indent=1): "an object of a table",
         json.dumps({"columns": ["a"], "data": [[1]], "extra": 1}, indent=1): "line 1 is no whole JSON object",
         '{"a": {"0": 1},\n "b": {"0": 2},,}': r"line 2 is not JSON \(Expecting property name",
         '{\n "a": 1\n}\n{\n "a": 2\n}\n': r"line 4: another JSON value after the object of many lines above it: JSON",

@@ -194,15 +194,14 @@ def _json_table_rows(path: str, encoding: str, said: bool = False) -> list[tuple
             f"{path}: one JSON object of more than {MAX_DOCUMENT_BYTES >> 20} MiB, which is read whole; write the "
             "table as JSON lines, read a block at a time (pandas: to_json(path, orient='records', lines=True))"
         )
-    rows, layout = table_rows(_decoded(data, path, encoding), path)
+    rows, found = table_rows(_decoded(data, path, encoding), path)
     if said:
-        log.info("%s: one JSON object of %d rows, as pandas' to_json(orient=%r) writes a table", path, len(rows),
-                 layout)  # fmt: skip
+        log.info("%s: one JSON object of %d rows, %s", path, len(rows), found)
     return [(number, _an_object(row, path, number)) for number, row in enumerate(rows, 1)]
 
 
 def table_rows(text: str, path: str) -> tuple[list, str]:
-    """The rows of `text`, one JSON object of a table, and the layout it is in (TABLE_LAYOUTS' orient)."""
+    """The rows of `text`, one JSON object of a table, and how they were found in it (TABLE_LAYOUTS)."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
@@ -218,14 +217,18 @@ def table_rows(text: str, path: str) -> tuple[list, str]:
             f"{path}: line 1 is no whole JSON object: JSON lines hold one object a line, and a JSON file of many "
             "lines, an array of objects or an object of a table (as pandas' to_json writes one)"
         )
-    return TABLE_LAYOUTS[layout](document), layout
+    if layout == "records":
+        key = _records_key(document)
+        return document[key], f"the array of objects under {key!r}"
+    return TABLE_LAYOUTS[layout](document), f"as pandas' to_json(orient={layout!r}) writes a table"
 
 
 def _table_layout(document) -> str:
-    """The orient of pandas' to_json that a JSON value is a table in ('columns', 'index', 'split' or 'table'), or
-    '' for none. An object of objects is 'columns' (its keys the columns, theirs the rows: pandas' default) or
-    'index' (its keys the rows): the one whose keys are row numbers where the others' are not, or else the one with
-    more rows than columns, as a table to learn from has."""
+    """The orient of pandas' to_json that a JSON value is a table in ('columns', 'index', 'split' or 'table'),
+    'records' for an object that holds one array of objects (an API's {"data": [...], "count": 3}, GeoJSON's
+    features), or '' for none. An object of objects is 'columns' (its keys the columns, theirs the rows: pandas'
+    default) or 'index' (its keys the rows): the one whose keys are row numbers where the others' are not, or else
+    the one with more rows than columns, as a table to learn from has."""
     if not isinstance(document, dict) or not document:
         return ""
     if isinstance(document.get("schema"), dict) and isinstance(document.get("data"), list):
@@ -233,11 +236,21 @@ def _table_layout(document) -> str:
     if isinstance(document.get("columns"), list) and isinstance(document.get("data"), list):
         return "split" if set(document) <= {"columns", "index", "data"} else ""
     if not all(isinstance(value, dict) for value in document.values()):
-        return ""
+        return "records" if _records_key(document) else ""
     inner = {key: None for value in document.values() for key in value}
     if _row_numbers(document) != _row_numbers(inner):
         return "index" if _row_numbers(document) else "columns"
     return "index" if len(document) > len(inner) else "columns"
+
+
+def _records_key(document: dict) -> str:
+    """The key of the one array of objects an object holds, or ""."""
+    arrays = [key for key, value in document.items() if value and isinstance(value, list) and _objects(value)]
+    return arrays[0] if len(arrays) == 1 else ""
+
+
+def _objects(values: list) -> bool:
+    return all(isinstance(value, dict) for value in values)
 
 
 def _row_numbers(keys) -> bool:
