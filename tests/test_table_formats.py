@@ -282,7 +282,8 @@ def test_a_json_array_is_read_a_piece_at_a_time_and_errors_name_an_objects_line(
         text.replace('"n": 2,', '"n": 2,,'): r"line 13 is not JSON \(Expecting property name",
         text[: text.rindex("]")]: r"the JSON array is not closed",
         text + "[]": r"line 503: more after the end of the JSON array",
-        "[1, 2]": r"line 1 is not a JSON object of column values",
+        "[1, 2]": r"line 1 is not a JSON object of column values$",
+        "[[1, 2], [3, 4]]": r"line 1 is not a JSON object of column values \(an array of values names no columns: ",
         "\n [ ]": r"t.json: an empty JSON array",
     }
     for wrong, error in broken.items():
@@ -315,11 +316,11 @@ def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_pat
     # An object that holds one array of objects: an API's response, GeoJSON's features (their properties by path).
     (tmp_path / "api.json").write_text(json.dumps({"data": rows, "count": ROWS, "next": None}))
     features = [{"type": "Feature", "properties": row} for row in rows]
-    (tmp_path / "geo.json").write_text(json.dumps({"type": "FeatureCollection", "features": features}, indent=1))
+    (tmp_path / "geo.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": features}, indent=1))
     assert every_row(tmp_path / "api", build(tmp_path, tmp_path / "api.json", "api")) == expected
     assert "api.json: one JSON object of 300 rows, the array of objects under 'data'" in caplog.text
     options = TableOptions(label_column="properties.label", ignore=("type",))
-    geo = build_table_dataset(str(tmp_path / "geo.json"), str(tmp_path / "geo"), options)
+    geo = build_table_dataset(str(tmp_path / "geo.geojson"), str(tmp_path / "geo"), options)
     named = sorted(column.name for column in geo.columns)
     assert named == ["properties.age", "properties.city", "properties.joined", "properties.member"]
     others = {

@@ -371,7 +371,8 @@ def _json_object(line: str, path: str, number: int) -> dict:
 
 def _an_object(row, path: str, number: int) -> dict:
     if not isinstance(row, dict):
-        raise UserError(f"{path}: line {number} is not a JSON object of column values")
+        unnamed = " (an array of values names no columns: write objects, as pandas' to_json(orient='records') does)"
+        raise UserError(f"{path}: line {number} is not a JSON object of column values" + unnamed * (type(row) is list))
     return tables.flattened(row, f"{path}: line {number}")
 
 
