@@ -464,9 +464,10 @@ def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> Tabl
         log.info("%s: its header marks %r as the class: it is the label (--label-column names another)", where,
                  dialect.marked_label)  # fmt: skip
         options = replace(options, label_column=dialect.marked_label)
-    if dialect.marked_weight and not options.weight and dialect.marked_weight != options.label_column:
-        log.info("%s: its header marks %r as the rows' weight: it is the weight column", where, dialect.marked_weight)
-        options = replace(options, weight=dialect.marked_weight)
+    weight = dialect.marked_weight
+    if weight and not options.weight and weight != options.label_column and weight not in options.ignore:
+        log.info("%s: its header marks %r as the rows' weight: it is the weight column", where, weight)
+        options = replace(options, weight=weight)
     named = {options.label_column, options.key, options.weight, *options.categorical, *options.numeric}
     named.update({*options.dates, *options.text, *options.ignore})
     out = tuple(name for name in dialect.marked_out if name not in named)

@@ -87,7 +87,7 @@ def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_bl
                              (65, ("32", "d\ne", "")), (67, ("33", "f", "x")), (68, ("34", "", ""))]  # fmt: skip
         assert [line for line, _ in read[:3]] == [2, 4, 6]
         assert "t.csv: line 63 has 2 values, and the header names 3 columns: the values it lacks are" in caplog.text
-        assert "t.csv: 4 rows in all had fewer values than the header names; theirs are missing" in caplog.text
+        assert "t.csv: 4 row(s) in all had fewer values than the header names; theirs are missing" in caplog.text
         caplog.clear()
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")  # rows without a label left out
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 31
@@ -95,6 +95,28 @@ def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_bl
     (tmp_path / "t.csv").write_text("n,note,label\n0,a,x\n1,b\rc,y\n", newline="")
     with pytest.raises(UserError, match=r"line 3 has 2 columns; expected 3 \(a carriage return, \\r, ends it inside"):
         build(tmp_path, tmp_path / "t.csv", label_column="label")
+    # ... also where a short row comes first: both halves of the cut row would be rows of wrong values.
+    (tmp_path / "t.csv").write_text("n,note,label\n0,a\n1,b\rc,y\n", newline="")
+    with pytest.raises(
+        UserError, match=r"line 2 has 2 columns; expected 3, and line 3 a carriage return \(\\r\) inside"
+    ):
+        build(tmp_path, tmp_path / "t.csv", label_column="label")
+    # Short rows under a first line that is no header: it may be a title wider than the table.
+    (tmp_path / "t.csv").write_text(
+        "Sales by region, 2020, Q1, final\n" + "".join(f"{i},{i % 3},x\n" for i in range(30))
+    )
+    with pytest.raises(UserError, match=r"line 2 has 3 columns; expected 4 \(as line 1 has; if it is a title, --skip"):
+        build(tmp_path, tmp_path / "t.csv", label_column="-1")
+    # A line of blanks is no row, as a blank line is none; nearly only short rows are refused, not held in memory.
+    (tmp_path / "t.csv").write_text("n,note,label\n" + "".join(f"{i},a,{'xy'[i % 2]}\n" for i in range(30)) + "  \n")
+    assert (
+        sum(split.examples for split in build(tmp_path, tmp_path / "t.csv", label_column="label").splits.values()) == 30
+    )
+    (tmp_path / "t.csv").write_text("n,note,label\n" + "".join(f"{i},a\n" for i in range(300)) + "1,b,x\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preprocessing.table_files.delimited, "MAX_WAITING_SHORT_ROWS", 100)
+        with pytest.raises(UserError, match=r"t.csv: from line 2 on, more than 100 rows one after another have fewer"):
+            build(tmp_path, tmp_path / "t.csv", label_column="label")
     # Under a line of another width: a title, maybe (scikit-learn's wine_data.csv starts with a line of counts).
     (tmp_path / "t.csv").write_text("Sales,2021\n" + "".join(f"{i},{i % 5},{i % 3}\n" for i in range(30)))
     with pytest.raises(
@@ -358,6 +380,12 @@ def test_an_orange_files_meta_and_ignore_columns_are_left_out_and_its_weight_wei
         str(tmp_path / "t.tab"), str(tmp_path / "kept"), TableOptions(categorical=("code",), weight="size")
     )
     assert [column.name for column in kept.columns] == ["code", "text", "w"] and kept.weight_column == "size"
+    unweighted = build_table_dataset(str(tmp_path / "t.tab"), str(tmp_path / "unweighted"), TableOptions(ignore=("w",)))
+    assert unweighted.weight_column == "" and [column.name for column in unweighted.columns] == ["size", "text"]
+    # Two columns flagged class (Orange's multi-target tables): the first is the label.
+    two = names.replace("label", "answer") + types + flags.replace("\tweight\t", "\tclass\t")  # no "label" column
+    (tmp_path / "two.tab").write_text(two + rows)
+    assert build_table_dataset(str(tmp_path / "two.tab"), str(tmp_path / "two"), TableOptions()).label_column == "w"
 
 
 def test_a_ruler_under_the_names_is_part_of_the_header(tmp_path, caplog):

@@ -339,6 +339,35 @@ def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_pat
     (tmp_path / "nested.jsonl").write_text("".join(json.dumps(row) + "\n" for row in nested))
     dialect = dialect_of(str(tmp_path / "nested.jsonl"), TableOptions(label_column="label.class"))
     assert dialect.names == ("age.years", "label.class") and dialect.format == "jsonl"
+    # One line of one record: a row (an instance to predict), not a table, though it holds objects or an array of them.
+    instances = {
+        "one.json": {"address": {"city": "Oslo"}, "job": {"title": "dev", "level": 2}},  # no table: other keys
+        "one.jsonl": {"age": 3, "visits": [{"day": 1}, {"day": 2}]},  # .jsonl: JSON lines, whatever a line holds
+    }
+    for name, instance in instances.items():
+        (tmp_path / name).write_text(json.dumps(instance) + "\n")
+        assert dialect_of(str(tmp_path / name), TableOptions()).format == "jsonl", name
+    # pandas' split of a frame of numbered columns, of two columns of one name; its table orient's key as text.
+    split = {"columns": [0, 0, "label"], "data": [[i, i % 3, "ab"[i % 2]] for i in range(30)]}
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    assert [column.name for column in build(tmp_path, tmp_path / "split.json", "split-numbered").columns] == [
+        "0",
+        "0.1",
+    ]
+    (tmp_path / "long.json").write_text(json.dumps({"columns": ["a", "label"], "data": [[1, "x"], [2, "y", 3]]}))
+    with pytest.raises(UserError, match=r"long.json: row 2 has 3 values; \"columns\" names 2"):
+        build(tmp_path, tmp_path / "long.json", "long")
+    keyed = {"schema": {"fields": [], "primaryKey": "rid"}, "data": [{"rid": i, "d": i % 3, "label": "ab"[i % 2]}
+                                                                       for i in range(30)]}  # fmt: skip
+    (tmp_path / "keyed.json").write_text(json.dumps(keyed))
+    assert [column.name for column in build(tmp_path, tmp_path / "keyed.json", "keyed").columns] == ["d"]
+    (tmp_path / "empty.json").write_text(json.dumps({"columns": ["a", "label"], "data": []}))
+    with pytest.raises(UserError, match=r"empty.json: a JSON table of no rows"):
+        build(tmp_path, tmp_path / "empty.json", "empty")
+    # pandas' to_json of a large frame is one line longer than the head read to tell the format.
+    monkeypatch.setattr(preprocessing.table_files.locate, "SNIFF_BYTES", 512)
+    monkeypatch.setattr(preprocessing.table_files.locate, "MAX_FIRST_LINE", 1024)
+    assert every_row(tmp_path / "cut", build(tmp_path, tmp_path / "columns.json", "cut")) == expected
     # The one object of a table is read whole: up to a bound, beyond which JSON lines are the way.
     monkeypatch.setattr(preprocessing.table_files.json_objects, "MAX_DOCUMENT_BYTES", 1000)
     with pytest.raises(UserError, match=r"columns.json: one JSON object of more than 0 MiB, which is read whole; "):
@@ -384,6 +413,11 @@ def test_an_sqlite_databases_table_makes_the_dataset_csv_makes(tmp_path, caplog)
     with pytest.raises(UserError, match=r"blobs.db: row 1, column 'photo' holds binary data \(a BLOB\), no value to"):
         build(tmp_path, tmp_path / "blobs.db", "blobs")
     assert build(tmp_path, tmp_path / "blobs.db", "text-blobs", ignore=("photo",)).columns[0].vocabulary == ("A1",)
+    (tmp_path / "a#b 100%.db").write_bytes((tmp_path / "t.db").read_bytes())  # a name that a URI must encode
+    with contextlib.closing(sqlite3.connect(tmp_path / "a#b 100%.db")) as database, database:
+        database.execute("CREATE VIEW broken AS SELECT * FROM notes")
+        database.execute("DROP TABLE notes")  # the view now names a table that is gone
+    assert every_row(tmp_path / "odd", build(tmp_path, tmp_path / "a#b 100%.db", "odd")) == expected
     (tmp_path / "db.csv").write_bytes((tmp_path / "t.db").read_bytes())
     (tmp_path / "damaged.db").write_bytes((tmp_path / "t.db").read_bytes()[:4096])
     (tmp_path / "t.db.gz").write_bytes(gzip.compress((tmp_path / "t.db").read_bytes()))
@@ -871,6 +905,15 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path, caplog):
     caplog.set_level("INFO")
     titled = build_table_dataset(str(tmp_path / "t.xls"), str(tmp_path / "titled"), TableOptions(sheet="Members"))
     assert every_row(tmp_path / "titled", titled) == every_row(tmp_path / "out-t.xls", found)
+    import openpyxl  # --column-names: a sheet without a header, whose first row of one value is a row, no title
+
+    book = openpyxl.Workbook()
+    for i in range(30):
+        book.active.append(["ab"[i % 2]] if i == 0 else ["ab"[i % 2], i, i % 3])
+    book.save(tmp_path / "headless.xlsx")
+    options = TableOptions(column_names=("label", "x", "y"), label_column="label")
+    headless = build_table_dataset(str(tmp_path / "headless.xlsx"), str(tmp_path / "headless"), options)
+    assert headless.splits["train"].examples + headless.splits["eval"].examples == 30
     assert "t.xls: its header is row 3, below a title ('Members, exported 2024-05-01'); --skip-rows 2" in caplog.text
     with pytest.raises(UserError, match=r"t.xls: no feature column is left .*; if another worksheet holds the tab"):
         build_table_dataset(str(tmp_path / "t.xls"), str(tmp_path / "notes"), TableOptions())  # its first: 1 column

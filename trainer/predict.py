@@ -301,7 +301,7 @@ def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
     if table:
         from preprocessing.table_files.json_objects import one_document, table_rows
 
-        if one_document(text):  # a whole table in one object, as pandas' to_json writes one
+        if one_document(text, path):  # a whole table in one object, as pandas' to_json writes one
             rows, _ = table_rows(text, path)
             yield from ((f"{path}: row {number}", row) for number, row in enumerate(rows, start=1))
             return

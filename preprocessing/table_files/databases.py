@@ -6,6 +6,7 @@ local disk first: SQLite reads a file by its path."""
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import sqlite3
 from collections.abc import Iterator
 
@@ -29,8 +30,8 @@ def _database(path: str) -> Iterator[sqlite3.Connection]:
     if compression(path):
         raise UserError(f"{path}: decompress it first (an SQLite database is read as it is: SQLite seeks in it)")
     with local_copy(path) as local:
-        try:
-            connection = sqlite3.connect(f"file:{local}?mode=ro", uri=True)
+        try:  # a URI, to open it read-only: its path %-encoded (a # or % in a name)
+            connection = sqlite3.connect(pathlib.Path(local).resolve().as_uri() + "?mode=ro", uri=True)
         except sqlite3.Error as error:
             raise UserError(f"{path}: cannot open as an SQLite database ({error})") from None
         try:
@@ -46,24 +47,28 @@ def database_dialect(path: str, table: str, known: tuple[str, ...]) -> Dialect:
     name a `known` column (the label's), else its only one."""
     with _database(path) as database:
         tables = [name for (name,) in database.execute(TABLES)]
-        columns = {name: _columns(database, name) for name in tables}
-    if not tables:
-        raise UserError(f"{path}: the SQLite database has no table")
-    listed = ", ".join(map(repr, tables))
-    if table and table not in tables:
-        raise UserError(f"{path}: the database has no table {table!r} (--table); its tables: {listed}")
-    if not table:
-        naming = [name for name in tables if any(column in columns[name] for column in known if column)]
-        if len(naming) != 1 and len(tables) > 1:
-            raise UserError(
-                f"{path}: the database holds {len(tables)} tables ({listed}): --table names the one to read"
-            )
-        table = (naming or tables)[0]
-    return Dialect(distinct_names(columns[table], path), False, "", "utf-8", SQLITE, sheet=table)
+        listed = ", ".join(map(repr, tables))
+        if not tables:
+            raise UserError(f"{path}: the SQLite database has no table")
+        if table and table not in tables:
+            raise UserError(f"{path}: the database has no table {table!r} (--table); its tables: {listed}")
+        if not table:
+            naming = [name for name in tables if any(column in _columns(database, name) for column in known if column)]
+            if len(naming) != 1 and len(tables) > 1:
+                raise UserError(f"{path}: the database holds {len(tables)} tables ({listed}): --table names the one")
+            table = (naming or tables)[0]
+        names = _columns(database, table, strict=True)
+    return Dialect(distinct_names(names, path), False, "", "utf-8", SQLITE, sheet=table)
 
 
-def _columns(database: sqlite3.Connection, table: str) -> list[str]:
-    return [description[0] for description in database.execute(f"SELECT * FROM {_quoted(table)} LIMIT 0").description]
+def _columns(database: sqlite3.Connection, table: str, strict: bool = False) -> list[str]:
+    """A table's columns; a view that cannot be read (it names a table that is gone) has none, unless `strict`."""
+    try:
+        return [name for name, *_ in database.execute(f"SELECT * FROM {_quoted(table)} LIMIT 0").description]
+    except sqlite3.Error:
+        if strict:
+            raise
+        return []
 
 
 def _quoted(name: str) -> str:

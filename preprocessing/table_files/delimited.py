@@ -45,6 +45,9 @@ LONE_CR = (
 BLANK_LINE = re.compile(rb"\n(?=\r?\n)")  # a newline that ends the line before a blank one
 LONE_CR_BYTE = re.compile(rb"\r(?!\n)")
 HEADER_MARKS = " \t\ufeff"  # what a repeated header line may hold around a name: blanks, a byte-order mark
+# Short rows held till a parsed row follows them (pyarrow hands on no block of only skipped rows): about 500 bytes
+# each, so a file of nearly only short rows is refused past this many, where it would hold them all in memory.
+MAX_WAITING_SHORT_ROWS = 200_000
 
 
 @contextlib.contextmanager
@@ -141,6 +144,22 @@ class _ShortRow(Exception):
     """A row of fewer values than the header, met while reading with threads, which do not number rows."""
 
 
+class _ShortRows:
+    """A file's rows of fewer values than the header names, as one thread's read skips them: those waiting to be put
+    back in their places (pyarrow's InvalidRow, numbered from 1 with the lines above the rows), how many in all, and
+    whether the first was told of."""
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:  # the file read again from its start
+        self.waiting, self.count, self.told = [], 0, False
+
+    def add(self, row) -> None:
+        self.waiting.append(row)
+        self.count += bool(row.text.strip())  # a line of blanks is no row: as a blank line, left out untold
+
+
 def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator[pa.RecordBatch]:
     """A CSV file's rows in blocks; a row with more values than the header is a UserError naming its line, one with
     fewer has the rest missing (as pandas, R's read.csv and spreadsheets read it), which a warning tells. A record
@@ -154,12 +173,12 @@ def _csv_blocks(path: str, dialect: Dialect, blank_lines: list[int]) -> Iterator
             for batch in _csv_blocks_of_size(path, dialect, block_size, done, blank_lines, short):
                 done += batch.num_rows
                 yield batch
-            if short:
-                log.warning("%s: %d rows in all had fewer values than the header names; theirs are missing", path,
-                            len(short))  # fmt: skip
+            if short is not None:
+                log.warning("%s: %d row(s) in all had fewer values than the header names; theirs are missing", path,
+                            short.count)  # fmt: skip
             return
         except _ShortRow:
-            short = []
+            short = _ShortRows()
         except pa.ArrowInvalid as error:
             if "skip initial" in str(error) and _ends_above_rows(path, dialect):
                 return  # a file of only its header, without a newline after it: no rows, as tables.py says
@@ -178,23 +197,24 @@ def _ends_above_rows(path: str, dialect: Dialect) -> bool:
 
 
 def _csv_blocks_of_size(
-    path: str, dialect: Dialect, block_size: int, skip: int, blank_lines: list[int], short: list | None
+    path: str, dialect: Dialect, block_size: int, skip: int, blank_lines: list[int], short: _ShortRows | None
 ) -> Iterator[pa.RecordBatch]:
-    """_csv_blocks with one block size, leaving out the first `skip` rows. Where `short` is a list, with one thread:
+    """_csv_blocks with one block size, leaving out the first `skip` rows. Where `short` is given, with one thread:
     a short row is added to it and read with the rest of its values missing; else it raises _ShortRow."""
     ragged = []
 
     def on_invalid_row(row) -> str:
         if short is not None and row.actual_columns < row.expected_columns:
-            short.append(row)
-            return "skip"  # put back, its values completed, by _with_short_rows
+            short.add(row)
+            # put back, its values completed, by _with_short_rows
+            return "skip" if len(short.waiting) <= MAX_WAITING_SHORT_ROWS else "error"
         ragged.append(row)
         return "error"
 
     try:
         with _opened_csv(path, dialect) as file:
             blank_lines.clear()  # read again from the start
-            if short:
+            if short is not None:
                 short.clear()
             stream = pa.PythonFile(_BlankLines(file, blank_lines), mode="r") if ascii_based(dialect.encoding) else file
             options = _csv_options(dialect, block_size, short is None, on_invalid_row)
@@ -212,6 +232,13 @@ def _csv_blocks_of_size(
     except pa.ArrowInvalid as error:
         if "UTF8" in str(error) or "UTF-8" in str(error):
             raise UserError(f"{path}: {not_text(path, dialect.encoding)}") from None
+        if short is not None and len(short.waiting) > MAX_WAITING_SHORT_ROWS:
+            line = _record_line(path, dialect, short.waiting[0].number)
+            raise UserError(
+                f"{path}: from line {line} on, more than {MAX_WAITING_SHORT_ROWS:,} rows one after another have fewer "
+                "values than the header names: too many to complete; write each row's missing values as empty fields "
+                "(a,b,, for a,b of four columns)"
+            ) from None
         if not ragged:
             raise
         if short is None and ragged[0].actual_columns < ragged[0].expected_columns:
@@ -230,36 +257,49 @@ def _csv_blocks_of_size(
 
 
 def _tell_short_row(path: str, dialect: Dialect, row) -> None:
-    """The warning for a file's first row of fewer values than the header names, or the UserError where a carriage
-    return cut it short (the rest of its values would be read as a row of their own)."""
+    """The warning for a file's first row of fewer values than the header names; a UserError where it may be no row
+    of its own: the first under a first line that is no header (a title wider than the table, maybe), or one of a
+    file whose lines end in \n and that holds a lone carriage return, which ends a row inside a field."""
     line = _record_line(path, dialect, row.number)
-    if _lone_cr_line(path) == line:
-        columns = f"{row.actual_columns} columns; expected {row.expected_columns}"
+    columns = f"{row.actual_columns} columns; expected {row.expected_columns}"
+    if line == dialect.skip_rows + 2 and not dialect.has_header:
+        raise UserError(f"{path}: line {line} has {columns} (as line {line - 1} has; if it is a title, --skip-rows "
+                        f"{line - 1} leaves it out)")  # fmt: skip
+    lone = _lone_cr_line(path)
+    if lone == line:
         raise UserError(f"{path}: line {line} has {columns}{LONE_CR}")
+    if lone and b"\n" in read_head(path):  # old Mac files end every line in \r alone: their rows are whole
+        raise UserError(
+            f"{path}: line {line} has {columns}, and line {lone} a carriage return (\\r) inside a field that is not "
+            "quoted, which ends a row there, as pandas' to_csv writes a text that holds one: quote the field, or "
+            "replace the \\r"
+        )
     log.warning("%s: line %d has %d values, and the header names %d columns: the values it lacks are missing, as in "
                 "every row cut short", path, line, row.actual_columns, row.expected_columns)  # fmt: skip
 
 
 def _with_short_rows(
-    pieces: Iterator[pa.RecordBatch], short: list, path: str, dialect: Dialect
+    pieces: Iterator[pa.RecordBatch], short: _ShortRows, path: str, dialect: Dialect
 ) -> Iterator[pa.RecordBatch]:
-    """The pieces one thread parses, each with the short rows that it skipped (in `short`, numbered as pyarrow
-    numbers records: from 1, the lines above the rows among them) put back in place, their missing values empty;
-    the first told of (_tell_short_row). Short rows after a piece's last go before the next piece's first, and those
-    after the last piece, in a piece of their own."""
-    start, placed = dialect.lines_above_rows + 1, 0  # the record the next piece starts at; short rows put back
+    """The pieces one thread parses, each with the short rows that it skipped put back in their places, their missing
+    values empty; the first told of (_tell_short_row). Short rows after a piece's last go before the next piece's
+    first, and those after the last piece, in a piece of their own. Rows put back are let go: a file of a million short
+    rows holds a piece's at a time."""
+    start = dialect.lines_above_rows + 1  # the record the next piece starts at
     empty = pa.RecordBatch.from_arrays([pa.array([], pa.string())] * len(dialect.names), dialect.names)
     for piece in itertools.chain(pieces, [empty]):
-        mine = []  # the short rows within this piece's records
-        while placed + len(mine) < len(short) and short[placed + len(mine)].number - start < piece.num_rows + len(mine):
-            mine.append(short[placed + len(mine)])
+        waiting, mine = short.waiting, 0  # mine: the short rows within this piece's records
+        while mine < len(waiting) and waiting[mine].number - start < piece.num_rows + mine:
+            mine += 1
         if piece is empty:  # the file's end: the short rows after the last piece's
-            mine = short[placed:]
-        if mine and not placed:
-            _tell_short_row(path, dialect, mine[0])
-        placed += len(mine)
+            mine = len(waiting)
+        first = next((row for row in waiting[:mine] if row.text.strip()), None)
+        if first and not short.told:
+            _tell_short_row(path, dialect, first)
+            short.told = True
         if mine:
-            piece = _put_back(piece, mine, start, dialect)
+            piece = _put_back(piece, waiting[:mine], start, dialect)
+            del waiting[:mine]
         start += piece.num_rows
         if piece.num_rows:
             yield piece
@@ -269,7 +309,8 @@ def _put_back(piece: pa.RecordBatch, rows: list, start: int, dialect: Dialect) -
     """The piece (its records from `start` on) with the short `rows` in their places, their values read as
     Python's csv module reads the dialect, and completed with empty ones."""
     width, quoting = len(dialect.names), {"quotechar": dialect.quote, "escapechar": dialect.escape or None}
-    fields = (next(csv.reader([row.text], delimiter=dialect.delimiter or ",", **quoting), []) for row in rows)
+    texts = (row.text if row.text.strip() else "" for row in rows)  # a line of blanks: no values, as a blank line
+    fields = (next(csv.reader([text], delimiter=dialect.delimiter or ",", **quoting), []) for text in texts)
     values = [(row + [""] * width)[:width] for row in fields]
     added = pa.RecordBatch.from_arrays([pa.array(column, pa.string()) for column in zip(*values)], dialect.names)
     places = np.array([row.number - start for row in rows])

@@ -19,6 +19,7 @@ from dataformat import tables
 from dataformat.errors import UserError
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
+from preprocessing.table_files.headers import header_names
 from preprocessing.table_files.locate import (
     JSON_ARRAY,
     JSON_LINES,
@@ -26,6 +27,8 @@ from preprocessing.table_files.locate import (
     block_pieces,
     not_text,
     opened,
+    plain_name,
+    table_name,
     unreadable,
     whole_lines,
     without_bom,
@@ -35,6 +38,7 @@ from preprocessing.table_files.number_text import ISO_DURATION, column_bytes, du
 log = logging.getLogger(__name__)
 
 MAX_DOCUMENT_BYTES = 1 << 28  # a JSON object of a table is read whole, as pandas reads it: up to this many bytes
+LINES_SUFFIXES = (".jsonl", ".ndjson")  # files of JSON lines by name, never one object of a table
 TABLE_ROWS_A_BLOCK = 10_000
 
 
@@ -50,14 +54,15 @@ def json_dialect(path: str, head: bytes, encoding: str) -> Dialect:
     if text.lstrip().startswith("["):
         pieces = _json_array_rows(path, encoding, locate.PARSE_BYTES)
         kind, rows = JSON_ARRAY, next((rows for rows in pieces if rows), [])
-    elif one_document(text):
+    elif one_document(text, path):
         kind, rows = JSON_TABLE, _json_table_rows(path, encoding, said=True)
     else:
         kind = JSON_LINES
         rows = [(number, _json_object(line, path, number)) for number, line in enumerate(whole_lines(text), 1)]
     names, lists = _json_columns(rows)
     if not names:
-        raise UserError(f"{path}: empty file" if kind == JSON_LINES else f"{path}: an empty JSON array")
+        empty = {JSON_LINES: "empty file", JSON_ARRAY: "an empty JSON array", JSON_TABLE: "a JSON table of no rows"}
+        raise UserError(f"{path}: {empty[kind]}")
     return Dialect(names, False, "", encoding, kind, lists=lists)
 
 
@@ -170,16 +175,19 @@ def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[lis
         raise UserError(f"{path}: the JSON array is not closed (no ']' at its end)")
 
 
-def one_document(text: str) -> bool:
+def one_document(text: str, path: str) -> bool:
     """Whether a JSON file's text (or head) is the start of one JSON object rather than of JSON lines: its first
-    line opens an object that goes on over more lines (pretty-printed), or it is the one line and holds a table."""
+    line opens an object that goes on over more lines (pretty-printed) or past the head, or it is the one line and
+    holds a table. A .jsonl or .ndjson file is JSON lines whatever it holds: one line of it is one row (an instance
+    to predict) however nested."""
     lines = [line for line in whole_lines(text) if line.strip()]
-    if not lines or not lines[0].lstrip().startswith("{"):
+    if not lines or not lines[0].lstrip().startswith("{") or plain_name(table_name(path)).endswith(LINES_SUFFIXES):
         return False
     try:
         first = json.loads(lines[0])
     except json.JSONDecodeError as error:
-        return error.pos >= len(lines[0].rstrip())  # cut off by the line's end, not wrong within it
+        cut = not re.search("[\r\n]", text)  # one line longer than the head: pandas' to_json of a large frame
+        return cut or error.pos >= len(lines[0].rstrip())  # cut off by the line's end, not wrong within it
     return len(lines) == 1 and bool(_table_layout(first))
 
 
@@ -220,15 +228,16 @@ def table_rows(text: str, path: str) -> tuple[list, str]:
     if layout == "records":
         key = _records_key(document)
         return document[key], f"the array of objects under {key!r}"
-    return TABLE_LAYOUTS[layout](document), f"as pandas' to_json(orient={layout!r}) writes a table"
+    return TABLE_LAYOUTS[layout](document, path), f"as pandas' to_json(orient={layout!r}) writes a table"
 
 
 def _table_layout(document) -> str:
     """The orient of pandas' to_json that a JSON value is a table in ('columns', 'index', 'split' or 'table'),
     'records' for an object that holds one array of objects (an API's {"data": [...], "count": 3}, GeoJSON's
-    features), or '' for none. An object of objects is 'columns' (its keys the columns, theirs the rows: pandas'
-    default) or 'index' (its keys the rows): the one whose keys are row numbers where the others' are not, or else
-    the one with more rows than columns, as a table to learn from has."""
+    features), or '' for none. An object of objects of the same keys (pandas writes every row's, nulls too) is
+    'columns' (its keys the columns, theirs the rows: pandas' default) or 'index' (its keys the rows): the one whose
+    keys are row numbers where the others' are not, or else the one with more rows than columns, as a table to learn
+    from has."""
     if not isinstance(document, dict) or not document:
         return ""
     if isinstance(document.get("schema"), dict) and isinstance(document.get("data"), list):
@@ -237,6 +246,8 @@ def _table_layout(document) -> str:
         return "split" if set(document) <= {"columns", "index", "data"} else ""
     if not all(isinstance(value, dict) for value in document.values()):
         return "records" if _records_key(document) else ""
+    if len({tuple(sorted(value)) for value in document.values()}) > 1:  # pandas writes every row's key in each
+        return ""  # objects of other keys: one nested record, an instance to predict
     inner = {key: None for value in document.values() for key in value}
     if _row_numbers(document) != _row_numbers(inner):
         return "index" if _row_numbers(document) else "columns"
@@ -257,27 +268,34 @@ def _row_numbers(keys) -> bool:
     return all(re.fullmatch(r"-?\d+", key) for key in keys)
 
 
-def _rows_of_columns(document: dict) -> list[dict]:
+def _rows_of_columns(document: dict, path: str) -> list[dict]:
     rows = {key: None for column in document.values() for key in column}  # every column's rows, in order
     return [{name: column.get(row) for name, column in document.items()} for row in rows]
 
 
-def _rows_of_split(document: dict) -> list[dict]:
-    names = document["columns"]
-    return [dict(zip(names, values)) if isinstance(values, list) else values for values in document["data"]]
+def _rows_of_split(document: dict, path: str) -> list[dict]:
+    """orient='split': the columns' names (numbers where the frame's are), and its rows as lists of values."""
+    names = header_names([str(name) for name in document["columns"]], f'{path}: "columns"')  # x, x.1 as pandas
+    rows = []
+    for number, values in enumerate(document["data"], 1):
+        if isinstance(values, list) and len(values) > len(names):
+            raise UserError(f'{path}: row {number} has {len(values)} values; "columns" names {len(names)}')
+        rows.append(dict(zip(names, values)) if isinstance(values, list) else values)
+    return rows
 
 
-def _rows_of_table(document: dict) -> list[dict]:
+def _rows_of_table(document: dict, path: str) -> list[dict]:
     """orient='table': its rows are objects, with the index as a field that the schema's primaryKey names."""
-    index = set(document["schema"].get("primaryKey") or ())
-    return [{key: value for key, value in row.items() if key not in index} for row in document["data"]]
+    key = document["schema"].get("primaryKey") or ()
+    index = {key} if isinstance(key, str) else set(key)
+    return [{name: value for name, value in row.items() if name not in index} for row in document["data"]]
 
 
 # Each layout's rows, as objects of column values: an index (pandas' row labels) is left out, as pandas'
 # read_json makes it the frame's index and no column.
 TABLE_LAYOUTS = {
     "columns": _rows_of_columns,
-    "index": lambda document: list(document.values()),
+    "index": lambda document, path: list(document.values()),
     "split": _rows_of_split,
     "table": _rows_of_table,
 }

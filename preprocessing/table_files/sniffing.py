@@ -117,7 +117,9 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     if not has_header:
         header_lines, roles = 1, ()
-    marked = {role: name for name, role in zip(names, roles) if role}  # the first a role, for the class's
+    marked = {}  # each role's first column: the label, where Orange's flags mark more than one class
+    for name, role in zip(names, roles):
+        marked.setdefault(role, name)
     row_names = has_header and not names[0] and len(names) > len(first)
     return Dialect(
         names,

@@ -170,7 +170,7 @@ def workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -
     with _workbook(path) as sheets:
         if options.sheet:
             sheets = [_named_sheet(sheets, options.sheet, path)]
-        title, header = _table_sheet(sheets, path, options.skip_rows, known)
+        title, header = _table_sheet(sheets, path, options, known)
     title = "" if title == sheets[0].title and not options.sheet else title
     if header is None:
         raise UserError(
@@ -197,12 +197,14 @@ def workbook_dialect(path: str, options: TableOptions, known: tuple[str, ...]) -
     )
 
 
-def _table_sheet(sheets: list[Sheet], path: str, skip_rows: int, known: tuple[str, ...]) -> tuple[str, tuple | None]:
+def _table_sheet(
+    sheets: list[Sheet], path: str, options: TableOptions, known: tuple[str, ...]
+) -> tuple[str, Header | None]:
     """(the title, the header) of the sheet that holds the table: the first whose header holds a `known` name, else
     the first with a row of values. Sheets are read one at a time, and no further than needed: each is read whole."""
     fallback = None
     for sheet in sheets:
-        header = _sheet_header(sheet, path, skip_rows, known)
+        header = _sheet_header(sheet, path, options.skip_rows, known, titled=not options.column_names)
         if header and header.known:
             return sheet.title, header
         if fallback is None and header:
@@ -212,9 +214,10 @@ def _table_sheet(sheets: list[Sheet], path: str, skip_rows: int, known: tuple[st
     return fallback or (sheets[0].title, None)
 
 
-def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> Header | None:
-    """A sheet's header, as workbook_dialect finds it; None for a sheet of no values in its first rows. A row of one
-    value above a row of more is a title: a header of one name makes no table to learn from."""
+def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...], titled: bool) -> Header | None:
+    """A sheet's header, as workbook_dialect finds it; None for a sheet of no values in its first rows. Where it may
+    be `titled` (it has a header: no --column-names), a row of one value above a row of more is a title: a header of
+    one name makes no table to learn from."""
     first = wide = None
     rows = enumerate(sheet.rows(), 1)
     for number, row in itertools.islice(rows, skip_rows, skip_rows + locate.SNIFF_LINES):
@@ -223,7 +226,7 @@ def _sheet_header(sheet, path: str, skip_rows: int, known: tuple[str, ...]) -> H
             return Header(number, names, True)
         if first is None and any(names):
             first = Header(number, names, False)
-        if wide is None and sum(map(bool, names)) > 1:
+        if titled and wide is None and sum(map(bool, names)) > 1:
             wide = Header(number, names, False, "" if first.number == number else next(filter(None, first.names)))
     return wide or first
 
