@@ -86,6 +86,7 @@ from preprocessing.table_files import (
     uneven_lines,
     with_partition_columns,
 )
+from preprocessing.table_files.headers import label_of
 from preprocessing.table_shards import ORDER_COLUMN, ShardWriter
 from preprocessing.writer import clear_output, usable_cores
 
@@ -468,8 +469,12 @@ def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> Tabl
     if weight and not options.weight and weight != options.label_column and weight not in options.ignore:
         log.info("%s: its header marks %r as the rows' weight: it is the weight column", where, weight)
         options = replace(options, weight=weight)
-    named = {options.label_column, options.key, options.weight, *options.categorical, *options.numeric}
-    named.update({*options.dates, *options.text, *options.ignore})
+    try:  # the label by its name or its place (the last column by default)
+        label = label_of(options, list(dialect.names))
+    except IndexError:  # no such place: _label_column says so
+        label = ""
+    named = {label, options.key, options.weight, *options.categorical, *options.numeric, *options.dates}
+    named.update({*options.text, *options.ignore})
     out = tuple(name for name in dialect.marked_out if name not in named)
     if out:
         log.info("%s: its header marks %s as meta or ignore: left out (a flag that names one keeps it)", where,

@@ -382,6 +382,11 @@ def test_an_orange_files_meta_and_ignore_columns_are_left_out_and_its_weight_wei
     assert [column.name for column in kept.columns] == ["code", "text", "w"] and kept.weight_column == "size"
     unweighted = build_table_dataset(str(tmp_path / "t.tab"), str(tmp_path / "unweighted"), TableOptions(ignore=("w",)))
     assert unweighted.weight_column == "" and [column.name for column in unweighted.columns] == ["size", "text"]
+    # The last column, the default label where none is flagged class, stays whatever its flags.
+    last = names.replace("label", "answer") + types + flags.replace("\tclass\n", "\tmeta\n")  # answer: meta
+    (tmp_path / "last.tab").write_text(last + rows)
+    by_place = build_table_dataset(str(tmp_path / "last.tab"), str(tmp_path / "last"), TableOptions())
+    assert by_place.label_column == "answer"
     # Two columns flagged class (Orange's multi-target tables): the first is the label.
     two = names.replace("label", "answer") + types + flags.replace("\tweight\t", "\tclass\t")  # no "label" column
     (tmp_path / "two.tab").write_text(two + rows)
