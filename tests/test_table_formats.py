@@ -326,6 +326,7 @@ def test_pandas_to_json_in_each_orient_makes_the_dataset_json_lines_make(tmp_pat
     others = {
         json.dumps({"a": rows, "b": rows}, indent=1): "an object of a table",  # two arrays: which is the table?
         json.dumps({"data": [1, 2]}, indent=1): "an object of a table",
+        json.dumps({"schema": {}, "data": [1, 2]}, indent=1): r"line 1 is not a JSON object of column values$",
         json.dumps({"columns": ["a"], "data": [[1]], "extra": 1}, indent=1): "line 1 is no whole JSON object",
         '{"a": {"0": 1},\n "b": {"0": 2},,}': r"line 2 is not JSON \(Expecting property name",
         '{\n "a": 1\n}\n{\n "a": 2\n}\n': r"line 4: another JSON value after the object of many lines above it: JSON",

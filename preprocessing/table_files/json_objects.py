@@ -225,10 +225,10 @@ def table_rows(text: str, path: str) -> tuple[list, str]:
             f"{path}: line 1 is no whole JSON object: JSON lines hold one object a line, and a JSON file of many "
             "lines, an array of objects or an object of a table (as pandas' to_json writes one)"
         )
+    rows = TABLE_LAYOUTS[layout](document, path)
     if layout == "records":
-        key = _records_key(document)
-        return document[key], f"the array of objects under {key!r}"
-    return TABLE_LAYOUTS[layout](document, path), f"as pandas' to_json(orient={layout!r}) writes a table"
+        return rows, f"the array of objects under {_records_key(document)!r}"
+    return rows, f"as pandas' to_json(orient={layout!r}) writes a table"
 
 
 def _table_layout(document) -> str:
@@ -288,7 +288,10 @@ def _rows_of_table(document: dict, path: str) -> list[dict]:
     """orient='table': its rows are objects, with the index as a field that the schema's primaryKey names."""
     key = document["schema"].get("primaryKey") or ()
     index = {key} if isinstance(key, str) else set(key)
-    return [{name: value for name, value in row.items() if name not in index} for row in document["data"]]
+    return [
+        {name: value for name, value in row.items() if name not in index} if isinstance(row, dict) else row
+        for row in document["data"]
+    ]  # a row that is no object: _an_object names it
 
 
 # Each layout's rows, as objects of column values: an index (pandas' row labels) is left out, as pandas'
@@ -298,6 +301,7 @@ TABLE_LAYOUTS = {
     "index": lambda document, path: list(document.values()),
     "split": _rows_of_split,
     "table": _rows_of_table,
+    "records": lambda document, path: document[_records_key(document)],
 }
 
 _SPACE = re.compile(r"\s*")
