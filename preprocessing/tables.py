@@ -469,10 +469,7 @@ def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> Tabl
     if weight and not options.weight and weight != options.label_column and weight not in options.ignore:
         log.info("%s: its header marks %r as the rows' weight: it is the weight column", where, weight)
         options = replace(options, weight=weight)
-    try:  # the label by its name or its place (the last column by default)
-        label = label_of(options, list(dialect.names))
-    except IndexError:  # no such place: _label_column says so
-        label = ""
+    label = label_of(options, list(dialect.names))  # by its name or its place (the last column by default)
     named = {label, options.key, options.weight, *options.categorical, *options.numeric, *options.dates}
     named.update({*options.text, *options.ignore})
     out = tuple(name for name in dialect.marked_out if name not in named)
