@@ -53,7 +53,8 @@ def database_dialect(path: str, table: str, known: tuple[str, ...]) -> Dialect:
         if table and table not in tables:
             raise UserError(f"{path}: the database has no table {table!r} (--table); its tables: {listed}")
         if not table:
-            naming = [name for name in tables if any(column in _columns(database, name) for column in known if column)]
+            wanted = set(filter(None, known))  # each table's columns asked for once, not once a known name
+            naming = [name for name in tables if wanted.intersection(_columns(database, name))]
             if len(naming) != 1 and len(tables) > 1:
                 raise UserError(f"{path}: the database holds {len(tables)} tables ({listed}): --table names the one")
             table = (naming or tables)[0]
