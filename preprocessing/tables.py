@@ -459,8 +459,9 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
 
 
 def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> TableOptions:
-    """The options with what the file's header marks (Orange's flags), where no flag says otherwise: the class is
-    the label, the weight column the weight, and the columns marked meta or ignore are left out."""
+    """The options with what the file's header marks (Orange's flags and types), where no flag says otherwise: the
+    class is the label, the weight column the weight, the columns marked meta or ignore are left out, and those
+    typed discrete are categorical."""
     if dialect.marked_label and options.label_column == LAST_COLUMN and LABEL_KEY not in dialect.names:
         log.info("%s: its header marks %r as the class: it is the label (--label-column names another)", where,
                  dialect.marked_label)  # fmt: skip
@@ -477,6 +478,11 @@ def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> Tabl
         log.info("%s: its header marks %s as meta or ignore: left out (a flag that names one keeps it)", where,
                  ", ".join(map(repr, out)))  # fmt: skip
         options = replace(options, ignore=(*options.ignore, *out))
+    discrete = tuple(name for name in dialect.marked_categorical if name not in named and name not in out)
+    if discrete:  # a column of codes (0 1, a zoo's legs) is a category as the file says, not a number
+        log.info("%s: its header types %s as discrete: categorical (a flag that names one says otherwise)", where,
+                 ", ".join(map(repr, discrete)))  # fmt: skip
+        options = replace(options, categorical=(*options.categorical, *discrete))
     return options
 
 
@@ -650,8 +656,8 @@ def _plan_table(
     if dialect.decimal == "," and not options.decimal:
         log.info("%s: its numbers have a decimal comma (3,14); pass --decimal . if that is wrong", files[0])
     if dialect.header_lines > 1:
-        under = "a ruler under the names" if dialect.header_lines == 2 else "the names' types and flags (Orange's)"
-        log.info("%s: its header holds %s: no rows", files[0], under)
+        under = "a ruler" if dialect.header_lines == 2 else "the columns' types and flags (Orange's)"
+        log.info("%s: the lines under its names hold %s, read as part of the header", files[0], under)
     options = _marked_columns(options, dialect, files[0])
     try:
         own = len(dialect.names) - len(dialect.partitions)

@@ -393,6 +393,25 @@ def test_an_orange_files_meta_and_ignore_columns_are_left_out_and_its_weight_wei
     assert build_table_dataset(str(tmp_path / "two.tab"), str(tmp_path / "two"), TableOptions()).label_column == "w"
 
 
+def test_an_orange_files_discrete_columns_of_numbers_are_categorical(tmp_path, caplog):
+    """Orange types a column of codes as discrete (`d`, or its values: heart_disease's "0 1", zoo's legs): its numbers
+    are categories, as the file says, where the data alone read them as numbers. A flag that names one wins."""
+    caplog.set_level(logging.INFO)
+    head = "age\tlegs\tangina\tlabel\nc\td\t0 1\td\n\t\t\tclass\n"
+    rows = "".join(f"{20 + i % 50}\t{2 * (i % 4)}\t{i % 2}\t{'ab'[i % 3 == 0]}\n" for i in range(90))
+    (tmp_path / "t.tab").write_text(head + rows)
+    metadata = build_table_dataset(str(tmp_path / "t.tab"), str(tmp_path / "out"), TableOptions())
+    kinds = {column.name: column.kind for column in metadata.columns}
+    assert kinds == {"age": tables.NUMERIC, "legs": tables.CATEGORICAL, "angina": tables.CATEGORICAL}
+    assert "t.tab: its header types 'legs', 'angina' as discrete: categorical" in caplog.text
+    flagged = build_table_dataset(str(tmp_path / "t.tab"), str(tmp_path / "flagged"), TableOptions(numeric=("legs",)))
+    assert {column.name: column.kind for column in flagged.columns}["legs"] == tables.NUMERIC
+    # The same lines in a .tsv file are rows: its columns are what the data say.
+    (tmp_path / "t.tsv").write_text("age\tlegs\tangina\tlabel\n" + rows)
+    plain = build_table_dataset(str(tmp_path / "t.tsv"), str(tmp_path / "plain"), TableOptions(label_column="label"))
+    assert {column.name: column.kind for column in plain.columns}["legs"] == tables.NUMERIC
+
+
 def test_a_ruler_under_the_names_is_part_of_the_header(tmp_path, caplog):
     """Reports, Markdown and psql print a ruler under a table's names (----, ====, |---|:--:|): it was read as a
     row, a class of its own and a bad cell in every numeric column."""

@@ -40,6 +40,7 @@ class Dialect:
     marked_label: str = ""  # the column the file marks as the class (Orange's flag `class`), the default label
     marked_weight: str = ""  # the column it marks as each row's weight (Orange's `weight`), the default weight column
     marked_out: tuple[str, ...] = ()  # the columns it marks to learn nothing from (Orange's `meta`, `ignore`)
+    marked_categorical: tuple[str, ...] = ()  # the columns it types as categories (Orange's discrete), numbers or not
     # A partitioned dataset's file's columns that its folders give, each with its value: (("year", "2020"),) for
     # year=2020/part-0.parquet. Last among `names`; the file itself lacks them.
     partitions: tuple[tuple[str, str], ...] = ()

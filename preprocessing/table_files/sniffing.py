@@ -55,6 +55,7 @@ UNBROKEN_RULER = re.compile(r"\s*[-=|+:]*(?:---|===)[-=|+:]*\s*")
 COLUMN_RULE = re.compile(r"\s*:?(?:-{3,}|={3,}):?\s*")
 # Orange's .tab header (_orange_header): a type, or a discrete column's values (words apart by spaces); flags.
 ORANGE_TYPES = ("c", "d", "s", "t", "continuous", "discrete", "string", "time")
+ORANGE_DISCRETE = ("d", "discrete")  # as is a type that lists the values: categories, numbers or not (heart's "0 1")
 ORANGE_TYPE = re.compile(r"(?:c|d|s|t|continuous|discrete|string|time)?|\S+(?: +\S+)+")
 ORANGE_ROLES = {"class": "class", "c": "class", "weight": "weight", "w": "weight"}
 ORANGE_ROLES.update({"ignore": "out", "i": "out", "meta": "meta", "m": "meta"})
@@ -112,11 +113,11 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
             names = names[:-1]
         orange = plain_name(table_name(path)).endswith(".tab")
-        header_lines, roles = (2, ()) if ruled else _header_lines(text, delimiter, len(names), orange)
+        header_lines, roles, discrete = (2, (), ()) if ruled else _header_lines(text, delimiter, len(names), orange)
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     if not has_header:
-        header_lines, roles = 1, ()
+        header_lines, roles, discrete = 1, (), ()
     marked = {}  # each role's first column: the label, where Orange's flags mark more than one class
     for name, role in zip(names, roles):
         marked.setdefault(role, name)
@@ -137,6 +138,7 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         marked_label=marked.get("class", ""),
         marked_weight=marked.get("weight", ""),
         marked_out=tuple(name for name, role in zip(names, roles) if role == "out"),
+        marked_categorical=tuple(name for name, is_discrete in zip(names, discrete) if is_discrete),
     )
 
 
@@ -166,30 +168,32 @@ def _is_ruler(names: str, line: str, delimiter: str) -> bool:
     )
 
 
-def _header_lines(text: str, delimiter: str, width: int, orange: bool) -> tuple[int, tuple[str, ...]]:
-    """(the lines the header takes, each column's role as its flags give it, or none): the names, and a ruler under
-    them (_is_ruler), or in an Orange file (`orange`: a .tab file) its two lines (_orange_header)."""
+def _header_lines(text: str, delimiter: str, width: int, orange: bool) -> tuple[int, tuple[str, ...], tuple[bool, ...]]:
+    """(the lines the header takes, each column's role as its flags give it, whether its type says discrete; or
+    none): the names, and a ruler under them (_is_ruler), or in an Orange file (`orange`: a .tab file) its two lines
+    (_orange_header)."""
     lines = whole_lines(text)
     if len(lines) > 1 and _is_ruler(lines[0], lines[1], delimiter):
-        return 2, ()
-    return _orange_header(lines[1:3], delimiter, width) if orange else (1, ())
+        return 2, (), ()
+    return _orange_header(lines[1:3], delimiter, width) if orange else (1, (), ())
 
 
-def _orange_header(lines: list[str], delimiter: str, width: int) -> tuple[int, tuple[str, ...]]:
-    """(the lines the header takes, each column's role by its flags: ORANGE_ROLES'). Orange's .tab files, the format of
-    Orange Data Mining, have two more `lines` under the names: each column's type (continuous, discrete, string or
-    time, or a discrete column's values) and its flags (class, meta, ignore, weight, key=value; empty where there
-    are none, but never a blank line)."""
+def _orange_header(lines: list[str], delimiter: str, width: int) -> tuple[int, tuple[str, ...], tuple[bool, ...]]:
+    """(the lines the header takes, each column's role by its flags: ORANGE_ROLES', whether its type says discrete).
+    Orange's .tab files, the format of Orange Data Mining, have two more `lines` under the names: each column's type
+    (continuous, discrete, string or time, or a discrete column's values) and its flags (class, meta, ignore,
+    weight, key=value; empty where there are none, but never a blank line)."""
     if delimiter != "\t" or len(lines) < 2 or not lines[1]:
-        return 1, ()
+        return 1, (), ()
     types, flags = ([field.strip() for field in line.split("\t")] for line in lines)
     if len(types) != width or len(flags) > width:  # Orange writes every field; a flags line may end early
-        return 1, ()
+        return 1, (), ()
     if not any(kind in ORANGE_TYPES for kind in types) or not all(map(ORANGE_TYPE.fullmatch, types)):
-        return 1, ()
+        return 1, (), ()
     if not all(map(ORANGE_FLAGS.fullmatch, flags)):
-        return 1, ()
-    return 3, tuple(_orange_role(marks) for marks in flags + [""] * (width - len(flags)))
+        return 1, (), ()
+    roles = tuple(_orange_role(marks) for marks in flags + [""] * (width - len(flags)))
+    return 3, roles, tuple(kind in ORANGE_DISCRETE or bool(kind) and kind not in ORANGE_TYPES for kind in types)
 
 
 def _orange_role(marks: str) -> str:
