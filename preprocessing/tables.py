@@ -470,7 +470,8 @@ def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> Tabl
     if weight and not options.weight and weight != options.label_column and weight not in options.ignore:
         log.info("%s: its header marks %r as the rows' weight: it is the weight column", where, weight)
         options = replace(options, weight=weight)
-    label = label_of(options, list(dialect.names))  # by its name or its place (the last column by default)
+    by_default = options.label_column == LAST_COLUMN and LABEL_KEY in dialect.names  # as _label_column has it
+    label = LABEL_KEY if by_default else label_of(options, list(dialect.names))  # by its name or its place
     named = {label, options.key, options.weight, *options.categorical, *options.numeric, *options.dates}
     named.update({*options.text, *options.ignore})
     out = tuple(name for name in dialect.marked_out if name not in named)

@@ -393,7 +393,7 @@ def test_an_orange_files_meta_and_ignore_columns_are_left_out_and_its_weight_wei
     assert build_table_dataset(str(tmp_path / "two.tab"), str(tmp_path / "two"), TableOptions()).label_column == "w"
 
 
-def test_an_orange_files_discrete_columns_of_numbers_are_categorical(tmp_path, caplog):
+def test_an_orange_files_discrete_columns_of_numbers_are_categorical_in_either_header(tmp_path, caplog):
     """Orange types a column of codes as discrete (`d`, or its values: heart_disease's "0 1", zoo's legs): its numbers
     are categories, as the file says, where the data alone read them as numbers. A flag that names one wins."""
     caplog.set_level(logging.INFO)
@@ -406,6 +406,11 @@ def test_an_orange_files_discrete_columns_of_numbers_are_categorical(tmp_path, c
     assert "t.tab: its header types 'legs', 'angina' as discrete: categorical" in caplog.text
     flagged = build_table_dataset(str(tmp_path / "t.tab"), str(tmp_path / "flagged"), TableOptions(numeric=("legs",)))
     assert {column.name: column.kind for column in flagged.columns}["legs"] == tables.NUMERIC
+    # Orange's one-line header says the same before each name's #: flags (c class, m meta), then the type (D discrete).
+    (tmp_path / "one.tab").write_text("C#age\tD#legs\tangina\tcD#label\tmS#note\n" + rows.replace("\n", "\tx\n"))
+    one = build_table_dataset(str(tmp_path / "one.tab"), str(tmp_path / "one"), TableOptions())
+    assert one.label_column == "label" and one.class_names == ("a", "b")
+    assert {column.name: column.kind for column in one.columns} == {**kinds, "angina": tables.NUMERIC}
     # The same lines in a .tsv file are rows: its columns are what the data say.
     (tmp_path / "t.tsv").write_text("age\tlegs\tangina\tlabel\n" + rows)
     plain = build_table_dataset(str(tmp_path / "t.tsv"), str(tmp_path / "plain"), TableOptions(label_column="label"))

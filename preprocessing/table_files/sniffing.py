@@ -59,6 +59,7 @@ ORANGE_DISCRETE = ("d", "discrete")  # as is a type that lists the values: categ
 ORANGE_TYPE = re.compile(r"(?:c|d|s|t|continuous|discrete|string|time)?|\S+(?: +\S+)+")
 ORANGE_ROLES = {"class": "class", "c": "class", "weight": "weight", "w": "weight"}
 ORANGE_ROLES.update({"ignore": "out", "i": "out", "meta": "meta", "m": "meta"})
+ORANGE_PREFIX = re.compile(r"(?=[cmiwCDST])([cmiw]*)([CDST]?)#(.+)")  # its one-line header's: cD#iris, C#age
 ORANGE_FLAGS = re.compile(r"(?:(?:class|meta|ignore|weight|[cmiw])\b)?(?:\s*[\w.-]+=\S*)*")
 EXCEL_SEPARATOR = re.compile(r"sep=(.)\r?\n")  # a first line Excel reads (and writes) to say the delimiter: sep=;
 ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\S+)\s*(.*)""", re.IGNORECASE)
@@ -106,14 +107,19 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
             )
         names, has_header = distinct_names(options.column_names, "--column-names"), False
     elif _is_header(first, (*known, named), decimal):
+        orange = plain_name(table_name(path)).endswith(".tab")
+        prefixed = _orange_prefixed(first) if orange else None
+        first = prefixed[0] if prefixed else first
         names, has_header = header_names(first, f"{path}: line {skip_rows + 1}", label_of(options, first)), True
         rows = _head_rows(text, delimiter, escape)
         unnamed = _unnamed_column(rows)  # a column without a name: left out
         names = ("", *names) if unnamed == "first" else (*names, "") if unnamed == "last" else names
         if _header_one_longer(rows):  # a delimiter after the header's last name only, as some exports write it
             names = names[:-1]
-        orange = plain_name(table_name(path)).endswith(".tab")
-        header_lines, roles, discrete = (2, (), ()) if ruled else _header_lines(text, delimiter, len(names), orange)
+        if prefixed:
+            header_lines, roles, discrete = 1, prefixed[1], prefixed[2]
+        else:
+            header_lines, roles, discrete = (2, (), ()) if ruled else _header_lines(text, delimiter, len(names), orange)
     else:
         names, has_header = tuple(f"column_{i + 1}" for i in range(len(first))), False
     if not has_header:
@@ -194,6 +200,18 @@ def _orange_header(lines: list[str], delimiter: str, width: int) -> tuple[int, t
         return 1, (), ()
     roles = tuple(_orange_role(marks) for marks in flags + [""] * (width - len(flags)))
     return 3, roles, tuple(kind in ORANGE_DISCRETE or bool(kind) and kind not in ORANGE_TYPES for kind in types)
+
+
+def _orange_prefixed(names: list[str]) -> tuple[list[str], tuple[str, ...], tuple[bool, ...]] | None:
+    """Orange's one-line header, whose names carry their flags and type before a # (cD#iris: the class, discrete;
+    mS#name: meta, string; C#age: continuous; ORANGE_PREFIX): (the names without them, each column's role as
+    _orange_role gives it, whether its type says discrete); None where no name has them."""
+    found = [ORANGE_PREFIX.fullmatch(name) for name in names]
+    if not any(found):
+        return None
+    bare = [match.group(3) if match else name for match, name in zip(found, names)]
+    roles = tuple(_orange_role(match.group(1)[:1]) if match else "" for match in found)
+    return bare, roles, tuple(bool(match) and match.group(2) == "D" for match in found)
 
 
 def _orange_role(marks: str) -> str:
