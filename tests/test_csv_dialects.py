@@ -781,6 +781,34 @@ def test_commas_between_thousands_are_no_decimal_commas(tmp_path):
     assert sniff_decimal("a;b\n1,5;1,234,567\n", ";") == "." and sniff_decimal("a;b\n1,5;1,234\n", ";") == ","
 
 
+def test_one_comma_between_thousands_reads_alike_in_every_block_and_file(tmp_path):
+    """Salaries formatted 20,000 to 200,000 (one comma each, nothing else to tell them from decimal commas) were
+    read as text, an ID-like categorical column; a table of two files read a column as numbers in one and text in
+    the other; and a file to predict for read them as missing where its training rows had been numbers."""
+    salaries = [f"{20_000 + i * 7_919 % 180_000:,}" for i in range(200)]
+    with open(tmp_path / "pay.csv", "w", newline="") as file:
+        csv.writer(file).writerows([["salary", "label"], *([pay, "ab"[i % 2]] for i, pay in enumerate(salaries))])
+    metadata = build(tmp_path, tmp_path / "pay.csv", label_column="label")
+    assert metadata.columns[0].kind == tables.NUMERIC
+    read = sorted(row["salary"] for row in all_rows(tmp_path, metadata))
+    assert read == sorted(float(pay.replace(",", "")) for pay in salaries)
+    # Two files, one with millions (two commas: surely thousands), one without: numbers in both.
+    folder = tmp_path / "regions"
+    folder.mkdir()
+    for name, scale in (("north", 40_000), ("south", 4_000)):
+        rows = [[f"{1_000 + i * scale % 5_000_000:,}", "ab"[i % 2]] for i in range(100)]
+        with open(folder / f"{name}.csv", "w", newline="") as file:
+            csv.writer(file).writerows([["revenue", "label"], *rows])
+    both = build_table_dataset(str(folder), str(tmp_path / "both"), TableOptions(label_column="label"))
+    assert both.columns[0].kind == tables.NUMERIC and sum(s.examples for s in both.splits.values()) == 200
+    # qt-predict's reader, on a file of two such values alone.
+    (tmp_path / "new.csv").write_text('salary\n"473,715"\n"81,200"\n')
+    assert [row for _, row in table_rows(str(tmp_path / "new.csv"), "label", ("salary",), TableOptions())] == [
+        {"salary": "473715"},
+        {"salary": "81200"},
+    ]
+
+
 def test_columns_without_a_name_are_left_out_with_a_warning(tmp_path, caplog):
     """pandas' to_csv writes its index as a first column without a name; spreadsheets, empty columns after the last."""
     rows = "".join(f"{i},{i % 7},{'ab'[i % 2]},,\n" for i in range(30))

@@ -145,17 +145,27 @@ def undecorated(column: pa.Array) -> pa.Array:
 
 
 def _without_thousands_commas(column: pa.Array) -> pa.Array:
-    """1,234.56 and 12,345 as 1234.56 and 12345 where the column's values show that their commas stand between
-    thousands: more of them have two such commas (1,234,567) or a decimal point after them (1,234.5, or India's
-    12,34,567.5) than read as numbers with a decimal comma (3,14 or 0,125, which a comma-separated file may quote).
-    Else 1,250 may be either (1.25 in a German spreadsheet's export), and 10,20,300 a list: they stay as written."""
+    """1,234.56, 12,345 and 1,00,000 as 1234.56, 12345 and 100000 where the column's values show that their commas
+    stand between thousands (US and UK spreadsheets' formatted cells, quoted in a comma-separated file; India's
+    lakhs), and 1,250 may otherwise be 1.25 in a German spreadsheet's export, which quotes its decimal commas:
+    - more of them have two such commas (1,234,567) or a decimal point after them (1,234.5) than read as numbers with
+      a decimal comma (3,14 or 0,125);
+    - or none reads so, and one starts with two or three digits (12,345: a fixed three decimals on numbers of 10 and
+      more is far rarer than thousands), or one is a whole number below 1,000 without a comma (950 beside 1,250,
+      where three fixed decimals would write 950,000).
+    So a block of a column that lacks the first sign (a salary's: 20,000 to 200,000) reads as one that has it, and
+    a file to predict for as its training rows. 10,20,300, a list maybe, stays as written."""
     grouped = pc.match_substring_regex(column, f"^{POINT_GROUPED}$")
     if not pc.any(grouped).as_py():
         return column
-    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d{3},|\."))  # not 10,20,300: a list, maybe
+    shown = pc.and_(grouped, pc.match_substring_regex(column, r",\d{3},|\."))
     comma_numbers = pc.and_not(pc.match_substring_regex(column, f"^{COMMA_NUMBER}$"), grouped)
-    if (pc.sum(shown).as_py() or 0) <= (pc.sum(comma_numbers).as_py() or 0):
-        return column
+    decimal_commas = pc.sum(comma_numbers).as_py() or 0
+    if (pc.sum(shown).as_py() or 0) <= decimal_commas:
+        wide = pc.match_substring_regex(column, r"^\s*[+-]?[1-9]\d{1,2}(?:,\d{3})+\s*$")  # not 10,20,300
+        below_a_thousand = pc.match_substring_regex(column, r"^\s*[+-]?\d{1,3}\s*$")
+        if decimal_commas or not (pc.any(wide).as_py() or pc.any(below_a_thousand).as_py()):
+            return column
     return pc.if_else(grouped, pc.replace_substring(column, ",", ""), column)
 
 
