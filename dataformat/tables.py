@@ -462,6 +462,10 @@ def instance_columns(
 
     arrays = {}
     instances = [flattened(one, name) if isinstance(one, dict) else one for one, name in zip(instances, names)]
+    known = [column.name for column in columns] + ([key] if key else [])
+    for instance, name in zip(instances, names):
+        if isinstance(instance, dict):
+            _check_keys(instance, known, name)
     if key:
         keys = [instance.get(key) if isinstance(instance, dict) else None for instance in instances]
         arrays[key] = np.array(["" if value is None else str(value) for value in keys], dtype=object)
@@ -481,6 +485,23 @@ def instance_columns(
         dtype = np.float32 if column.kind == NUMERIC else object
         arrays[column.name] = np.array(values, dtype=dtype)
     return arrays
+
+
+def _check_keys(instance: dict, known: list[str], where: str) -> None:
+    """A UserError naming a request's row whose keys are none of the `known` columns (every value missing: one
+    prediction for every row, silently), or one of them in another case ("age" for "Age"). Other keys are
+    columns the model does not use, as a file's may be."""
+    from dataformat.errors import UserError
+
+    unknown = [name for name in instance if name not in known]
+    if not unknown:
+        return
+    wanted = [name for name in known if name not in instance]
+    misspelled = [name for name in unknown if name.lower() in {other.lower() for other in wanted}]
+    if misspelled:
+        raise UserError(f"{where}: {no_such_column(misspelled[0], wanted)}")
+    if len(unknown) == len(instance):
+        raise UserError(f"{where}: none of its keys is a column of the model's: {no_such_column(unknown[0], known)}")
 
 
 def _request_text(value, column: Column, where: str) -> str:

@@ -370,3 +370,11 @@ def test_table_columns_of_instances_say_which_row_is_wrong():
     assert arrays["age"][0] == 3 and np.isnan(arrays["age"][1]) and list(arrays["kind"]) == ["", ""]
     with pytest.raises(Exception, match="row 2: column 'age': True is not a number"):
         tables.instance_columns([{"age": 1}, {"age": True}], columns, ["row 1", "row 2"])
+    # A row whose keys are none of the model's columns (another case, or another table's) was predicted for as a row
+    # of missing values, silently; a key the model lacks beside its columns is a column it does not use.
+    with pytest.raises(Exception, match=r"^row 2: no column 'Age' \(did you mean 'age'\?\)$"):
+        tables.instance_columns([{"age": 1}, {"Age": 1, "kind": "a"}], columns, ["row 1", "row 2"])
+    with pytest.raises(Exception, match=r"^row 1: none of its keys is a column of the model's: no column 'size'"):
+        tables.instance_columns([{"size": 1, "color": "red"}], columns, ["row 1"])
+    arrays = tables.instance_columns([{"age": 2, "id": "x7"}], columns, ["row 1"])
+    assert arrays["age"][0] == 2 and list(arrays["kind"]) == [""]
