@@ -221,7 +221,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted. Rows without a label are left out, as
     Ludwig and Vertex AI's tabular training leave them: nothing can be learnt from them."""
-    label = _one_class_a_number(pc.utf8_trim_whitespace(batch.column(plan.label)))
+    label = _one_spelling_a_class(pc.utf8_trim_whitespace(batch.column(plan.label)))
     labeled = ~missing_mask(label)
     first_unlabeled = 0 if labeled.all() else int(lines[np.argmin(labeled)])
     if not labeled.any():
@@ -269,12 +269,19 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
     return Block(counts, labels, len(labeled), parts, first_unlabeled)
 
 
-def _one_class_a_number(labels: pa.Array) -> pa.Array:
-    """Labels with a whole number written as a fraction ("1.0", as pandas writes an integer column that lacks a
-    value) written as the integer, so that "1" and "1.0" are one class."""
-    if not pc.any(pc.match_substring_regex(pc.unique(labels), tables.WHOLE_FRACTION)).as_py():
-        return labels  # most tables: only the few distinct labels were looked at
-    return pc.replace_substring_regex(labels, tables.WHOLE_FRACTION, r"\1")
+def _one_spelling_a_class(labels: pa.Array) -> pa.Array:
+    """Labels written alike where one class is written two ways: a whole number written as a fraction ("1.0", as
+    pandas writes an integer column that lacks a value) as the integer, so that "1" and "1.0" are one class; and true
+    and false in any case in lower case, as a categorical column reads them (pandas writes True, JSON and Parquet
+    true: a table of both had four classes)."""
+    distinct = pc.unique(labels)  # most tables: only the few distinct labels are looked at
+    if pc.any(pc.match_substring_regex(distinct, tables.WHOLE_FRACTION)).as_py():
+        labels = pc.replace_substring_regex(labels, tables.WHOLE_FRACTION, r"\1")
+    booleans = pa.array(tables.BOOLEANS)
+    if pc.any(pc.and_(pc.is_in(pc.utf8_lower(distinct), booleans), pc.invert(pc.is_in(distinct, booleans)))).as_py():
+        lowered = pc.utf8_lower(labels)
+        labels = pc.if_else(pc.is_in(lowered, booleans), lowered, labels)
+    return labels
 
 
 ROWS_BAR = "{desc}{n_fmt}{unit} [{elapsed}, {rate_fmt}]"  # pass 1's progress: rows read, their total unknown
@@ -433,12 +440,27 @@ def class_names(labels: Counter, label: str) -> tuple[str, ...]:
             "label one row each: a quantity or an ID rather than classes; this trainer classifies: put them into a "
             "few classes first"
         )
+    cased = [group for group in _by_lower_case(names) if len(group) > 1]
+    if cased:  # "Yes" beside "yes": typed by hand, or two sources; which are one class only the user knows
+        shown = "; ".join(" and ".join(map(quoted, group)) for group in cased[:3])
+        log.warning(
+            "--label-column %s: classes %s differ only in case: they are learnt apart (write them alike if each pair "
+            "is one class)", label, shown
+        )  # fmt: skip
     if once:  # a typo ("yes " beside "yes"), or a line that is not the table's (a title of counts)
         shown = ", ".join(quoted(name) for name in once[:3]) + (", ..." if len(once) > 3 else "")
         log.warning(
             "--label-column %s: %d class(es) label a single row (%s): too few to learn", label, len(once), shown
         )
     return tuple(sorted(names, key=float)) if numbers else tuple(sorted(names))
+
+
+def _by_lower_case(names: list[str]) -> list[list[str]]:
+    """The names grouped by their lower case, each group sorted."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(names):
+        groups.setdefault(name.lower(), []).append(name)
+    return list(groups.values())
 
 
 def _table_elsewhere(path: str, options: TableOptions) -> str:

@@ -317,6 +317,21 @@ def test_a_file_of_only_a_header_says_it_has_no_rows(tmp_path):
             build(tmp_path, tmp_path / "t.csv", label_column="label")
 
 
+def test_true_and_false_labels_in_any_case_are_two_classes_and_other_cases_are_warned_of(tmp_path, caplog):
+    """pandas writes True and False, an API true and false: a table of both files had four classes, silently."""
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    for name, spellings in (("a.csv", ["False", "True"]), ("b.csv", ["false", "true"])):
+        rows = "".join(f"{i},{spellings[i % 3 == 0]}\n" for i in range(60))
+        (folder / name).write_text("x,churned\n" + rows)
+    metadata = build_table_dataset(str(folder), str(tmp_path / "out"), TableOptions(label_column="churned"))
+    assert metadata.class_names == ("false", "true") and metadata.class_counts == (80, 40)
+    # Other classes that differ only in case stay apart (only the user knows), with a warning naming them.
+    (tmp_path / "yes.csv").write_text("x,answer\n" + "".join(f"{i},{['Yes', 'yes', 'No'][i % 3]}\n" for i in range(60)))
+    assert len(build(tmp_path, tmp_path / "yes.csv", label_column="answer").class_names) == 3
+    assert "--label-column answer: classes 'Yes' and 'yes' differ only in case: they are learnt apart" in caplog.text
+
+
 def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refused_as_a_quantity(tmp_path):
     (tmp_path / "t.csv").write_text("size,price\n" + "".join(f"{i % 7},{i * 1.25:.2f}\n" for i in range(30)))
     with pytest.raises(UserError, match=r"--label-column price: its 30 distinct values are numbers with fractions"):
