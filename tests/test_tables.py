@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import lzma
 import re
 
@@ -242,7 +243,7 @@ def test_flags_choose_column_kinds_and_leave_columns_out(tmp_path):
     assert set(education.vocabulary) == {"13", "9", "7", "14", "5"}
 
 
-def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path):
+def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path, caplog):
     """gzip, bzip2, Zstandard and xz, as pandas' to_csv writes a .csv.gz, .csv.bz2, .csv.zst or .csv.xz."""
     (tmp_path / "parts").mkdir()
     write_table(tmp_path / "parts" / "a.csv", copies=10)
@@ -258,6 +259,16 @@ def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path):
     assert [(c.name, c.kind) for c in whole.columns] == [(c.name, c.kind) for c in globbed.columns]
     (tmp_path / "parts" / "~$a.csv").write_bytes(b"\x00" * 162)  # an editor's lock file: no table
     assert build(tmp_path, tmp_path / "parts", name="again").extra["files"] == 5
+    # A sub-folder's table files (no partition's) are not read, as Spark and BigQuery read a folder: said, not silent.
+    (tmp_path / "parts" / "2024").mkdir()
+    write_table(tmp_path / "parts" / "2024" / "f.csv", copies=10)
+    with caplog.at_level(logging.WARNING):
+        assert build(tmp_path, tmp_path / "parts", name="nested").extra["files"] == 5
+    assert "parts: leaves out the table files 1 in its sub-folders (2024/f.csv): a folder's own files" in caplog.text
+    (tmp_path / "top" / "2024").mkdir(parents=True)
+    write_table(tmp_path / "top" / "2024" / "g.csv", copies=10)
+    with pytest.raises(UserError, match=r"holds no table file .*; it leaves 1 in its sub-folders \(2024/g.csv\) to a"):
+        build(tmp_path, tmp_path / "top", name="top")
     (tmp_path / "fake.csv.bz2").write_text(HEADER + "\n")
     with pytest.raises(UserError, match="fake.csv.bz2: cannot read .bz2 decompress failed"):
         build(tmp_path, tmp_path / "fake.csv.bz2", name="fake")

@@ -89,6 +89,7 @@ NUMBERS = ".numbers"  # Apple's spreadsheets, which no library here reads: a ZIP
 # Files a folder holds beside its tables: Excel's lock file of an open workbook, macOS's resource forks.
 HIDDEN_FILES = ("~$", "._")
 PARTITION = re.compile(r"([^=/]+)=([^/]*)")  # a partitioned dataset's folder: key=value
+SUB_FOLDERS_LOOKED_AT = 20  # a folder's sub-folders (no partitions') looked in for table files that are not read
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # the folder of a partition column's missing values
 # The first bytes of files that are no table of text, and what to do instead.
 NOT_TABLES = {
@@ -152,9 +153,15 @@ def input_files(path: str) -> list[str]:
     if storage.is_folder(path):
         listed = storage.list_names(path)
         names = _table_names(listed) + _files_in_partitions(path, listed)
+        nested = _files_in_sub_folders(path, listed)
+        below = f"{len(nested)} in its sub-folders ({_listed(nested)})"
         if not names:
             kinds = ", ".join(SUFFIXES)
-            raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not)")
+            held = f"; it leaves {below} to a glob, such as {storage.join(path, '*/*.csv')}" if nested else ""
+            raise UserError(f"--input {path}: the folder holds no table file ({kinds}, compressed or not){held}")
+        if nested:  # as Spark and BigQuery read a folder: its own files, and its partitions'
+            log.warning("--input %s: leaves out the table files %s: a folder's own files are read, and its "
+                        "partitions' (key=value/); move them up, or name them with a glob", path, below)  # fmt: skip
         archives = [name for name in listed if _zipped(name) and name not in names]
         if archives:  # a ZIP archive may hold anything (the photos of an image folder): its name must say
             log.warning("--input %s: leaves out %s: in a folder, a ZIP archive is read where its name gives the "
@@ -177,6 +184,22 @@ def _files_in_partitions(folder: str, listed: list[str]) -> list[str]:
             *folders, file = relative.split("/")
             if all(map(PARTITION.fullmatch, folders)) and _table_names([file]):
                 found.append(posixpath.join(name, relative))
+    return found
+
+
+def _files_in_sub_folders(folder: str, listed: list[str]) -> list[str]:
+    """The table files, by their paths below `folder`, in its first sub-folders that are no partitions'
+    (months/2024/feb.csv): not read, and so said. A name with a suffix is taken for a file: on gs://, each name
+    looked at is a request."""
+    found = []
+    # Spark's _temporary and _SUCCESS, macOS's __MACOSX: no data
+    candidates = [
+        name for name in listed if "." not in name and not name.startswith("_") and not PARTITION.fullmatch(name)
+    ]
+    for name in candidates[:SUB_FOLDERS_LOOKED_AT]:
+        sub_folder = storage.join(folder, name)
+        if storage.is_folder(sub_folder):
+            found += [posixpath.join(name, relative) for relative in _table_names(storage.list_below(sub_folder))]
     return found
 
 
