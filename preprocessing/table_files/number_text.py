@@ -62,7 +62,7 @@ DURATION_PARTS = (86400.0, 3600.0, 60.0, 1.0)  # the seconds of a duration's day
 def plain_numbers(batch: pa.RecordBatch, decimal: str, verbatim: str) -> pa.RecordBatch:
     """Every value that is a number as a spreadsheet formats it, written as the rest of preprocessing reads
     numbers: "1,234.56", "$1,234.56", "12.5%" and, where the decimal mark is a comma, "1.234,56 €" and "-3,14" as
-    "1234.56", "1234.56", "12.5", "1234.56" and "-3.14"; other values, and the `verbatim` column's, as they are."""
+    "1234.56", "1234.56", "0.125", "1234.56" and "-3.14"; other values, and the `verbatim` column's, as they are."""
     columns = [
         column if name == verbatim else plain_number_texts(column, decimal)
         for name, column in zip(batch.schema.names, batch.columns)
@@ -75,12 +75,23 @@ def plain_number_texts(column: pa.Array, decimal: str) -> pa.Array:
     most columns hold none, and a regular expression over a million values costs a tenth of a second."""
     text = column_bytes(column)
     plain = _plain_texts(column, text, decimal)
-    if b"(" not in text:
+    if b"(" in text:
+        # Accounting's negatives, (1,234.56), only where the value then reads as a number: "(1, 2)" stays as written.
+        negated = _plain_texts(pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3"), text, decimal)
+        read = pc.and_(pc.match_substring_regex(column, PARENTHESIZED), pc.match_substring_regex(negated, NUMBER))
+        plain = pc.if_else(pc.fill_null(read, False), negated, plain)
+    return _hundredths(column, plain) if b"%" in text else plain
+
+
+def _hundredths(column: pa.Array, plain: pa.Array) -> pa.Array:
+    """The values that a percent sign ends (12.5%, 12,5 %, (3%)) as hundredths where they read as numbers: 0.125, as
+    a spreadsheet's cell holds what it shows as 12.5%, so that a workbook and its CSV export read alike."""
+    percent = pc.and_(pc.match_substring_regex(column, r"%\s*\)?\s*$"), pc.match_substring_regex(plain, NUMBER))
+    percent = pc.fill_null(percent, False)
+    if not pc.any(percent).as_py():
         return plain
-    # Accounting's negatives, (1,234.56), only where the value then reads as a number: "(1, 2)" stays as written.
-    negated = _plain_texts(pc.replace_substring_regex(column, PARENTHESIZED, r"-\1\2\3"), text, decimal)
-    read = pc.and_(pc.match_substring_regex(column, PARENTHESIZED), pc.match_substring_regex(negated, NUMBER))
-    return pc.if_else(pc.fill_null(read, False), negated, plain)
+    numbers = pc.cast(pc.if_else(percent, plain, "0"), pa.float64())
+    return pc.if_else(percent, pc.cast(pc.divide(numbers, 100.0), pa.string()), plain)
 
 
 def column_bytes(column: pa.Array) -> bytes:
