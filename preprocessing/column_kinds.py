@@ -27,6 +27,7 @@ from preprocessing.column_counts import (
 )
 from preprocessing.frequent import FrequentValues
 from preprocessing.table_files import WORKBOOK
+from preprocessing.table_files.number_text import COMMA_NUMBER
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions, TablePlan
@@ -134,6 +135,7 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
     if name in options.dates or mostly_dates and name not in options.numeric:
         return _date_column(name, count, plan)
     if not (count.counted and mostly_numbers):
+        _hint_at_decimal_commas(name, count, plan)
         return _categorical_column(name, count, plan)
     if count.integers and count.zero_led and name not in options.numeric:
         log.warning(
@@ -152,6 +154,21 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
         )
         return _categorical_column(name, count, plan)
     return _numeric_column(name, count, plan)
+
+
+def _hint_at_decimal_commas(name: str, count: ColumnCount, plan: TablePlan) -> None:
+    """A warning where a column of numbers is categorical because its other values are numbers with a decimal
+    comma (71,16) that the file's first lines did not show (its decimal mark is sniffed there: whole numbers alone
+    there say nothing)."""
+    if plan.dialect.decimal != "." or plan.options.decimal or not count.bad_cells:
+        return
+    if all(re.fullmatch(COMMA_NUMBER, str(value)) for _, _, value in count.bad_cells):
+        path, line, value = count.bad_cells[0]
+        log.warning(
+            "column %s: %d of its values are numbers with a decimal comma, as %s (%s: line %d), where the file's "
+            "first lines showed none: read as categories; pass --decimal , to read them as numbers",
+            plan.position(name), count.not_numbers, quoted(value), path, line,
+        )  # fmt: skip
 
 
 def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:

@@ -798,6 +798,24 @@ def test_rows_of_only_empty_fields_are_no_rows_as_blank_lines_are_none(tmp_path,
     assert "t.csv: line 22, column 3 ('label'): the label is missing" in caplog.text
 
 
+def test_decimal_commas_after_the_first_lines_are_named_with_the_flag_that_reads_them(tmp_path, caplog):
+    """The decimal mark is sniffed in a file's first lines: where they hold whole numbers alone, later decimal commas
+    made the column categorical, silently."""
+    whole = "".join(f"{i % 9};{i % 90 + 1};{'AB'[i % 2]}\n" for i in range(12_000))  # past the sniffed lines
+    later = "".join(f"{i % 9};{i % 90 + 1},{i % 100:02d};{'AB'[i % 2]}\n" for i in range(600))
+    (tmp_path / "eu.csv").write_text("Menge;Preis;Klasse\n" + whole + later)
+    with caplog.at_level(logging.WARNING):
+        metadata = build(tmp_path, tmp_path / "eu.csv", label_column="Klasse")
+    assert metadata.columns[1].kind == tables.CATEGORICAL
+    assert "column 2 ('Preis'): 600 of its values are numbers with a decimal comma, as '1,00' (" in caplog.text
+    assert (
+        "eu.csv: line 12002), where the file's first lines showed none: read as categories; pass --decimal , to "
+        in (caplog.text)
+    )
+    read = build(tmp_path, tmp_path / "eu.csv", label_column="Klasse", decimal=",")
+    assert read.columns[1].kind == tables.NUMERIC
+
+
 def test_commas_between_thousands_are_no_decimal_commas(tmp_path):
     assert sniff_decimal("a;b\n1,5;1,234,567\n", ";") == "." and sniff_decimal("a;b\n1,5;1,234\n", ";") == ","
 
