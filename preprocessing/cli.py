@@ -13,7 +13,7 @@ from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
 from preprocessing import image_lists
 from preprocessing.sources import SOURCES, SourceOptions, folder_source
-from preprocessing.table_files import add_reading_flags, is_table_input, reading_options
+from preprocessing.table_files import SUFFIXES, add_reading_flags, is_table_input, reading_options
 from preprocessing.tables import LAST_COLUMN, TableOptions
 
 log = logging.getLogger("preprocessing")
@@ -80,9 +80,9 @@ def _add_input_flags(parser: argparse.ArgumentParser) -> None:
         choices=sorted([*SOURCES, "csv", "text"]),
         help="kind of raw data: digits = scikit-learn's built-in 8x8 handwritten digits (no "
         "download); mnist = a folder of IDX files; csv = a table (CSV in any dialect, JSON lines, Parquet, Feather, "
-        "Excel or LibreOffice, ARFF, Stata, SPSS or SAS) of numeric, categorical, date and free-text columns with "
-        "missing values, in one or many files, of any size (streamed); text = a folder with one sub-folder of .txt "
-        "files per class (streamed); "
+        "Excel or LibreOffice, SQLite, ARFF, Stata, SPSS or SAS) of numeric, categorical, date and free-text columns "
+        "with missing values, in one or many files, of any size (streamed); text = a folder with one sub-folder of "
+        ".txt files per class (streamed); "
         "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
         "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
         "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: what --input "
@@ -90,8 +90,7 @@ def _add_input_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--input",
-        help="the raw data: a file (npz); a file, a glob or a folder of .csv, .tsv, .tab, .jsonl, .ndjson, .json, "
-        ".parquet, .feather, .arrow, .xlsx, .xls, .xlsb, .ods, .arff, .dta, .sav, .por, .sas7bdat and .xpt files, "
+        help=f"the raw data: a file (npz); a file, a glob or a folder of {', '.join(SUFFIXES)} files, "
         "CSV and JSON compressed (.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
         "a folder (mnist, images, text); an image list, .csv or .jsonl (images)",
     )

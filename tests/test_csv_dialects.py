@@ -459,6 +459,8 @@ def test_a_ruler_under_the_names_is_part_of_the_header(tmp_path, caplog):
     with pytest.raises(UserError, match=r"no column 'label' .*; line 3 names it: pass --skip-rows 2"):
         build(tmp_path, tmp_path / "report.txt", label_column="label")
     assert build(tmp_path, tmp_path / "report.txt", label_column="label", skip_rows=2).class_names == ("dry", "wet")
+    with pytest.raises(UserError, match=r"report.txt: --skip-rows 500 skips every line it has \(\d+\)$"):
+        build(tmp_path, tmp_path / "report.txt", label_column="label", skip_rows=500)  # it said: empty file
     # Dashes that are values stay a row: codes of + and -, a rule under one column of two only.
     for first in ("+,---,-", "---,1", ",,---"):
         width = first.count(",") + 1
@@ -524,7 +526,7 @@ def test_a_headerless_file_of_decimal_commas_keeps_its_first_row(tmp_path):
     assert sorted(row["column_1"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 1.5]
 
 
-def test_a_key_of_decimal_commas_stays_as_written_and_qt_predict_returns_it_so(tmp_path):
+def test_a_key_of_decimal_commas_stays_as_written_and_qt_predict_returns_it_so(tmp_path, caplog):
     """A key is handed back to join predictions to their rows: '7,5' must not come back as '7.5'."""
     rows = [f"{i},5;{i % 4},5;{'ab'[i % 2]}\n" for i in range(30)]
     (tmp_path / "t.csv").write_text("order;size;label\n" + "".join(rows))
@@ -540,6 +542,18 @@ def test_a_key_of_decimal_commas_stays_as_written_and_qt_predict_returns_it_so(t
     assert sorted(row["size"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 0.5]  # features: numbers
     read = list(table_rows(str(tmp_path / "t.csv"), "label", ("size", "order"), TableOptions(), key="order"))
     assert read[0] == (f"{tmp_path}/t.csv:2", {"order": "0,5", "size": "0.5"})
+    # A file to predict for without the key column: said, since its predictions cannot be joined back.
+    (tmp_path / "keyless.csv").write_text("size;label\n0,5;a\n")
+    with caplog.at_level(logging.WARNING):
+        assert (
+            len(list(table_rows(str(tmp_path / "keyless.csv"), "label", ("size", "order"), TableOptions(), "order")))
+            == 1
+        )
+    assert "keyless.csv: no column 'order', the model's key column: every prediction's key is empty" in caplog.text
+    # A header and no rows: refused, as preprocessing refuses it (it printed nothing, and exited 0).
+    (tmp_path / "empty.csv").write_text("order;size;label\n")
+    with pytest.raises(UserError, match=r"empty.csv: no rows below the header line$"):
+        list(table_rows(str(tmp_path / "empty.csv"), "label", ("size", "order"), TableOptions(), key="order"))
 
 
 def test_points_or_spaces_between_thousands_beside_a_decimal_comma_are_read(tmp_path):

@@ -196,10 +196,16 @@ def table_rows(
     absent = [name for name in names if name and name not in wanted and name != key]
     if absent:
         log.warning("%s: no column %s; read as missing in every row", path, ", ".join(map(repr, absent)))
+    if key and key not in dialect.names and dialect.format not in OBJECTS:
+        log.warning("%s: no column %r, the model's key column: every prediction's key is empty", path, key)
+    rows = 0
     for batch, lines in blocks(path, dialect, wanted, key):
         values = {name: batch.column(name).to_pylist() for name in wanted}
         for i, line in enumerate(lines.tolist()):
             yield f"{path}:{line}", {name: column[i] for name, column in values.items()}
+        rows += len(lines)
+    if not rows:  # as preprocessing refuses it: an export cut short, or the wrong file
+        raise UserError(f"{path}: no rows" + (" below the header line" if dialect.has_header else ""))
 
 
 def _durations_as_seconds(rows: Iterator[tuple[str, dict]], columns) -> Iterator[tuple[str, dict]]:

@@ -107,7 +107,7 @@ def add_reading_flags(group) -> None:
         default="",
         metavar="NAME",
         help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...), or the table of an SQLite database (.sqlite, "
-        ".db), that holds the data (default: the one whose header names --label-column, else a spreadsheet's sheet "
+        ".db), that holds the data (default: the one whose header names the label's column, else a spreadsheet's sheet "
         "it opens on (an .xlsx or .ods file's active sheet, an .xls file's first), a database's only table)",
     )
 

@@ -70,7 +70,8 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
     hold one; otherwise sniffed), and the column names: --column-names for a file without a header, else its first
     line, which is a header unless it holds a number and neither --label-column's name nor one of the `known` names
     (then the columns are named column_1, column_2, ...)."""
-    lines = _head_text(path, head, encoding).splitlines(keepends=True)[options.skip_rows :]
+    every_line = _head_text(path, head, encoding).splitlines(keepends=True)  # --skip-rows' and 4 more at least
+    lines = every_line[options.skip_rows :]
     text, blank = _below_blank_lines(lines)
     skip_rows = options.skip_rows + blank
     if excel := EXCEL_SEPARATOR.match(text):  # a line above the header that says the delimiter, as Excel reads it
@@ -96,6 +97,8 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
     decimal = options.decimal or sniff_decimal(text, delimiter)
     header = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
     first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
+    if not first and options.skip_rows and any(line.strip() for line in every_line[: options.skip_rows]):
+        raise UserError(f"{path}: --skip-rows {options.skip_rows} skips every line it has ({len(every_line)})")
     if not first:
         raise UserError(f"{path}: empty file")
     named = options.label_column if is_a_name(options.label_column, len(first)) else ""
