@@ -550,6 +550,10 @@ def test_a_key_of_decimal_commas_stays_as_written_and_qt_predict_returns_it_so(t
             == 1
         )
     assert "keyless.csv: no column 'order', the model's key column: every prediction's key is empty" in caplog.text
+    # The model's column under another case: refused, naming it (every row was read as missing it).
+    (tmp_path / "cased.csv").write_text("Size;label\n0,5;a\n")
+    with pytest.raises(UserError, match=r"cased.csv: no column 'size' \(did you mean 'Size'\?\)$"):
+        list(table_rows(str(tmp_path / "cased.csv"), "label", ("size", "order"), TableOptions(), key="order"))
     # A header and no rows: refused, as preprocessing refuses it (it printed nothing, and exited 0).
     (tmp_path / "empty.csv").write_text("order;size;label\n")
     with pytest.raises(UserError, match=r"empty.csv: no rows below the header line$"):
