@@ -7,7 +7,10 @@ import json
 import logging
 import os
 
-from trainer import early_stopping, experiment
+import tensorflow as tf
+
+from trainer import early_stopping, experiment, figures
+from trainer import metrics as metric_names
 from trainer.config import Config
 
 
@@ -39,3 +42,21 @@ def test_training_stops_early_exports_and_a_rerun_does_nothing(vectors_dir, tmp_
     assert "nothing to do (a larger --train-steps trains on)" in caplog.text
     more = experiment.run(Config(**{**config.__dict__, "train_steps": 50_001}))
     assert more["global_step"] > metrics["global_step"]  # trained on, and stopped again by its own evaluations
+    # The best export is the best evaluation's of both runs: the rerun's first evaluation replaced it, whatever it was.
+    assert best_export_step(config) == best_evaluation_step(config)
+
+
+def best_export_step(config: Config) -> int:
+    (version,) = os.listdir(os.path.join(config.job_dir, "export", "best"))
+    return int(
+        tf.train.load_variable(
+            os.path.join(config.job_dir, "export", "best", version, "variables", "variables"), "global_step"
+        )
+    )
+
+
+def best_evaluation_step(config: Config) -> int:
+    metric = metric_names.resolve_best(config.best_metric, 2)  # vectors_dir's two classes
+    series = figures.read_scalars(os.path.join(config.job_dir, figures.EVAL_DIR))[metric]
+    sign = 1 if metric_names.higher_is_better(metric) else -1
+    return max(series, key=lambda pair: (sign * pair[1], -pair[0]))[0]  # the first of equals, as exports go

@@ -109,6 +109,35 @@ def copy_export(source: str, folder: str) -> str:
     return target
 
 
+class BestAcrossRuns(tf.estimator.BestExporter):
+    """The one best export by `metric`, across the runs of a job: a resumed run (after a preemption, or with more
+    --train-steps) exports only an evaluation better than those before it. tf.estimator.BestExporter exports each
+    process's first evaluation, whatever it is: a resumed run replaced step 60's best export with step 90's worse
+    one, and deleted step 60's."""
+
+    def __init__(self, metric: str, *args, **kwargs):
+        super().__init__(*args, compare_fn=better_by(metric), exports_to_keep=1, **kwargs)
+        self._metric = metric
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        if not self._has_exported and newest_export(export_path):  # a best export of an earlier run
+            before = self._best_before(estimator.model_dir, int(eval_result["global_step"]))
+            if before is not None:  # else BestExporter's own rule: export
+                self._model_dir, self._best_eval_result, self._has_exported = estimator.model_dir, before, True
+        return super().export(estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
+
+    def _best_before(self, job_dir: str, step: int) -> dict | None:
+        """The best of the job's evaluations before `step`, from its evaluation summaries (which hold this
+        evaluation's too, so BestExporter's own reading finds it no better than itself)."""
+        series = figures.read_scalars(posixpath.join(job_dir, figures.EVAL_DIR)).get(self._metric, [])
+        earlier = [{self._metric: value} for at, value in series if at < step]
+        best = None
+        for found in earlier:
+            if best is None or self._compare_fn(best_eval_result=best, current_eval_result=found):
+                best = found
+        return best
+
+
 class MetricsWriter(tf.estimator.Exporter):
     """After every evaluation (on whichever task evaluates, alone or in a cluster): writes the
     metrics to JOB_DIR/eval_metrics.json, in a tuning trial reports --tuning-metric, and copies
@@ -156,9 +185,7 @@ def exporters(
     latest = tf.estimator.LatestExporter("latest", serving_input_fn, assets_extra=assets, exports_to_keep=LATEST_KEPT)
     best_metric = names.resolve_best(config.best_metric, len(class_names))
     check_metric("--best-metric", best_metric, len(class_names))
-    best = tf.estimator.BestExporter(
-        "best", serving_input_fn, assets_extra=assets, compare_fn=better_by(best_metric), exports_to_keep=1
-    )
+    best = BestAcrossRuns(best_metric, "best", serving_input_fn, assets_extra=assets)
     metrics = MetricsWriter(config.job_dir, class_names, config.tuning_metric, best_metric)
     exported = {}  # the best export of a checkpoint the latest exporter has exported is a copy of it
     return [metrics, ExportTo(latest, folder, exported), ExportTo(best, folder, exported)]
