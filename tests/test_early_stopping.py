@@ -46,6 +46,23 @@ def test_training_stops_early_exports_and_a_rerun_does_nothing(vectors_dir, tmp_
     assert best_export_step(config) == best_evaluation_step(config)
 
 
+def test_a_run_that_stops_at_the_step_it_evaluated_last_writes_its_report(vectors_dir, tmp_path, caplog):
+    """Training stopped at the very step of the evaluation that stopped it: no evaluation came after the stop was
+    known, and the run ended without report.md or figures, though its last lines named report.md."""
+    caplog.set_level(logging.INFO)
+    config = Config(
+        data_dir=vectors_dir, job_dir=str(tmp_path / "job"), train_steps=50_000, save_checkpoints_steps=10,
+        eval_throttle_secs=0, early_stopping_evals=2, learning_rate=0.01,
+    )  # fmt: skip
+    experiment.run(config)
+    stop = early_stopping.read_stop(config.job_dir)
+    assert stop is not None and os.path.exists(tmp_path / "job" / "report.md")
+    assert (
+        f"at step {json.loads((tmp_path / 'job' / 'eval_metrics.json').read_text())['global_step']}"
+        in (tmp_path / "job" / "report.md").read_text()
+    )
+
+
 def best_export_step(config: Config) -> int:
     (version,) = os.listdir(os.path.join(config.job_dir, "export", "best"))
     return int(

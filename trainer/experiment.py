@@ -23,7 +23,7 @@ from trainer.devices import resolve_towers, towers_on_cpus
 from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
 from trainer.model import ModelSettings, model_fn, resolve_train_steps
 from trainer.preemption import SaveOnSigtermHook
-from trainer.progress import ProgressHook
+from trainer.progress import LastEvaluation, ProgressHook
 from trainer.step_loop import StepsRunHook, StopAtTrainStepsHook
 
 log = logging.getLogger(__name__)
@@ -241,6 +241,10 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         log.info("Training %s", stop.describe())
+        last = export.read_metrics(config.job_dir)  # it stopped at the step evaluated last, before the stop was
+        written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])  # known: none yet
+        if last and not written and not is_cluster(estimator.config):
+            export.write_figures(config.job_dir, last, metadata.class_names)
         if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
             final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
             early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))

@@ -26,6 +26,7 @@ class LastEvaluation:
 
     metrics: dict = {}
     shown: str = ""
+    figures_of: tuple = ()  # (job dir, step) of the evaluation whose figures and report were written last
 
 
 def describe(
