@@ -88,6 +88,17 @@ def test_a_job_trained_without_averaged_weights_resumes_only_without_them(table_
     assert experiment.run(dataclasses.replace(plain, train_steps=8))["global_step"] == 8
 
 
+def test_a_job_resumes_only_with_the_model_its_checkpoint_holds_crosses_and_all(table_job):
+    """A rerun without --crosses (or with --model table after wide_deep) trained on without the cross weights,
+    silently: a smaller model is refused as a larger one is, before anything is saved."""
+    config, _, _ = table_job
+    with pytest.raises(
+        UserError, match=r"is of another model \(classifier/.*cross_0/.* is there, and not in the model"
+    ):
+        experiment.check_checkpoint_fits(dataclasses.replace(config, crosses=""), table_job_metadata(config))
+    experiment.check_checkpoint_fits(config, table_job_metadata(config))  # the same flags resume
+
+
 def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     config, metrics, _ = table_job
     assert metrics["global_step"] == 300 and metrics["accuracy"] > 0.85

@@ -144,11 +144,11 @@ def model_variables(config: Config, metadata: Metadata) -> dict[str, list[int]]:
 
 def network_weights(config: Config, metadata: Metadata) -> dict[str, list[int]]:
     """Name -> shape of the network's own weights (not the optimizer's slots, not the global step)."""
-    return {
-        name: shape
-        for name, shape in model_variables(config, metadata).items()
-        if name.startswith("classifier/") and not re.search(r"/Adam(_\d+)?$", name)
-    }
+    return {name: shape for name, shape in model_variables(config, metadata).items() if _is_network_weight(name)}
+
+
+def _is_network_weight(name: str) -> bool:
+    return name.startswith("classifier/") and not re.search(r"/Adam(_\d+)?$", name)
 
 
 def _warm_start(config: Config, metadata: Metadata) -> tf.estimator.WarmStartSettings | None:
@@ -169,7 +169,15 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
     if not checkpoint:
         return
     stored = dict(tf.train.list_variables(checkpoint))
-    for name, shape in model_variables(config, metadata).items():
+    wanted = model_variables(config, metadata)
+    dropped = [name for name in stored if _is_network_weight(name) and name not in wanted]
+    if dropped:  # a smaller model (--crosses left out, --model table after wide_deep) trained on, its weights lost
+        raise UserError(
+            f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} is of another model "
+            f"({dropped[0]} is there, and not in the model of these flags and data); use a new --job-dir (with "
+            f"--warm-start-from {config.job_dir} to start from its weights), or the model flags it was trained with"
+        )
+    for name, shape in wanted.items():
         if name.startswith(f"{averaging.SCOPE}/") and name not in stored:
             raise UserError(
                 f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} holds no averaged "
