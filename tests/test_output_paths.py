@@ -55,6 +55,17 @@ def test_predict_output_under_a_file_is_one_line(tmp_path, caplog, monkeypatch):
     ]
 
 
+def test_predict_output_that_is_an_input_is_refused_before_it_is_erased(tmp_path, caplog, monkeypatch):
+    model = SimpleNamespace(metadata=SimpleNamespace(extra={}))
+    monkeypatch.setattr("trainer.predict.Model", lambda model_dir: model)
+    monkeypatch.setattr("trainer.predict.predict_files", lambda model, paths, batch_size, options: iter([{"x": 1}]))
+    (tmp_path / "rows.csv").write_text("a,b\n1,2\n")
+    rows = str(tmp_path / "rows.csv")
+    assert predict(["--model-dir", "m", "--input", rows, "--output", rows]) == 2  # it was emptied, and read empty
+    assert errors(caplog) == [f"--output {rows}: it is --input {rows}, which writing it would erase; name another file"]
+    assert (tmp_path / "rows.csv").read_text() == "a,b\n1,2\n"
+
+
 def user_namespaces_work() -> bool:
     if not shutil.which("unshare"):
         return False

@@ -225,6 +225,11 @@ def test_a_table_files_values_that_are_not_numbers_are_missing_as_preprocessing_
     (tmp_path / "rows.jsonl").write_text('{"age": 60, "workclass": "PT1M30S", "hours": 40}\n')
     (answer,) = predict_files(model, [str(tmp_path / "rows.jsonl")], batch_size=4)
     assert answer["instance"]["workclass"] == "90"
+    # A file of nothing to predict for: refused, as an empty CSV file is (it printed nothing and exited 0).
+    for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n\n"), ("none.json", "[]")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UserError, match=rf"{name}: nothing to predict for in it \(no rows, no instances\)$"):
+            list(predict_files(model, [str(tmp_path / name)], batch_size=4))
 
 
 def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dates(table_job, tmp_path, caplog):

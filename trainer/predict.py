@@ -18,6 +18,7 @@ import io
 import itertools
 import json
 import logging
+import os
 import posixpath
 import sys
 from collections.abc import Iterator
@@ -403,12 +404,16 @@ def predict_files(model: Model, paths: list[str], batch_size: int, table_options
     for path in paths:
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
+        found = 0
         for name, sig, value in requests_for(path, model, table_options):
             if batch and (sig != signature or len(batch) == batch_size):
                 yield from _run(model, signature, batch)
                 batch = []
             signature = sig
             batch.append((name, value))
+            found += 1
+        if not found:  # an empty JSON lines file, "[]": an export cut short, or the wrong file
+            raise UserError(f"{path}: nothing to predict for in it (no rows, no instances)")
     if batch:
         yield from _run(model, signature, batch)
 
@@ -522,6 +527,7 @@ def _predict(argv: list[str] | None) -> int:
     if args.instances_json:
         lines = [respond(model, _read_request(args.instances_json))]
     else:
+        _check_output_is_no_input(args.output, args.input)
         from preprocessing.table_files import reading_options
         from preprocessing.tables import TableOptions
 
@@ -532,6 +538,15 @@ def _predict(argv: list[str] | None) -> int:
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
     return 0
+
+
+def _check_output_is_no_input(output: str | None, inputs: list[str]) -> None:
+    """A UserError where --output is one of the --input files, which writing it would erase before it is read."""
+    if not output or not os.path.exists(output):
+        return
+    for path in inputs:
+        if "://" not in path and os.path.exists(path) and os.path.samefile(path, output):
+            raise UserError(f"--output {output}: it is --input {path}, which writing it would erase; name another file")
 
 
 def _read_request(path: str) -> dict:
