@@ -178,6 +178,13 @@ def _add_table_flags(group) -> None:
         "return as `key` (default: none)",
     )
     group.add_argument(
+        "--positive-class",
+        metavar="NAME",
+        help="of a label of two classes, the one to find (churned, fraud, default): class 1, the one that "
+        "precision, recall, the precision-recall curve and report.md's thresholds are of (default: the second in "
+        "sorted order: 1, true, yes)",
+    )
+    group.add_argument(
         "--weight-column",
         type=commandline.name,
         default=None,
@@ -340,8 +347,9 @@ def _convert(argv: list[str] | None) -> int:
         if args.source in ("csv", "text"):
             metadata = _convert_table(args, common)
         else:
-            if args.weight_column:
-                raise UserError(f"--weight-column is for tables (--source csv or text), not --source {args.source}")
+            for flag, given in (("--weight-column", args.weight_column), ("--positive-class", args.positive_class)):
+                if given:
+                    raise UserError(f"{flag} is for tables (--source csv or text), not --source {args.source}")
             data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
             if args.key_column:
                 data = dataclasses.replace(data, key_name=_image_key_name(args.key_column))
@@ -392,6 +400,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         text_folder=text_folder,
         key=args.key_column or "",
         weight=args.weight_column or "",
+        positive_class=args.positive_class or "",
     )
     if args.runner == "beam":
         return _beam().build_table_dataset_with_beam(args.input, args.output, options, args.pipeline_args, **common)

@@ -94,6 +94,9 @@ log = logging.getLogger(__name__)
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
+SHOWN_CLASSES = 10  # classes a message lists
+# A binary label's first class by name that says the second is the one to find, whichever is the more frequent.
+NEGATIVES = ("0", "-1", "false", "no", "n", "negative", "neg", "f")
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 LAST_COLUMN = "-1"  # --label-column's default: the last column, unless one is named LABEL_KEY
 
@@ -131,6 +134,7 @@ class TableOptions:
     text_folder: bool = False  # --source text: --input is a folder of .txt files, a sub-folder a class
     key: str = ""  # the column of each row's key (--key-column): stored and passed through, never a feature
     weight: str = ""  # the column of each row's weight in the training loss (--weight-column), never a feature
+    positive_class: str = ""  # of a binary label, the class to find (--positive-class): class 1 ("": the second sorted)
 
 
 @dataclass(frozen=True)
@@ -415,10 +419,11 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
     return f"it has a column {more[0]!r} that the first file lacks"
 
 
-def class_names(labels: Counter, label: str) -> tuple[str, ...]:
-    """The label's classes, sorted: numerically when every label is a number (3 before 10). Many numbers
-    with fractions (prices, scores) are a quantity to predict, not classes, and so are many values that
-    mostly label one row each (counts, amounts, IDs): a UserError."""
+def class_names(labels: Counter, label: str, positive: str = "") -> tuple[str, ...]:
+    """The label's classes, sorted: numerically when every label is a number (3 before 10); of two, the
+    `positive` one (--positive-class) second (_with_positive_class). Many numbers with fractions (prices, scores)
+    are a quantity to predict, not classes, and so are many values that mostly label one row each (counts,
+    amounts, IDs): a UserError."""
     names = list(labels)
     if len(names) < 2:
         raise UserError(
@@ -452,7 +457,29 @@ def class_names(labels: Counter, label: str) -> tuple[str, ...]:
         log.warning(
             "--label-column %s: %d class(es) label a single row (%s): too few to learn", label, len(once), shown
         )
-    return tuple(sorted(names, key=float)) if numbers else tuple(sorted(names))
+    classes = tuple(sorted(names, key=float)) if numbers else tuple(sorted(names))
+    return _with_positive_class(classes, labels, label, positive)
+
+
+def _with_positive_class(classes: tuple[str, ...], labels: Counter, label: str, positive: str) -> tuple[str, ...]:
+    """Two classes with the `positive` one second: class 1, the one that the binary metrics (precision, recall, the
+    precision-recall curve, the threshold table) are of. Without it, sorted (1 after 0, yes after no, true after
+    false), and a warning where that makes the majority positive and the names are no such pair (churned and
+    stayed: every rare-positive figure was of the 93% who stayed)."""
+    if positive:
+        if positive not in classes:
+            shown = ", ".join(map(quoted, classes[:SHOWN_CLASSES])) + (", ..." if len(classes) > SHOWN_CLASSES else "")
+            raise UserError(f"--positive-class {positive}: not a class of --label-column {label} ({shown})")
+        if len(classes) != 2:
+            raise UserError(f"--positive-class {positive}: for a label of two classes, and {label} has {len(classes)}")
+        return (*(name for name in classes if name != positive), positive)
+    if len(classes) == 2 and labels[classes[1]] > labels[classes[0]] and classes[0].lower() not in NEGATIVES:
+        log.warning(
+            "--label-column %s: its positive class (class 1, the one precision, recall and the precision-recall "
+            "curve are of) is %s, the majority (%.0f%%); pass --positive-class %s if %s is the one to find",
+            label, quoted(classes[1]), 100 * labels[classes[1]] / sum(labels.values()), classes[0], quoted(classes[0]),
+        )  # fmt: skip
+    return classes
 
 
 def _by_lower_case(names: list[str]) -> list[list[str]]:
@@ -789,7 +816,7 @@ def build_table_dataset(
         check_rows(rows, labels, path, plan)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        classes = class_names(labels, plan.label)
+        classes = class_names(labels, plan.label, plan.options.positive_class)
         writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
         log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
         paths = shard_paths(plan, output, compression)

@@ -332,6 +332,34 @@ def test_true_and_false_labels_in_any_case_are_two_classes_and_other_cases_are_w
     assert "--label-column answer: classes 'Yes' and 'yes' differ only in case: they are learnt apart" in caplog.text
 
 
+def test_positive_class_makes_a_binary_labels_class_to_find_class_1(tmp_path, caplog):
+    """Class 1 is the one the binary metrics are of: sorted, churned and stayed made the 90% who stayed positive, and
+    every rare-positive figure was of them; a warning now says so, and --positive-class chooses."""
+    rows = "".join(f"{i},{'churned' if i % 10 == 0 else 'stayed'}\n" for i in range(100))
+    (tmp_path / "t.csv").write_text("x,churn\n" + rows)
+    with caplog.at_level(logging.WARNING):
+        assert build(tmp_path, tmp_path / "t.csv", label_column="churn").class_names == ("churned", "stayed")
+    assert "its positive class (class 1, the one precision, recall and the precision-recall curve are of) is " in (
+        caplog.text
+    )
+    assert "'stayed', the majority (90%); pass --positive-class churned if 'churned' is the one to find" in caplog.text
+    chosen = build(tmp_path, tmp_path / "t.csv", label_column="churn", positive_class="churned")
+    assert chosen.class_names == ("stayed", "churned") and chosen.class_counts == (90, 10)
+    assert all((row["x"] % 10 == 0) == (row["label"] == "churned") for row in all_rows(tmp_path, chosen))  # records
+    with pytest.raises(UserError, match=r"--positive-class left: not a class of --label-column churn \('churned', "):
+        build(tmp_path, tmp_path / "t.csv", label_column="churn", positive_class="left")
+    (tmp_path / "three.csv").write_text("x,kind\n" + "".join(f"{i},{'abc'[i % 3]}\n" for i in range(60)))
+    with pytest.raises(UserError, match=r"--positive-class a: for a label of two classes, and kind has 3$"):
+        build(tmp_path, tmp_path / "three.csv", label_column="kind", positive_class="a")
+    caplog.clear()
+    (tmp_path / "yes.csv").write_text(
+        "x,answer\n" + "".join(f"{i},{'no' if i % 10 == 0 else 'yes'}\n" for i in range(60))
+    )
+    with caplog.at_level(logging.WARNING):
+        build(tmp_path, tmp_path / "yes.csv", label_column="answer")
+    assert "positive class" not in caplog.text  # yes after no: the names say which is to be found
+
+
 def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refused_as_a_quantity(tmp_path):
     (tmp_path / "t.csv").write_text("size,price\n" + "".join(f"{i % 7},{i * 1.25:.2f}\n" for i in range(30)))
     with pytest.raises(UserError, match=r"--label-column price: its 30 distinct values are numbers with fractions"):

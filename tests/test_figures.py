@@ -180,7 +180,7 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     written = figures.write_figures(str(tmp_path), scores, ("no", "yes"))
     assert Image.open(written["ROC and precision-recall curves"]).size[0] > 500
     report = (tmp_path / "report.md").read_text()
-    assert "## Thresholds (class 1 is positive)" in report
+    assert "## Thresholds (class 1, yes, is positive)" in report
     assert f"The F1-best threshold is **{table['threshold'][best]:.2f}**" in report
     assert f"| {table['threshold'][best]:.2f} (F1-best) | " in report and "| 0.90 | " in report
     (tmp_path / "multi").mkdir()

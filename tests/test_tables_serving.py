@@ -116,7 +116,7 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert columns["badge"].hash_buckets > 0
     assert columns["seen_at"].kind == tables.DATE and columns["seen_at"].date_format == dates.UNIX
     report = (Path(config.job_dir) / "report.md").read_text()  # a binary label: its curves and thresholds
-    assert "## Thresholds (class 1 is positive)" in report and "roc_and_precision_recall.png" in report
+    assert "## Thresholds (class 1, >50K, is positive)" in report and "roc_and_precision_recall.png" in report
     assert (
         0.5 < metrics["auc"] <= 1
         and metrics["auc_precision_recall"] > 0

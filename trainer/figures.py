@@ -238,7 +238,7 @@ def write_report(
         "## Per class",
         "",
         *_class_table(metrics, class_names),
-        *_threshold_section(metrics),
+        *_threshold_section(metrics, class_names),
     ]
     path = posixpath.join(job_dir, REPORT_FILE)
     with tf.io.gfile.GFile(path, "w") as file:
@@ -301,8 +301,9 @@ def at_thresholds(metrics: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
     return {"threshold": thresholds, "precision": precision, "recall": recall, "f1": f1, "fpr": false_positive_rate}
 
 
-def _threshold_section(metrics: Mapping[str, Any]) -> list[str]:
-    """Binary labels: the ROC and PR AUCs, and precision, recall and F1 at thresholds, with the F1-best one."""
+def _threshold_section(metrics: Mapping[str, Any], class_names: Sequence[str]) -> list[str]:
+    """Binary labels: the ROC and PR AUCs, and precision, recall and F1 at thresholds, with the F1-best one, of
+    class 1 (preprocessing's --positive-class), named."""
     table = at_thresholds(metrics)
     if table is None:
         return []
@@ -310,7 +311,7 @@ def _threshold_section(metrics: Mapping[str, Any]) -> list[str]:
     shown = sorted({*(int(round(t * 100)) for t in TABLE_THRESHOLDS), best})
     lines = [
         "",
-        "## Thresholds (class 1 is positive)",
+        f"## Thresholds (class 1, {class_names[1]}, is positive)",
         "",
         f"ROC AUC **{_number(metrics.get('auc'))}**, "
         f"precision-recall AUC **{_number(metrics.get('auc_precision_recall'))}**. "
