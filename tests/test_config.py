@@ -56,7 +56,14 @@ def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):
         ({"intra_op_threads": "-1"}, "--intra-op-threads -1: must not be negative"),
         ({"batch_size": "x"}, "--batch-size: 'x' is not a valid int"),
         ({"data_dir": "a", "train_files": "b", "eval_files": "c"}, "either --data-dir or --train-files"),
-        ({"train_files": "b"}, "go together"),
+        ({"train_files": "b"}, "^--train-files needs --eval-files too: the two go together$"),
+        # inf and nan passed the checks: a traceback from TensorFlow, or a model of NaN weights exported
+        ({"learning_rate": "inf"}, "--learning-rate inf: must be a finite number"),
+        ({"embedding_l2": "nan"}, "--embedding-l2 nan: must be a finite number"),
+        ({"class_weights": "1,inf"}, "--class-weights 1,inf: must be none, balanced, or one non-negative weight"),
+        ({"class_weights": "0,0"}, "--class-weights 0,0: must weigh some class above 0"),
+        ({"seed": "-1"}, r"--seed -1: must be in 0 to 2\*\*32 - 1"),
+        ({"seed": "4294967296"}, "--seed 4294967296: must be in"),
     ],
 )
 def test_nonsense_flags_name_the_flag(flags, message):
@@ -64,17 +71,27 @@ def test_nonsense_flags_name_the_flag(flags, message):
         from_sources(None, flags)
 
 
-@pytest.mark.parametrize("value, expected", [("128.0", 128), ("128", 128), ("-3.00", -3), (64.0, 64)])
-def test_integral_floats_are_integers_as_tuning_sends_them(value, expected):
-    assert (
-        from_sources(None, {"batch_size": value} if expected > 0 else {"seed": value}).__getattribute__(
-            "batch_size" if expected > 0 else "seed"
-        )
-        == expected
-    )
+@pytest.mark.parametrize(
+    "name, value, expected",
+    [("batch_size", "128.0", 128), ("batch_size", "128", 128), ("seed", "3.00", 3), ("batch_size", 64.0, 64)],
+)
+def test_integral_floats_are_integers_as_tuning_sends_them(name, value, expected):
+    assert getattr(from_sources(None, {name: value}), name) == expected
 
 
 @pytest.mark.parametrize("value", ["128.5", "1e3", "12a", 64.5])
 def test_a_fraction_is_still_not_an_integer(value):
     with pytest.raises(UserError, match=f"--batch-size: {value!r} is not a valid int"):
         from_sources(None, {"batch_size": value})
+
+
+def test_a_diverged_run_says_so_in_one_line(vectors_dir, tmp_path, caplog):
+    """A loss of NaN ended in TensorFlow's NanLossDuringTrainingError traceback."""
+    from trainer.task import main
+
+    argv = ["--data-dir", vectors_dir, "--job-dir", str(tmp_path / "job"), "--train-steps", "50"]
+    assert main([*argv, "--learning-rate", "1e30"]) == 2
+    assert "the training loss became NaN (the model diverged); rerun with a lower --learning-rate (it was 1e+30)" in (
+        caplog.text
+    )
+    assert "Traceback" not in caplog.text

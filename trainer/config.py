@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -213,6 +214,12 @@ def check_values(config: Config) -> None:
     def fail(name: str, why: str) -> None:
         raise UserError(f"--{name.replace('_', '-')} {getattr(config, name)}: {why}")
 
+    for name, kind in _types().items():  # inf and nan pass every comparison's check below, or fail them wrongly
+        value = getattr(config, name)
+        if float in (kind, *typing.get_args(kind)) and value is not None and not math.isfinite(value):
+            fail(name, "must be a finite number")
+    if not 0 <= config.seed < 2**32:
+        fail("seed", "must be in 0 to 2**32 - 1, as TensorFlow's seeds are")
     for name in _POSITIVE + _POSITIVE_IF_SET:  # an optional one may be unset (None)
         if getattr(config, name) is not None and getattr(config, name) < 1:
             fail(name, "must be at least 1")
@@ -243,8 +250,10 @@ def check_values(config: Config) -> None:
             weights = [float(weight) for weight in config.class_weights.split(",")]
         except ValueError:
             weights = []
-        if not weights or not all(weight >= 0 for weight in weights) or not any(weights):
+        if not weights or not all(0 <= weight < math.inf for weight in weights):
             fail("class_weights", "must be none, balanced, or one non-negative weight a class, e.g. 1,4")
+        if not any(weights):
+            fail("class_weights", "must weigh some class above 0: with every weight 0 nothing is learnt")
     if config.serving_input not in SERVING_INPUTS:
         fail("serving_input", f"must be {', '.join(SERVING_INPUTS[:-1])} or {SERVING_INPUTS[-1]}")
     for name in ("steps_per_run", "num_towers"):
@@ -256,7 +265,8 @@ def check_values(config: Config) -> None:
     if config.data_dir and config.train_files:
         fail("train_files", "give either --data-dir or --train-files, not both")
     if bool(config.train_files) != bool(config.eval_files):
-        fail("train_files" if not config.train_files else "eval_files", "--train-files and --eval-files go together")
+        given, missing = ("--train-files", "--eval-files") if config.train_files else ("--eval-files", "--train-files")
+        raise UserError(f"{given} needs {missing} too: the two go together")
 
 
 def _types() -> dict[str, Any]:

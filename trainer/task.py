@@ -117,6 +117,12 @@ def _train(argv: list[str] | None) -> int:
         raise UserError(
             f"Permission denied: {tensorflow_error_line(error)}; check the account's roles on the bucket"
         ) from None
+    except tf.compat.v1.train.NanLossDuringTrainingError:
+        rate = f"{config.learning_rate:g}" if config.learning_rate else "its default"
+        raise UserError(
+            f"the training loss became NaN (the model diverged); rerun with a lower --learning-rate (it was {rate}) "
+            "in a new --job-dir"
+        ) from None
     except tf.errors.UnauthenticatedError as error:
         raise UserError(f"Not authenticated: {tensorflow_error_line(error)}; {gcs.CREDENTIALS_HELP}") from None
     except tf.errors.OpError as error:
