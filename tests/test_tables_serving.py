@@ -252,6 +252,12 @@ def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dat
     ]  # the first three, in line order
     assert [message.split(":")[1] for message in warned if "is no date" in message] == ["3", "3", "4"]
     assert f"{tmp_path / 'rows.csv'}: 4 values in all are no dates" in caplog.text  # and 01/20/2000, line 7
+    # A request body's instances too (--instances-json): they were read as missing dates without a word.
+    caplog.clear()
+    respond(model, {"instances": [{"age": 50, "workclass": "Private", "hired": "03/05/2000"}]})
+    assert "--instances-json: instance 0: column 'hired': '03/05/2000' is no date in '%Y-%m-%d'; read as missing" in (
+        caplog.text
+    )
 
 
 @pytest.mark.slow

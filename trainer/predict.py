@@ -438,8 +438,10 @@ def respond(model: Model, request: dict) -> dict:
         raise UserError(f"--instances-json: the model has no signature {signature!r}")
     names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
     numbers = signature == model.numbers_signature
-    if model.metadata.is_table and numbers:  # rows of named columns, as they are
-        return {"predictions": model.predict(signature, request["instances"], names)}
+    if model.metadata.is_table and numbers:  # rows of named columns, as they are, their unreadable dates warned of
+        dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
+        rows = [row for _, row in unreadable_dates_warned(zip(names, request["instances"]), "--instances-json", dated)]
+        return {"predictions": model.predict(signature, rows, names)}
     input_name = model.input_name(signature)
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
     if numbers:
