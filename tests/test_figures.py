@@ -177,10 +177,12 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     assert 0.3 < table["threshold"][best] < 0.7
     assert table["recall"][0] == 1.0 and table["fpr"][0] == 1.0  # above 0: every row is positive
     assert np.all(np.diff(table["recall"]) <= 0)  # recall falls as the threshold rises
-    written = figures.write_figures(str(tmp_path), scores, ("no", "yes"))
+    written = figures.write_figures(str(tmp_path), {**scores, "accuracy_baseline": 0.7}, ("no", "yes"), "auc")
     assert Image.open(written["ROC and precision-recall curves"]).size[0] > 500
     report = (tmp_path / "report.md").read_text()
     assert "## Thresholds (class 1, yes, is positive)" in report
+    # The summary leads with --best-metric's, and sets accuracy beside the majority class's alone.
+    assert "auc **0.9**, accuracy **85.0%** (the majority class alone: 70.0%)" in report
     assert f"The F1-best threshold is **{table['threshold'][best]:.2f}**" in report
     assert f"| {table['threshold'][best]:.2f} (F1-best) | " in report and "| 0.90 | " in report
     (tmp_path / "multi").mkdir()

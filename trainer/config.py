@@ -346,7 +346,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         flag = "--" + item.name.replace("_", "-")
         default = item.default
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        help_text = item.metadata["help"] if default is None else f"{item.metadata['help']} (default: {shown})"
+        said = default is None or "(default: " in item.metadata["help"]  # a help that says its default itself
+        help_text = item.metadata["help"] if said else f"{item.metadata['help']} (default: {shown})"
         if isinstance(default, bool):  # a switch, with --no-NAME to turn off what a YAML file turned on
             parser.add_argument(
                 flag,

@@ -252,7 +252,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         last = export.read_metrics(config.job_dir)  # it stopped at the step evaluated last, before the stop was
         written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])  # known: none yet
         if last and not written and not is_cluster(estimator.config):
-            export.write_figures(config.job_dir, last, metadata.class_names)
+            lead = names.resolve_best(config.best_metric, metadata.num_classes)
+            export.write_figures(config.job_dir, last, metadata.class_names, lead)
         if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
             final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
             early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))

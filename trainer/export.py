@@ -166,13 +166,13 @@ class MetricsWriter(tf.estimator.Exporter):
         environment.copy_summaries(self._job_dir)  # for Vertex AI TensorBoard, when the job has one
         stop = early_stopping.read_stop(self._job_dir)
         if is_the_final_export or stop and metrics["global_step"] >= stop.step:  # the last evaluation
-            write_figures(self._job_dir, metrics, self._class_names)
+            write_figures(self._job_dir, metrics, self._class_names, self._best_metric)
         return None
 
 
-def write_figures(job_dir: str, metrics: dict, class_names: tuple[str, ...]) -> None:
-    """The figures and report.md of an evaluation, said in the log."""
-    for name, path in figures.write_figures(job_dir, metrics, class_names).items():
+def write_figures(job_dir: str, metrics: dict, class_names: tuple[str, ...], lead: str) -> None:
+    """The figures and report.md of an evaluation, its summary led by `lead` (--best-metric's), said in the log."""
+    for name, path in figures.write_figures(job_dir, metrics, class_names, lead).items():
         log.info("Wrote the %s: %s", name, path)
     LastEvaluation.figures_of = (job_dir, metrics["global_step"])
 

@@ -225,14 +225,14 @@ def _spans_decades(axes: Any) -> bool:
 
 
 def write_report(
-    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], figures: Mapping[str, str]
+    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], figures: Mapping[str, str], lead: str = ""
 ) -> str:
     """Writes JOB_DIR/report.md: the final step, accuracy and loss, image links to `figures` (name: path),
     and per class the precision, recall and support (from the confusion matrix); returns its path."""
     lines = [
         f"# Report: {job_dir}",
         "",
-        _summary(metrics),
+        _summary(metrics, lead),
         *_figure_links(job_dir, figures),
         "",
         "## Per class",
@@ -246,11 +246,15 @@ def write_report(
     return path
 
 
-def _summary(metrics: Mapping[str, Any]) -> str:
-    """The line with the final evaluation's step, accuracy, loss and example count."""
+def _summary(metrics: Mapping[str, Any], lead: str = "") -> str:
+    """The line with the final evaluation's step, the `lead` metric, accuracy (beside the majority class's alone,
+    for two classes: on rare positives a constant model's accuracy looks good), loss and example count."""
+    led = f"{lead} **{_number(metrics[lead])}**, " if lead in metrics and lead not in ("accuracy", "loss") else ""
+    baseline = metrics.get("accuracy_baseline")
+    alone = f" (the majority class alone: {_percent(baseline)})" if baseline is not None else ""
     line = (
-        f"Final evaluation at step {_integer(metrics.get('global_step'))}: "
-        f"accuracy **{_percent(metrics.get('accuracy'))}**, loss **{_number(metrics.get('loss'))}**"
+        f"Final evaluation at step {_integer(metrics.get('global_step'))}: {led}"
+        f"accuracy **{_percent(metrics.get('accuracy'))}**{alone}, loss **{_number(metrics.get('loss'))}**"
     )
     if "confusion_matrix" in metrics:
         line += f", on {int(np.sum(metrics['confusion_matrix'])):,} examples"
@@ -375,16 +379,19 @@ def _integer(value: int | None) -> str:
     return "–" if value is None else f"{int(value):,}"
 
 
-def write_figures(job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str]) -> dict[str, str]:
+def write_figures(
+    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], lead: str = ""
+) -> dict[str, str]:
     """The one call at the end of a run: confusion_matrix.png and training_curves.png in the job dir (with
-    matplotlib), then report.md linking them. Returns {"confusion matrix": path, "training curves": path,
-    "report": path}, with only the report's path without matplotlib."""
+    matplotlib), then report.md linking them, its summary led by the `lead` metric (--best-metric's). Returns
+    {"confusion matrix": path, "training curves": path, "report": path}, with only the report's path without
+    matplotlib."""
     figures: dict[str, str] = {}
     if has_matplotlib():
         figures = draw_figures(job_dir, metrics, class_names)
     else:
         log.info(SKIPPED)
-    return {**figures, "report": write_report(job_dir, metrics, class_names, figures)}
+    return {**figures, "report": write_report(job_dir, metrics, class_names, figures, lead)}
 
 
 def draw_figures(job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str]) -> dict[str, str]:
