@@ -23,13 +23,14 @@ from dataformat.schema import METADATA_FILE, decode_record
 from preprocessing.table_files import reading_options
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import averaging, experiment
-from trainer.config import Config
+from trainer.config import Config, served_export
 from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
 from trainer.predict import Model, _json_lines, bad_numbers_as_missing, predict_files, respond, table_rows
 from trainer.predict import main as predict_main
 from trainer.predict import parse_args as predict_args
+from trainer.task import main as task_main
 
 
 def census_like(rows: int, seed: int = 0) -> str:
@@ -86,6 +87,20 @@ def test_a_job_trained_without_averaged_weights_resumes_only_without_them(table_
     with pytest.raises(UserError, match="holds no averaged weights .* rerun with --average-weights off to resume it"):
         experiment.run(dataclasses.replace(plain, train_steps=8, average_weights="auto"))
     assert experiment.run(dataclasses.replace(plain, train_steps=8))["global_step"] == 8
+
+
+def test_a_model_dir_may_be_an_export_its_folder_the_job_dir_or_its_export_folder(table_job, caplog):
+    """qt-predict --model-dir: a version folder, latest/ or best/, the job dir (its best), or JOB_DIR/export (its
+    best; it was refused as no export)."""
+    config, _, _ = table_job
+    best = latest_export(config, "best")
+    job = Path(config.job_dir)
+    for model_dir in (best, job / "export" / "best", job, job / "export", f"{job}/export/"):
+        assert served_export(str(model_dir)) == best, model_dir
+    assert served_export(str(job / "eval")) is None
+    # And a job dir that is the data dir: refused (its checkpoints went among the shards).
+    assert task_main(["--data-dir", config.data_dir, "--job-dir", config.data_dir + "/", "--train-steps", "1"]) == 2
+    assert f"--job-dir {config.data_dir}/: it is --data-dir, whose shards the checkpoints would mix with" in caplog.text
 
 
 def test_a_job_resumes_only_with_the_model_its_checkpoint_holds_crosses_and_all(table_job):

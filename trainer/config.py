@@ -413,7 +413,10 @@ def newest_export(folder: str) -> str | None:
 
 
 def served_export(model_dir: str) -> str | None:
-    """What a --model-dir serves: an export, the newest of a folder of them, or a job dir's best; else None."""
+    """What a --model-dir serves: an export, the newest of a folder of them, a job dir's best, or an export folder's
+    (JOB_DIR/export); else None."""
     from dataformat import storage
 
-    return newest_export(model_dir) or newest_export(storage.join(job_exports(model_dir.rstrip("/")), "best"))
+    model_dir = model_dir.rstrip("/") or model_dir
+    best = newest_export(storage.join(job_exports(model_dir), "best"))
+    return newest_export(model_dir) or best or newest_export(storage.join(model_dir, "best"))
