@@ -13,10 +13,12 @@ The sources are read by the launching process; what the workers share out is dec
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import posixpath
+import re
 import time
 from collections import Counter
 
@@ -31,7 +33,7 @@ from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES
 from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.column_counts import ColumnCount, add_counts
-from preprocessing.column_kinds import decide_columns, write_vocabularies
+from preprocessing.column_kinds import decide_columns, describe, write_vocabularies
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.table_files import LateColumn, forget_kept_sheet
@@ -164,7 +166,7 @@ def build_dataset_with_beam(
         split, index = split_and_index
         return (split, int(hashes[index, ORDER] % counts[split])), index
 
-    with beam.Pipeline(options=options) as pipeline:
+    with quiet_beam(), beam.Pipeline(options=options) as pipeline:
         _ = (
             pipeline
             | "Examples" >> beam.Create([(int(label), i) for i, label in enumerate(data.labels)])
@@ -297,7 +299,7 @@ def build_table_dataset_with_beam(
     def keep(writer: ShardWriter, summary) -> None:
         storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "labels": summary[1]}))
 
-    with beam.Pipeline(options=beam_options) as pipeline:
+    with quiet_beam(), beam.Pipeline(options=beam_options) as pipeline:
         read = (
             pipeline
             | "Files" >> beam.Create(files)
@@ -320,9 +322,35 @@ def build_table_dataset_with_beam(
     writer = _writer_from_json(summary["writer"], output)
     written = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
-    metadata = tables.table_metadata(plan, writer, written, Counter(summary["labels"]), extra)
+    labels = Counter(summary["labels"])
+    log.info(
+        "Read %d rows of %d file(s): %s", sum(labels.values()), len(files), ", ".join(map(describe, writer.columns))
+    )
+    metadata = tables.table_metadata(plan, writer, written, labels, extra)
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata
+
+
+class _NoUserErrorTraceback(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], UserError))
+
+
+@contextlib.contextmanager
+def quiet_beam():
+    """A pipeline's run as the local one's: Beam's own INFO lines (its internals) left out, and a UserError said
+    once, in its one line. Beam's runner logged the failing step's traceback and added the step's name to it."""
+    beam_log, step_log = logging.getLogger("apache_beam"), logging.getLogger("apache_beam.runners.common")
+    level, quiet = beam_log.level, _NoUserErrorTraceback()
+    beam_log.setLevel(logging.WARNING)
+    step_log.addFilter(quiet)
+    try:
+        yield
+    except UserError as error:
+        raise UserError(re.sub(r" \[while running '.*'\]$", "", str(error))) from None
+    finally:
+        beam_log.setLevel(level)
+        step_log.removeFilter(quiet)
 
 
 def _writer_json(writer: ShardWriter) -> dict:

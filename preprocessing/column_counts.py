@@ -75,6 +75,8 @@ class ColumnCount:
     stopped: bool = False  # whether its numbers had too many values to count (see count_column)
     date_format: str = ""  # the format its text reads as dates in, if any (found in the file's first text block)
     date_tried: bool = False  # whether a format was looked for
+    # (format, the first file read in it), one a format: two mean that the files disagree (each file's is found in it)
+    date_files: tuple[tuple[str, str], ...] = ()
     not_dates: int = 0  # present values, in all rows, that are no date in that format
     not_dates_train: int = 0
     date_spellings: tuple[str, ...] = ()  # the distinct values that are no dates, up to SPELLINGS_KEPT
@@ -120,7 +122,8 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.frequent.merge(more.frequent)
     total.distinct += more.distinct
     total.distinct_of += more.distinct_of
-    total.date_format = total.date_format or more.date_format  # files agree, or the first file's holds
+    total.date_format = total.date_format or more.date_format  # files agree, or decide_columns refuses them
+    total.date_files = _first_file_of_each(total.date_files + more.date_files)
     total.date_tried = total.date_tried or more.date_tried
     total.not_dates += more.not_dates
     total.not_dates_train += more.not_dates_train
@@ -187,6 +190,14 @@ def _lowest(first: tuple, second: tuple) -> tuple:
 def _spellings(values: pa.Array, bad: np.ndarray) -> tuple:
     """The first SPELLINGS_KEPT distinct values where `bad`: enough to tell one spelling from several."""
     return tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
+
+
+def _first_file_of_each(date_files: tuple) -> tuple:
+    """(format, file) pairs, the first of each format."""
+    found: dict[str, str] = {}
+    for date_format, path in date_files:
+        found.setdefault(date_format, path)
+    return tuple(found.items())
 
 
 def _spellings_of_both(spellings: tuple, more: tuple) -> tuple:
@@ -362,6 +373,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
         counts.steps, counts.rising = max(len(in_order) - 1, 0), int(np.count_nonzero(np.diff(in_order) > 0))
     if maybe_dates:
         _count_dates(counts, values, train, present, date_format)
+        counts.date_files = ((date_format, where[0]),) if date_format else ()
     counts.stopped = earlier.stopped
     counts.zero_led = earlier.zero_led  # codes: every value counted, as a categorical column's
     every_value = count_all or bad.any() or bool(counts.date_format) or counts.zero_led

@@ -64,6 +64,12 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
     columns = []
     for name in _present_columns(plan, counts, files):
         count = counts[name]
+        if len(count.date_files) > 1:  # each file's format is found in it: dates of one read as missing in another
+            (first, where), (other, there) = count.date_files[:2]
+            raise UserError(
+                f"column {plan.position(name)}: its dates are written as {first!r} reads them in {where}, and as "
+                f"{other!r} does in {there}; give the one format of every file with --date-format"
+            )
         mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present or bool(_missing_spellings(count))
         if name in plan.options.numeric and not mostly_numbers:
             path, line, value = count.bad_cells[0]

@@ -294,6 +294,26 @@ def test_the_flags_name_date_columns_and_their_format(tmp_path):
         build_table_dataset(str(source), str(tmp_path / "d"), TableOptions(dates=("day",), numeric=("day",)))
 
 
+def test_files_whose_dates_read_in_different_formats_are_refused_naming_both(tmp_path):
+    """Each file's format is found in it: one file of days 1-12 read %m/%d/%Y, the next %d/%m/%Y, and the model kept
+    the first format only, so half the dates were missing to it and the summary said none were."""
+    (tmp_path / "months").mkdir()
+    for name, days in (("a.csv", range(1, 13)), ("b.csv", range(13, 29))):
+        write(
+            tmp_path / "months" / name,
+            "day,label",
+            [f"{days[i % len(days)]:02d}/01/2024,{'ab'[i % 2]}" for i in range(60)],
+        )
+    refused = r"column 1 \('day'\): its dates are written as '%m/%d/%Y' reads them in .*a.csv, and as '%d/%m/%Y' "
+    with pytest.raises(
+        UserError, match=refused + r"does in .*b.csv; give the one format of every file with --date-format$"
+    ):
+        build_table_dataset(str(tmp_path / "months"), str(tmp_path / "out"), TableOptions(label_column="label"))
+    options = TableOptions(label_column="label", date_format="%d/%m/%Y")
+    column = build_table_dataset(str(tmp_path / "months"), str(tmp_path / "out"), options).columns[0]
+    assert column.kind == tables.DATE and column.missing == 0
+
+
 def test_unix_times_read_as_python_reads_them_in_every_unit():
     seconds = np.random.default_rng(3).integers(-5 * 10**9, 5 * 10**10, 5000)  # 1811 to 3554
     scaled = ["1500000000", "1500000000000", "1500000000000000", "1500000000000000000", " 1.5e9 ", "1500000000.9"]
