@@ -150,8 +150,9 @@ def _add_table_flags(group) -> None:
     group.add_argument(
         "--date-format",
         type=_date_format,
-        help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b %%p, e.g. '%%d/%%m/%%Y' (default: found from "
-        "the values); a format without %%H also reads a time of day after the date, AM or PM too; '%%H:%%M' reads "
+        help="the dates' format with %%Y %%y %%m %%d %%H %%M %%S %%b %%p, e.g. '%%d/%%m/%%Y', tried first on every "
+        "column (default: found from the values; other columns' formats still are, and a format that reads no column "
+        "is refused); a format without %%H also reads a time of day after the date, AM or PM too; '%%H:%%M' reads "
         "times of day alone; '%%s' reads Unix times (seconds since 1970, UTC; milliseconds, microseconds or "
         "nanoseconds when larger)",
     )

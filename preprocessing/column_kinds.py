@@ -81,14 +81,29 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
             count.not_dates <= BAD_CELLS_SHARE * count.present or bool(_date_spelling(count))
         )
         if name in plan.options.dates and not mostly_dates:
-            tried = (*dates.FORMATS, *NUMBER_DATE_FORMATS)
-            where = f"{count.date_format!r}" if count.date_format else f"any of {', '.join(tried)}"
+            tried = dict.fromkeys((plan.options.date_format, *dates.FORMATS, *NUMBER_DATE_FORMATS))
+            if count.date_format:
+                found = f"{count.not_dates} of its {count.present} values are no dates in {count.date_format!r}"
+            else:  # the share that find_date_format asks of one format
+                share = f"{100 * (1 - BAD_CELLS_SHARE):.0f}%"
+                found = (
+                    f"no one format reads {share} of its first values as dates (of {', '.join(filter(None, tried))})"
+                )
             raise UserError(
-                f"column {plan.position(name)}: {count.not_dates or count.present} of its {count.present} values "
-                f"are no dates in {where} (--date-columns {name}); give their format with --date-format"
+                f"column {plan.position(name)}: {found} (--date-columns {name}); give their format with --date-format"
             )
         columns.append(_decide(name, count, plan, mostly_numbers, mostly_dates))
+    _check_date_format(plan.options.date_format, columns)
     return _with_words(columns, plan, files)
+
+
+def _check_date_format(date_format: str, columns: list[tables.Column]) -> None:
+    """A UserError where --date-format reads no column's dates: a mistyped format left the column it was for a
+    category of distinct values, with a warning about IDs at most."""
+    if date_format and not any(column.kind == tables.DATE and column.date_format == date_format for column in columns):
+        found = [f"{column.name} ({column.date_format})" for column in columns if column.kind == tables.DATE]
+        also = f"; the date columns found read in other formats: {', '.join(found)}" if found else ""
+        raise UserError(f"--date-format {date_format}: no column's values read as dates in it{also}")
 
 
 def _with_words(columns: list[tables.Column], plan: TablePlan, files: list[str]) -> tuple[tables.Column, ...]:

@@ -238,7 +238,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
     classes = pc.dictionary_encode(label).indices.to_numpy(zero_copy_only=False)
     train = stratified_train(split_hash, order, classes, plan.eval_fraction)
     options = plan.options
-    date_formats = (options.date_format,) if options.date_format else dates.FORMATS
+    date_formats = tuple(dict.fromkeys((options.date_format, *dates.FORMATS))) if options.date_format else dates.FORMATS
 
     def count(name: str) -> tuple:
         codes = name in options.categorical
@@ -246,7 +246,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         kind_given = codes or name in options.dates or name in options.numeric
         is_text = True if name in options.text else False if kind_given else None
         named_like_a_time = name in options.dates or not kind_given and TIME_NAME.search(name)
-        formats = date_formats + NUMBER_DATE_FORMATS if named_like_a_time and not options.date_format else date_formats
+        formats = tuple(dict.fromkeys(date_formats + NUMBER_DATE_FORMATS)) if named_like_a_time else date_formats
         flags = (codes, codes or named_like_a_code, name in options.dates, formats, is_text, options)
         values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel
         return count_column(values, train, (path, lines, split_hash), earlier[name], flags)

@@ -288,10 +288,24 @@ def test_the_flags_name_date_columns_and_their_format(tmp_path):
     found = build_table_dataset(str(source), str(tmp_path / "c"), TableOptions(dates=("day",))).columns[0]
     assert found.date_format == "%Y%m%d"  # numbers are tried as dates in a column the flag names
     counts = write(tmp_path / "n.csv", "day,label", [f"{i % 7},{'ab'[i % 2]}" for i in range(100)])
-    with pytest.raises(UserError, match=r"column 1 \('day'\): 100 of its 100 values are no dates in any of %Y-%m-%d"):
+    with pytest.raises(
+        UserError, match=r"column 1 \('day'\): no one format reads 98% of its first values as dates \(of "
+    ):
         build_table_dataset(str(counts), str(tmp_path / "e"), TableOptions(dates=("day",)))
     with pytest.raises(UserError, match="--numeric-columns and --date-columns both name 'day'"):
         build_table_dataset(str(source), str(tmp_path / "d"), TableOptions(dates=("day",), numeric=("day",)))
+    # --date-format is the format of the columns it reads, and the others' are still found (an ISO column beside it
+    # became a category of distinct values); a format that reads no column is refused (it was taken silently).
+    rows = [f"2020-{1 + i % 12:02d}-{1 + i % 28:02d},{1 + i % 28:02d}/{1 + i % 12:02d}/20 10:{i % 60:02d},{'ab'[i % 2]}"
+            for i in range(100)]  # fmt: skip
+    two = write(tmp_path / "two.csv", "created,shipped,label", rows)
+    found = build_table_dataset(str(two), str(tmp_path / "f"), TableOptions(date_format="%d/%m/%y %H:%M")).columns
+    assert [(column.kind, column.date_format) for column in found] == [
+        (tables.DATE, "%Y-%m-%d"),
+        (tables.DATE, "%d/%m/%y %H:%M"),
+    ]
+    with pytest.raises(UserError, match=r"--date-format %Y-%d-%m: no column's values read as dates in it; the date "):
+        build_table_dataset(str(two), str(tmp_path / "g"), TableOptions(date_format="%Y-%d-%m"))
 
 
 def test_files_whose_dates_read_in_different_formats_are_refused_naming_both(tmp_path):
