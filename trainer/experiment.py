@@ -249,8 +249,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         log.info("Training %s", stop.describe())
-        last = export.read_metrics(config.job_dir)  # it stopped at the step evaluated last, before the stop was
-        written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])  # known: none yet
+        # Stopped at the step it evaluated last, that evaluation wrote no figures: the stop was not yet known.
+        last = export.read_metrics(config.job_dir)
+        written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])
         if last and not written and not is_cluster(estimator.config):
             lead = names.resolve_best(config.best_metric, metadata.num_classes)
             export.write_figures(config.job_dir, last, metadata.class_names, lead)
