@@ -371,6 +371,12 @@ def no_such_column(name: str, names: list[str]) -> str:
     return f"no column {name!r} (its columns: {', '.join(names[:SHOWN_NAMES])}{more})"
 
 
+def in_another_case(names: list[str], among: list[str]) -> list[str]:
+    """The `names` that `among` holds only in another case ("age" where it holds "Age")."""
+    lowered = {other.lower() for other in among}
+    return [name for name in names if name not in among and name.lower() in lowered]
+
+
 def is_number(text: str) -> bool:
     try:
         float(text)
@@ -503,7 +509,7 @@ def _check_keys(instance: dict, known: list[str], where: str) -> None:
     if not unknown:
         return
     wanted = [name for name in known if name not in instance]
-    misspelled = [name for name in unknown if name.lower() in {other.lower() for other in wanted}]
+    misspelled = in_another_case(unknown, wanted)
     if misspelled:
         raise UserError(f"{where}: {no_such_column(misspelled[0], wanted)}")
     if len(unknown) == len(instance):

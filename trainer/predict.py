@@ -190,10 +190,10 @@ def table_rows(
     if dialect.format == CSV and not named and not _by_place(names, dialect.names, key):
         raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
     found = tuple(name for name in dialect.names if name and name in names)
-    unknown = {name.lower(): name for name in dialect.names if name and name not in names}
-    cased = [name for name in names if name and name not in found and name.lower() in unknown]
+    unknown = [name for name in dialect.names if name and name not in names]
+    cased = tables.in_another_case([name for name in names if name and name not in found], unknown)
     if cased:  # the model's column under another case: read as missing, every prediction would be off
-        raise UserError(f"{path}: {tables.no_such_column(cased[0], list(unknown.values()))}")
+        raise UserError(f"{path}: {tables.no_such_column(cased[0], unknown)}")
     if not found:
         raise UserError(f"{path}: no column of the model's ({', '.join(filter(None, names))}) is in its header")
     # JSON: a key its first objects lack, a later one may hold; other files: every row lacks the others
