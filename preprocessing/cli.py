@@ -233,7 +233,8 @@ def _add_text_flags(group) -> None:
         "--max-length",
         type=commandline.positive_int,
         default=TableOptions.max_length,
-        help=f"a text keeps its first this many words (default: {TableOptions.max_length})",
+        help="a text keeps its first this many words, and the model's input is as wide as the longest training "
+        f"text where it has fewer (default: {TableOptions.max_length})",
     )
     group.add_argument(
         "--bigram-buckets",

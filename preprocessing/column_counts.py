@@ -95,6 +95,7 @@ class ColumnCount:
     words: int = 0  # text: training rows' words (up to max_length a row)
     texts: int = 0  # text: training rows with a text
     cut: int = 0  # text: training rows with more than max_length words
+    longest: int = 0  # text: the most words of a training row (up to max_length)
 
     @property
     def nearly_unique(self) -> bool:
@@ -142,6 +143,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.words += more.words
     total.texts += more.texts
     total.cut += more.cut
+    total.longest = max(total.longest, more.longest)
 
 
 MISSING_SPELLINGS = pa.array(tables.MISSING_SPELLINGS)
@@ -286,8 +288,8 @@ def _looks_like_text(values: pa.Array) -> bool:
 
 def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions, where) -> ColumnCount:
     """A block of a text column counted: its training rows' words (text.words, as the records will hold
-    them), how many, and the rows cut at --max-length. A text of LARGE_TEXT bytes or more is named in a
-    warning (its file and line), since only its first characters are read."""
+    them), how many, the rows cut at --max-length and the longest row's. A text of LARGE_TEXT bytes or more
+    is named in a warning (its file and line), since only its first characters are read."""
     import tensorflow as tf  # only for text: TensorFlow's own ops tokenize, here as in the serving graph
 
     large = np.flatnonzero(pc.binary_length(values).to_numpy(zero_copy_only=False) >= LARGE_TEXT)
@@ -314,6 +316,7 @@ def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, option
     counts.frequent.add(pa.array(unique.numpy(), pa.binary()).cast(pa.string()), word_counts.numpy())
     counts.words = int(np.minimum(lengths, options.max_length).sum())
     counts.texts, counts.cut = len(kept), int(np.count_nonzero(lengths > options.max_length))
+    counts.longest = int(min(lengths.max(), options.max_length))
     return counts
 
 

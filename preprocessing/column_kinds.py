@@ -240,7 +240,9 @@ def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
         count.missing,
         vocabulary=tuple(words[:size].to_pylist()),
         hashed=round(1 - int(frequencies[:size].sum()) / count.words, 4) if count.words else 0.0,
-        max_length=options.max_length,
+        # The longest training text's words, if fewer: every text takes the model's input this wide, padded
+        # (--max-length 1000000 on texts of 16 words made 20 steps take 48 s, most of it padding).
+        max_length=max(1, count.longest),
         vocabulary_file=tables.vocabulary_name(name),
         vocabulary_size=size,
         bigram_buckets=buckets,
@@ -388,7 +390,7 @@ def describe(column: tables.Column) -> str:
     if column.kind == tables.TEXT:
         return (
             f"{column.name} (text: {column.vocabulary_size} words + {column.bigram_buckets} bigram buckets, "
-            f"{column.hashed:.1%} of words outside, {column.cut:.1%} of rows cut at {column.max_length} words{missing})"
+            f"{column.hashed:.1%} of words outside, {_length(column)}{missing})"
         )
     if column.kind == tables.DATE:
         days = f", its {column.day_count} days as categories" if column.day_count else ""
@@ -399,6 +401,13 @@ def describe(column: tables.Column) -> str:
     return (
         f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"
     )
+
+
+def _length(column: tables.Column) -> str:
+    """The words a text column keeps: the share of training rows cut at --max-length, or its longest row's."""
+    if column.cut:
+        return f"{column.cut:.1%} of rows cut at {column.max_length} words"
+    return f"at most {column.max_length} words a row"
 
 
 def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:

@@ -148,11 +148,13 @@ def test_a_text_column_is_found_its_vocabulary_written_and_its_words_stored_as_i
     review = metadata.columns[1]
     vocabulary = (tmp_path / "data" / "review.vocabulary.txt").read_text().splitlines()
     assert len(vocabulary) == review.vocabulary_size and set(GOOD + BAD) <= set(vocabulary) and "!" in vocabulary
-    assert review.bigram_buckets == 0 and review.width == 30 and metadata.shape == (32,)  # few words: no bigrams
     saved = json.loads((tmp_path / "data" / METADATA_FILE).read_text())["columns"][1]
     assert saved["vocabulary_file"] == "review.vocabulary.txt" and "vocabulary" not in saved
     ids = record_ids(tmp_path / "data", metadata, "review")
     assert len(ids) == 400 and all(0 < len(row) <= 30 for row in ids)
+    # No review is 30 words long: the input is as wide as the longest of the training rows.
+    assert 20 < review.width < 30 and review.width == max(len(row) for row in ids)
+    assert review.bigram_buckets == 0 and metadata.shape == (2 + review.width,)  # few words: no bigrams
     assert all(text.FIRST_ID <= i < text.FIRST_ID + len(vocabulary) for row in ids for i in row)
 
 
