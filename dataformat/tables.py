@@ -98,6 +98,7 @@ class Column:
     bigram_buckets: int = 0  # text: where the network hashes pairs of neighbouring words
     cut: float = 0.0  # text: the share of training rows with more than max_length words
     missing_spellings: tuple[str, ...] = ()  # numeric: the few other values its file held beside numbers ("-"), missing
+    span: tuple[float, ...] = ()  # numeric: the training split's least and greatest number (none: not known)
 
     def __deepcopy__(self, memo: dict) -> Column:
         """Itself: nothing in it can change. The Estimator deep-copies its params (the metadata) for every
@@ -171,7 +172,8 @@ class Column:
         if self.kind == NUMERIC:
             found = {"name": self.name, "kind": self.kind, "missing": self.missing, "mean": self.mean, "std": self.std}
             spelled = {"missing_spellings": list(self.missing_spellings)} if self.missing_spellings else {}
-            return {**found, "boundaries": list(self.boundaries), **spelled}
+            spanned = {"span": list(self.span)} if self.span else {}
+            return {**found, "boundaries": list(self.boundaries), **spelled, **spanned}
         found = {"name": self.name, "kind": self.kind, "missing": self.missing}
         if self.kind == TEXT:
             sizes = {"max_length": self.max_length, "vocabulary_size": self.vocabulary_size}
@@ -203,6 +205,7 @@ class Column:
             bigram_buckets=int(raw.get("bigram_buckets", 0)),
             cut=float(raw.get("cut", 0.0)),
             missing_spellings=_missing_spellings(raw),
+            span=tuple(float(value) for value in raw.get("span", ())),
         )
 
     def located(self, folder: str) -> Column:

@@ -69,6 +69,8 @@ class ColumnCount:
     total: float = 0.0  # training rows' numbers
     squares: float = 0.0
     counted: int = 0
+    lowest: float = math.inf  # training rows' least and greatest number
+    highest: float = -math.inf
     frequent: FrequentValues = field(default_factory=FrequentValues)  # training rows' values (see count_column)
     distinct: int = 0  # distinct values of each counted block, added up
     distinct_of: int = 0  # the rows they were counted over
@@ -120,6 +122,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.total += more.total
     total.squares += more.squares
     total.counted += more.counted
+    total.lowest, total.highest = min(total.lowest, more.lowest), max(total.highest, more.highest)
     total.frequent.merge(more.frequent)
     total.distinct += more.distinct
     total.distinct_of += more.distinct_of
@@ -370,6 +373,8 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]
     counts.total, counts.squares, counts.counted = sums(kept)
+    if len(kept):
+        counts.lowest, counts.highest = float(kept.min()), float(kept.max())
     counts.integers = bool(np.all(np.floor(kept) == kept))
     if counts.integers:  # only integers get the hint (numbers_rows): a wide table's measurements skip this
         in_order = numbers[finite]

@@ -311,8 +311,9 @@ def _numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Co
         )
     mean, std = mean_and_std(count.total, count.squares, count.counted)
     missing = count.missing + count.not_numbers_train
+    span = (count.lowest, count.highest) if count.counted else ()
     return tables.Column(
-        name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spellings=spellings
+        name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spellings=spellings, span=span
     )
 
 

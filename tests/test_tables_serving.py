@@ -276,6 +276,26 @@ def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dat
 
 
 @pytest.mark.slow
+def test_numbers_far_outside_the_training_rows_are_predicted_and_warned_of(table_job, tmp_path, caplog):
+    """A number beyond the training split's least or greatest by more than their difference (ages in months for
+    years) is predicted as it is, and warned of, from a file and a request: it predicted silently."""
+    config, _, _ = table_job
+    model = Model(latest_export(config, "latest"))
+    age = next(column for column in model.metadata.columns if column.name == "age")
+    lowest, highest = age.span
+    assert 15 <= lowest < highest <= 100 and lowest < age.mean < highest
+    far, near = int(2 * highest - lowest + 1), int(2 * highest - lowest - 1)
+    rows = "".join(f"{value},Private,40\n" for value in (near, far, 12 * 40, 12 * 50, 12 * 60, lowest))
+    (tmp_path / "rows.csv").write_text("age,workclass,hours\n" + rows)
+    assert len(list(predict_files(model, [str(tmp_path / "rows.csv")], batch_size=4))) == 6
+    shown = f"({lowest:g} to {highest:g}); the model extrapolates"
+    assert f"rows.csv:3: column 'age': '{far}' is far outside the training rows' numbers {shown}" in caplog.text
+    assert "rows.csv:2:" not in caplog.text and "rows.csv:6:" not in caplog.text and "rows.csv:7" not in caplog.text
+    assert "rows.csv: 4 values in all are far outside the training rows' numbers" in caplog.text
+    respond(model, {"instances": [{"age": 480, "workclass": "Private", "hours": 40}]})
+    assert "--instances-json: instance 0: column 'age': 480 is far outside" in caplog.text
+
+
 def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table_job, tmp_path):
     config, _, _ = table_job
     (tmp_path / "rows.csv").write_text("hours,workclass,age,income\n40,Private,60,?\n,Self-emp,30,\n")

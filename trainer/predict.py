@@ -252,6 +252,34 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
         log.warning("%s: %d values in all are not numbers and were read as missing", path, bad)
 
 
+def far_numbers_warned(rows: Iterator[tuple[str, dict]], path: str, numeric) -> Iterator[tuple[str, dict]]:
+    """A table file's rows, each number of a `numeric` column far outside the training split's (beyond its least
+    or greatest by more than their difference) warned of: the first few by line, then a count. The model
+    extrapolates there, and a unit that differs from training's (cents for dollars, grams for kilograms) is the
+    usual cause; it predicted silently before."""
+    far = 0
+    spanned = [column for column in numeric if column.span]
+    for name, row in rows:
+        for column in spanned if isinstance(row, dict) else ():
+            value = row.get(column.name)
+            if value is not None and tables.is_a_number(value) and _far_outside(float(value), column.span):
+                far += 1
+                if far <= SHOWN_BAD_VALUES:
+                    lowest, highest = column.span
+                    log.warning("%s: column %r: %s is far outside the training rows' numbers (%g to %g); the model "
+                                "extrapolates", name, column.name, quoted(value), lowest, highest)  # fmt: skip
+        yield name, row
+    if far > SHOWN_BAD_VALUES:
+        log.warning("%s: %d values in all are far outside the training rows' numbers", path, far)
+
+
+def _far_outside(value: float, span: tuple[float, float]) -> bool:
+    """Whether a number lies beyond the span by more than the span is wide (than the number, for a constant)."""
+    lowest, highest = span
+    margin = highest - lowest or max(abs(highest), 1.0)
+    return value < lowest - margin or value > highest + margin
+
+
 def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) -> Iterator[tuple[str, dict]]:
     """A table file's rows, each value of a `dated` column that is no date in its column's format warned of (the
     first few by line, then a count): the model reads it as a missing date, as preprocessing read the training
@@ -368,10 +396,11 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
 
 def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterator[tuple[str, str, dict]]:
     """A table file's rows (a table's or JSON lines') as requests, their bad numbers read as missing and their
-    unreadable dates warned of."""
+    unreadable dates and far numbers warned of."""
     numeric = tables.numeric_columns(model.metadata.columns)
     dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
-    for name, row in bad_numbers_as_missing(unreadable_dates_warned(rows, path, dated), path, numeric):
+    rows = bad_numbers_as_missing(unreadable_dates_warned(rows, path, dated), path, numeric)
+    for name, row in far_numbers_warned(rows, path, numeric):
         yield name, model.numbers_signature, row
 
 
@@ -438,9 +467,11 @@ def respond(model: Model, request: dict) -> dict:
         raise UserError(f"--instances-json: the model has no signature {signature!r}")
     names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
     numbers = signature == model.numbers_signature
-    if model.metadata.is_table and numbers:  # rows of named columns, as they are, their unreadable dates warned of
+    if model.metadata.is_table and numbers:  # rows of named columns, as they are, odd dates and numbers warned of
         dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
-        rows = [row for _, row in unreadable_dates_warned(zip(names, request["instances"]), "--instances-json", dated)]
+        numeric = tables.numeric_columns(model.metadata.columns)
+        rows = unreadable_dates_warned(zip(names, request["instances"]), "--instances-json", dated)
+        rows = [row for _, row in far_numbers_warned(rows, "--instances-json", numeric)]
         return {"predictions": model.predict(signature, rows, names)}
     input_name = model.input_name(signature)
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
