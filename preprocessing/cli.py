@@ -31,6 +31,9 @@ examples:
 """
 
 
+MOST_IMAGE_SIDE = 4096  # pixels a side of --image-size: 48 MB an RGB photo; models take 224 to 600
+
+
 def _image_size(text: str) -> tuple[int, int]:
     try:
         height, width = (int(n) for n in text.lower().split("x"))
@@ -38,6 +41,8 @@ def _image_size(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not HEIGHTxWIDTH, e.g. 64x64") from None
     if height < 1 or width < 1:
         raise argparse.ArgumentTypeError(f"{text!r} has a zero or negative side")
+    if height > MOST_IMAGE_SIDE or width > MOST_IMAGE_SIDE:  # 100000x100000 ran out of memory after a minute
+        raise argparse.ArgumentTypeError(f"{text!r}: a side is at most {MOST_IMAGE_SIDE} pixels")
     return height, width
 
 

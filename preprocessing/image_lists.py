@@ -50,16 +50,17 @@ class Listed:
     label: str  # "" when the line has none
     use: int  # TRAIN, EVAL or FREE
     where: str  # "LIST line N", for errors
+    listed: str = ""  # the path as the list writes it: the image's key, the same from any working folder
 
 
 def read_image_list(path: str, options: SourceOptions) -> RawData:
-    rows = read_list(path)
+    rows = _without_repeats(read_list(path))
     unlabelled = sum(not row.label for row in rows)
     rows = [row for row in rows if row.label]
     if unlabelled:
         log.warning("%s: left out %d image(s) without a label", path, unlabelled)
     if not rows:
-        raise UserError(f"{path}: no labelled image")
+        raise UserError(f"{path}: no labelled image (its delimiter must be a comma: [ML_USE,]PATH,LABEL)")
     labels, classes = encode_labels(np.array([row.label for row in rows]), path)
     shape = first_image_shape(((row.path, row.where) for row in rows), options.image_size)
     uses = np.array([row.use for row in rows], dtype=np.int8)
@@ -68,7 +69,7 @@ def read_image_list(path: str, options: SourceOptions) -> RawData:
     return RawData(
         items=[(row.path, row.where) for row in rows],
         labels=labels,
-        keys=[row.path for row in rows],  # where the image is: a stable name, whatever the list's order
+        keys=[row.listed for row in rows],  # the image as listed: a stable name, whatever the list's order
         class_names=classes,
         shape=shape,
         dtype="uint8",
@@ -77,20 +78,44 @@ def read_image_list(path: str, options: SourceOptions) -> RawData:
     )
 
 
+def _without_repeats(rows: list[Listed]) -> list[Listed]:
+    """The rows, an image listed again left out and warned of: kept twice, one listed for training and once for
+    evaluation lands in both splits, and evaluation scores the model on what it trained on."""
+    first: dict[str, Listed] = {}
+    for row in rows:
+        first.setdefault(row.path, row)
+    repeats = [row for row in rows if first[row.path] is not row]
+    if repeats:
+        again = repeats[0]
+        earlier = first[again.path].where.rsplit(" line ", 1)[-1]
+        log.warning("%s: %s is listed again (as on line %s) and left out, with %d more image(s) listed again",
+                    again.where, again.listed, earlier, len(repeats) - 1)  # fmt: skip
+    return list(first.values())
+
+
 def is_image_list(path: str) -> bool:
     """Whether a .csv or .jsonl file is an image list, by its first line: an object with imageGcsUri, or
-    [ML_USE,]PATH,LABEL whose PATH names an image file."""
+    [ML_USE,]PATH,LABEL whose PATH names an image file (after a header line, if it has one)."""
     if not path.lower().endswith(LIST_SUFFIXES) or not storage.exists(path):
         return False
     with storage.open_read(path) as file:
         head = file.read(HEAD_BYTES).decode("utf-8-sig", errors="replace")
-    first = next((line for line in head.splitlines() if line.strip()), "")
+    lines = [line for line in head.splitlines() if line.strip()][:2]
     if path.lower().endswith(".jsonl"):
-        return '"imageGcsUri"' in first
-    fields = [field.strip() for field in next(csv.reader([first]), [])]
+        return bool(lines) and '"imageGcsUri"' in lines[0]
+    rows = [[field.strip() for field in fields] for fields in csv.reader(lines)]
+    if rows and _is_header(rows[0]):
+        rows = rows[1:]
+    fields = rows[0] if rows else []
     if fields and fields[0].lower() in ML_USES:
         fields = fields[1:]
     return 1 <= len(fields) <= 2 and fields[0].lower().endswith(PILLOW_SUFFIXES)
+
+
+def _is_header(fields: list[str]) -> bool:
+    """Whether a list's first line names its columns (path,label; ml_use,uri,class): two or three names,
+    none a path or an image file. Vertex AI's lists have none, but lists written by hand or by pandas do."""
+    return 2 <= len(fields) <= 3 and all(field and not any(mark in field for mark in "/\\.") for field in fields)
 
 
 def read_list(path: str) -> list[Listed]:
@@ -100,7 +125,7 @@ def read_list(path: str) -> list[Listed]:
         except UnicodeDecodeError as error:
             raise UserError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
     rows = _jsonl_rows(path, text) if path.lower().endswith(".jsonl") else _csv_rows(path, text)
-    return [Listed(_resolved(row.path, path), row.label, row.use, row.where) for row in rows]
+    return [Listed(_resolved(row.path, path), row.label, row.use, row.where, row.path) for row in rows]
 
 
 def _resolved(image: str, list_path: str) -> str:
@@ -117,6 +142,9 @@ def _csv_rows(path: str, text: str) -> list[Listed]:
         if not any(fields):
             continue
         where = f"{path} line {number}"
+        if not rows and _is_header(fields):
+            log.info("%s: a header (%s), left out", where, ",".join(fields))
+            continue
         use = FREE
         if fields[0].lower() in ML_USES:
             use, fields = ML_USES[fields[0].lower()], fields[1:]

@@ -7,11 +7,13 @@ at fault. Examples stay in their natural dtype: uint8 pixels, float32 features.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import gzip
 import io
 import itertools
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -21,6 +23,7 @@ from dataformat import storage
 from dataformat.errors import NotFound, UserError
 from dataformat.schema import IMAGE_SUFFIXES
 
+log = logging.getLogger(__name__)
 PILLOW_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing decodes: TensorFlow's formats, and WebP
 MNIST_IMAGES = r"(.+)-images[.-]idx3-ubyte(\.gz)?$"  # an IDX file of images, PREFIX-images-idx3-ubyte[.gz]
 TEXT_SUFFIX = ".txt"  # --source text: a class folder's documents
@@ -181,6 +184,7 @@ class BrokenImage(UserError):
 # bucket) stop it in that shard at once.
 MAX_BROKEN_SHARE = 0.01
 BROKEN_FLOOR = 10
+SHAPE_SAMPLE = 20  # the readable images whose sizes and colors choose the shape all are stored in
 
 
 @contextlib.contextmanager
@@ -199,7 +203,7 @@ def _opened_image(path: str, where: str = "") -> Iterator:
         raise UserError(f"{where}: {error}" if where else str(error)) from None
     except UnidentifiedImageError:
         raise BrokenImage(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
-    except (OSError, ValueError) as error:  # truncated or damaged image data
+    except (OSError, ValueError, Image.DecompressionBombError) as error:  # damaged, or too many pixels to decode
         raise BrokenImage(f"{named}: cannot decode image ({error})") from None
 
 
@@ -245,28 +249,32 @@ class ImageLoader:
         pixels = pixels.reshape(pixels.shape[0], pixels.shape[1], -1)
         if pixels.shape != self.shape:
             raise UserError(
-                f"{path}: image is {pixels.shape[0]}x{pixels.shape[1]} but the first image is "
+                f"{path}: image is {pixels.shape[0]}x{pixels.shape[1]}, not the most common size of the first images, "
                 f"{self.shape[0]}x{self.shape[1]}; pass --image-size HEIGHTxWIDTH to resize all"
             )
         return pixels
 
 
 def first_image_shape(images: Iterable[tuple[str, str]], size: tuple[int, int] | None) -> tuple[int, int, int]:
-    """The shape every image will have: the first readable image's size (or --image-size), and one channel
-    if it is grayscale, else three. `images` are (path, where it was listed, or ""). Broken images before
-    it are skipped later, by the shard writers; the first's error stops the run if the first BROKEN_FLOOR + 1
-    are all broken."""
-    first = None
-    for path, where in itertools.islice(images, BROKEN_FLOOR + 1):
+    """The shape every image will have, from the first SHAPE_SAMPLE readable images: their most common size (or
+    --image-size), and three channels if any is in color, else one. The first image alone decided both, so a
+    gray icon listed first made thirty color photos gray, and 16x16. `images` are (path, where it was listed,
+    or ""). Broken images are skipped later, by the shard writers; the first's error stops the run if the
+    first BROKEN_FLOOR + 1 are all broken."""
+    sizes, color, first = [], False, None
+    for tried, (path, where) in enumerate(itertools.islice(images, SHAPE_SAMPLE + BROKEN_FLOOR), start=1):
         try:
             with _opened_image(path, where) as image:
-                channels = 1 if image.mode in GRAY_MODES else 3
-                width, height = image.size
-            height, width = size or (height, width)
-            return (height, width, channels)
+                color = color or image.mode not in GRAY_MODES
+                sizes.append(image.size[::-1])
         except BrokenImage as error:
             first = first or error
-    raise first
+        if len(sizes) == SHAPE_SAMPLE or not sizes and tried > BROKEN_FLOOR:
+            break
+    if not sizes:
+        raise first
+    height, width = size or collections.Counter(sizes).most_common(1)[0][0]
+    return (height, width, 3 if color else 1)
 
 
 def read_images(path: str | None, options: SourceOptions) -> RawData:
@@ -277,12 +285,15 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
     if path and path.lower().endswith(image_lists.LIST_SUFFIXES):
         return image_lists.read_image_list(_require_input(path, "image list"), options)
     folder = _require_input(path, "images")
-    classes = [name for name in storage.list_names(folder) if storage.is_folder(storage.join(folder, name))]
+    names = _visible_names(folder)
+    classes = [name for name in names if storage.is_folder(storage.join(folder, name))]
     if len(classes) < 2:
         raise UserError(f"{folder}: found {len(classes)} class folder(s); expected one sub-folder per class, 2 or more")
     paths, labels, keys = [], [], []
+    left_out = [name for name in names if name not in classes]
     for index, name in enumerate(classes):
-        files = [f for f in storage.list_names(storage.join(folder, name)) if f.lower().endswith(PILLOW_SUFFIXES)]
+        found = _visible_names(storage.join(folder, name))
+        files = [f for f in found if f.lower().endswith(PILLOW_SUFFIXES)]
         if not files:
             raise UserError(
                 f"{storage.join(folder, name)}: class folder has no image files ({', '.join(PILLOW_SUFFIXES)})"
@@ -290,6 +301,15 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
         paths.extend(storage.join(storage.join(folder, name), f) for f in files)
         labels.extend([index] * len(files))
         keys.extend(f"{name}/{f}" for f in files)
+        left_out += [f"{name}/{f}" for f in found if not f.lower().endswith(PILLOW_SUFFIXES)]
+    if left_out:  # a sub-folder of a class, a TIFF, a photo beside the class folders: each was left out silently
+        log.warning(
+            "%s: left out %d file(s) or folder(s) that are no image file at the top of a class folder: %s%s",
+            folder,
+            len(left_out),
+            ", ".join(left_out[:3]),
+            ", ..." if len(left_out) > 3 else "",
+        )
     shape = first_image_shape(((path, "") for path in paths), options.image_size)
     return RawData(
         items=paths,
@@ -300,6 +320,11 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
         dtype="uint8",
         load=ImageLoader(shape, resize=options.image_size is not None),
     )
+
+
+def _visible_names(folder: str) -> list[str]:
+    """A folder's names but hidden ones: .DS_Store, macOS's ._photo.jpg copies, Jupyter's .ipynb_checkpoints."""
+    return [name for name in storage.list_names(folder) if not name.startswith(".")]
 
 
 def folder_source(folder: str) -> str | None:

@@ -211,3 +211,54 @@ def test_broken_images_stop_the_run_past_ten_and_one_percent_or_when_a_split_is_
             report_broken(_results(broken, total - broken - 5), total)
     with pytest.raises(UserError, match="gone-0.png: no such image file; and every other train image is missing"):
         report_broken(_results(3, 0), total=8)
+
+
+def test_a_header_line_and_images_listed_again_are_left_out_and_keys_are_paths_as_listed(photos, tmp_path, caplog):
+    """A header (path,label) became a class of no photos, or, without --source, the list a table of one column; an
+    image listed for training and again for evaluation landed in both splits. The key (and so the split) was the
+    path as read from the working folder, so the same list split differently from another folder."""
+    lines = ["ml_use,image,label", *(f"{name},{'warm' if i % 2 else 'cold'}" for i, (name, _, _) in enumerate(IMAGES))]
+    lines += [f"test,{IMAGES[0][0]},cold", f"{IMAGES[1][0]},warm"]  # listed again: left out
+    (photos / "headed.csv").write_text("\n".join(lines) + "\n")
+    with caplog.at_level(logging.INFO):
+        data = read_images(str(photos / "headed.csv"), SourceOptions(image_size=(24, 24)))
+    assert data.class_names == ("cold", "warm") and len(data.items) == len(IMAGES)
+    assert "headed.csv line 1: a header (ml_use,image,label), left out" in caplog.text
+    assert f"headed.csv line 12: {IMAGES[0][0]} is listed again (as on line 2) and left out, with 1 more" in caplog.text
+    assert data.keys == [name for name, _, _ in IMAGES]
+    # Without --source, the list is still found to be one.
+    assert preprocess(["--input", str(photos / "headed.csv"), "--output", str(tmp_path / "d"), "--workers", "1"]) == 0
+    assert json.loads((tmp_path / "d" / "metadata.json").read_text())["class_names"] == ["cold", "warm"]
+
+
+def test_the_stored_shape_is_the_first_images_most_common_size_in_color_if_any_is(tmp_path):
+    """A gray icon listed first made thirty color photos gray, and 16x16."""
+    names = ["icon.png", *(f"{i}.png" for i in range(6))]
+    Image.new("L", (16, 16), 128).save(tmp_path / names[0])
+    for name in names[1:]:
+        Image.new("RGB", (48, 40), (200, 20, 20)).save(tmp_path / name)
+    (tmp_path / "list.csv").write_text("".join(f"{name},{'a' if i % 2 else 'b'}\n" for i, name in enumerate(names)))
+    data = read_images(str(tmp_path / "list.csv"), SourceOptions())
+    assert data.shape == (40, 48, 3)
+    assert data.load(data.items[1])[0, 0].tolist() == [200, 20, 20]
+    assert data.load(data.items[0])[0, 0].tolist() == [128, 128, 128]  # the icon: gray as color, and resized
+
+
+def test_a_folders_hidden_files_are_skipped_and_what_is_left_out_is_named(tmp_path, caplog):
+    """macOS's ._photo.jpg copies stopped the run as broken images; Jupyter's .ipynb_checkpoints was a class; a
+    class's sub-folder, a TIFF and a photo beside the class folders were left out silently."""
+    for label in ("china", "flower", ".ipynb_checkpoints"):
+        (tmp_path / label / "more").mkdir(parents=True)
+        for i in range(3):
+            Image.new("RGB", (8, 8), (i * 50, 0, 0)).save(tmp_path / label / f"{i}.jpg")
+        (tmp_path / label / f"._{0}.jpg").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    Image.new("RGB", (8, 8)).save(tmp_path / "china" / "more" / "3.jpg")
+    Image.new("RGB", (8, 8)).save(tmp_path / "flower" / "scan.tif")
+    Image.new("RGB", (8, 8)).save(tmp_path / "loose.jpg")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00")
+    with caplog.at_level(logging.WARNING):
+        data = read_images(str(tmp_path), SourceOptions())
+    assert data.class_names == ("china", "flower") and len(data.items) == 6
+    assert [data.load(item).shape for item in data.items] == [(8, 8, 3)] * 6
+    left_out = "left out 4 file(s) or folder(s) that are no image file at the top of a class folder"
+    assert f"{left_out}: loose.jpg, china/more, flower/more, ..." in caplog.text

@@ -86,7 +86,8 @@ def test_every_serving_input_and_qt_predict_return_the_key(tmp_path):
 
 def test_an_image_lists_keys_are_its_uris_through_every_input(tmp_path):
     """Images: --key-column names each image's key, its path as listed; stored beside it, and taken and returned
-    by every signature (a request without keys gets "" each)."""
+    by every signature (a request without keys gets "" each). A key named with a space ("image uri") stopped
+    the export: the name was its op's."""
     from PIL import Image
 
     from preprocessing.cli import main as preprocess
@@ -98,15 +99,15 @@ def test_an_image_lists_keys_are_its_uris_through_every_input(tmp_path):
         lines.append(f"{name},{'red' if i % 2 else 'blue'}")
     (tmp_path / "list.csv").write_text("\n".join(lines) + "\n")
     argv = ["--source", "images", "--input", str(tmp_path / "list.csv"), "--output", str(tmp_path / "data")]
-    assert preprocess([*argv, "--key-column", "uri", "--workers", "1"]) == 0
+    assert preprocess([*argv, "--key-column", "image uri", "--workers", "1"]) == 0
     config = Config(data_dir=str(tmp_path / "data"), job_dir=str(tmp_path / "job"), train_steps=20, batch_size=8)
     experiment.run(config)
     export = latest_export(config, "latest")
     model = Model(export)
-    assert model.metadata.key_column == "uri"
+    assert model.metadata.key_column == "image uri"
     shard = tmp_path / "data" / model.metadata.splits["train"].shards[0].file
     record = tf.train.Example.FromString(next(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator()))
-    assert record.features.feature["uri"].bytes_list.value[0].decode().endswith(".png")
+    assert record.features.feature["image uri"].bytes_list.value[0].decode() in {line.split(",")[0] for line in lines}
 
     pixels = [np.asarray(Image.open(tmp_path / f"img{i}.png"), np.float32) for i in (0, 1)]
     encoded = [(tmp_path / f"img{i}.png").read_bytes() for i in (0, 1)]
@@ -129,6 +130,6 @@ def test_an_image_lists_keys_are_its_uris_through_every_input(tmp_path):
 def _image_example(pixels: bytes, key: str) -> bytes:
     feature = {
         "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels])),
-        "uri": tf.train.Feature(bytes_list=tf.train.BytesList(value=[key.encode()])),
+        "image uri": tf.train.Feature(bytes_list=tf.train.BytesList(value=[key.encode()])),
     }
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()

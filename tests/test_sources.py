@@ -87,7 +87,7 @@ def test_images_folder_one_subfolder_per_class(tmp_path):
 def test_images_of_different_sizes_need_resizing(tmp_path):
     make_image_folder(tmp_path, sizes=((6, 5), (6, 5), (6, 5), (7, 5)), mode="RGB")
     data = read_images(str(tmp_path), OPTIONS)
-    with pytest.raises(UserError, match="3.png: image is 7x5 but the first image is 6x5"):
+    with pytest.raises(UserError, match="3.png: image is 7x5, not the most common size of the first images, 6x5"):
         [data.load(path) for path in data.items]
     resized = read_images(str(tmp_path), SourceOptions(image_size=(4, 4)))
     assert all(resized.load(path).shape == (4, 4, 3) for path in resized.items)

@@ -48,6 +48,10 @@ examples:
 """
 
 
+class Rejected(UserError):
+    """An input the model rejects (an image that does not decode), named."""
+
+
 class Model:
     """An exported SavedModel and the dataset metadata that travels with it."""
 
@@ -72,7 +76,7 @@ class Model:
 
     def predict(self, signature: str, values, names: list[str] | None = None, keys: list | None = None) -> list[dict]:
         """One dict of outputs per input, as a predict server's row format returns them. An input
-        the model rejects (an image that does not decode) is a UserError naming it (by `names`,
+        the model rejects (an image that does not decode) is Rejected, naming it (by `names`,
         or as "input N"). A model that takes keys (--key-column) gets `keys`, by default the names."""
         import tensorflow as tf
 
@@ -83,7 +87,7 @@ class Model:
         try:
             outputs = _call(function, self._inputs(signature, values, names, keys))
         except tf.errors.InvalidArgumentError as error:
-            raise UserError(self._rejected(signature, values, names, error)) from None
+            raise Rejected(self._rejected(signature, values, names, error)) from None
         return [
             {key: _json_value(value[i]) for key, value in sorted(outputs.items())}
             for i in range(len(outputs["class_ids"]))
@@ -427,16 +431,18 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
 
 
 def predict_files(model: Model, paths: list[str], batch_size: int, table_options=None) -> Iterator[dict]:
-    """Batches consecutive inputs of the same signature; yields one JSON-ready line per input."""
+    """Batches consecutive inputs of the same signature; yields one JSON-ready line per input. An input the
+    model rejects (a broken image) is named in an error and left out, and the run fails at the end, once the
+    others are predicted: one broken photo among thousands stopped them all."""
     batch: list[tuple[str, object]] = []
-    signature = None
+    signature, rejected = None, []
     for path in paths:
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
         found = 0
         for name, sig, value in requests_for(path, model, table_options):
             if batch and (sig != signature or len(batch) == batch_size):
-                yield from _run(model, signature, batch)
+                yield from _run(model, signature, batch, rejected)
                 batch = []
             signature = sig
             batch.append((name, value))
@@ -444,14 +450,30 @@ def predict_files(model: Model, paths: list[str], batch_size: int, table_options
         if not found:  # an empty JSON lines file, "[]": an export cut short, or the wrong file
             raise UserError(f"{path}: nothing to predict for in it (no rows, no instances)")
     if batch:
-        yield from _run(model, signature, batch)
+        yield from _run(model, signature, batch, rejected)
+    if rejected:
+        raise UserError(f"{len(rejected)} input(s) that the model rejects were left out, the first {rejected[0]}")
 
 
-def _run(model: Model, signature: str, batch: list) -> Iterator[dict]:
+def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iterator[dict]:
     """One line per input: {"input": name, outputs...}, or for a row of JSON lines the line
-    Vertex AI batch prediction writes, {"instance": ..., "prediction": {outputs...}}."""
+    Vertex AI batch prediction writes, {"instance": ..., "prediction": {outputs...}}. A batch with an input
+    the model rejects is predicted one input at a time, each rejected one named in an error and in `rejected`."""
     names, values = zip(*batch)
-    for name, value, prediction in zip(names, values, model.predict(signature, list(values), list(names))):
+    try:
+        predictions = model.predict(signature, list(values), list(names))
+    except Rejected:
+        predictions = []
+        for name, value in batch:
+            try:
+                predictions += model.predict(signature, [value], [name])
+            except Rejected as error:
+                log.error("%s", error)
+                rejected.append(name)
+                predictions.append(None)
+    for name, value, prediction in zip(names, values, predictions):
+        if prediction is None:
+            continue
         if name.split(":")[0].lower().endswith(JSON_LINES):
             yield {"instance": value.tolist() if isinstance(value, np.ndarray) else value, "prediction": prediction}
         else:

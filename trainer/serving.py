@@ -37,16 +37,43 @@ def takes_encoded_images(metadata: Metadata) -> bool:
 
 
 def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
-    """PNG/JPEG strings to float32 (N, H, W, C) pixels, resized when their size differs."""
+    """PNG/JPEG/GIF/BMP strings to float32 (N, H, W, C) pixels as preprocessing stored the training photos
+    (preprocessing/sources.py's ImageLoader, with Pillow): transparent parts on white, then gray or color,
+    then resized with antialiasing, each step's pixels whole numbers as uint8 held them. Decoding straight
+    to the model's channels dropped the alpha, so a transparent PNG's background came out black where
+    training saw white, and an unfiltered resize of a large photo differed by 15 levels a pixel."""
     height, width, channels = metadata.shape
 
     def decode(data: tf.Tensor) -> tf.Tensor:
-        image = tf.io.decode_image(data, channels=channels, expand_animations=False)
+        image = tf.cast(tf.io.decode_image(data, expand_animations=False), tf.float32)  # its own 1 to 4 channels
+        image = tf.cond(tf.equal(tf.shape(image)[-1] % 2, 0), lambda: _on_white(image), lambda: image)
+        image = _with_channels(image, channels)
         same_size = tf.reduce_all(tf.equal(tf.shape(image)[:2], [height, width]))
-        image = tf.cond(same_size, lambda: tf.cast(image, tf.float32), lambda: tf.image.resize(image, [height, width]))
-        return tf.ensure_shape(image, metadata.shape)
+        return tf.ensure_shape(tf.cond(same_size, lambda: image, lambda: resized(image)), metadata.shape)
+
+    def resized(image: tf.Tensor) -> tf.Tensor:
+        return _whole(tf.image.resize(image, [height, width], antialias=True))
 
     return tf.map_fn(decode, encoded, fn_output_signature=tf.TensorSpec(metadata.shape, tf.float32))
+
+
+def _on_white(image: tf.Tensor) -> tf.Tensor:
+    """Pixels whose last channel is alpha (gray or RGB with it) over a white background, without the alpha."""
+    alpha = image[..., -1:] / 255.0
+    return _whole(image[..., :-1] * alpha + 255.0 * (1.0 - alpha))
+
+
+def _with_channels(image: tf.Tensor, channels: int) -> tf.Tensor:
+    """Gray or RGB pixels as the model's channels: RGB to gray by ITU-R 601's weights, as Pillow's convert("L")."""
+    gray = tf.equal(tf.shape(image)[-1], 1)
+    if channels == 1:
+        return tf.cond(gray, lambda: image, lambda: _whole(tf.image.rgb_to_grayscale(image)))
+    return tf.cond(gray, lambda: tf.tile(image, [1, 1, 3]), lambda: image)
+
+
+def _whole(pixels: tf.Tensor) -> tf.Tensor:
+    """Pixels rounded into 0..255, as a uint8 image holds them."""
+    return tf.clip_by_value(tf.round(pixels), 0.0, 255.0)
 
 
 def _empty_strings(name: str | None = None) -> tf.Tensor:
@@ -86,7 +113,7 @@ def make_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.expor
 def _keys(examples: tf.Tensor, name: str) -> tf.Tensor:
     """The key input (--key-column), by default the keys that serialized examples hold."""
     spec = {name: tf.io.FixedLenFeature([], tf.string, default_value="")}
-    return tf.compat.v1.placeholder_with_default(tf.io.parse_example(examples, spec)[name], [None], name=name)
+    return tf.compat.v1.placeholder_with_default(tf.io.parse_example(examples, spec)[name], [None])
 
 
 def _one_key_each(keys: tf.Tensor, examples: tf.Tensor) -> tf.Tensor:
