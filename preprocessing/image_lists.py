@@ -26,14 +26,8 @@ import numpy as np
 
 from dataformat import gcs, storage
 from dataformat.errors import UserError
-from preprocessing.sources import (
-    PILLOW_SUFFIXES,
-    ImageLoader,
-    RawData,
-    SourceOptions,
-    encode_labels,
-    first_image_shape,
-)
+from dataformat.schema import PHOTO_SUFFIXES
+from preprocessing.sources import ImageLoader, RawData, SourceOptions, encode_labels, first_image_shape
 from preprocessing.split import EVAL, FREE, TRAIN
 
 log = logging.getLogger(__name__)
@@ -109,7 +103,7 @@ def is_image_list(path: str) -> bool:
     fields = rows[0] if rows else []
     if fields and fields[0].lower() in ML_USES:
         fields = fields[1:]
-    return 1 <= len(fields) <= 2 and fields[0].lower().endswith(PILLOW_SUFFIXES)
+    return 1 <= len(fields) <= 2 and fields[0].lower().endswith(PHOTO_SUFFIXES)
 
 
 def _is_header(fields: list[str]) -> bool:

@@ -21,10 +21,9 @@ import numpy as np
 
 from dataformat import storage
 from dataformat.errors import NotFound, UserError
-from dataformat.schema import IMAGE_SUFFIXES
+from dataformat.schema import PHOTO_SUFFIXES
 
 log = logging.getLogger(__name__)
-PILLOW_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing decodes: TensorFlow's formats, and WebP
 MNIST_IMAGES = r"(.+)-images[.-]idx3-ubyte(\.gz)?$"  # an IDX file of images, PREFIX-images-idx3-ubyte[.gz]
 TEXT_SUFFIX = ".txt"  # --source text: a class folder's documents
 CLASS_FOLDERS_PROBED = 20  # a folder's entries looked into for images or texts (on gs://, a request each)
@@ -293,15 +292,15 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
     left_out = [name for name in names if name not in classes]
     for index, name in enumerate(classes):
         found = _visible_names(storage.join(folder, name))
-        files = [f for f in found if f.lower().endswith(PILLOW_SUFFIXES)]
+        files = [f for f in found if f.lower().endswith(PHOTO_SUFFIXES)]
         if not files:
             raise UserError(
-                f"{storage.join(folder, name)}: class folder has no image files ({', '.join(PILLOW_SUFFIXES)})"
+                f"{storage.join(folder, name)}: class folder has no image files ({', '.join(PHOTO_SUFFIXES)})"
             )
         paths.extend(storage.join(storage.join(folder, name), f) for f in files)
         labels.extend([index] * len(files))
         keys.extend(f"{name}/{f}" for f in files)
-        left_out += [f"{name}/{f}" for f in found if not f.lower().endswith(PILLOW_SUFFIXES)]
+        left_out += [f"{name}/{f}" for f in found if not f.lower().endswith(PHOTO_SUFFIXES)]
     if left_out:  # a sub-folder of a class, a TIFF, a photo beside the class folders: each was left out silently
         log.warning(
             "%s: left out %d file(s) or folder(s) that are no image file at the top of a class folder: %s%s",
@@ -333,10 +332,10 @@ def folder_source(folder: str) -> str | None:
     names = storage.list_names(folder)
     if any(re.match(MNIST_IMAGES, name) for name in names):
         return "mnist"
-    loose = (*PILLOW_SUFFIXES, TEXT_SUFFIX, ".csv", ".json", ".jsonl", ".md")  # files, not class folders
+    loose = (*PHOTO_SUFFIXES, TEXT_SUFFIX, ".csv", ".json", ".jsonl", ".md")  # files, not class folders
     for name in [name for name in names if not name.lower().endswith(loose)][:CLASS_FOLDERS_PROBED]:
         files = [file.lower() for file in storage.list_names(storage.join(folder, name.rstrip("/")))]
-        if any(file.endswith(PILLOW_SUFFIXES) for file in files):
+        if any(file.endswith(PHOTO_SUFFIXES) for file in files):
             return "images"
         if any(file.endswith(TEXT_SUFFIX) for file in files):
             return "text"

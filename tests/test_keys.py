@@ -125,6 +125,32 @@ def test_an_image_lists_keys_are_its_uris_through_every_input(tmp_path):
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert json.loads(done.stdout)["key"] == str(tmp_path / "img3.png")
+    # qt-predict takes the list itself, each image by its path as listed, and WebP (which TensorFlow does not decode).
+    Image.open(tmp_path / "img5.png").save(tmp_path / "img5.webp", lossless=True)
+    (tmp_path / "dict.jsonl").write_text('{"image_bytes": {"b64": "iVBORw0KGgo="}}\n')
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "trainer.predict", "--model-dir", export, "--input", *inputs],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )  # fmt: skip
+        for inputs in ([str(tmp_path / "list.csv"), str(tmp_path / "img5.webp")], [str(tmp_path / "dict.jsonl")])
+    ]
+    lines = [json.loads(line) for line in runs[0].stdout.splitlines()]
+    assert [line["key"] for line in lines] == [line.split(",")[0] for line in lines_of(tmp_path)] + [
+        str(tmp_path / "img5.webp")
+    ]
+    assert [line["classes"] for line in lines[:4]] == ["blue", "red", "blue", "red"] and lines[-1]["classes"] == "red"
+    assert (
+        runs[1].returncode == 2
+        and "dict.jsonl:1: an object; this model takes a list of numbers a line" in runs[1].stderr
+    )
+    assert "Traceback" not in runs[0].stderr + runs[1].stderr
+
+
+def lines_of(folder) -> list[str]:
+    return (folder / "list.csv").read_text().splitlines()
 
 
 def _image_example(pixels: bytes, key: str) -> bytes:

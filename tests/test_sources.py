@@ -135,3 +135,18 @@ def test_empty_idx_and_image_files_are_named(tmp_path):
     assert data.shape == (6, 5, 1)
     with pytest.raises(BrokenImage, match="0-empty.png: cannot decode image"):  # skipped when the shards are written
         data.load(data.items[0])
+
+
+def test_a_photo_of_too_many_pixels_is_a_broken_image_and_a_huge_image_size_is_refused(tmp_path, monkeypatch, caplog):
+    """A 13500x13500 photo stopped the run with Pillow's DecompressionBombError and a traceback; --image-size
+    100000x100000 ran out of memory after a minute."""
+    from preprocessing.cli import main as preprocess
+
+    make_image_folder(tmp_path, sizes=((60, 50),) * 4)
+    data = read_images(str(tmp_path), SourceOptions(image_size=(6, 5)))
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 3,000 pixels: more than twice it, Pillow's bomb
+    with pytest.raises(BrokenImage, match=r"0.png: cannot decode image \(Image size \(3000 pixels\) exceeds"):
+        data.load(next(item for item in data.items if item.endswith("0.png")))
+    flags = ["--source", "images", "--input", str(tmp_path), "--output", str(tmp_path / "d")]
+    assert preprocess([*flags, "--image-size", "100000x100000"]) == 2
+    assert "'100000x100000': a side is at most 4096 pixels" in caplog.text

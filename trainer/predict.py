@@ -28,7 +28,7 @@ import numpy as np
 
 from dataformat import commandline, storage, tables
 from dataformat.errors import UserError, quoted
-from dataformat.schema import IMAGE_SUFFIXES, decode_record
+from dataformat.schema import IMAGE_SUFFIXES, PHOTO_SUFFIXES, decode_record
 
 log = logging.getLogger("trainer.predict")
 SHOWN_BAD_VALUES = 3  # a table file's values that are not numbers or dates, named one by one in warnings
@@ -360,16 +360,23 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
     """(input name, signature, value) for each example in one input file (a table read with `table_options`,
     TableOptions of table_files.add_reading_flags' flags)."""
     suffix = path.lower()
-    if suffix.endswith(JSON_LINES) and model.metadata.is_table:
+    if IMAGES_SIGNATURE in model.signatures and suffix.endswith((".csv", ".jsonl")) and _is_image_list(path):
+        yield from _listed_images(path)
+    elif suffix.endswith(JSON_LINES) and model.metadata.is_table:
         rows = _durations_as_seconds(_json_lines(path, table=True), model.metadata.columns)
         yield from _table_requests(rows, path, model)
     elif suffix.endswith(JSON_LINES):
         for name, instance in _json_lines(path, table=False):
+            if isinstance(instance, dict):  # {"image_bytes": {"b64": ...}}: a request's instance, not a file's line
+                raise UserError(
+                    f"{name}: an object; this model takes a list of numbers a line, or an image list (Vertex AI's "
+                    "import format); send request instances with --instances-json"
+                )
             yield name, model.numbers_signature, model.values([instance], name)[0]
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.is_table:
-        if suffix.endswith((*IMAGE_SUFFIXES, ".npz")):
+        if suffix.endswith((*PHOTO_SUFFIXES, ".npz")):
             kinds = "CSV, Parquet, Arrow, JSON lines, spreadsheets or .tfrecord shards"
             raise UserError(f"{path}: this model takes tables ({kinds})")
         from preprocessing.tables import TableOptions
@@ -379,11 +386,10 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
         options = table_options or TableOptions()
         rows = table_rows(path, metadata.label_column, names, options, metadata.key_column)
         yield from _table_requests(rows, path, model)
-    elif suffix.endswith(IMAGE_SUFFIXES):
+    elif suffix.endswith(PHOTO_SUFFIXES):
         if IMAGES_SIGNATURE not in model.signatures:
             raise UserError(f"{path}: this model does not take images")
-        with storage.open_read(path) as file:
-            yield path, IMAGES_SIGNATURE, file.read()
+        yield path, IMAGES_SIGNATURE, _image_bytes(path)
     elif suffix.endswith(".npz"):
         with storage.open_read(path) as file, np.load(file, allow_pickle=False) as arrays:
             x = arrays["x"] if "x" in arrays.files else arrays[arrays.files[0]]
@@ -394,8 +400,42 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
         rows = _read_csv_rows(path, int(np.prod(shape))).reshape(-1, *shape)  # a row holds one flattened example
         for i, row in enumerate(model.values(rows, path)):
             yield f"{path}#{i}", model.numbers_signature, row
+    elif storage.is_folder(path):
+        raise UserError(f"{path}: a folder; pass the files in it ({path.rstrip('/')}/*)")
     else:
-        raise UserError(f"{path}: unknown kind of file; expected .png, .jpg, .npz, .csv, .jsonl or .tfrecord")
+        raise UserError(f"{path}: unknown kind of file; expected {', '.join(PHOTO_SUFFIXES)}, .npz, .csv, .jsonl or "
+                        ".tfrecord")  # fmt: skip
+
+
+def _image_bytes(path: str) -> bytes:
+    """A photo's file as the export's image input takes it: as it is, or a WebP file (preprocessing reads it with
+    Pillow; TensorFlow 2.15 decodes none) as PNG, its transparency kept."""
+    with storage.open_read(path) as file:
+        data = file.read()
+    if not path.lower().endswith(IMAGE_SUFFIXES):
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as image, io.BytesIO() as png:
+            image.save(png, format="PNG")
+            data = png.getvalue()
+    return data
+
+
+def _is_image_list(path: str) -> bool:
+    from preprocessing.image_lists import is_image_list
+
+    return is_image_list(path)
+
+
+def _listed_images(path: str) -> Iterator[tuple[str, str, bytes]]:
+    """The images an image list names (Vertex AI's import formats, as preprocessing reads them), each by its path as
+    listed, which is its key where the model takes one."""
+    from preprocessing.image_lists import read_list
+
+    for row in read_list(path):
+        if not storage.exists(row.path):
+            raise UserError(f"{row.where}: {row.path}: no such image file")
+        yield row.listed, IMAGES_SIGNATURE, _image_bytes(row.path)
 
 
 def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterator[tuple[str, str, dict]]:
