@@ -42,7 +42,7 @@ from dataformat.schema import (
 )
 from dataformat.tfrecord import frame
 from preprocessing.sources import BROKEN_FLOOR, MAX_BROKEN_SHARE, BrokenImage, RawData
-from preprocessing.split import shard_name, split_indices
+from preprocessing.split import FREE, shard_name, split_indices
 
 log = logging.getLogger(__name__)
 
@@ -354,8 +354,11 @@ def build_dataset(
 def plan_shards(data: RawData, train: int, evaluation: int, eval_fraction: float, shards: int | None) -> dict[str, int]:
     """Shard counts per split, after checking that both splits have examples."""
     if train == 0 or evaluation == 0:
+        cause = f"--eval-fraction {eval_fraction}"
+        if data.fixed is not None and np.all(data.fixed != FREE):  # every image's ML_USE decided its split
+            cause = "the list's ML_USE (every image has one)"
         raise UserError(
-            f"--eval-fraction {eval_fraction} leaves {train} training and {evaluation} "
+            f"{cause} leaves {train} training and {evaluation} "
             f"evaluation examples out of {len(data.labels)}; both need at least one"
         )
     example_bytes = int(np.prod(data.shape)) * (1 if data.dtype == "uint8" else 4)

@@ -262,3 +262,12 @@ def test_a_folders_hidden_files_are_skipped_and_what_is_left_out_is_named(tmp_pa
     assert [data.load(item).shape for item in data.items] == [(8, 8, 3)] * 6
     left_out = "left out 4 file(s) or folder(s) that are no image file at the top of a class folder"
     assert f"{left_out}: loose.jpg, china/more, flower/more, ..." in caplog.text
+
+
+def test_a_list_whose_ml_use_leaves_a_split_empty_says_so(photos, tmp_path, caplog):
+    (photos / "all-training.csv").write_text(
+        "".join(f"training,{name},{'a' if i % 2 else 'b'}\n" for i, (name, _, _) in enumerate(IMAGES))
+    )
+    argv = ["--source", "images", "--input", str(photos / "all-training.csv"), "--output", str(tmp_path / "d")]
+    assert preprocess([*argv, "--image-size", "8x8"]) == 2
+    assert "the list's ML_USE (every image has one) leaves 10 training and 0 evaluation examples" in caplog.text

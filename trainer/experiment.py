@@ -209,6 +209,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         global_batch,
         settings.steps_per_run,
     )
+    if metadata.is_image and config.augment == "auto":  # what auto chose, which config.yaml does not say
+        log.info("Augmentation: %s (--augment auto)", settings.augment)
     if estimator.config.is_chief:
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     if config.num_epochs is not None and is_cluster(estimator.config):
