@@ -4,7 +4,9 @@ serving graph, stored as word IDs, trained with word bags or convolutions, and s
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -297,12 +299,18 @@ def _example(values: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def test_text_cnn_trains_on_the_same_records(text_job, tmp_path):
+def test_text_cnn_trains_on_the_same_records_resumes_and_warm_starts(text_job, tmp_path, caplog):
+    """Its weights were named outside classifier/, and every resume and warm start of it ended in KeyError ''."""
+    caplog.set_level("INFO")
     config, _ = text_job
     cnn = Config(data_dir=config.data_dir, job_dir=str(tmp_path / "cnn"), model="text_cnn", train_steps=200)
     metrics = experiment.run(cnn)
     assert metrics["accuracy"] > 0.8
-    assert any("conv1d" in name for name, _ in tf.train.list_variables(cnn.job_dir))
+    assert "classifier/conv1d/kernel" in dict(tf.train.list_variables(cnn.job_dir))
+    assert experiment.run(dataclasses.replace(cnn, train_steps=210))["global_step"] >= 210
+    warm = dataclasses.replace(cnn, job_dir=str(tmp_path / "warm"), warm_start_from=cnn.job_dir, train_steps=10)
+    assert experiment.run(warm)["accuracy"] > 0.8  # ten steps from the first run's weights
+    assert re.search(r"Warm start from .* (\d+) weight\(s\) taken, 0 remapped by value, 0 left fresh", caplog.text)
 
 
 def test_the_predict_cli_refuses_a_text_tables_shards_in_one_line(text_job):

@@ -133,12 +133,15 @@ def _log_dataset(data: dataset.DataFiles) -> None:
 
 
 def model_variables(config: Config, metadata: Metadata) -> dict[str, list[int]]:
-    """Name -> shape of every variable a training run of `config` creates (optimizer slots included)."""
+    """Name -> shape of every variable a training run of `config` creates (optimizer slots included). One step a
+    session.run: the variables are the same, and text_cnn's Keras model, called in a loop of steps on data from
+    outside it, failed with KeyError '' (every resume and warm start of it)."""
     with tf.Graph().as_default():
         tf.compat.v1.train.create_global_step()
         data = tf.compat.v1.placeholder(tf.as_dtype(metadata.dtype), [None, *metadata.shape])
         labels = tf.compat.v1.placeholder(tf.int64, [None])
-        model_fn({metadata.feature_key: data}, labels, tf.estimator.ModeKeys.TRAIN, model_params(config, metadata))
+        params = model_params(dataclasses.replace(config, steps_per_run="1"), metadata)
+        model_fn({metadata.feature_key: data}, labels, tf.estimator.ModeKeys.TRAIN, params)
         return {variable.op.name: variable.shape.as_list() for variable in tf.compat.v1.global_variables()}
 
 

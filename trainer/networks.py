@@ -509,22 +509,35 @@ class TextBag(tf.keras.Model):
         return self.text(rows, training=training)
 
 
-def text_cnn(settings: ModelSettings, metadata: Metadata) -> tf.keras.Model:
-    """Convolutions over each text column's word embeddings (CNN_FILTERS of CNN_WIDTH words, ReLU), max
-    pooled over the text, then dense_mlp's layers, as Keras's text classification from scratch."""
-    ids = layers.Input([metadata.shape[0]], dtype=tf.float32)
-    found = []
-    for start, column in text_columns(metadata):
-        words = word_ids(ids, start, column)
-        vectors = layers.Embedding(column.size, WORD_WIDTH, name=f"words_{start}")(words)
-        vectors = vectors * tf.cast(tf.not_equal(words, text.PADDING), tf.float32)[..., None]
-        vectors = layers.Dropout(settings.dropout, seed=settings.seed)(vectors)
-        convolved = layers.Conv1D(CNN_FILTERS, CNN_WIDTH, padding="same", activation="relu")(vectors)
-        found.append(layers.GlobalMaxPool1D()(convolved))
-    network = found[0] if len(found) == 1 else layers.Concatenate()(found)
-    for layer in _dense_layers(settings):
-        network = layer(network)
-    return tf.keras.Model(ids, layers.Dense(metadata.num_classes, name="logits")(network), name="classifier")
+class TextCNN(tf.keras.Model):
+    """The `text_cnn` network: convolutions over each text column's word embeddings (CNN_FILTERS of CNN_WIDTH
+    words, ReLU), max pooled over the text, then dense_mlp's layers, as Keras's text classification from
+    scratch. A model of its own, as the others are, so that its weights are named classifier/...: built as a
+    functional model, they were not, and a warm start found no weight to take."""
+
+    def __init__(self, settings: ModelSettings, metadata: Metadata):
+        super().__init__(name="classifier")
+        self.texts = text_columns(metadata)
+        self.embeddings = [
+            layers.Embedding(column.size, WORD_WIDTH, name=f"words_{start}") for start, column in self.texts
+        ]
+        self.dropout = layers.Dropout(settings.dropout, seed=settings.seed)
+        self.convolutions = [
+            layers.Conv1D(CNN_FILTERS, CNN_WIDTH, padding="same", activation="relu") for _ in self.texts
+        ]
+        self.pool = layers.GlobalMaxPool1D()
+        self.top = [*_dense_layers(settings), layers.Dense(metadata.num_classes, name="logits")]
+
+    def call(self, rows: tf.Tensor, training: bool = False) -> tf.Tensor:
+        found = []
+        for (start, column), embedding, convolution in zip(self.texts, self.embeddings, self.convolutions):
+            words = word_ids(rows, start, column)
+            vectors = embedding(words) * tf.cast(tf.not_equal(words, text.PADDING), tf.float32)[..., None]
+            found.append(self.pool(convolution(self.dropout(vectors, training=training))))
+        network = found[0] if len(found) == 1 else tf.concat(found, axis=1)
+        for layer in self.top:
+            network = layer(network, training=training)
+        return network
 
 
 def only_text(metadata: Metadata) -> bool:
@@ -606,7 +619,7 @@ class Network:
 
 NETWORKS = {
     "text": Network(TextBag, only_text, "text: fastText's bag of words and bigrams"),
-    "text_cnn": Network(text_cnn, only_text, "text: convolutions over the words"),
+    "text_cnn": Network(TextCNN, only_text, "text: convolutions over the words"),
     "cnn": Network(image_cnn, lambda metadata: metadata.is_image, "convolutions for images (H, W, C)"),
     "wide_deep": Network(
         table_wide_deep, lambda metadata: metadata.is_table, "tables: dense layers beside a linear part"
