@@ -182,3 +182,15 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line(old_job, tmp_path, flags
 def test_a_folder_without_a_model_is_named(tmp_path):
     with pytest.raises(UserError, match="neither an export .* nor a job dir with a checkpoint"):
         warm_start.locate(str(tmp_path))
+
+
+def test_a_rerun_on_data_whose_values_moved_is_refused_as_a_warm_start_would_remap_them(old_job, tmp_path):
+    """Vocabularies of the same sizes passed the checkpoint's shape checks, and a rerun trained on with every
+    city's rows standing for another city."""
+    shutil.copytree(old_job.job_dir, tmp_path / "job")
+    table(tmp_path / "moved", [f"town-{i}" for i in range(30)], seed=0)  # the same rows, the cities renamed
+    rerun = Config(data_dir=str(tmp_path / "moved"), job_dir=str(tmp_path / "job"), train_steps=80, model="wide_deep")
+    with pytest.raises(UserError, match=r"--job-dir .*job: its model was trained on other values than this data's \("):
+        experiment.run(rerun)
+    same = Config(data_dir=old_job.data_dir, job_dir=str(tmp_path / "job"), train_steps=70, model="wide_deep")
+    assert experiment.run(same)["global_step"] >= 70  # its own data resumes
