@@ -284,36 +284,15 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
     if path and path.lower().endswith(image_lists.LIST_SUFFIXES):
         return image_lists.read_image_list(_require_input(path, "image list"), options)
     folder = _require_input(path, "images")
-    names = _visible_names(folder)
-    classes = [name for name in names if storage.is_folder(storage.join(folder, name))]
+    classes, files = class_files(folder, PHOTO_SUFFIXES, "image")
     if len(classes) < 2:
         raise UserError(f"{folder}: found {len(classes)} class folder(s); expected one sub-folder per class, 2 or more")
-    paths, labels, keys = [], [], []
-    left_out = [name for name in names if name not in classes]
-    for index, name in enumerate(classes):
-        found = _visible_names(storage.join(folder, name))
-        files = [f for f in found if f.lower().endswith(PHOTO_SUFFIXES)]
-        if not files:
-            raise UserError(
-                f"{storage.join(folder, name)}: class folder has no image files ({', '.join(PHOTO_SUFFIXES)})"
-            )
-        paths.extend(storage.join(storage.join(folder, name), f) for f in files)
-        labels.extend([index] * len(files))
-        keys.extend(f"{name}/{f}" for f in files)
-        left_out += [f"{name}/{f}" for f in found if not f.lower().endswith(PHOTO_SUFFIXES)]
-    if left_out:  # a sub-folder of a class, a TIFF, a photo beside the class folders: each was left out silently
-        log.warning(
-            "%s: left out %d file(s) or folder(s) that are no image file at the top of a class folder: %s%s",
-            folder,
-            len(left_out),
-            ", ".join(left_out[:3]),
-            ", ..." if len(left_out) > 3 else "",
-        )
+    paths = [storage.join(folder, name) for name, _ in files]
     shape = first_image_shape(((path, "") for path in paths), options.image_size)
     return RawData(
         items=paths,
-        labels=np.array(labels, dtype=np.int64),
-        keys=keys,
+        labels=np.array([classes.index(label) for _, label in files], dtype=np.int64),
+        keys=[name for name, _ in files],
         class_names=tuple(classes),
         shape=shape,
         dtype="uint8",
@@ -321,9 +300,30 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
     )
 
 
+def class_files(folder: str, suffixes: tuple[str, ...], kind: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """A folder of one sub-folder a class: (the classes, sorted; (CLASS/FILE, class) of each file of theirs whose
+    name ends in one of `suffixes`). Hidden names (.DS_Store, macOS's ._photo.jpg copies, Jupyter's
+    .ipynb_checkpoints) are skipped; a warning names what else is left out: a class's sub-folder, a TIFF, a file
+    beside the class folders, each left out silently before. A class folder without such a file is a UserError."""
+    names = _visible_names(folder)
+    classes = [name for name in names if storage.is_folder(storage.join(folder, name))]
+    files, left_out = [], [name for name in names if name not in classes]
+    for name in classes:
+        found = _visible_names(storage.join(folder, name))
+        kept = [f"{name}/{file}" for file in found if file.lower().endswith(suffixes)]
+        if not kept:
+            raise UserError(f"{storage.join(folder, name)}: class folder has no {kind} files ({', '.join(suffixes)})")
+        files += [(path, name) for path in kept]
+        left_out += [f"{name}/{file}" for file in found if not file.lower().endswith(suffixes)]
+    if left_out:
+        more = ", ..." if len(left_out) > 3 else ""
+        log.warning("%s: left out %d file(s) or folder(s) that are no %s file at the top of a class folder: %s%s",
+                    folder, len(left_out), kind, ", ".join(left_out[:3]), more)  # fmt: skip
+    return classes, files
+
+
 def _visible_names(folder: str) -> list[str]:
-    """A folder's names but hidden ones: .DS_Store, macOS's ._photo.jpg copies, Jupyter's .ipynb_checkpoints."""
-    return [name for name in storage.list_names(folder) if not name.startswith(".")]
+    return [name.rstrip("/") for name in storage.list_names(folder) if not name.startswith(".")]
 
 
 def folder_source(folder: str) -> str | None:

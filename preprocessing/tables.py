@@ -680,7 +680,7 @@ def _plan_table(
     path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None, every_object: bool
 ) -> tuple:
     files = [path] if options.text_folder else input_files(path)
-    root = input_root(path)
+    root = "" if options.text_folder else input_root(path)  # a text folder's class folders are no partitions
     dialect = dialect_of(files[0], options)
     sparse = dialect.format in OBJECTS and not every_object  # its columns: the first objects' keys
     if dialect.format in OBJECTS and every_object:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -235,14 +236,24 @@ def write_folder(root, classes=("neg", "pos"), per_class=30):
     return root
 
 
-def test_a_folder_of_texts_is_a_table_of_text_and_label(tmp_path):
+def test_a_folder_of_texts_is_a_table_of_text_and_label(tmp_path, caplog, monkeypatch):
     folder = write_folder(tmp_path / "raw")
     (folder / "pos" / "empty.txt").write_text("")  # an empty text is a missing value
     (folder / "pos" / "notes.md").write_text("not a text of the set")
+    (folder / "pos" / "._0.txt").write_bytes(b"\x00\x05\x16\x07")  # macOS's copy of attributes: skipped
+    (folder / "pos" / "more").mkdir()
+    (folder / "pos" / "more" / "nested.txt").write_text("left out, and named")
     options = TableOptions(label_column="label", text=("text",), text_folder=True)
-    metadata = build_table_dataset(str(folder), str(tmp_path / "data"), options)
+    with caplog.at_level(logging.WARNING):
+        metadata = build_table_dataset(str(folder), str(tmp_path / "data"), options)
+    assert (
+        "left out 2 file(s) or folder(s) that are no text file at the top of a class folder: pos/more, pos/notes.md"
+        in caplog.text
+    )
     assert metadata.class_names == ("neg", "pos") and metadata.source == "text"
     assert sum(split.examples for split in metadata.splits.values()) == 61
+    monkeypatch.chdir(tmp_path)  # a bare folder name, which --input's partitions once took for a file's folder
+    assert build_table_dataset("raw", str(tmp_path / "again"), options).class_names == ("neg", "pos")
     assert [c.name for c in metadata.columns] == ["text"] and metadata.columns[0].kind == tables.TEXT
 
 
@@ -250,7 +261,7 @@ def test_a_folder_of_texts_names_what_is_wrong(tmp_path):
     options = TableOptions(label_column="label", text=("text",), text_folder=True)
     folder = write_folder(tmp_path / "raw")
     (folder / "other").mkdir()
-    with pytest.raises(UserError, match=r"raw/other: no \.txt files in the class folder 'other'"):
+    with pytest.raises(UserError, match=r"raw/other: class folder has no text files \(\.txt\)"):
         build_table_dataset(str(folder), str(tmp_path / "a"), options)
     (folder / "other" / "latin.txt").write_bytes("first line\ncaf\xe9 au lait".encode("latin-1"))
     with pytest.raises(UserError, match=r"latin\.txt: line 2 is not utf-8 text; pass --encoding"):

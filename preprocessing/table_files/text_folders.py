@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from dataformat import storage
 from dataformat.errors import UserError
-from preprocessing.sources import TEXT_SUFFIX
+from preprocessing.sources import TEXT_SUFFIX, class_files
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.locate import without_bom
 
@@ -22,21 +22,14 @@ READING_THREADS = 16  # text files read at once: on gs:// each is a request
 
 
 def text_files(folder: str) -> list[tuple[str, str]]:
-    """(path, class) of every .txt file in the folder's sub-folders, sorted; UserError for a folder with no
-    sub-folder, or a sub-folder without a .txt file."""
+    """(path, class) of every .txt file in the folder's sub-folders, sorted (sources.class_files); UserError for a
+    folder with no sub-folder, or a sub-folder without a .txt file."""
     if not storage.is_folder(folder):
         raise UserError(f"--input {folder}: not a folder (--source text takes one sub-folder of .txt files a class)")
-    classes = [name.rstrip("/") for name in storage.list_names(folder) if storage.is_folder(storage.join(folder, name))]
+    classes, files = class_files(folder, (TEXT_SUFFIX,), "text")
     if not classes:
         raise UserError(f"--input {folder}: no sub-folders; --source text takes one sub-folder of .txt files a class")
-    found = []
-    for name in classes:
-        place = storage.join(folder, name)
-        files = [storage.join(place, file) for file in storage.list_names(place) if file.lower().endswith(TEXT_SUFFIX)]
-        if not files:
-            raise UserError(f"{place}: no {TEXT_SUFFIX} files in the class folder {name!r}")
-        found += [(path, name) for path in files]
-    return found
+    return [(storage.join(folder, name), label) for name, label in files]
 
 
 def text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
