@@ -204,3 +204,28 @@ def test_online_requests_stay_under_the_size_limit_and_class_ids_stay_whole():
     line = online._local_types({"probabilities": [0.2, 0.8], "class_ids": [1.0], "all_class_ids": [0.0, 1.0]})
     assert list(line) == ["all_class_ids", "class_ids", "probabilities"] and line["class_ids"] == [1]
     assert isinstance(line["all_class_ids"][1], int)
+
+
+CPU_JOB = Path(__file__).resolve().parents[1] / "configs" / "jobs" / "cpu.yaml"
+
+
+def test_without_credentials_deploy_and_submit_stop_before_uploading(export, monkeypatch, caplog):
+    """Each retried its upload for two minutes without network or login, then printed the error a minute early."""
+    from dataformat import gcs
+    from trainer.vertex import submit
+
+    monkeypatch.setattr(gcs, "_stood_in", lambda: False)
+    monkeypatch.setattr(gcs, "credentials_found", lambda: False)
+    monkeypatch.setattr(deploy, "deploy", lambda *_: pytest.fail("deployed without credentials"))
+    monkeypatch.setattr(submit, "submit", lambda *_: pytest.fail("submitted without credentials"))
+    with caplog.at_level(logging.ERROR):
+        assert (
+            deploy.main(["--model-dir", export, "--project", "p", "--display-name", "d", "--staging-dir", "gs://b/s"])
+            == 2
+        )
+        job = ["--project", "p", "--job-config", str(CPU_JOB), "--job-dir", "gs://b/job", "--staging-dir", "gs://b/st"]
+        assert (
+            submit.main([*job, "--executor-image", "us-docker.pkg.dev/x/tf:latest", "--", "--data-dir", "gs://b/d"])
+            == 2
+        )
+    assert caplog.text.count("no Google Cloud credentials found") == 2
