@@ -39,7 +39,7 @@ def test_training_stops_early_exports_and_a_rerun_does_nothing(vectors_dir, tmp_
     assert "Training stopped early after the evaluation at step" in caplog.text
     caplog.clear()
     assert experiment.run(config) == json.loads((tmp_path / "job" / "eval_metrics.json").read_text())
-    assert "nothing to do (a larger --train-steps trains on)" in caplog.text
+    assert "nothing to do (--train-steps above its 50000 trains on)" in caplog.text
     more = experiment.run(Config(**{**config.__dict__, "train_steps": 50_001}))
     assert more["global_step"] > metrics["global_step"]  # trained on, and stopped again by its own evaluations
     # The best export is the best evaluation's of both runs: the rerun's first evaluation replaced it, whatever it was.

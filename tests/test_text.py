@@ -305,6 +305,22 @@ def test_a_folder_of_texts_trains_fasttexts_bag_and_serves_raw_strings(text_job)
         np.testing.assert_allclose([o["probabilities"] for o in other], [o["probabilities"] for o in answers[0]])
 
 
+def test_the_predict_cli_takes_a_folder_models_text_files_one_document_each(text_job, tmp_path):
+    """A .txt file was read as a CSV table whose first line named its columns."""
+    config, _ = text_job
+    (tmp_path / "liked.txt").write_text("Really great,\nand wonderful: loved it!")
+    (tmp_path / "hated.txt").write_text("An awful, boring film.")
+    command = [sys.executable, "-m", "trainer.predict", "--model-dir", latest_export(config, "latest"), "--input"]
+    done = subprocess.run([*command, str(tmp_path / "liked.txt"), str(tmp_path / "hated.txt")], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(line["input"], line["classes"]) for line in lines] == [
+        (str(tmp_path / "liked.txt"), "pos"),
+        (str(tmp_path / "hated.txt"), "neg"),
+    ]
+
+
 def _example(values: dict) -> bytes:
     feature = {k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode()])) for k, v in values.items()}
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()

@@ -76,7 +76,7 @@ def run(config: Config) -> dict | None:
     config = dataclasses.replace(config, train_steps=resolve_train_steps(config, data.metadata))
     stop = early_stopping.read_stop(config.job_dir)
     if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early
-        log.info("This run %s; nothing to do (a larger --train-steps trains on)", stop.describe())
+        log.info("This run %s; nothing to do (--train-steps above its %d trains on)", stop.describe(), stop.train_steps)
         return export.read_metrics(config.job_dir)
     if is_chief():  # the chief owns the checkpoints: it resumes from an intact one
         checkpoints.newest_intact(config.job_dir)

@@ -375,6 +375,11 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
             yield name, model.numbers_signature, model.values([instance], name)[0]
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
+    elif model.metadata.source == "text" and suffix.endswith(".txt"):  # a model of a folder of texts: one a file
+        from preprocessing.table_files.text_folders import read_text
+
+        document = read_text(path, table_options.encoding if table_options else "utf-8")
+        yield from _table_requests(iter([(path, {"text": document})]), path, model)
     elif model.metadata.is_table:
         if suffix.endswith((*PHOTO_SUFFIXES, ".npz")):
             kinds = "CSV, Parquet, Arrow, JSON lines, spreadsheets or .tfrecord shards"

@@ -37,14 +37,16 @@ def text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.Recor
     with ThreadPoolExecutor(READING_THREADS) as pool:
         for start in range(0, len(files), TEXTS_A_BLOCK):
             chosen = files[start : start + TEXTS_A_BLOCK]
-            texts = list(pool.map(lambda path: _read_text(path, dialect.encoding), [path for path, _ in chosen]))
+            texts = list(pool.map(lambda path: read_text(path, dialect.encoding), [path for path, _ in chosen]))
             labels = [label for _, label in chosen]
             columns = [pa.array(texts, pa.string()), pa.array(labels, pa.string())]
             batch = pa.RecordBatch.from_arrays(columns, TEXT_COLUMNS)
             yield batch, np.arange(start + 1, start + 1 + len(chosen))
 
 
-def _read_text(path: str, encoding: str) -> str:
+def read_text(path: str, encoding: str) -> str:
+    """A text file's whole text (training's and qt-predict's), or a UserError naming its first line that is not
+    `encoding`."""
     with storage.open_read(path) as file:
         data = file.read()
     try:
