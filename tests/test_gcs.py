@@ -274,7 +274,16 @@ def test_permission_denied_is_one_line(gcs_server):
     trainer = run(gcs_server, "trainer.task", "--data-dir", "gs://denied-bucket/d", "--job-dir",
                   f"gs://{BUCKET}/{unique('job')}", env=child_env(gcs_server, **TF_FAIL_FAST))  # fmt: skip
     assert trainer.returncode == 2
-    assert "Permission denied" in last_line(trainer) and "Traceback" not in trainer.stderr
+    assert "--data-dir gs://denied-bucket/d: permission denied; check the account's roles" in last_line(trainer)
+    assert "Traceback" not in trainer.stderr
+
+
+def test_data_out_of_reach_names_the_flag(gcs_server):
+    """Without a network, TensorFlow's words alone ended the run, with exit code 1."""
+    env = child_env(gcs_server, https_proxy="http://127.0.0.1:9", **TF_FAIL_FAST)  # a port where nothing listens
+    trainer = run(gcs_server, "trainer.task", "--data-dir", f"gs://{BUCKET}/d", "--job-dir", "unused", env=env)
+    assert trainer.returncode == 2
+    assert f"--data-dir gs://{BUCKET}/d: cannot read it (" in last_line(trainer)
 
 
 def test_missing_credentials_say_what_to_do_and_print_no_secret(gcs_server, tmp_path):

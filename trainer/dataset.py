@@ -84,7 +84,12 @@ def _listed_shards(data_dir: str, metadata: Metadata, split: str, where: str) ->
 def locate(config: Config) -> DataFiles:
     """The metadata and the training and evaluation files the config points at."""
     if config.data_dir:
-        check_data_dir(config.data_dir)
+        try:
+            check_data_dir(config.data_dir)
+        except tf.errors.PermissionDeniedError:
+            raise UserError(f"--data-dir {config.data_dir}: permission denied; check the account's roles") from None
+        except tf.errors.OpError as error:  # gs:// out of reach: TensorFlow's own words, and no flag
+            raise UserError(f"--data-dir {config.data_dir}: cannot read it ({tensorflow_error_line(error)})") from None
         where = posixpath.join(config.data_dir, METADATA_FILE)
         metadata = read_metadata(where)
         return DataFiles(
