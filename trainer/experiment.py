@@ -236,7 +236,10 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
         global_batch,
         settings.steps_per_run,
     )
-    if metadata.is_image and config.augment == "auto":  # what auto chose, which config.yaml does not say
+    # What auto chose, which config.yaml does not say.
+    if config.model == "auto":
+        log.info("Network: %s (--model auto)", settings.network)
+    if metadata.is_image and config.augment == "auto":
         log.info("Augmentation: %s (--augment auto)", settings.augment)
     if estimator.config.is_chief:
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))

@@ -243,7 +243,8 @@ def choose_network(name: str, metadata: Metadata) -> str:
         raise UserError(f"--model {name}: not a network; choose auto or one of {', '.join(NETWORKS)}")
     if not NETWORKS[name].takes(metadata):
         shape = "x".join(map(str, metadata.shape))
-        what = "table rows" if metadata.is_table else shape
+        kinds = sorted({column.kind for column in metadata.columns})
+        what = f"table rows of {' and '.join(kinds)} columns" if metadata.is_table else shape
         raise UserError(f"--model {name}: {NETWORKS[name].what}, and this dataset's examples are {what}")
     return name
 

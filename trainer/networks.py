@@ -618,8 +618,8 @@ class Network:
 
 
 NETWORKS = {
-    "text": Network(TextBag, only_text, "text: fastText's bag of words and bigrams"),
-    "text_cnn": Network(TextCNN, only_text, "text: convolutions over the words"),
+    "text": Network(TextBag, only_text, "text: fastText's bag of words and bigrams, for tables of text columns alone"),
+    "text_cnn": Network(TextCNN, only_text, "text: convolutions over the words, for tables of text columns alone"),
     "cnn": Network(image_cnn, lambda metadata: metadata.is_image, "convolutions for images (H, W, C)"),
     "wide_deep": Network(
         table_wide_deep, lambda metadata: metadata.is_table, "tables: dense layers beside a linear part"
