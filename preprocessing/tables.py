@@ -818,7 +818,8 @@ def build_table_dataset(
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
         classes = class_names(labels, plan.label, plan.options.positive_class)
         writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
-        log.info("Read %d rows of %d file(s): %s", rows, len(files), ", ".join(map(describe, columns)))
+        read = "1 folder of texts, a file a row" if plan.options.text_folder else f"{len(files)} file(s)"
+        log.info("Read %d rows of %s: %s", rows, read, ", ".join(map(describe, columns)))
         paths = shard_paths(plan, output, compression)
 
         def write(shard: tuple[str, int]) -> ShardInfo:
