@@ -600,7 +600,10 @@ def _check_column_flags(names: list[str], options: TableOptions, where: str, lab
             raise UserError(f"{flag}: {where}: {tables.no_such_column(unknown[0], names)}")
     kinds = {"--categorical-columns": options.categorical, "--numeric-columns": options.numeric}
     kinds.update({"--date-columns": options.dates, "--text-columns": options.text})
-    for (flag, chosen), (other, others) in itertools.combinations(kinds.items(), 2):
+    # A column named as a feature of a kind and left out was left out silently.
+    for (flag, chosen), (other, others) in itertools.combinations(
+        {**kinds, "--ignore-columns": options.ignore}.items(), 2
+    ):
         both = set(chosen) & set(others)
         if both:
             raise UserError(f"{flag} and {other} both name {sorted(both)[0]!r}")

@@ -294,6 +294,8 @@ def test_the_flags_name_date_columns_and_their_format(tmp_path):
         build_table_dataset(str(counts), str(tmp_path / "e"), TableOptions(dates=("day",)))
     with pytest.raises(UserError, match="--numeric-columns and --date-columns both name 'day'"):
         build_table_dataset(str(source), str(tmp_path / "d"), TableOptions(dates=("day",), numeric=("day",)))
+    with pytest.raises(UserError, match="--date-columns and --ignore-columns both name 'day'"):  # it was left out
+        build_table_dataset(str(source), str(tmp_path / "d"), TableOptions(dates=("day",), ignore=("day",)))
     # --date-format is the format of the columns it reads, and the others' are still found (an ISO column beside it
     # became a category of distinct values); a format that reads no column is refused (it was taken silently).
     rows = [f"2020-{1 + i % 12:02d}-{1 + i % 28:02d},{1 + i % 28:02d}/{1 + i % 12:02d}/20 10:{i % 60:02d},{'ab'[i % 2]}"
