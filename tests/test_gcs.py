@@ -278,10 +278,11 @@ def test_permission_denied_is_one_line(gcs_server):
     assert "Traceback" not in trainer.stderr
 
 
-def test_data_out_of_reach_names_the_flag(gcs_server):
+def test_data_out_of_reach_names_the_flag(gcs_server, tmp_path):
     """Without a network, TensorFlow's words alone ended the run, with exit code 1."""
     env = child_env(gcs_server, https_proxy="http://127.0.0.1:9", **TF_FAIL_FAST)  # a port where nothing listens
-    trainer = run(gcs_server, "trainer.task", "--data-dir", f"gs://{BUCKET}/d", "--job-dir", "unused", env=env)
+    job = str(tmp_path / "job")
+    trainer = run(gcs_server, "trainer.task", "--data-dir", f"gs://{BUCKET}/d", "--job-dir", job, env=env)
     assert trainer.returncode == 2
     assert f"--data-dir gs://{BUCKET}/d: cannot read it (" in last_line(trainer)
 
