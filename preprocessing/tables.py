@@ -353,6 +353,12 @@ def check_rows(rows: int, labels: Counter, path: str, plan: TablePlan) -> None:
     unlabeled = rows - sum(labels.values())
     if unlabeled == rows:
         raise UserError(f"{path}: the label (column {plan.position(plan.label)}) is missing in every row")
+    guessed = plan.options.label_column == LAST_COLUMN and plan.label != LABEL_KEY
+    if guessed and unlabeled > rows / 2:  # a column of notes, most likely: it trained on the few rows that had one
+        raise UserError(
+            f"{path}: the label (by default the last column: column {plan.position(plan.label)}) is missing in "
+            f"{unlabeled} of {rows} rows; name the label column with --label-column"
+        )
     if unlabeled:
         log.warning("Left out %d of %d rows: their label is missing", unlabeled, rows)
 

@@ -512,6 +512,14 @@ def test_rows_without_a_label_are_left_out_and_counted(tmp_path, monkeypatch, ca
     assert metadata.columns[0].kind == tables.DATE and metadata.class_counts == (200, 160)
     assert "t.csv: line 2, column 3 ('y'): the label is missing; rows without a label are left out" in caplog.text
     assert "Left out 240 of 600 rows: their label is missing" in caplog.text
+    # Missing in most rows, the last column is no label but a column of notes: it trained on the few rows with one.
+    notes = [f"{i},{['late', 'ok'][i % 2] if i % 25 == 0 else ''}" for i in range(400)]
+    (tmp_path / "notes.csv").write_text("\n".join(["x,comment", *notes]) + "\n")
+    guessed = r"the label \(by default the last column: column 2 \('comment'\)\) is missing in 384 of 400 rows"
+    with pytest.raises(UserError, match=rf"notes.csv: {guessed}; name the label column with --label-column"):
+        build_table_dataset(str(tmp_path / "notes.csv"), str(tmp_path / "n"), TableOptions())
+    named = build_table_dataset(str(tmp_path / "notes.csv"), str(tmp_path / "m"), TableOptions(label_column="comment"))
+    assert sum(split.examples for split in named.splits.values()) == 16  # named, it is the label
 
 
 def test_splits_hash_rows_so_that_rows_in_order_still_spread(tmp_path):
