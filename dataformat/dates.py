@@ -254,6 +254,28 @@ def days(fields: np.ndarray) -> np.ndarray:
     return np.where(present, found, np.nan)
 
 
+def keys_arrow(values, date_format: str):
+    """A pyarrow string array's values as a date column's vocabulary counts them: each date as ISO 8601
+    (2017-01-05, or 2017-01-05T10:30:00 with a time of day), so that one instant written two ways
+    (2017-01-05 and 2017-01-05T00:00:00Z, as a JavaScript client sends it) is one value; a value that is no
+    date as it is ("never"). keys_tf's twin."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fields = fields_arrow(values, date_format)
+    present = ~np.isnan(fields[:, 0])
+    whole = np.where(present[:, None], fields, 0).astype(np.int64)
+
+    def digits(i: int, width: int = 2):
+        return pc.utf8_lpad(pc.cast(pa.array(whole[:, i]), pa.string()), width, "0")
+
+    date = pc.binary_join_element_wise(digits(0, 4), digits(1), digits(2), "-")
+    time = pc.binary_join_element_wise(digits(3), digits(4), digits(5), ":")
+    timed = pa.array(np.any(whole[:, 3:] != 0, axis=1))
+    iso = pc.if_else(timed, pc.binary_join_element_wise(date, time, "T"), date)
+    return pc.if_else(pa.array(present), iso, values)
+
+
 def two_digit_years(years, where):
     """%y: 00-68 are 2000-2068, 69-99 are 1969-1999, as POSIX strptime has it (numpy or TensorFlow's where)."""
     return where(years < 69, years + 2000, years + 1900)
@@ -289,6 +311,23 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     fields = tf.stack([year, month, numbers[:, 2], hour, numbers[:, 4], numbers[:, 5]], axis=1)
     ok = matches & in_range(fields)
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
+
+
+def keys_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+    """[n] strings as a date column's vocabulary holds them: keys_arrow in TensorFlow."""
+    import tensorflow as tf
+
+    fields = fields_tf(strings, date_format)
+    present = tf.logical_not(tf.math.is_nan(fields[:, 0]))
+    whole = tf.cast(tf.where(present[:, None], fields, tf.zeros_like(fields)), tf.int64)
+
+    def digits(i: int, width: int = 2) -> tf.Tensor:
+        return tf.strings.as_string(whole[:, i], width=width, fill="0")
+
+    date = tf.strings.join([digits(0, 4), digits(1), digits(2)], "-")
+    time = tf.strings.join([digits(3), digits(4), digits(5)], ":")
+    timed = tf.reduce_any(tf.not_equal(whole[:, 3:], 0), axis=1)
+    return tf.where(present, tf.where(timed, tf.strings.join([date, time], "T"), date), strings)
 
 
 def unix_fields_tf(strings: tf.Tensor) -> tf.Tensor:

@@ -91,6 +91,7 @@ class Column:
     # span, from first_day (days since 1970) for day_count days; day_count 0: no day index
     first_day: int = 0
     day_count: int = 0
+    iso_keys: bool = False  # date: its vocabulary holds its dates as dates.keys_arrow writes them (else as written)
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
     max_length: int = 0  # text: the words a row keeps (--max-length)
     vocabulary_file: str = ""  # text: its vocabulary, one word a line (a name beside metadata.json, or a path)
@@ -181,7 +182,7 @@ class Column:
             return {**found, "vocabulary_file": self.vocabulary_file.rsplit("/", 1)[-1]}
         if self.kind == DATE:
             found.update(mean=self.mean, std=self.std, date_format=self.date_format)
-            found.update(first_day=self.first_day, day_count=self.day_count)
+            found.update(first_day=self.first_day, day_count=self.day_count, iso_keys=self.iso_keys)
         return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
 
     @classmethod
@@ -198,6 +199,7 @@ class Column:
             date_format=str(raw.get("date_format", "")),
             first_day=int(raw.get("first_day", 0)),
             day_count=int(raw.get("day_count", 0)),
+            iso_keys=bool(raw.get("iso_keys", False)),
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
             max_length=int(raw.get("max_length", 0)),
             vocabulary_file=str(raw.get("vocabulary_file", "")),
@@ -665,11 +667,14 @@ def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf
 
 
 def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
-    """A categorical column's values spelt as preprocessing counted them (preprocessing/column_kinds.py,
+    """A categorical or date column's values spelt as preprocessing counted them (preprocessing/column_kinds.py,
     _categorical_column): in a column of integer codes, whole numbers written as fractions (12.0) as integers
-    (12); in a column of true and false, any case (True, TRUE) as lower case. Other columns' values as they are."""
+    (12); in a column of true and false, any case (True, TRUE) as lower case; a date as ISO 8601 (dates.keys_tf).
+    Other columns' values as they are."""
     import tensorflow as tf
 
+    if column.iso_keys:
+        return dates.keys_tf(strings, column.date_format)
     if column.integer_codes:
         return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
     if column.booleans:

@@ -386,7 +386,8 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     counts.zero_led = earlier.zero_led  # codes: every value counted, as a categorical column's
     every_value = count_all or bad.any() or bool(counts.date_format) or counts.zero_led
     if every_value or not earlier.stopped:
-        distinct = pc.value_counts(values.filter(pa.array(present & train)))
+        counted = dates.keys_arrow(values, counts.date_format) if counts.date_format else values  # an instant once
+        distinct = pc.value_counts(counted.filter(pa.array(present & train)))
         counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
         if counts.integers and not codes:  # integers that may be codes (beside a missing spelling too)
             counts.zero_led = counts.zero_led or _zero_led(distinct, counts.distinct_of)

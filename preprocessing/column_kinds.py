@@ -219,9 +219,9 @@ def _date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
     span = int(count.last_day - count.first_day + 1) if timestamp else 0
     dense = 0 < span <= MOST_DAYS and count.days_counted >= ROWS_A_DAY * span
     first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
-    return tables.Column(
-        name, tables.DATE, missing, mean, std, vocabulary, buckets, hashed, count.date_format, first_day, day_count
-    )
+    kept = {"vocabulary": vocabulary, "hash_buckets": buckets, "hashed": hashed, "date_format": count.date_format}
+    days = {"first_day": first_day, "day_count": day_count}
+    return tables.Column(name, tables.DATE, missing, mean, std, **kept, **days, iso_keys=True)
 
 
 def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:

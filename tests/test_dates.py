@@ -78,6 +78,34 @@ def test_arrow_and_tensorflow_read_every_value_alike(date_format):
     assert (~np.isnan(from_arrow[:, 0])).any()
 
 
+@pytest.mark.parametrize("date_format", [*dates.FORMATS, "%s"])
+def test_arrow_and_tensorflow_key_every_value_alike(date_format):
+    from_arrow = dates.keys_arrow(pa.array(AWKWARD), date_format).to_pylist()
+    assert [key.decode() for key in dates.keys_tf(tf.constant(AWKWARD), date_format).numpy()] == from_arrow
+
+
+def test_one_instant_written_two_ways_is_one_value_of_a_date_columns_vocabulary(tmp_path):
+    """A date's value is a category too, keyed on its text: the same day sent as 2020-01-05T00:00:00Z (JavaScript's
+    toISOString) was outside the vocabulary where 2020-01-05 was in it. A model's metadata from before keys on the
+    text as written, as its vocabulary holds it."""
+    rows = [f"2020-01-{1 + i % 10:02d},{'ab'[i % 2]}" for i in range(200)]
+    metadata = build_table_dataset(
+        str(write(tmp_path / "t.csv", "day,label", rows)), str(tmp_path / "out"), TableOptions()
+    )
+    (day,) = metadata.columns
+    assert day.iso_keys and "2020-01-05" in day.vocabulary
+    written = ["2020-01-05", "2020-01-05T00:00:00Z", " 2020-01-05 00:00:00+00 ", "2020-01-05T01:00", "never"]
+    slot = day.category_slot
+    found = tables.to_vector({"day": tf.constant(written)}, (day,)).numpy()[:, slot]
+    assert found[0] == found[1] == found[2] > tables.OOV_INDEX and found[3] == found[4] == tables.OOV_INDEX
+    before = tables.Column.from_json({k: v for k, v in day.to_json().items() if k != "iso_keys"})
+    assert not before.iso_keys
+    assert tables.to_vector({"day": tf.constant(written[:2])}, (before,)).numpy()[:, slot].tolist() == [
+        found[0],
+        tables.OOV_INDEX,
+    ]
+
+
 def test_every_date_that_a_format_reads_bears_the_formats_mark():
     """What lets a column without it skip trying every format (find_date_format)."""
     values = pa.array(AWKWARD)
