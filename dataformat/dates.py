@@ -254,15 +254,14 @@ def days(fields: np.ndarray) -> np.ndarray:
     return np.where(present, found, np.nan)
 
 
-def keys_arrow(values, date_format: str):
-    """A pyarrow string array's values as a date column's vocabulary counts them: each date as ISO 8601
-    (2017-01-05, or 2017-01-05T10:30:00 with a time of day), so that one instant written two ways
-    (2017-01-05 and 2017-01-05T00:00:00Z, as a JavaScript client sends it) is one value; a value that is no
-    date as it is ("never"). keys_tf's twin."""
+def keys_of(fields: np.ndarray, values):
+    """A pyarrow string array's values (their fields_arrow: `fields`) as a date column's vocabulary counts them:
+    each date as ISO 8601 (2017-01-05, or 2017-01-05T10:30:00 with a time of day), so that one instant written
+    two ways (2017-01-05 and 2017-01-05T00:00:00Z, as a JavaScript client sends it) is one value; a value that
+    is no date as it is ("never"). keys_tf's twin."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fields = fields_arrow(values, date_format)
     present = ~np.isnan(fields[:, 0])
     whole = np.where(present[:, None], fields, 0).astype(np.int64)
 
@@ -314,7 +313,7 @@ def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
 
 
 def keys_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
-    """[n] strings as a date column's vocabulary holds them: keys_arrow in TensorFlow."""
+    """[n] strings as a date column's vocabulary holds them: keys_of in TensorFlow."""
     import tensorflow as tf
 
     fields = fields_tf(strings, date_format)

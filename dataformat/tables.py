@@ -91,7 +91,7 @@ class Column:
     # span, from first_day (days since 1970) for day_count days; day_count 0: no day index
     first_day: int = 0
     day_count: int = 0
-    iso_keys: bool = False  # date: its vocabulary holds its dates as dates.keys_arrow writes them (else as written)
+    iso_keys: bool = False  # date: its vocabulary holds its dates as dates.keys_of writes them (else as written)
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
     max_length: int = 0  # text: the words a row keeps (--max-length)
     vocabulary_file: str = ""  # text: its vocabulary, one word a line (a name beside metadata.json, or a path)

@@ -258,11 +258,13 @@ def in_likely_years(years: np.ndarray, date_format: str) -> np.ndarray:
 
 
 def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str):
-    """Counts a block of a column as dates in `date_format`: the values that are none, the days' statistics."""
+    """Counts a block of a column as dates in `date_format`: the values that are none, the days' statistics.
+    Returns the values as the column's vocabulary counts them (dates.keys_of), or None without a format."""
     counts.date_tried, counts.date_format = True, date_format
     if not date_format:
-        return
-    days = dates.days(dates.fields_arrow(values, date_format))
+        return None
+    fields = dates.fields_arrow(values, date_format)
+    days = dates.days(fields)
     bad = present & np.isnan(days)
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
     if bad.any():
@@ -272,6 +274,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     counts.timed = bool(np.any(kept != np.floor(kept)))
     if len(kept):
         counts.first_day, counts.last_day = float(np.floor(kept.min())), float(np.floor(kept.max()))
+    return dates.keys_of(fields, values)
 
 
 def _looks_like_text(values: pa.Array) -> bool:
@@ -379,14 +382,15 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     if counts.integers:  # only integers get the hint (numbers_rows): a wide table's measurements skip this
         in_order = numbers[finite]
         counts.steps, counts.rising = max(len(in_order) - 1, 0), int(np.count_nonzero(np.diff(in_order) > 0))
+    keys = None
     if maybe_dates:
-        _count_dates(counts, values, train, present, date_format)
+        keys = _count_dates(counts, values, train, present, date_format)
         counts.date_files = ((date_format, where[0]),) if date_format else ()
     counts.stopped = earlier.stopped
     counts.zero_led = earlier.zero_led  # codes: every value counted, as a categorical column's
     every_value = count_all or bad.any() or bool(counts.date_format) or counts.zero_led
     if every_value or not earlier.stopped:
-        counted = dates.keys_arrow(values, counts.date_format) if counts.date_format else values  # an instant once
+        counted = values if keys is None else keys  # a date's instant once, however it is written
         distinct = pc.value_counts(counted.filter(pa.array(present & train)))
         counts.distinct, counts.distinct_of = len(distinct), int(np.count_nonzero(present & train))
         if counts.integers and not codes:  # integers that may be codes (beside a missing spelling too)
