@@ -312,7 +312,7 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
             values[tables.NUMERIC_KEY] = tf.reshape(values[tables.NUMERIC_KEY], [-1, len(numeric)])
         for column in texts:  # a row's word IDs, by the row lengths its record holds
             words = tf.RaggedTensor.from_row_lengths(values[column.name], values[column.name + tables.LENGTHS])
-            values[column.name] = words.to_tensor(shape=[None, column.max_length])
+            values[column.name] = words.to_tensor(shape=[None, column.width])
         vector = tables.to_vector(values, columns)
     return (vector, values[LABEL_KEY], *[values[name] for name in weights])
 

@@ -93,7 +93,8 @@ class Column:
     day_count: int = 0
     iso_keys: bool = False  # date: its vocabulary holds its dates as dates.keys_of writes them (else as written)
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
-    max_length: int = 0  # text: the words a row keeps (--max-length)
+    max_length: int = 0  # text: the words a row keeps (--max-length); the tokenizer reads as many characters for them
+    longest: int = 0  # text: the most words of a training row, at most max_length: the input's width (0: max_length)
     vocabulary_file: str = ""  # text: its vocabulary, one word a line (a name beside metadata.json, or a path)
     vocabulary_size: int = 0  # text: the words in it
     bigram_buckets: int = 0  # text: where the network hashes pairs of neighbouring words
@@ -111,7 +112,9 @@ class Column:
         """How many numbers of the model's vector the column takes: a date's features, then its value's
         index as a category (a day or hour that repeats, as in a table of flights, is a category too), then
         a timestamp's day as a category."""
-        return {DATE: dates.DATE_FEATURES + 1 + bool(self.day_count), TEXT: self.max_length}.get(self.kind, 1)
+        return {DATE: dates.DATE_FEATURES + 1 + bool(self.day_count), TEXT: self.longest or self.max_length}.get(
+            self.kind, 1
+        )
 
     @property
     def category_slot(self) -> int | None:
@@ -177,7 +180,7 @@ class Column:
             return {**found, "boundaries": list(self.boundaries), **spelled, **spanned}
         found = {"name": self.name, "kind": self.kind, "missing": self.missing}
         if self.kind == TEXT:
-            sizes = {"max_length": self.max_length, "vocabulary_size": self.vocabulary_size}
+            sizes = {"max_length": self.max_length, "longest": self.longest, "vocabulary_size": self.vocabulary_size}
             found.update(sizes, bigram_buckets=self.bigram_buckets, outside=self.hashed, cut=self.cut)
             return {**found, "vocabulary_file": self.vocabulary_file.rsplit("/", 1)[-1]}
         if self.kind == DATE:
@@ -202,6 +205,7 @@ class Column:
             iso_keys=bool(raw.get("iso_keys", False)),
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
             max_length=int(raw.get("max_length", 0)),
+            longest=int(raw.get("longest", 0)),
             vocabulary_file=str(raw.get("vocabulary_file", "")),
             vocabulary_size=int(raw.get("vocabulary_size", 0)),
             bigram_buckets=int(raw.get("bigram_buckets", 0)),
@@ -635,14 +639,14 @@ def offsets(columns: tuple[Column, ...]) -> list[int]:
 
 
 def _word_ids(value: tf.Tensor, column: Column) -> tf.Tensor:
-    """A text column's [n, max_length] word IDs, as float32: from its raw strings, or as records hold them."""
+    """A text column's [n, width] word IDs, as float32: from its raw strings, or as records hold them."""
     import tensorflow as tf
 
     if value.dtype != tf.string:
         return tf.cast(value, tf.float32)
     lookup = text.vocabulary_lookup(column.vocabulary or column.vocabulary_file)
     value = tf.where(is_missing(value), "", value)  # "NA" is a missing text, as preprocessing reads it
-    return text.padded(text.token_ids(value, lookup, column.max_length), column.max_length)
+    return text.padded(text.token_ids(value, lookup, column.max_length), column.width)
 
 
 def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf.Tensor:

@@ -241,9 +241,10 @@ def _text_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Colum
         count.missing,
         vocabulary=tuple(words[:size].to_pylist()),
         hashed=round(1 - int(frequencies[:size].sum()) / count.words, 4) if count.words else 0.0,
-        # The longest training text's words, if fewer: every text takes the model's input this wide, padded
+        max_length=options.max_length,
+        # The input is as wide as the longest training text, if it has fewer words: every text is padded to it
         # (--max-length 1000000 on texts of 16 words made 20 steps take 48 s, most of it padding).
-        max_length=max(1, count.longest),
+        longest=max(1, count.longest),
         vocabulary_file=tables.vocabulary_name(name),
         vocabulary_size=size,
         bigram_buckets=buckets,
@@ -420,7 +421,7 @@ def _length(column: tables.Column) -> str:
     """The words a text column keeps: the share of training rows cut at --max-length, or its longest row's."""
     if column.cut:
         return f"{column.cut:.1%} of rows cut at {column.max_length} words"
-    return f"at most {column.max_length} words a row"
+    return f"at most {column.width} words a row"
 
 
 def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:

@@ -98,7 +98,7 @@ def serving_ids(strings: list[str], metadata) -> np.ndarray:
         vectors = parse_examples(tf.constant(examples), metadata)
         session.run(tf.compat.v1.tables_initializer())
         found = session.run(vectors)
-    return found[:, start : start + column.max_length].astype(np.int64)
+    return found[:, start : start + column.width].astype(np.int64)
 
 
 # Tokenizing.
@@ -159,6 +159,19 @@ def test_a_text_column_is_found_its_vocabulary_written_and_its_words_stored_as_i
     assert 20 < review.width < 30 and review.width == max(len(row) for row in ids)
     assert review.bigram_buckets == 0 and metadata.shape == (2 + review.width,)  # few words: no bigrams
     assert all(text.FIRST_ID <= i < text.FIRST_ID + len(vocabulary) for row in ids for i in row)
+
+
+def test_a_column_of_short_texts_is_read_with_the_characters_of_max_length_words(tmp_path):
+    """The input is as wide as the longest training text (one word here), but the tokenizer still reads
+    --max-length words' characters: read with one word's 16, three of these words were cut, out of vocabulary."""
+    words = ["internationalization", "telecommunications", "counterrevolutionary", "short"]
+    rows = [["web", f"<p class='lead'>{words[i % 4]}</p>", "1", "ab"[i % 2]] for i in range(200)]
+    metadata = build(tmp_path, write_csv(tmp_path / "w.csv", rows), text=("review",), min_frequency=1)
+    review = metadata.columns[1]
+    vocabulary = (tmp_path / "data" / "review.vocabulary.txt").read_text().splitlines()
+    assert review.width == 1 and review.max_length == 300 and set(words) <= set(vocabulary)
+    assert all(ids[0] >= text.FIRST_ID for ids in record_ids(tmp_path / "data", metadata, "review"))
+    assert (serving_ids([f"  {words[0]}  "], metadata) >= text.FIRST_ID).all()
 
 
 def test_preprocessing_and_the_serving_graph_agree_word_for_word(tmp_path):

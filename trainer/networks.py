@@ -441,8 +441,8 @@ def text_columns(metadata: Metadata) -> list[tuple[int, tables.Column]]:
 
 
 def word_ids(rows: tf.Tensor, start: int, column: tables.Column) -> tf.Tensor:
-    """A text column's [n, max_length] word IDs (text.PADDING after its words), as int32."""
-    return tf.cast(rows[:, start : start + column.max_length], tf.int32)
+    """A text column's [n, width] word IDs (text.PADDING after its words), as int32."""
+    return tf.cast(rows[:, start : start + column.width], tf.int32)
 
 
 class WordBag(layers.Layer):
