@@ -27,8 +27,8 @@ from dataclasses import replace
 import numpy as np
 
 from dataformat import commandline, storage, tables
-from dataformat.errors import UserError, quoted
-from dataformat.schema import IMAGE_SUFFIXES, PHOTO_SUFFIXES, decode_record
+from dataformat.errors import NotFound, UserError, quoted
+from dataformat.schema import PHOTO_SUFFIXES, decode_record
 
 log = logging.getLogger("trainer.predict")
 SHOWN_BAD_VALUES = 3  # a table file's values that are not numbers or dates, named one by one in warnings
@@ -38,6 +38,7 @@ DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
 JSON_LINES = (".jsonl", ".json")  # one instance a line
 IMAGES_SIGNATURE = "image_bytes:serving_default"
+AS_PNG = (".webp", ".gif")  # photos qt-predict sends as PNG (_image_bytes)
 
 EXAMPLES = """\
 examples:
@@ -356,12 +357,13 @@ def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
                 raise UserError(f"{path}: line {number} is not JSON ({error.msg})") from None
 
 
-def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[str, str, object]]:
+def requests_for(path: str, model: Model, table_options=None, missing=None) -> Iterator[tuple[str, str, object]]:
     """(input name, signature, value) for each example in one input file (a table read with `table_options`,
-    TableOptions of table_files.add_reading_flags' flags)."""
+    TableOptions of table_files.add_reading_flags' flags); an image list's missing images are named in errors
+    and in `missing`."""
     suffix = path.lower()
     if IMAGES_SIGNATURE in model.signatures and suffix.endswith((".csv", ".jsonl")) and _is_image_list(path):
-        yield from _listed_images(path)
+        yield from _listed_images(path, [] if missing is None else missing)
     elif suffix.endswith(JSON_LINES) and model.metadata.is_table:
         rows = _durations_as_seconds(_json_lines(path, table=True), model.metadata.columns)
         yield from _table_requests(rows, path, model)
@@ -413,16 +415,20 @@ def requests_for(path: str, model: Model, table_options=None) -> Iterator[tuple[
 
 
 def _image_bytes(path: str) -> bytes:
-    """A photo's file as the export's image input takes it: as it is, or a WebP file (preprocessing reads it with
-    Pillow; TensorFlow 2.15 decodes none) as PNG, its transparency kept."""
+    """A photo's file as the export's image input takes it: as it is, or as PNG, its transparency kept, a WebP
+    file (TensorFlow 2.15 decodes none) or a GIF (TensorFlow reads no GIF's transparency, which preprocessing
+    puts on white). One that Pillow cannot read goes as it is, for the model to reject and qt-predict to name."""
+    from PIL import Image
+
     with storage.open_read(path) as file:
         data = file.read()
-    if not path.lower().endswith(IMAGE_SUFFIXES):
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as image, io.BytesIO() as png:
-            image.save(png, format="PNG")
-            data = png.getvalue()
+    if path.lower().endswith(AS_PNG):
+        try:
+            with Image.open(io.BytesIO(data)) as image, io.BytesIO() as png:
+                image.save(png, format="PNG")
+                return png.getvalue()
+        except (OSError, ValueError, Image.DecompressionBombError):
+            pass
     return data
 
 
@@ -432,15 +438,20 @@ def _is_image_list(path: str) -> bool:
     return is_image_list(path)
 
 
-def _listed_images(path: str) -> Iterator[tuple[str, str, bytes]]:
+def _listed_images(path: str, missing: list[str]) -> Iterator[tuple[str, str, bytes]]:
     """The images an image list names (Vertex AI's import formats, as preprocessing reads them), each by its path as
-    listed, which is its key where the model takes one."""
+    listed, which is its key where the model takes one; one that is missing is named in an error and in `missing`,
+    and the others are predicted, as preprocessing skips it."""
     from preprocessing.image_lists import read_list
 
     for row in read_list(path):
-        if not storage.exists(row.path):
-            raise UserError(f"{row.where}: {row.path}: no such image file")
-        yield row.listed, IMAGES_SIGNATURE, _image_bytes(row.path)
+        try:
+            data = _image_bytes(row.path)
+        except (FileNotFoundError, NotFound):
+            log.error("%s: %s: no such image file", row.where, row.path)
+            missing.append(row.where)
+            continue
+        yield row.listed, IMAGES_SIGNATURE, data
 
 
 def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterator[tuple[str, str, dict]]:
@@ -485,7 +496,7 @@ def predict_files(model: Model, paths: list[str], batch_size: int, table_options
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
         found = 0
-        for name, sig, value in requests_for(path, model, table_options):
+        for name, sig, value in requests_for(path, model, table_options, rejected):
             if batch and (sig != signature or len(batch) == batch_size):
                 yield from _run(model, signature, batch, rejected)
                 batch = []
@@ -497,7 +508,8 @@ def predict_files(model: Model, paths: list[str], batch_size: int, table_options
     if batch:
         yield from _run(model, signature, batch, rejected)
     if rejected:
-        raise UserError(f"{len(rejected)} input(s) that the model rejects were left out, the first {rejected[0]}")
+        raise UserError(f"{len(rejected)} input(s) missing or that the model rejects were left out, the first "
+                        f"{rejected[0]}")  # fmt: skip
 
 
 def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iterator[dict]:
@@ -665,13 +677,17 @@ def _read_request(path: str) -> dict:
 
 def _write(lines, output: str | None) -> int:
     count = 0
-    try:
-        with open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out:
-            for line in lines:
+    with contextlib.ExitStack() as stack:
+        try:
+            out = stack.enter_context(open(output, "w", encoding="utf-8")) if output else sys.stdout
+        except OSError as error:
+            raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
+        for line in lines:  # an input's OSError is its own, not --output's
+            try:
                 out.write(json.dumps(line) + "\n")
-                count += 1
-    except OSError as error:
-        raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
+            except OSError as error:
+                raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
+            count += 1
     return count
 
 
