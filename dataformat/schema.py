@@ -45,9 +45,8 @@ LABEL_KEY = "label"
 KEY = "key"  # a table's keys among the model's features and outputs (see Metadata.key_column)
 WEIGHT = "weight"  # a table's row weights among the training input's features (see Metadata.weight_column)
 DTYPES = ("uint8", "float32")
-# Image files TensorFlow's decode_image reads, so serving takes them too: for the images source and predictions.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")  # what TensorFlow decodes (the export's image input)
-PHOTO_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing reads, with Pillow
+PHOTO_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing reads, with Pillow, and qt-predict
 # Shard compression (as TensorFlow's TFRecordOptions names it) -> shard file suffix.
 SHARD_SUFFIXES = {"": ".tfrecord", "GZIP": ".tfrecord.gz"}
 

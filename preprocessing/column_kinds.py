@@ -339,11 +339,13 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
     frequent = _one_spelling_of_booleans(count.frequent.replaced(tables.WHOLE_FRACTION, r"\1"))
     least = _least_seen(name, count, plan.options)
     vocabulary, buckets, hashed = _vocabulary(count, frequent, plan.options, least)
-    if hashed >= MOSTLY_RARE and not buckets and not count.nearly_unique:  # short subjects: a model at chance, silently
+    repeated = count.distinct <= MOSTLY_RARE * count.distinct_of  # its values come back: not an ID's nor a name's
+    cut = len(vocabulary) == plan.options.max_categories or plan.options.hash_buckets == 0  # not rarity, then
+    if hashed >= MOSTLY_RARE and repeated and not cut:  # short subjects: a model at chance, silently
         log.warning(
             "column %s: %.0f%% of its training rows hold a value seen fewer than %d times, and those share one index: "
-            "the model learns little from it; pass --min-frequency 1 to keep each value seen, or --text-columns %s "
-            "if its words carry the meaning",
+            "the model learns little from it; pass --min-frequency 1 to keep each value seen (of every column), or "
+            "--text-columns %s if its words carry the meaning",
             plan.position(name),
             100 * hashed,
             least,

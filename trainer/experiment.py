@@ -206,7 +206,10 @@ def _check_same_values(config: Config, metadata: Metadata) -> None:
     exported = exported or config_module.newest_export(posixpath.join(exports, "best"))
     if not metadata.is_table or not exported:
         return
-    source = warm_start.locate(exported)
+    try:
+        source = warm_start.locate(exported)
+    except UserError:  # an export cut short (its metadata.json not copied yet): nothing to compare with
+        return
     trained = networks.row_labels(source.metadata, source.config.hidden_units if source.config else config.hidden_units)
     for name, labels in networks.row_labels(metadata, config.hidden_units).items():
         before = trained.get(name, labels)

@@ -378,10 +378,10 @@ def requests_for(path: str, model: Model, table_options=None, missing=None) -> I
     elif ".tfrecord" in suffix:
         yield from _shard_requests(path, model)
     elif model.metadata.source == "text" and suffix.endswith(".txt"):  # a model of a folder of texts: one a file
-        from preprocessing.table_files.text_folders import read_text
+        from preprocessing.table_files.text_folders import TEXT_COLUMNS, read_text
 
         document = read_text(path, table_options.encoding if table_options else "utf-8")
-        yield from _table_requests(iter([(path, {"text": document})]), path, model)
+        yield from _table_requests(iter([(path, {TEXT_COLUMNS[0]: document})]), path, model)
     elif model.metadata.is_table:
         if suffix.endswith((*PHOTO_SUFFIXES, ".npz")):
             kinds = "CSV, Parquet, Arrow, JSON lines, spreadsheets or .tfrecord shards"
