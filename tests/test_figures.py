@@ -188,3 +188,27 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     (tmp_path / "multi").mkdir()
     multi = figures.write_figures(str(tmp_path / "multi"), {"accuracy": 0.5}, ("a", "b", "c"))
     assert "ROC and precision-recall curves" not in multi
+
+
+def test_the_last_words_add_the_best_exports_figures_and_warn_of_a_model_below_the_majority(tmp_path, capsys, caplog):
+    """A model that overfit (a date's values memorized) printed its last evaluation's worse figures beside the
+    best export's path, and nothing said that its accuracy was below always answering the majority class."""
+    from trainer.task import _report_best
+
+    eval_dir = str(tmp_path / figures.EVAL_DIR)
+    write_summaries(
+        eval_dir,
+        {
+            "log_loss": [(500, 1.007), (1000, 1.05), (2000, 1.098)],
+            "accuracy": [(500, 0.5162), (1000, 0.50), (2000, 0.487)],
+        },
+    )
+    last = {"log_loss": 1.098, "accuracy": 0.487, metric_names.CONFUSION: [[40, 30, 30], [20, 9, 1], [5, 5, 10]]}
+    with caplog.at_level(logging.WARNING):
+        _report_best(str(tmp_path), last, "log_loss")
+    best = "log_loss 1.0070, accuracy 0.5162, of the evaluation at step 500"
+    assert capsys.readouterr().out == f"best export's:  {best}\n"
+    assert "The last evaluation's accuracy, 0.4870, is below always answering the majority class, 0.6667" in caplog.text
+    caplog.clear()
+    _report_best(str(tmp_path), {**last, "log_loss": 1.0, "accuracy": 0.7}, "log_loss")  # the last is the best
+    assert capsys.readouterr().out == "" and not caplog.text

@@ -178,6 +178,7 @@ def _report(config: Config, metrics: dict | None) -> None:
             print(f"{name + ':':15} {_shown(path)}")
     for name in dict.fromkeys([lead, names.ACCURACY]):
         print(f"{name + ':':15} {metrics[name]:.4f}")
+    _report_best(config.job_dir, metrics, lead)
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f} at step "
@@ -186,6 +187,35 @@ def _report(config: Config, metrics: dict | None) -> None:
         job = _shown(config.job_dir)
         print(f"{'next:':15} qt-predict --model-dir {_shown(best)} --input FILE   (or: tensorboard --logdir {job})")
     sys.stdout.flush()
+
+
+def _report_best(job_dir: str, metrics: dict, lead: str) -> None:
+    """Where the figures above (the last evaluation's) are not the best export's, the best export's too, and a
+    warning where the last evaluation's accuracy is below always answering the majority class: a model that
+    overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's path."""
+    import numpy as np
+
+    from trainer import figures
+    from trainer import metrics as names
+
+    series = figures.read_scalars(posixpath.join(job_dir, figures.EVAL_DIR))
+    sign = 1 if names.higher_is_better(lead) else -1
+    steps = {step: value for step, value in series.get(lead, [])}
+    best = max(steps, key=lambda step: sign * steps[step], default=None)
+    if best is not None and sign * (steps[best] - metrics[lead]) > 0:
+        accuracy = dict(series.get(names.ACCURACY, [])).get(best)
+        shown = f", accuracy {accuracy:.4f}" if accuracy is not None and lead != names.ACCURACY else ""
+        label = "best export's:"
+        print(f"{label:15} {lead} {steps[best]:.4f}{shown}, of the evaluation at step {best}")
+    rows = np.asarray(metrics[names.CONFUSION]).sum(axis=1)
+    majority = rows.max() / max(rows.sum(), 1)
+    if metrics[names.ACCURACY] < majority:
+        log.warning(
+            "The last evaluation's accuracy, %.4f, is below always answering the majority class, %.4f: the model "
+            "learned little, or overfit (see report.md's curves)",
+            metrics[names.ACCURACY],
+            majority,
+        )
 
 
 def _shown(path: str) -> str:
