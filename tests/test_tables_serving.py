@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,15 @@ from trainer.config import Config, served_export
 from trainer.dataset import locate
 from trainer.export import latest_export
 from trainer.input import make_input_fn
-from trainer.predict import Model, _json_lines, bad_numbers_as_missing, predict_files, respond, table_rows
+from trainer.predict import (
+    Model,
+    _in_utf8_if_so,
+    _json_lines,
+    bad_numbers_as_missing,
+    predict_files,
+    respond,
+    table_rows,
+)
 from trainer.predict import main as predict_main
 from trainer.predict import parse_args as predict_args
 from trainer.task import main as task_main
@@ -331,7 +340,7 @@ def test_the_predict_cli_reads_tables_as_preprocessing_does_and_json_lines(table
     assert lines[6]["prediction"]["probabilities"] == pytest.approx(lines[2]["prediction"]["probabilities"])
 
 
-def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_job, tmp_path, capsys):
+def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_job, tmp_path, capsys, caplog):
     """A model whose training files were cp1252 (a spreadsheet's, in much of Europe) reads new cp1252 files without
     --encoding, which still decides where it is given."""
     config, _, _ = table_job
@@ -346,6 +355,15 @@ def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_jo
     assert predict_main(flags) == 0
     assert json.loads(capsys.readouterr().out)["input"] == f"{tmp_path}/rows.csv:2"
     assert predict_main([*flags, "--encoding", "utf-8"]) == 2  # "line 2 is not utf-8 text"
+    # The same rows saved again in UTF-8 are read so (cp1252 read München as MÃ¼nchen, silently), unless --encoding.
+    (tmp_path / "again.csv").write_bytes("workclass,age\nPrivé €,60\n".encode())
+    again = ["--model-dir", str(export), "--input", str(tmp_path / "again.csv")]
+    with caplog.at_level(logging.WARNING):
+        assert predict_main(again) == 0 and predict_main([*again, "--encoding", "cp1252"]) == 0
+    assert caplog.text.count("again.csv: read as UTF-8, which it is, not as cp1252, the training files'") == 1
+    options = TableOptions(encoding="cp1252")
+    assert _in_utf8_if_so(str(tmp_path / "again.csv"), options).encoding == "utf-8"
+    assert _in_utf8_if_so(str(tmp_path / "rows.csv"), options).encoding == "cp1252"
 
 
 def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(tmp_path, caplog):

@@ -486,17 +486,21 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
             i += 1
 
 
-def predict_files(model: Model, paths: list[str], batch_size: int, table_options=None) -> Iterator[dict]:
+def predict_files(
+    model: Model, paths: list[str], batch_size: int, table_options=None, encoding_given: bool = True
+) -> Iterator[dict]:
     """Batches consecutive inputs of the same signature; yields one JSON-ready line per input. An input the
     model rejects (a broken image) is named in an error and left out, and the run fails at the end, once the
-    others are predicted: one broken photo among thousands stopped them all."""
+    others are predicted: one broken photo among thousands stopped them all. Without --encoding
+    (`encoding_given`), a file in UTF-8 is read so, whatever the training files' encoding (_in_utf8_if_so)."""
     batch: list[tuple[str, object]] = []
     signature, rejected = None, []
     for path in paths:
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
         found = 0
-        for name, sig, value in requests_for(path, model, table_options, rejected):
+        options = table_options if encoding_given or table_options is None else _in_utf8_if_so(path, table_options)
+        for name, sig, value in requests_for(path, model, options, rejected):
             if batch and (sig != signature or len(batch) == batch_size):
                 yield from _run(model, signature, batch, rejected)
                 batch = []
@@ -510,6 +514,29 @@ def predict_files(model: Model, paths: list[str], batch_size: int, table_options
     if rejected:
         raise UserError(f"{len(rejected)} input(s) missing or that the model rejects were left out, the first "
                         f"{rejected[0]}")  # fmt: skip
+
+
+UTF8_HEAD = 1 << 16  # bytes of a file whose decoding tells whether it is UTF-8
+
+
+def _in_utf8_if_so(path: str, options):
+    """The reading options, in UTF-8 where the training files' encoding was another (latin-1, cp1252) and the
+    file's first bytes are UTF-8 with characters beyond ASCII: Latin-1 reads any bytes, so a table saved again in
+    UTF-8 read München as MÃ¼nchen, a value the model never saw, silently."""
+    if options.encoding.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig"):
+        return options
+    with storage.open_read(path) as file:
+        head = file.read(UTF8_HEAD)
+    whole = head if len(head) < UTF8_HEAD else head[: head.rfind(b"\n") + 1]  # no character cut at the end
+    try:
+        whole.decode("utf-8")
+    except UnicodeDecodeError:
+        return options
+    if whole.isascii():
+        return options
+    log.warning("%s: read as UTF-8, which it is, not as %s, the training files' encoding (pass --encoding %s to "
+                "read it so)", path, options.encoding, options.encoding)  # fmt: skip
+    return replace(options, encoding="utf-8")
 
 
 def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iterator[dict]:
@@ -645,7 +672,7 @@ def _predict(argv: list[str] | None) -> int:
 
         trained_in = model.metadata.extra.get("encoding", "utf-8")  # new rows come as the training files came
         options = TableOptions(**reading_options(args, trained_in))
-        lines = predict_files(model, args.input, args.batch_size, options)
+        lines = predict_files(model, args.input, args.batch_size, options, encoding_given=bool(args.encoding))
     count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
