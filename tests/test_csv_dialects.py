@@ -1075,6 +1075,9 @@ def test_fields_apart_by_runs_of_blanks_are_read_as_r_read_table_reads_them(tmp_
     read = list(table_rows(str(tmp_path / "auto.data"), "origin", ("name", "mpg"), TableOptions()))
     assert read[1] == (f"{tmp_path}/auto.data:3", {"name": "car no 1", "mpg": "1.5"})  # as qt-predict reads it
     assert dialect_of(str(tmp_path / "auto.data"), TableOptions(delimiter="whitespace")).spaced
+    # Without --source, a .data file is a table (it was refused: "name its kind with --source").
+    flags = ["--input", str(tmp_path / "auto.data"), "--output", str(tmp_path / "cli"), "--label-column", "origin"]
+    assert preprocess(flags) == 0
     # A quote inside a field quotes nothing (an inch mark): the fields after it are still apart.
     (tmp_path / "h.data").write_text(
         "name height label\n" + "".join(f"p{i} 5'{i}\" {'ab'[i % 2]}\n" for i in range(30))

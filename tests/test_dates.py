@@ -67,6 +67,7 @@ AWKWARD = [
     " 20170105T103000.25+0100",
     "20170105T1030000",
     "20171305T103000",
+    "1939 Jan",
 ]
 
 
@@ -144,7 +145,7 @@ def test_formats_read_what_they_say():
     twelve = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%m/%d/%Y"))}
     assert twelve["12/31/2013 11:59 PM"][3:5].tolist() == [23, 59] and twelve["1/2/2013 12:05 a.m."][3] == 0
     assert twelve["1/2/2013 12:30:15 pm"][3:].tolist() == [12, 30, 15] and np.isnan(twelve["1/2/2013 11:00 XM"]).all()
-    basic = dates.fields_arrow(pa.array(AWKWARD[-5:]), "%Y%m%dT%H%M%S")  # ISO 8601's basic form
+    basic = dates.fields_arrow(pa.array(AWKWARD[-6:-1]), "%Y%m%dT%H%M%S")  # ISO 8601's basic form
     assert basic[[0, 2]].tolist() == [[2017, 1, 5, 10, 30, 0]] * 2 and np.isnan(basic[[1, 3, 4]]).all()
     assert dates.fields_arrow(pa.array(["20170105T1030Z"]), "%Y%m%dT%H%M")[0].tolist() == [2017, 1, 5, 10, 30, 0]
 
@@ -212,6 +213,12 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     assert abs(european.mean - every_day.mean()) < 200 and abs(european.std - every_day.std()) < 200
     assert "column 2 ('european'): 1 value(s) are no dates in '%d/%m/%Y'" in caplog.text
     assert "stamp (date '%Y-%m-%d', 0 frequent values)" in caplog.text
+    # Months as R's tsibble prints them (fpp3's us_employment: a categorical column of 969 values before).
+    months = [f"{1939 + i // 12} {dates.MONTHS[i % 12].title()},{'ab'[i % 2]}" for i in range(240)]
+    found = build_table_dataset(
+        str(write(tmp_path / "m.csv", "Month,label", months)), str(tmp_path / "m"), TableOptions()
+    )
+    assert (found.columns[0].kind, found.columns[0].date_format) == (tables.DATE, "%Y %b")
 
 
 def test_dates_with_two_digit_years_are_found(tmp_path):

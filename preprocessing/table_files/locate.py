@@ -35,6 +35,7 @@ CSV, JSON_LINES, JSON_ARRAY, PARQUET, ARROW, WORKBOOK = "csv", "jsonl", "json ar
 PACKAGE = "package"  # a statistics package's file: Stata's, SPSS's, SAS's
 SQLITE = "sqlite"  # an SQLite database's table
 SUFFIXES = {".csv": CSV, ".tsv": CSV, ".tab": CSV, ".arff": CSV}  # .tab: Orange's tab-separated files
+SUFFIXES.update({".data": CSV, ".dat": CSV})  # UCI's tables (german.data), aligned by spaces or comma-separated
 SUFFIXES.update({".jsonl": JSON_LINES, ".ndjson": JSON_LINES, ".json": JSON_LINES, ".geojson": JSON_LINES})
 SUFFIXES.update({".parquet": PARQUET, ".feather": ARROW, ".arrow": ARROW, ".arrows": ARROW})
 SUFFIXES.update({".xlsx": WORKBOOK, ".xlsm": WORKBOOK, ".xls": WORKBOOK, ".xlsb": WORKBOOK, ".ods": WORKBOOK})
