@@ -256,8 +256,8 @@ def _add_output_flags(parser: argparse.ArgumentParser) -> None:
         "--image-size",
         type=_image_size,
         metavar="HEIGHTxWIDTH",
-        help="images: resize every image to this size (default: the size of the first; in a folder all must then "
-        "match, from a list every image is resized to it)",
+        help="images: resize every image to this size (default: the most common size of the first 20 images; in a "
+        "folder all must then match, from a list every image is resized to it)",
     )
     parser.add_argument(
         "--compression",

@@ -67,7 +67,7 @@ def read_image_list(path: str, options: SourceOptions) -> RawData:
         class_names=classes,
         shape=shape,
         dtype="uint8",
-        load=ImageLoader(shape, resize=True),  # photos come in every size: each is resized to the first's
+        load=ImageLoader(shape, resize=True),  # photos come in every size: each is resized to the stored one
         fixed=uses if np.any(uses != FREE) else None,
     )
 
