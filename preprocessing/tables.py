@@ -689,13 +689,14 @@ def _plan_table(
     path: str, options: TableOptions, eval_fraction: float, seed: int, shards: int | None, every_object: bool
 ) -> tuple:
     files = [path] if options.text_folder else input_files(path)
-    root = "" if options.text_folder else input_root(path)  # a text folder's class folders are no partitions
+    root = input_root(path)
     dialect = dialect_of(files[0], options)
     sparse = dialect.format in OBJECTS and not every_object  # its columns: the first objects' keys
     if dialect.format in OBJECTS and every_object:
         names, lists = every_json_column(files, dialect)
         dialect = replace(dialect, names=names, lists=lists)
-    dialect = with_partition_columns(dialect, files[0], root)
+    if not options.text_folder:  # a text folder's class folders are no partitions (a bare name's had no parent)
+        dialect = with_partition_columns(dialect, files[0], root)
     if dialect.sheet and not options.sheet and dialect.format == WORKBOOK:
         log.info("%s: sheet %r holds the table (the workbook opens on another)", files[0], dialect.sheet)
     if dialect.format == SQLITE and not options.sheet:

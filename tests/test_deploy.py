@@ -211,11 +211,15 @@ CPU_JOB = Path(__file__).resolve().parents[1] / "configs" / "jobs" / "cpu.yaml"
 
 def test_without_credentials_deploy_and_submit_stop_before_uploading(export, monkeypatch, caplog):
     """Each retried its upload for two minutes without network or login, then printed the error a minute early."""
-    from dataformat import gcs
+    import google.auth
+    import google.auth.exceptions
+
     from trainer.vertex import submit
 
-    monkeypatch.setattr(gcs, "_stood_in", lambda: False)
-    monkeypatch.setattr(gcs, "credentials_found", lambda: False)
+    def none_found(*_, **__):
+        raise google.auth.exceptions.DefaultCredentialsError("none")
+
+    monkeypatch.setattr(google.auth, "default", none_found)
     monkeypatch.setattr(deploy, "deploy", lambda *_: pytest.fail("deployed without credentials"))
     monkeypatch.setattr(submit, "submit", lambda *_: pytest.fail("submitted without credentials"))
     with caplog.at_level(logging.ERROR):

@@ -361,7 +361,7 @@ def _run(argv: list[str]) -> int:
     if args.dry_run:
         dry_run(job, args.region)
         return 0
-    gcs.check_credentials()  # before the upload: without them it retried for two minutes, then failed
+    client.credentials()  # before the upload: without them it retried for two minutes, then failed
     model, endpoint, deployed_id = deploy(job, args.poll_secs)
     explain = " --explain" if args.explain else ""
     print(f"{'model:':16} {model}")

@@ -300,7 +300,7 @@ def _submit(argv: list[str]) -> int:
     if args.dry_run:
         dry_run(job)
         return 0
-    gcs.check_credentials()  # before staging the package: without them it retried for two minutes, then failed
+    client.credentials()  # before staging the package: without them it retried for two minutes, then failed
     name = submit(job)
     return follow.follow_if_asked(name, args)
 
