@@ -135,8 +135,12 @@ def test_a_table_trains_about_forty_passes_by_default_within_1000_to_2000_steps_
     assert steps(table(4_000), batch_size=64) == 2_000
     assert steps(table(1_000)) == 1_000 and steps(table(10**6)) == 2_000  # at least 1,000, at most the default
     assert steps(dataclasses.replace(VECTORS, splits=table(1_000).splits)) == 2_000  # arrays and images: 2,000
-    assert steps(table(1_000), train_steps=7) == 7 and steps(table(1_000), num_epochs=3) == 2_000
+    assert steps(table(1_000), train_steps=7) == 7
+    # --num-epochs: the steps its passes take (it was capped at 2,000: 50 passes over MNIST stopped after 4).
+    assert steps(table(1_000), num_epochs=3) == 24 and steps(table(10**6), num_epochs=50) == 390_625
+    assert steps(dataclasses.replace(VECTORS, splits=table(1_000).splits), num_epochs=3, train_steps=5) == 5
     assert params(table(4_000), freeze_steps=None)["settings"].freeze_steps == 625  # half the run, as before
+    assert params(table(4_000), num_epochs=2)["settings"].freeze_steps == 63  # with --num-epochs, all of it
 
 
 def test_a_network_that_cannot_read_the_data_is_refused_naming_the_flag():

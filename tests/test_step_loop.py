@@ -101,6 +101,7 @@ def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir,
             job_dir=str(tmp_path / steps_per_run),
             batch_size=100,
             num_epochs=1,
+            train_steps=1000,  # more than the pass takes: the input's end stops it
             steps_per_run=steps_per_run,
             conv_filters=(),
             hidden_units=(8,),

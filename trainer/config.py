@@ -58,7 +58,9 @@ class Config:
         "fewer, at least 1000; a rerun resumes from the last checkpoint)",
     )
     num_epochs: Optional[int] = _option(
-        None, "stop training after this many passes over the data (one machine only; default: no limit)"
+        None,
+        "stop training after this many passes over the data (one machine only); --train-steps then defaults to the "
+        "steps they take (default: no limit)",
     )
     steps_per_run: str = _option(
         "auto",
@@ -87,7 +89,7 @@ class Config:
     freeze_steps: Optional[int] = _option(
         None,
         "with --pretrained: steps that train only the head before the backbone's top blocks train too, at a tenth "
-        "of the learning rate (default: half of --train-steps)",
+        "of the learning rate (default: half of --train-steps; with --num-epochs, all of them)",
     )
     hidden_units: tuple[int, ...] = _option((256,), "units of each dense layer after the convolutions ('' for none)")
     dropout: Optional[float] = _option(

@@ -103,7 +103,7 @@ class ModelSettings:
             crosses=resolve_crosses(config.crosses, metadata),
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
-            freeze_steps=train_steps // 2 if config.freeze_steps is None else config.freeze_steps,
+            freeze_steps=resolve_freeze_steps(config, train_steps),
             load_pretrained=not config.warm_start_from,
         )
 
@@ -116,16 +116,29 @@ def resolve_pretrained(config: Config, metadata: Metadata) -> str:
 
 
 def resolve_train_steps(config: Config, metadata: Metadata) -> int:
-    """`--train-steps`, or by default DEFAULT_STEPS; for a table trained without --num-epochs, TABLE_EPOCHS passes
-    over its training rows where that is fewer, at least TABLE_LEAST_STEPS (see TABLE_EPOCHS' measurements)."""
+    """`--train-steps`; with --num-epochs, the steps its passes take (the input ends them, with towers sooner: it
+    capped them at DEFAULT_STEPS, so --num-epochs 50 on MNIST stopped after 4 passes); else DEFAULT_STEPS, or for a
+    table TABLE_EPOCHS passes over its training rows where that is fewer, at least TABLE_LEAST_STEPS (see
+    TABLE_EPOCHS' measurements)."""
     if config.train_steps is not None:
         return config.train_steps
-    if not metadata.is_table or config.num_epochs is not None:
-        return DEFAULT_STEPS
     # Batches of --batch-size, whatever the towers: every task of a cluster (an evaluator without the workers'
     # GPUs too) must come to the same number, which the evaluator waits for.
-    steps = math.ceil(TABLE_EPOCHS * metadata.splits["train"].examples / config.batch_size)
+    examples = metadata.splits["train"].examples
+    if config.num_epochs is not None:
+        return max(1, math.ceil(config.num_epochs * examples / config.batch_size))
+    if not metadata.is_table:
+        return DEFAULT_STEPS
+    steps = math.ceil(TABLE_EPOCHS * examples / config.batch_size)
     return min(DEFAULT_STEPS, max(TABLE_LEAST_STEPS, steps))
+
+
+def resolve_freeze_steps(config: Config, train_steps: int) -> int:
+    """--freeze-steps, or by default half the run; with --num-epochs, all of it: the head trains on a frozen
+    backbone for those passes, as Keras's transfer-learning guide does (fine-tuning is a later run of its own)."""
+    if config.freeze_steps is not None:
+        return config.freeze_steps
+    return train_steps if config.num_epochs is not None else train_steps // 2
 
 
 def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
