@@ -95,3 +95,12 @@ def test_a_diverged_run_says_so_in_one_line(vectors_dir, tmp_path, caplog):
         caplog.text
     )
     assert "Traceback" not in caplog.text
+
+
+def test_a_value_given_to_a_switch_is_refused_not_ignored():
+    """`--xla false` turned XLA on: the switch takes no value, and `false` was ignored as an unknown argument."""
+    from trainer.config import check_no_switch_values
+
+    with pytest.raises(UserError, match=r"--xla takes no value \(false\): --xla turns it on, --no-xla off"):
+        check_no_switch_values(["--data-dir", "d", "--xla", "false"], ["false"])
+    check_no_switch_values(["--xla", "--some-cloud-flag", "x"], ["--some-cloud-flag", "x"])  # a cloud's own flags

@@ -607,9 +607,10 @@ def parse_args(argv: list[str] | None):
     parser = commandline.ArgumentParser(
         prog="qt-predict",
         description="(also: python -m trainer.predict) "
-        "Predict with an exported model (one version folder under JOB_DIR/export/latest or /best). "
+        "Predict with an exported model (an export, a folder of numbered ones, or a job dir: its best). "
         "Prints one JSON line per input: its name and the model's outputs (class_ids, classes, "
-        "probabilities, logits).",
+        'probabilities, logits); for JSON lines, Vertex AI batch prediction\'s {"instance": ..., "prediction": '
+        "...}; for --instances-json, a server's response body.",
         examples=EXAMPLES,
     )
     model = parser.add_mutually_exclusive_group(required=True)

@@ -23,10 +23,10 @@ examples:
   qt-train --data-dir data/digits --job-dir runs/digits
   qt-train --data-dir data/mnist --job-dir runs/mnist --train-steps 5000
   qt-train --train-files 'data/x/train-*' --eval-files 'data/x/eval-*' --job-dir runs/x
-  qt-train --config configs/mnist.yaml --learning-rate 1e-3
+  qt-train --config configs/mnist.yaml --data-dir data/mnist --job-dir runs/mnist --learning-rate 3e-4
 """
 NO_DATA = (
-    "--data-dir or --train-files is required: a dataset written by `python -m preprocessing` "
+    "--data-dir or --train-files is required: a dataset written by qt-preprocess "
     "(to try the built-in digits end to end: bash scripts/demo.sh)"
 )
 
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(argv: list[str] | None) -> int:
     args, unknown = parse_args(argv)
+    config_module.check_no_switch_values(sys.argv[1:] if argv is None else argv, unknown)
     if unknown:
         log.warning("Ignoring arguments this trainer does not know: %s", " ".join(unknown))
     flags = {key: value for key, value in vars(args).items() if key not in ("config", "verbosity")}
