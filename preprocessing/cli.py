@@ -116,7 +116,7 @@ def _add_input_flags(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=commandline.positive_int,
         help="shards written in parallel: by threads for csv, npz, mnist and digits (default: one per core), "
-        "by processes for images (default: one per core and 50,000 images)",
+        "by processes for images (default: one per 50,000 images, at most one per core)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --output")
 
@@ -220,8 +220,8 @@ def _add_table_flags(group) -> None:
         default=TableOptions.hash_buckets,
         help="frequent values that a column's vocabulary has no room for hash into buckets: about one for every "
         "10 training rows they hold, at most this many a column; values never seen in training hash into them "
-        "too. Rare values, and every value outside the vocabulary with 0, share one out-of-vocabulary index "
-        f"(default: {TableOptions.hash_buckets})",
+        "too. Rare values, and with --hash-buckets 0 every value outside the vocabulary, share one "
+        f"out-of-vocabulary index (default: {TableOptions.hash_buckets})",
     )
 
 

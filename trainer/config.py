@@ -73,8 +73,9 @@ class Config:
     # Model.
     model: str = _option(
         "auto",
-        "the network: text or text_cnn (texts), cnn (images), wide_deep or table (tables), mlp (any shape), "
-        "or auto (the first that reads the data)",
+        "the network: text or text_cnn (tables of text columns alone), cnn (images), mlp (images and vectors), "
+        "wide_deep or table (tables), a pretrained backbone for photos (mobilenet_v2, efficientnet_b0, resnet50; "
+        "see --pretrained), or auto (the first that reads the data)",
     )
     conv_filters: tuple[int, ...] = _option(
         (32, 64),
