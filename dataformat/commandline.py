@@ -26,6 +26,16 @@ VERBOSITY = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WA
 NEAR_MISS = 0.8  # difflib's similarity from which an unknown flag is taken for a misspelt one
 
 
+def package_version() -> str:
+    """The installed package's version (setup.py's), or "(not installed)" when run from a source tree."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("queue-trainer")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with the examples shown after the options, `--verbosity`, underscore aliases, and a
     usage mistake raised as a UserError like every other mistake (argparse would print the whole
@@ -49,6 +59,7 @@ class ArgumentParser(argparse.ArgumentParser):
             help="info (default): this program's progress and TensorFlow's warnings; debug: TensorFlow's own "
             "log lines too; warning, error: less",
         )
+        self.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
 
     def error(self, message: str) -> NoReturn:
         raise UserError(message)

@@ -104,3 +104,16 @@ def test_a_value_given_to_a_switch_is_refused_not_ignored():
     with pytest.raises(UserError, match=r"--xla takes no value \(false\): --xla turns it on, --no-xla off"):
         check_no_switch_values(["--data-dir", "d", "--xla", "false"], ["false"])
     check_no_switch_values(["--xla", "--some-cloud-flag", "x"], ["--some-cloud-flag", "x"])  # a cloud's own flags
+
+
+@pytest.mark.parametrize(
+    "module", ["preprocessing", "trainer.task", "trainer.predict", "trainer.vertex.submit", "trainer.vertex.deploy"]
+)
+def test_every_command_says_its_version(module):
+    """`qt-preprocess --version` asked for --output, and qt-train ignored it and asked for --data-dir."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("qt-") and len(done.stdout.splitlines()) == 1
+    assert done.stdout.split()[-1][0].isdigit() or "(not installed)" in done.stdout

@@ -488,6 +488,7 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
             "--tuning-metric: set by tuning.metric in ",
         ),
         (["--image", "I", "--project", ""], "--project is required"),
+        (["--image", "I", "--data-dir", "gs://b/d"], "--data-dir gs://b/d (the trainer's flags"),
         (
             ["--image", "I", "--", "--num-towers", "2"],
             "cpu.yaml gives each chief machine 0 GPU(s)",

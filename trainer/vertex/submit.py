@@ -102,7 +102,8 @@ def split_trainer_args(argv: list[str]) -> tuple[list[str], list[str]]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = commandline.ArgumentParser(
         prog="qt-submit",
-        usage="qt-submit [options] -- [trainer.task flags]",
+        usage="qt-submit --job-config YAML --job-dir GS_FOLDER (--image URI | --executor-image URI) [--project P] "
+        "[options] -- [trainer.task flags]",
         description="(also: python -m trainer.vertex.submit) "
         "Submit python -m trainer.task to Vertex AI: a CustomJob, or a HyperparameterTuningJob "
         "when the job config has a tuning section. Everything after -- goes to the trainer.",
@@ -133,7 +134,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     follow.add_flags(parser, wait=True)
     options.add_flags(parser)
-    return parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the trainer's flags, most likely, given before the -- that passes them on
+        raise UserError(f"unrecognized arguments: {' '.join(unknown)} (the trainer's flags, such as --data-dir, go "
+                        "after --: qt-submit [options] -- [trainer flags])")  # fmt: skip
+    return args
 
 
 def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
