@@ -288,10 +288,11 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
     if len(classes) < 2:
         raise UserError(f"{folder}: found {len(classes)} class folder(s); expected one sub-folder per class, 2 or more")
     paths = [storage.join(folder, name) for name, _ in files]
+    index = {name: i for i, name in enumerate(classes)}
     shape = first_image_shape(((path, "") for path in paths), options.image_size)
     return RawData(
         items=paths,
-        labels=np.array([classes.index(label) for _, label in files], dtype=np.int64),
+        labels=np.array([index[label] for _, label in files], dtype=np.int64),
         keys=[name for name, _ in files],
         class_names=tuple(classes),
         shape=shape,

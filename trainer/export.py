@@ -129,13 +129,20 @@ class BestAcrossRuns(tf.estimator.BestExporter):
     def _best_before(self, job_dir: str, step: int) -> dict | None:
         """The best of the job's evaluations before `step`, from its evaluation summaries (which hold this
         evaluation's too, so BestExporter's own reading finds it no better than itself)."""
-        series = figures.read_scalars(posixpath.join(job_dir, figures.EVAL_DIR)).get(self._metric, [])
-        earlier = [{self._metric: value} for at, value in series if at < step]
-        best = None
-        for found in earlier:
-            if best is None or self._compare_fn(best_eval_result=best, current_eval_result=found):
-                best = found
-        return best
+        found = best_evaluation(evaluations(job_dir), self._metric, before=step)
+        return None if found is None else {self._metric: found[1]}
+
+
+def evaluations(job_dir: str) -> dict[str, figures.Series]:
+    """Each metric's (step, value) of the job's evaluations, from their summaries."""
+    return figures.read_scalars(posixpath.join(job_dir, figures.EVAL_DIR))
+
+
+def best_evaluation(series: dict[str, figures.Series], metric: str, before: int | None = None) -> tuple | None:
+    """(step, value) of the best evaluation by `metric` (before step `before`), the first of equals; None without."""
+    sign = 1 if names.higher_is_better(metric) else -1
+    kept = [(step, value) for step, value in series.get(metric, []) if before is None or step < before]
+    return max(kept, key=lambda point: sign * point[1], default=None)
 
 
 class MetricsWriter(tf.estimator.Exporter):

@@ -12,6 +12,7 @@ body the server would return.
 from __future__ import annotations
 
 import base64
+import codecs
 import contextlib
 import csv
 import io
@@ -458,10 +459,15 @@ def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -
     """A table file's rows (a table's or JSON lines') as requests, their bad numbers read as missing and their
     unreadable dates and far numbers warned of."""
     numeric = tables.numeric_columns(model.metadata.columns)
-    dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
-    rows = bad_numbers_as_missing(unreadable_dates_warned(rows, path, dated), path, numeric)
-    for name, row in far_numbers_warned(rows, path, numeric):
+    for name, row in bad_numbers_as_missing(_warned(rows, path, model), path, numeric):
         yield name, model.numbers_signature, row
+
+
+def _warned(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterator[tuple[str, dict]]:
+    """Rows of named columns, a file's or a request's, their unreadable dates and far numbers warned of."""
+    dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
+    rows = unreadable_dates_warned(rows, path, dated)
+    return far_numbers_warned(rows, path, tables.numeric_columns(model.metadata.columns))
 
 
 def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
@@ -523,7 +529,7 @@ def _in_utf8_if_so(path: str, options):
     """The reading options, in UTF-8 where the training files' encoding was another (latin-1, cp1252) and the
     file's first bytes are UTF-8 with characters beyond ASCII: Latin-1 reads any bytes, so a table saved again in
     UTF-8 read München as MÃ¼nchen, a value the model never saw, silently."""
-    if options.encoding.lower().replace("-", "").replace("_", "") in ("utf8", "utf8sig"):
+    if codecs.lookup(options.encoding).name in ("utf-8", "utf-8-sig"):
         return options
     with storage.open_read(path) as file:
         head = file.read(UTF8_HEAD)
@@ -574,10 +580,7 @@ def respond(model: Model, request: dict) -> dict:
     names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
     numbers = signature == model.numbers_signature
     if model.metadata.is_table and numbers:  # rows of named columns, as they are, odd dates and numbers warned of
-        dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
-        numeric = tables.numeric_columns(model.metadata.columns)
-        rows = unreadable_dates_warned(zip(names, request["instances"]), "--instances-json", dated)
-        rows = [row for _, row in far_numbers_warned(rows, "--instances-json", numeric)]
+        rows = [row for _, row in _warned(zip(names, request["instances"]), "--instances-json", model)]
         return {"predictions": model.predict(signature, rows, names)}
     input_name = model.input_name(signature)
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]

@@ -196,18 +196,18 @@ def _report_best(job_dir: str, metrics: dict, lead: str) -> None:
     overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's path."""
     import numpy as np
 
-    from trainer import figures
     from trainer import metrics as names
+    from trainer.export import best_evaluation, evaluations
+    from trainer.head import better_by
 
-    series = figures.read_scalars(posixpath.join(job_dir, figures.EVAL_DIR))
-    sign = 1 if names.higher_is_better(lead) else -1
-    steps = {step: value for step, value in series.get(lead, [])}
-    best = max(steps, key=lambda step: sign * steps[step], default=None)
-    if best is not None and sign * (steps[best] - metrics[lead]) > 0:
-        accuracy = dict(series.get(names.ACCURACY, [])).get(best)
+    series = evaluations(job_dir)
+    found = best_evaluation(series, lead)
+    if found is not None and better_by(lead)(best_eval_result=metrics, current_eval_result={lead: found[1]}):
+        step, value = found
+        accuracy = dict(series.get(names.ACCURACY, [])).get(step)
         shown = f", accuracy {accuracy:.4f}" if accuracy is not None and lead != names.ACCURACY else ""
         label = "best export's:"
-        print(f"{label:15} {lead} {steps[best]:.4f}{shown}, of the evaluation at step {best}")
+        print(f"{label:15} {lead} {value:.4f}{shown}, of the evaluation at step {step}")
     rows = np.asarray(metrics[names.CONFUSION]).sum(axis=1)
     majority = rows.max() / max(rows.sum(), 1)
     if metrics[names.ACCURACY] < majority:
