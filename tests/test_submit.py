@@ -493,6 +493,11 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
             ["--image", "I", "--", "--num-towers", "2"],
             "cpu.yaml gives each chief machine 0 GPU(s)",
         ),
+        # The trainer's flags are read here as the trainer reads them: a typo stops before the job's start-up.
+        (["--image", "I", "--", "--lerning-rate", "0.1"], "unknown flag --lerning-rate: did you mean --learning-rate?"),
+        (["--image", "I", "--", "--gpus", "3"], "--gpus (after --): not a flag of the trainer's"),
+        (["--image", "I", "--", "--batch-size", "0"], "--batch-size 0: must be at least 1"),
+        (["--image", "I", "--", "--xla", "false"], "--xla takes no value (false)"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):

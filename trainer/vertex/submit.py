@@ -152,6 +152,8 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
             raise UserError(f"{flag} {path}: must be a gs:// path that Vertex AI can reach")
     if _gives(trainer_args, "--job-dir"):
         raise UserError("--job-dir goes before --: submit passes it to the trainer and to Vertex AI")
+    check_trainer_flags(trainer_args)
+    commandline.set_verbosity(args.verbosity)  # reading the trainer's flags set the trainer's
     shape = jobs.load(args.job_config)
     if shape.tuning is not None and _gives(trainer_args, "--tuning-metric"):
         raise UserError(
@@ -171,6 +173,22 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
         shape=shape,
         trainer_args=tuple(trainer_args),
     )
+
+
+def check_trainer_flags(trainer_args: list[str]) -> None:
+    """Reads the flags after -- as the trainer will, so that a misspelt flag or a bad value stops here and not
+    after the job's minutes of start-up. The trainer itself only warns of a flag it does not know, as cloud
+    services add their own; a flag given here is the user's, so an unknown one is refused."""
+    from trainer import config as config_module
+    from trainer import task
+
+    parsed, unknown = task.parse_args(trainer_args)
+    config_module.check_no_switch_values(trainer_args, unknown)
+    if unknown:
+        raise UserError(f"{unknown[0]} (after --): not a flag of the trainer's; qt-train --help lists them")
+    flags = {key: value for key, value in vars(parsed).items() if key not in ("config", "verbosity")}
+    local_yaml = parsed.config if parsed.config and os.path.isfile(parsed.config) else None
+    config_module.from_sources(local_yaml, flags)  # checks each value, as the trainer will
 
 
 def _gives(trainer_args: list[str], flag: str) -> bool:
