@@ -811,6 +811,22 @@ def test_batch_prediction_dry_run_gives_a_documented_body(capsys, offline, input
     }
 
 
+def test_a_batch_job_runs_in_its_models_region(capsys, caplog, offline):
+    model = "projects/p/locations/europe-west4/models/9"
+    argv = ["--dry-run", "--model", model, "--input-format", "jsonl", "--input", "gs://b/in", "--output", "gs://b/out"]
+    assert batch.main(argv) == 0  # no --project or --region: both are the model's
+    post = capsys.readouterr().out.split("\n", 1)[0]
+    assert (
+        post
+        == "POST https://europe-west4-aiplatform.googleapis.com/v1/projects/p/locations/europe-west4/batchPredictionJobs"
+    )
+    assert batch.main([*argv, "--region", "us-central1"]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert error == (
+        "--region us-central1: --model is in europe-west4, and a batch prediction job runs in its model's region"
+    )
+
+
 def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):
     from trainer.vertex import client
 

@@ -33,7 +33,7 @@ INPUTS = {
     "file-list": "image_bytes",
 }
 OPTIONS = ("service_account", "labels", "kms_key")  # the job options a BatchPredictionJob has
-MODEL_NAME = re.compile(r"projects/[^/\s]+/locations/[^/\s]+/models/[^/\s]+")
+MODEL_NAME = re.compile(r"projects/(?P<project>[^/\s]+)/locations/(?P<region>[^/\s]+)/models/[^/\s]+")
 
 EXAMPLES = """\
 examples:
@@ -54,8 +54,12 @@ def parse_args(argv: list[str] | None):
         "Cloud Storage with a model uploaded from this trainer's export; predictions are written as JSON lines.",
         examples=EXAMPLES,
     )
-    parser.add_argument("--project", default=None, help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT)")
-    parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
+    parser.add_argument(
+        "--project", default=None, help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT, else --model's)"
+    )
+    parser.add_argument(
+        "--region", default=None, help="Vertex AI region (default: --model's; a batch job runs in its model's region)"
+    )
     parser.add_argument("--model", required=True, help="the uploaded model: projects/P/locations/REGION/models/ID")
     parser.add_argument(
         "--input-format",
@@ -82,11 +86,15 @@ def parse_args(argv: list[str] | None):
 
 def plan(args) -> tuple[str, dict]:
     """(the parent to create the job under, the BatchPredictionJob body), from checked flags."""
-    project = args.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
-    if not project:
-        raise UserError("--project is required (or set GOOGLE_CLOUD_PROJECT)")
-    if not MODEL_NAME.fullmatch(args.model):
+    model = MODEL_NAME.fullmatch(args.model)
+    if not model:
         raise UserError(f"--model {args.model}: expected projects/PROJECT/locations/REGION/models/ID")
+    project = args.project or os.environ.get("GOOGLE_CLOUD_PROJECT") or model["project"]
+    region = args.region or model["region"]
+    if region != model["region"]:
+        raise UserError(
+            f"--region {region}: --model is in {model['region']}, and a batch prediction job runs in its model's region"
+        )
     for flag, paths in (("--input", args.input), ("--output", [args.output])):
         for path in paths:
             if not gcs.is_gcs(path):
@@ -109,7 +117,7 @@ def plan(args) -> tuple[str, dict]:
         **job_fields,
         **spec_fields,  # the service account, which a BatchPredictionJob holds itself
     }
-    return f"projects/{project}/locations/{args.region}", body
+    return f"projects/{project}/locations/{region}", body
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +128,7 @@ def _run(argv: list[str] | None) -> int:
     args = parse_args(argv)
     parent, body = plan(args)
     if args.dry_run:
-        print(f"POST {client.vertex_address(args.region)}/v1/{parent}/{COLLECTION}")
+        print(f"POST {client.vertex_address(parent.rsplit('/', 1)[-1])}/v1/{parent}/{COLLECTION}")
         print(json.dumps(body, indent=2))
         return 0
     name = client.create(parent, COLLECTION, body)["name"]
