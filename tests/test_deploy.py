@@ -179,6 +179,8 @@ def test_dry_run_prints_every_body_and_touches_nothing(export, vertex, capsys):
         ),  # fmt: skip
         (["undeploy", "--endpoint", "nonsense"], "--endpoint nonsense: expected projects/PROJECT/locations/"),
         (["delete"], "give --endpoint, --model, or both"),
+        (["--dry-run", "undeploy", "--endpoint", "x"], "undeploy comes first: qt-deploy undeploy [flags]"),
+        (["--display-name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # a value
     ],
 )
 def test_mistakes_are_one_line(export, tmp_path, caplog, argv, message):

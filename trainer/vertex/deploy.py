@@ -52,9 +52,27 @@ examples:
 """
 
 
+TIDY_ACTIONS = ("undeploy", "delete")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    if argv and argv[0] in ("undeploy", "delete"):
+    if argv and argv[0] in TIDY_ACTIONS:
         return _tidy_parser(argv[0]).parse_args(argv[1:])
+    parser = _deploy_parser()
+    _refuse_late_action(parser, argv)
+    return parser.parse_args(argv)
+
+
+def _refuse_late_action(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """`qt-deploy --dry-run undeploy ...` would read as a deploy missing --model-dir: say where the word goes. A
+    word that is a flag's value (`--display-name delete`) is no subcommand."""
+    for before, word in zip(argv, argv[1:]):
+        flag = parser._option_string_actions.get(before)
+        if word in TIDY_ACTIONS and (flag is None or flag.nargs == 0):
+            raise UserError(f"{word} comes first: qt-deploy {word} [flags] (qt-deploy {word} --help lists them)")
+
+
+def _deploy_parser() -> commandline.ArgumentParser:
     parser = commandline.ArgumentParser(
         prog="qt-deploy",
         description="(also: python -m trainer.vertex.deploy) Serve an export online on a Vertex AI endpoint: "
@@ -100,7 +118,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--dry-run", action="store_true", help="print every request body; touch nothing")
     parser.add_argument("--poll-secs", type=float, default=endpoints.POLL_SECS, help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    return parser
 
 
 def _tidy_parser(action: str) -> commandline.ArgumentParser:
@@ -117,7 +135,12 @@ def _tidy_parser(action: str) -> commandline.ArgumentParser:
         parser.add_argument(
             "--model", action="append", default=[], help="projects/P/locations/R/models/ID (repeatable)"
         )
-    parser.add_argument("--dry-run", action="store_true", help="print every request; touch nothing")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every request that would change something, and change nothing (the endpoint is still read, "
+        "to find its deployed models, so credentials are needed)",
+    )
     parser.add_argument("--poll-secs", type=float, default=endpoints.POLL_SECS, help=argparse.SUPPRESS)
     return parser
 
