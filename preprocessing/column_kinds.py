@@ -408,7 +408,7 @@ def _vocabulary(
 
 
 def describe(column: tables.Column) -> str:
-    missing = f", {column.missing} missing" if column.missing else ""
+    missing = f", {column.missing} missing in training" if column.missing else ""  # the counts are the training rows'
     if column.kind == tables.NUMERIC:
         return f"{column.name} (numeric{missing})"
     if column.kind == tables.TEXT:

@@ -19,6 +19,7 @@ from test_tables import read_rows
 import preprocessing.column_counts
 import preprocessing.table_files
 from dataformat import tables
+from preprocessing import column_kinds
 from preprocessing.column_kinds import MIN_FREQUENCY, ROWS_PER_BUCKET
 from preprocessing.frequent import FrequentValues
 from preprocessing.tables import TableOptions, build_table_dataset, plan_table, read_blocks
@@ -511,3 +512,11 @@ def test_the_deep_parts_logits_carry_the_tables_l2_penalty():
     for rows, expected in ((1_000, 0.01), (6_399, 0.01), (6_400, 0.0), (50_000, 0.0)):
         sized = replace(metadata, splits={"train": replace(metadata.splits["train"], examples=rows)})
         assert resolve_logits_l2(resolve_embedding_l2(None, sized), sized) == expected
+
+
+def test_the_summary_says_its_missing_counts_are_the_training_rows():
+    column = tables.Column("town", tables.CATEGORICAL, vocabulary=("Oslo", "Bergen"), missing=3, hash_buckets=2)
+    assert column_kinds.describe(column) == (
+        "town (categorical: 2 values + 2 hash buckets, 0.0% outside, 3 missing in training)"
+    )
+    assert column_kinds.describe(tables.Column("age", tables.NUMERIC)) == "age (numeric)"  # none missing: not said
