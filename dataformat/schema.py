@@ -416,6 +416,17 @@ def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tu
     return values.reshape(-1, *metadata.shape), labels
 
 
+def stored_keys(record: bytes, metadata: Metadata) -> list[str]:
+    """The keys a record stores beside its examples (--key-column), one an example; none where it stores none."""
+    import tensorflow as tf
+
+    if not metadata.key_column:
+        return []
+    features = tf.train.Example.FromString(record).features.feature
+    stored = features[metadata.key_column].bytes_list.value if metadata.key_column in features else []
+    return [key.decode("utf-8", "replace") for key in stored]
+
+
 def _decode_table_record(example, metadata: Metadata, labeled: bool) -> tuple[list[dict], np.ndarray | None]:
     """decode_record for tables: (one {column: value} a row, the labels or None)."""
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -43,6 +44,23 @@ def test_the_key_is_stored_beside_the_row_and_is_no_feature(tmp_path):
         build(tmp_path, key="label")
     with pytest.raises(UserError, match="--key-column order: a key is never a feature"):
         build(tmp_path, categorical=("order",))
+
+
+def test_qt_predict_of_a_shard_gives_each_row_its_stored_key(tmp_path):
+    """A shard's rows carry the keys stored beside them into the request, as a file's rows carry their key column."""
+    from trainer.predict import _shard_requests
+
+    metadata = build(tmp_path, ignore=("review",))  # a text table's shards hold word IDs, which qt-predict refuses
+    shard = str(tmp_path / "data" / metadata.splits["eval"].shards[0].file)
+    model = types.SimpleNamespace(metadata=metadata, numbers_signature="serving_default")  # what a shard's rows need
+    requests = list(_shard_requests(shard, model))
+    stored = [
+        key.decode()
+        for record in tf.data.TFRecordDataset(shard).as_numpy_iterator()
+        for key in tf.train.Example.FromString(record).features.feature["order"].bytes_list.value
+    ]
+    assert [row["order"] for _, _, row in requests] == stored and stored[0].startswith("order-")
+    assert [name for name, _, _ in requests][:2] == [f"{shard}#0", f"{shard}#1"]
 
 
 def _example(values: dict) -> bytes:
@@ -135,13 +153,16 @@ def test_an_image_lists_keys_are_its_uris_through_every_input(tmp_path):
             text=True,
             timeout=300,
         )  # fmt: skip
-        for inputs in ([str(tmp_path / "list.csv"), str(tmp_path / "img5.webp")], [str(tmp_path / "dict.jsonl")])
+        for inputs in (
+            [str(tmp_path / "list.csv"), str(tmp_path / "img5.webp"), str(shard)],
+            [str(tmp_path / "dict.jsonl")],
+        )
     ]
     lines = [json.loads(line) for line in runs[0].stdout.splitlines()]
-    assert [line["key"] for line in lines] == [line.split(",")[0] for line in lines_of(tmp_path)] + [
-        str(tmp_path / "img5.webp")
-    ]
-    assert [line["classes"] for line in lines[:4]] == ["blue", "red", "blue", "red"] and lines[-1]["classes"] == "red"
+    listed = [line.split(",")[0] for line in lines_of(tmp_path)]
+    assert [line["key"] for line in lines[:25]] == listed + [str(tmp_path / "img5.webp")]
+    assert len(lines) > 25 and {line["key"] for line in lines[25:]} <= set(listed)  # a shard's images: stored keys
+    assert [line["classes"] for line in lines[:4]] == ["blue", "red", "blue", "red"] and lines[24]["classes"] == "red"
     assert (
         runs[1].returncode == 2
         and "dict.jsonl:1: an object; this model takes a list of numbers a line" in runs[1].stderr

@@ -29,7 +29,7 @@ import numpy as np
 
 from dataformat import commandline, storage, tables
 from dataformat.errors import NotFound, UserError, quoted
-from dataformat.schema import PHOTO_SUFFIXES, decode_record
+from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 
 log = logging.getLogger("trainer.predict")
 SHOWN_BAD_VALUES = 3  # a table file's values that are not numbers or dates, named one by one in warnings
@@ -471,7 +471,8 @@ def _warned(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterat
 
 
 def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
-    """A dataset's shard (records that may pack many examples), unpacked."""
+    """A dataset's shard (records that may pack many examples), unpacked; each example with its stored key
+    (--key-column) where it has one, else keyed by its place in the shard."""
     import tensorflow as tf
 
     texts = [column.name for column in model.metadata.columns if column.kind == tables.TEXT]
@@ -487,8 +488,15 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
             data, _ = decode_record(record, model.metadata, labeled=False)
         except UserError as error:
             raise UserError(f"{path}, record {number}: {error}") from None
-        for row in data if model.metadata.is_table else model.values(data, path):
-            yield f"{path}#{i}", model.numbers_signature, row
+        rows = data if model.metadata.is_table else model.values(data, path)
+        keys = stored_keys(record, model.metadata)  # the examples' own keys (--key-column), where stored
+        for j, row in enumerate(rows):
+            name = f"{path}#{i}"
+            if j < len(keys) and model.metadata.is_table:
+                row = {**row, model.metadata.key_column: keys[j]}  # a table's key travels in its row, as a file's
+            elif j < len(keys):
+                name = keys[j]  # an image's key is its name, as a photo file's path is
+            yield name, model.numbers_signature, row
             i += 1
 
 
