@@ -278,6 +278,17 @@ def test_the_docs_mark_blocks():
     assert len(marked_blocks()) >= 2
 
 
+def test_data_mds_synopsis_names_every_flag_of_qt_preprocess():
+    """The synopsis in docs/data.md, written by hand to group the flags, names the flags the help's usage does."""
+    page = (ROOT / "docs" / "data.md").read_text()
+    synopsis = page[page.index("```\nqt-preprocess [") : page.index("```\n", page.index("```\nqt-preprocess [") + 4)]
+    usage = subprocess.run(
+        [sys.executable, "-m", "preprocessing", "--help"], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split("\n\n")[0]
+    flags = set(re.findall(r"--[a-z][a-z-]+", usage)) - {"--help", "--verbosity", "--version"}  # every command's
+    assert set(re.findall(r"--[a-z][a-z-]+", synopsis)) == flags
+
+
 def test_a_block_inside_a_list_item_is_found(tmp_path, monkeypatch):
     page = tmp_path / "page.md"
     page.write_text(f"1. Submit:\n\n   {MARK}\n   ```sh\n   echo hi\n   #   hi\n   ```\n")
