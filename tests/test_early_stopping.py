@@ -63,6 +63,18 @@ def test_a_run_that_stops_at_the_step_it_evaluated_last_writes_its_report(vector
     )
 
 
+def test_a_resume_counts_every_evaluation_and_training_on_after_a_stop_those_after_it(tmp_path):
+    """A resume (a preemption) counted only its own evaluations, so a job preempted more often than every N
+    evaluations never stopped early. Only a larger --train-steps after an early stop counts from that stop, and
+    goes on doing so when that run is itself resumed."""
+    job = str(tmp_path)
+    assert early_stopping.counted_since(job) == 0  # a first run, or a resumed one: every evaluation counts
+    early_stopping.write_stop(job, early_stopping.Stop(500, 200, "auc", 0.8, 3, 1000))
+    early_stopping.clear_stop(job)  # a rerun with --train-steps above 1000
+    assert early_stopping.read_stop(job) is None and early_stopping.counted_since(job) == 500
+    assert early_stopping.counted_since(job) == 500  # and after a preemption of that rerun
+
+
 def best_export_step(config: Config) -> int:
     (version,) = os.listdir(os.path.join(config.job_dir, "export", "best"))
     return int(

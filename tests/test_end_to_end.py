@@ -9,6 +9,8 @@ import sys
 import pytest
 import tensorflow as tf
 
+from trainer import export
+from trainer import metrics as metric_names
 from trainer.config import Config
 from trainer.experiment import session_config
 from trainer.export import latest_export
@@ -97,6 +99,30 @@ def test_rerun_resumes_from_the_last_checkpoint(trained_job, tmp_path):
     assert "This task ran 50 training steps; the global step is 850" in result.stderr  # not 850 from scratch
     with open(os.path.join(job_dir, "eval_metrics.json")) as file:
         assert json.load(file)["global_step"] == 850
+
+
+@pytest.mark.slow
+def test_the_best_export_is_measured_and_reported_as_the_evaluation_it_holds(trained_job, tmp_path):
+    """A run killed during an export leaves an evaluation whose export never happened. The best export was then
+    measured against that evaluation, and the last words gave its figures as the best export's, which held an
+    older model. Here: an evaluation at step 5000, far better than any, with no export."""
+    original, args, _ = trained_job
+    job_dir = shutil.copytree(original, tmp_path / "job")
+    metric = metric_names.resolve_best("auto", 10)  # the digits' 10 classes
+    better = 0.0 if not metric_names.higher_is_better(metric) else 1.0
+    with tf.summary.create_file_writer(str(job_dir / "eval")).as_default():
+        tf.summary.scalar(metric, better, step=5000)
+    best = os.path.join(job_dir, "export", "best", os.listdir(job_dir / "export" / "best")[0])
+    held = export.held_evaluation(export.evaluations(str(job_dir)), metric, best)
+    assert held[0] == export.export_step(best) == 800 and held[1] != better
+    data_dir = args[args.index("--data-dir") + 1]
+    result = run_task("--data-dir", data_dir, "--job-dir", str(job_dir), "--train-steps", "820")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "step 5000" not in result.stdout  # the last words name what best/ holds
+    (version,) = os.listdir(job_dir / "export" / "best")
+    best = str(job_dir / "export" / "best" / version)
+    step, value = export.held_evaluation(export.evaluations(str(job_dir)), metric, best)
+    assert step in (800, 820) and value != better
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ from trainer import metrics as names
 log = logging.getLogger("trainer")
 
 MARKER = "early_stopped.json"
+SET_ASIDE = "early_stopped_before.json"  # the marker of an early stop that a larger --train-steps trained on from
 CHECK_STEPS = 100  # the chief reads the evaluations at least this often
 
 
@@ -44,7 +45,8 @@ class Stop:
     def describe(self) -> str:
         return (
             f"stopped early after the evaluation at step {self.step}: {self.metric} had not improved for "
-            f"{self.evaluations} evaluations since step {self.best_step} ({self.metric} {self.best:.4f})"
+            f"{self.evaluations} evaluation{'s' * (self.evaluations != 1)} since step {self.best_step} "
+            f"({self.metric} {self.best:.4f})"
         )
 
 
@@ -62,15 +64,27 @@ def write_stop(job_dir: str, stop: Stop) -> None:
 
 
 def clear_stop(job_dir: str) -> None:
-    """Forgets an earlier early stop: the run trains on to a larger --train-steps."""
+    """Sets an earlier early stop aside: the run trains on to a larger --train-steps, counting the evaluations
+    after that stop's (counted_since), also where it is preempted and resumed."""
     path = posixpath.join(job_dir, MARKER)
     if tf.io.gfile.exists(path):
-        tf.io.gfile.remove(path)
+        tf.io.gfile.rename(path, posixpath.join(job_dir, SET_ASIDE), overwrite=True)
+
+
+def counted_since(job_dir: str) -> int:
+    """The step after which early stopping counts evaluations: the last early stop's that a larger --train-steps
+    trained on from, else 0 (all of them, across resumes, as an uninterrupted run would)."""
+    path = posixpath.join(job_dir, SET_ASIDE)
+    if not tf.io.gfile.exists(path):
+        return 0
+    with tf.io.gfile.GFile(path) as file:
+        return int(json.load(file)["step"])
 
 
 def no_improvement(evaluations: dict[int, dict], metric: str, patience: int, since: int) -> int | None:
-    """The step of the best evaluation when the last `patience` evaluations after step `since` (where this run
-    started) are all no better than it; None while training should go on."""
+    """The step of the best evaluation when the last `patience` evaluations after step `since` (an earlier early
+    stop's, which a larger --train-steps trains on from) are all no better than it; None while training should go
+    on."""
     steps = sorted(step for step in evaluations if metric in evaluations[step])
     if not steps:
         return None

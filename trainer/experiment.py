@@ -82,11 +82,12 @@ def run(config: Config) -> dict | None:
         checkpoints.newest_intact(config.job_dir)
         if stop:
             early_stopping.clear_stop(config.job_dir)
+    since = early_stopping.counted_since(config.job_dir) if config.early_stopping_evals else 0
     if config.skip_corrupt:
         data = dataset.leave_out_bad_shards(data)
     _log_dataset(data)
     try:
-        metrics = _train_and_evaluate(config, data)
+        metrics = _train_and_evaluate(config, data, since)
     except tf.errors.DeadlineExceededError:
         raise UserError(
             f"no batch reached the model for {config.input_timeout_secs} s (--input-timeout-secs): the input "
@@ -223,7 +224,7 @@ def _check_same_values(config: Config, metadata: Metadata) -> None:
             )
 
 
-def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
+def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0) -> dict | None:
     metadata = data.metadata
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata, _warm_start(config, metadata))
@@ -263,9 +264,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles) -> dict | None:
     ]
     if config.early_stopping_evals:
         metric = names.resolve_best(config.best_metric, metadata.num_classes)
-        started = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
         train_hooks.append(
-            early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, started)
+            early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, since)
         )
     train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(

@@ -120,17 +120,13 @@ class BestAcrossRuns(tf.estimator.BestExporter):
         self._metric = metric
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        if not self._has_exported and newest_export(export_path):  # a best export of an earlier run
-            before = self._best_before(estimator.model_dir, int(eval_result["global_step"]))
-            if before is not None:  # else BestExporter's own rule: export
+        held = newest_export(export_path)  # a best export of an earlier run
+        if not self._has_exported and held:
+            found = held_evaluation(evaluations(estimator.model_dir), self._metric, held)
+            if found is not None:  # else BestExporter's own rule: export
+                before = {self._metric: found[1]}
                 self._model_dir, self._best_eval_result, self._has_exported = estimator.model_dir, before, True
         return super().export(estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
-
-    def _best_before(self, job_dir: str, step: int) -> dict | None:
-        """The best of the job's evaluations before `step`, from its evaluation summaries (which hold this
-        evaluation's too, so BestExporter's own reading finds it no better than itself)."""
-        found = best_evaluation(evaluations(job_dir), self._metric, before=step)
-        return None if found is None else {self._metric: found[1]}
 
 
 def evaluations(job_dir: str) -> dict[str, figures.Series]:
@@ -138,11 +134,21 @@ def evaluations(job_dir: str) -> dict[str, figures.Series]:
     return figures.read_scalars(posixpath.join(job_dir, figures.EVAL_DIR))
 
 
-def best_evaluation(series: dict[str, figures.Series], metric: str, before: int | None = None) -> tuple | None:
-    """(step, value) of the best evaluation by `metric` (before step `before`), the first of equals; None without."""
-    sign = 1 if names.higher_is_better(metric) else -1
-    kept = [(step, value) for step, value in series.get(metric, []) if before is None or step < before]
-    return max(kept, key=lambda point: sign * point[1], default=None)
+def held_evaluation(series: dict[str, figures.Series], metric: str, export_path: str | None) -> tuple | None:
+    """(step, value) of the evaluation of the checkpoint that the export at `export_path` holds; None where the
+    summaries have none. Not the best of the summaries: a run killed during an export leaves an evaluation
+    whose export never happened, and the best export was then measured, and reported, as that evaluation."""
+    step = export_step(export_path) if export_path else None
+    value = dict(series.get(metric, [])).get(step)
+    return None if value is None else (step, value)
+
+
+def export_step(path: str) -> int | None:
+    """The global step of the checkpoint an export was made from (its variables keep it); None if unreadable."""
+    try:
+        return int(tf.train.load_variable(posixpath.join(path, "variables", "variables"), "global_step"))
+    except (tf.errors.OpError, ValueError):
+        return None
 
 
 class MetricsWriter(tf.estimator.Exporter):

@@ -179,7 +179,7 @@ def _report(config: Config, metrics: dict | None) -> None:
             print(f"{name + ':':15} {_shown(path)}")
     for name in dict.fromkeys([lead, names.ACCURACY]):
         print(f"{name + ':':15} {metrics[name]:.4f}")
-    _report_best(config.job_dir, metrics, lead)
+    _report_best(config.job_dir, best, metrics, lead)
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f} at step "
@@ -190,18 +190,18 @@ def _report(config: Config, metrics: dict | None) -> None:
     sys.stdout.flush()
 
 
-def _report_best(job_dir: str, metrics: dict, lead: str) -> None:
+def _report_best(job_dir: str, best: str | None, metrics: dict, lead: str) -> None:
     """Where the figures above (the last evaluation's) are not the best export's, the best export's too, and a
     warning where the last evaluation's accuracy is below always answering the majority class: a model that
     overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's path."""
     import numpy as np
 
     from trainer import metrics as names
-    from trainer.export import best_evaluation, evaluations
+    from trainer.export import evaluations, held_evaluation
     from trainer.head import better_by
 
     series = evaluations(job_dir)
-    found = best_evaluation(series, lead)
+    found = held_evaluation(series, lead, best)
     if found is not None and better_by(lead)(best_eval_result=metrics, current_eval_result={lead: found[1]}):
         step, value = found
         accuracy = dict(series.get(names.ACCURACY, [])).get(step)
