@@ -89,3 +89,12 @@ def best_evaluation_step(config: Config) -> int:
     series = figures.read_scalars(os.path.join(config.job_dir, figures.EVAL_DIR))[metric]
     sign = 1 if metric_names.higher_is_better(metric) else -1
     return max(series, key=lambda pair: (sign * pair[1], -pair[0]))[0]  # the first of equals, as exports go
+
+
+def test_early_stopping_that_cannot_fire_is_warned_of(caplog):
+    """60 steps and a checkpoint each 500: one evaluation, and early stopping needs the best one and 2 after it."""
+    experiment._warn_if_it_cannot_stop(Config(train_steps=60, early_stopping_evals=2))
+    assert "--early-stopping-evals 2: this run evaluates 1 time(s) at most" in caplog.text
+    caplog.clear()
+    experiment._warn_if_it_cannot_stop(Config(train_steps=60, early_stopping_evals=2, save_checkpoints_steps=20))
+    assert not caplog.text  # evaluations at 20, 40 and 60

@@ -215,6 +215,29 @@ def test_a_run_killed_before_its_last_evaluation_is_evaluated_and_exported_by_th
     assert latest_export(Config(job_dir=str(job_dir)), "latest") and (job_dir / "report.md").exists()
 
 
+@pytest.mark.slow
+def test_a_rerun_of_a_finished_job_changes_nothing_and_a_resume_with_other_settings_says_so(trained_job, tmp_path):
+    """A rerun with --train-steps at or below the job's step evaluated and exported its last checkpoint again (a new
+    version in latest/ and best/, which TF Serving reloads), said it had reached step 40 of a 800-step job, and
+    saved its flags over config.yaml as the job's settings."""
+    original, args, _ = trained_job
+    job_dir = shutil.copytree(original, tmp_path / "job")
+    before = {name: sorted(os.listdir(job_dir / "export" / name)) for name in ("latest", "best")}
+    settings = (job_dir / "config.yaml").read_text()
+    data_dir = args[args.index("--data-dir") + 1]
+    result = run_task("--data-dir", data_dir, "--job-dir", str(job_dir), "--train-steps", "40")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Training already reached step 800 (--train-steps 40), evaluated and exported it: nothing to do" in (
+        result.stderr
+    )
+    assert {name: sorted(os.listdir(job_dir / "export" / name)) for name in ("latest", "best")} == before
+    assert (job_dir / "config.yaml").read_text() == settings
+    more = ["--train-steps", "810", "--save-checkpoints-steps", "400", "--seed", "3"]  # the job's flags but --seed
+    result = run_task("--data-dir", data_dir, "--job-dir", str(job_dir), *more)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Resuming at step 800 with other settings than its run before: --seed 3 (was 0);" in result.stderr
+
+
 def test_a_checkpoint_removed_before_its_export_is_skipped_and_the_best_export_stays_true(
     trained_job, digits_dir, tmp_path, caplog
 ):

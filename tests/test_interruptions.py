@@ -208,7 +208,9 @@ def test_ctrl_c_stops_training_with_one_line_and_a_rerun_resumes(tmp_path, digit
     process.send_signal(signal.SIGINT)
     assert finish(process, log, timeout=120) == 130
     last = (tmp_path / "1.log").read_text().strip().splitlines()[-1]
-    assert last.endswith("ERROR Interrupted: rerun the same command to resume from the last checkpoint")
+    assert last.endswith(
+        "ERROR Interrupted: rerun the same command to resume (from the last checkpoint, if one was saved)"
+    )
     step = int(tf.train.latest_checkpoint(job_dir).rsplit("-", 1)[1])
     resumed = subprocess.run([sys.executable, "-m", "trainer.task", *args, "--train-steps", str(step + 10)],
                              capture_output=True, text=True, timeout=300)  # fmt: skip

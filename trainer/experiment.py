@@ -245,7 +245,11 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         log.info("Network: %s (--model auto)", settings.network)
     if metadata.is_image and config.augment == "auto":
         log.info("Augmentation: %s (--augment auto)", settings.augment)
-    if estimator.config.is_chief:
+    trained = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+    if trained:
+        log.info("Resuming from the checkpoint of step %d", trained)
+    if estimator.config.is_chief and trained < config.train_steps:  # a run with steps to train: its settings
+        _warn_of_changed_settings(config, trained)
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
@@ -263,6 +267,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
     if config.early_stopping_evals:
+        _warn_if_it_cannot_stop(config)
         metric = names.resolve_best(config.best_metric, metadata.num_classes)
         train_hooks.append(
             early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, since)
@@ -302,10 +307,57 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     return export.json_numbers(metrics) if metrics else None
 
 
+def _warn_of_changed_settings(config: Config, trained: int) -> None:
+    """A resume with settings other than config.yaml's (a learning rate) trains on with them, and config.yaml then
+    holds them alone: say which, where a rerun with the file would no longer repeat the job."""
+    path = posixpath.join(config.job_dir, config_module.CONFIG_FILE)
+    if not trained or not tf.io.gfile.exists(path):
+        return
+    before = Config(**config_module.load_yaml(path))
+    changed = [
+        f"--{item.name.replace('_', '-')} {getattr(config, item.name)} (was {getattr(before, item.name)})"
+        for item in dataclasses.fields(Config)
+        if item.name not in RAISED_ON_RESUME and getattr(config, item.name) != getattr(before, item.name)
+    ]
+    if changed:
+        log.warning(
+            "Resuming at step %d with other settings than its run before: %s; %s will hold these, not those that "
+            "trained the first %d steps",
+            trained, ", ".join(changed), path, trained,
+        )  # fmt: skip
+
+
+def _warn_if_it_cannot_stop(config: Config) -> None:
+    """Early stopping needs the best evaluation and --early-stopping-evals after it; a run evaluates after each
+    checkpoint at most, and its default --save-checkpoints-steps (500) gives a short run one evaluation."""
+    evaluations = config.train_steps // config.save_checkpoints_steps + (
+        config.train_steps % config.save_checkpoints_steps > 0
+    )
+    if evaluations <= config.early_stopping_evals:
+        log.warning(
+            "--early-stopping-evals %d: this run evaluates %d time(s) at most (after each checkpoint, every "
+            "--save-checkpoints-steps %d of its %d steps), so it cannot stop early; lower --save-checkpoints-steps",
+            config.early_stopping_evals, evaluations, config.save_checkpoints_steps, config.train_steps,
+        )  # fmt: skip
+
+
+RAISED_ON_RESUME = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job
+
+
 def final_evaluation(estimator: tf.estimator.Estimator, eval_spec: tf.estimator.EvalSpec, config: Config) -> tuple:
-    """Evaluates the last checkpoint and runs every exporter on it, as the last evaluation of training does."""
+    """Evaluates the last checkpoint and runs every exporter on it, as the last evaluation of training does, where
+    a run was killed between its last checkpoint and them; where they were done, only reads its metrics."""
     checkpoint = tf.train.latest_checkpoint(config.job_dir)
-    log.info("Training already reached step %d: evaluating and exporting its last checkpoint", config.train_steps)
+    step = checkpoints.step_of(checkpoint)
+    metrics = export.read_metrics(config.job_dir)
+    latest = export.latest_export(config, "latest")
+    if metrics and metrics["global_step"] == step and latest and export.export_step(latest) == step:
+        log.info(
+            "Training already reached step %d (--train-steps %d), evaluated and exported it: nothing to do (a larger "
+            "--train-steps trains on)", step, config.train_steps,
+        )  # fmt: skip
+        return metrics, None
+    log.info("Training already reached step %d: evaluating and exporting its last checkpoint", step)
     metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks)
     for exporter in eval_spec.exporters:
         exporter.export(estimator, export.export_folder(config), checkpoint, metrics, is_the_final_export=True)

@@ -84,7 +84,9 @@ def _lease_if_chief(job_dir: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return commandline.run(lambda: _train(argv), "rerun the same command to resume from the last checkpoint")
+    return commandline.run(
+        lambda: _train(argv), "rerun the same command to resume (from the last checkpoint, if one was saved)"
+    )
 
 
 def _train(argv: list[str] | None) -> int:
