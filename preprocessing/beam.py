@@ -25,7 +25,13 @@ from collections import Counter
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    StandardOptions,
+    _BeamArgumentParser,
+)
+from apache_beam.runners.runner import create_runner
 
 from dataformat import storage
 from dataformat.errors import UserError
@@ -33,7 +39,7 @@ from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES
 from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.column_counts import ColumnCount, add_counts
-from preprocessing.column_kinds import decide_columns, describe, write_vocabularies
+from preprocessing.column_kinds import decide_columns, write_vocabularies
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.table_files import LateColumn, forget_kept_sheet
@@ -102,13 +108,37 @@ class _WriteShard(beam.DoFn):
 
 
 def pipeline_options(pipeline_args: list[str]) -> PipelineOptions:
-    """Beam's options from --beam-runner and the flags qt-preprocess does not know. Beam 2.72's DirectRunner
-    first downloads the Prism runner from GitHub (a long wait where a firewall drops the request) and falls
-    back to the FnApiRunner; here the DirectRunner is that FnApiRunner at once, the local runner we test."""
+    """Beam's options from --beam-runner and the flags qt-preprocess does not know, checked before the output is
+    cleared. Beam 2.72's DirectRunner first downloads the Prism runner from GitHub (a long wait where a firewall
+    drops the request) and falls back to the FnApiRunner; here the DirectRunner is that FnApiRunner at once, the
+    local runner we test."""
+    _check_known(pipeline_args)
     options = PipelineOptions(pipeline_args)
-    if options.view_as(StandardOptions).runner == "DirectRunner":
+    runner = options.view_as(StandardOptions).runner
+    if runner == "DirectRunner":
         options.view_as(StandardOptions).runner = "FnApiRunner"
+    try:
+        create_runner(options.view_as(StandardOptions).runner)
+    except ValueError as error:  # "Unexpected pipeline runner: X. Valid values are ..."
+        raise UserError(f"--beam-runner {runner}: {str(error).split('. ', 1)[-1]}") from None
+    if "Dataflow" in runner:  # what Beam's own check asks of Dataflow (it would look for a bucket over the network)
+        cloud = options.view_as(GoogleCloudOptions)
+        needed = {"--project": cloud.project, "--region": cloud.region, "--temp_location": cloud.temp_location}
+        missing = [flag for flag, value in needed.items() if not value]
+        if missing:
+            raise UserError(f"--beam-runner {runner} needs {', '.join(missing)} (Beam's pipeline options)")
     return options
+
+
+def _check_known(pipeline_args: list[str]) -> None:
+    """Beam warns of an argument none of its options know, and runs on without it: a file of an unquoted glob
+    (one of three files read) or a misspelt flag (--weight for --weight-column) ran to exit 0."""
+    parser = _BeamArgumentParser(allow_abbrev=False)  # as PipelineOptions.get_all_options reads them
+    for options_class in {str(cls): cls for cls in PipelineOptions.__subclasses__()}.values():
+        options_class._add_argparse_args(parser)
+    _, unknown = parser.parse_known_args(pipeline_args)
+    if unknown:
+        raise UserError(f"unrecognized arguments: {' '.join(unknown)} (neither qt-preprocess's flags nor Beam's)")
 
 
 def template_only(options: PipelineOptions) -> str | None:
@@ -297,7 +327,8 @@ def build_table_dataset_with_beam(
         return ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
 
     def keep(writer: ShardWriter, summary) -> None:
-        storage.write_text_atomically(summary_path, json.dumps({"writer": _writer_json(writer), "labels": summary[1]}))
+        kept = {"writer": _writer_json(writer), "labels": summary[1], "rows": summary[2]}
+        storage.write_text_atomically(summary_path, json.dumps(kept))
 
     with quiet_beam(), beam.Pipeline(options=beam_options) as pipeline:
         read = (
@@ -323,9 +354,7 @@ def build_table_dataset_with_beam(
     written = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
     labels = Counter(summary["labels"])
-    log.info(
-        "Read %d rows of %d file(s): %s", sum(labels.values()), len(files), ", ".join(map(describe, writer.columns))
-    )
+    tables.log_read(summary["rows"], len(files), plan, writer.columns)
     metadata = tables.table_metadata(plan, writer, written, labels, extra)
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata
@@ -348,6 +377,13 @@ def quiet_beam():
         yield
     except UserError as error:
         raise UserError(re.sub(r" \[while running '.*'\]$", "", str(error))) from None
+    except RuntimeError as error:  # as Beam's runners wrap a step's error: a worker process's, or Ctrl-C
+        said = re.findall(r"dataformat\.errors\.UserError: (.*)", str(error))
+        if said:
+            raise UserError(re.sub(r" \[while running '.*'\]$", "", said[-1])) from None
+        if str(error).startswith("KeyboardInterrupt"):
+            raise KeyboardInterrupt from None
+        raise
     finally:
         beam_log.setLevel(level)
         step_log.removeFilter(quiet)

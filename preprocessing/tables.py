@@ -799,6 +799,12 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
     )
 
 
+def log_read(rows: int, files: int, plan: TablePlan, columns: tuple[tables.Column, ...]) -> None:
+    """The summary line of what was read, and each column as it will be stored (both runners')."""
+    read = "1 folder of texts, a file a row" if plan.options.text_folder else f"{files} file(s)"
+    log.info("Read %d rows of %s: %s", rows, read, ", ".join(map(describe, columns)))
+
+
 def build_table_dataset(
     path: str,
     output: str,
@@ -828,8 +834,7 @@ def build_table_dataset(
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
         classes = class_names(labels, plan.label, plan.options.positive_class)
         writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
-        read = "1 folder of texts, a file a row" if plan.options.text_folder else f"{len(files)} file(s)"
-        log.info("Read %d rows of %s: %s", rows, read, ", ".join(map(describe, columns)))
+        log_read(rows, len(files), plan, columns)
         paths = shard_paths(plan, output, compression)
 
         def write(shard: tuple[str, int]) -> ShardInfo:

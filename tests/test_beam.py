@@ -1,6 +1,7 @@
 """The Beam runner (DirectRunner) makes the same dataset as the local writer."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -142,6 +143,50 @@ def test_beam_names_a_bad_table_in_one_line(tmp_path, caplog):
     (tmp_path / "t.jsonl").write_text("".join(rows) + '{"a": 1, "late": 2, "label": "x"}\n')  # restarts locally
     with pytest.raises(UserError, match=r"t.jsonl: line 3001 has a column 'late' that .* --runner local, which"):
         build_table_dataset_with_beam(str(tmp_path / "t.jsonl"), str(tmp_path / "json"), TableOptions(), DIRECT)
+
+
+def test_beam_in_worker_processes_names_a_bad_table_in_one_line(tmp_path, caplog):
+    """In worker processes (as on Dataflow), a step's UserError reached the user as a RuntimeError holding the
+    worker's traceback: some 380 lines, exit 1."""
+    (tmp_path / "t.csv").write_text("a,b,label\n1,x,y\n2,x,y,z\n")
+    processes = ["--runner", "DirectRunner", "--direct_num_workers", "2", "--direct_running_mode", "multi_processing"]
+    with pytest.raises(UserError, match=r"t.csv: line 3 has 4 columns; expected 3$"):
+        build_table_dataset_with_beam(str(tmp_path / "t.csv"), str(tmp_path / "out"), TableOptions(), processes)
+
+
+def test_beam_refuses_what_it_would_ignore_and_a_bad_runner_before_clearing_the_output(tmp_path, caplog):
+    """Beam warned of an argument none of its options know and ran on without it (an unquoted glob's second file,
+    --weight for --weight-column: exit 0); an unknown runner, or Dataflow without its options, cleared --output
+    (a dataset there was lost) and then ended in a traceback."""
+    from preprocessing.cli import main as preprocess
+
+    rows = "".join(f"{i},{'xy'[i % 2]}\n" for i in range(40))
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / name).write_text("n,label\n" + rows)
+    argv = ["--input", str(tmp_path / "a.csv"), "--label-column", "label", "--output", str(tmp_path / "out")]
+    assert preprocess([*argv, "--runner", "beam"]) == 0
+    kept = (tmp_path / "out" / "metadata.json").read_text()
+    for more, said in [
+        ([str(tmp_path / "b.csv")], f"unrecognized arguments: {tmp_path / 'b.csv'} (neither qt-preprocess's"),
+        (["--weight", "n"], "unrecognized arguments: --weight n (neither qt-preprocess's flags nor Beam's)"),
+        (["--beam-runner", "Bogus"], "--beam-runner Bogus: Valid values are DataflowRunner,"),
+        (["--beam-runner", "DataflowRunner"], "--beam-runner DataflowRunner needs --project, --region, --temp_"),
+    ]:
+        caplog.clear()
+        assert preprocess([*argv, "--runner", "beam", "--overwrite", *more]) == 2
+        (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+        assert error.startswith(said), error
+        assert (tmp_path / "out" / "metadata.json").read_text() == kept  # the dataset there stays
+
+
+def test_ctrl_c_in_a_beam_step_is_an_interruption():
+    """Beam's runner wraps a step's KeyboardInterrupt in a RuntimeError: a 156-line traceback, exit 1."""
+    from preprocessing.beam import quiet_beam
+
+    with pytest.raises(KeyboardInterrupt), quiet_beam():
+        raise RuntimeError("KeyboardInterrupt [while running 'Read/ParDo(_ReadTable)']")
+    with pytest.raises(RuntimeError, match="something else"), quiet_beam():
+        raise RuntimeError("something else")
 
 
 def test_beam_writes_to_gcs(gcs_server, digits_dir, tmp_path):
