@@ -204,11 +204,23 @@ def test_the_last_words_add_the_best_exports_figures_and_warn_of_a_model_below_t
         },
     )
     last = {"log_loss": 1.098, "accuracy": 0.487, metric_names.CONFUSION: [[40, 30, 30], [20, 9, 1], [5, 5, 10]]}
+    best_export = export_of_step(tmp_path / "export" / "best" / "1", 500)
     with caplog.at_level(logging.WARNING):
-        _report_best(str(tmp_path), last, "log_loss")
+        _report_best(str(tmp_path), best_export, last, "log_loss")
     best = "log_loss 1.0070, accuracy 0.5162, of the evaluation at step 500"
     assert capsys.readouterr().out == f"best export's:  {best}\n"
     assert "The last evaluation's accuracy, 0.4870, is below always answering the majority class, 0.6667" in caplog.text
     caplog.clear()
-    _report_best(str(tmp_path), {**last, "log_loss": 1.0, "accuracy": 0.7}, "log_loss")  # the last is the best
+    _report_best(str(tmp_path), best_export, {**last, "log_loss": 1.0, "accuracy": 0.7}, "log_loss")  # the last's best
     assert capsys.readouterr().out == "" and not caplog.text
+
+
+def export_of_step(folder, step: int) -> str:
+    """What the last words read of an export: the global step its variables hold."""
+    (folder / "variables").mkdir(parents=True)
+    with tf.Graph().as_default():
+        global_step = tf.compat.v1.Variable(step, name="global_step", dtype=tf.int64)
+        with tf.compat.v1.Session() as session:
+            session.run(global_step.initializer)
+            tf.compat.v1.train.Saver([global_step]).save(session, str(folder / "variables" / "variables"))
+    return str(folder)

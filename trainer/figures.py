@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from trainer import early_stopping
 from trainer.metrics import CURVE_COUNTS, CURVE_THRESHOLDS
 
 log = logging.getLogger(__name__)
@@ -229,10 +230,12 @@ def write_report(
 ) -> str:
     """Writes JOB_DIR/report.md: the final step, accuracy and loss, image links to `figures` (name: path),
     and per class the precision, recall and support (from the confusion matrix); returns its path."""
+    stop = early_stopping.read_stop(job_dir)
     lines = [
         f"# Report: {job_dir}",
         "",
         _summary(metrics, lead),
+        *(["", f"Training {stop.describe()}: the best export is of step {stop.best_step}."] if stop else []),
         *_figure_links(job_dir, figures),
         "",
         "## Per class",
