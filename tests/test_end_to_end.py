@@ -224,6 +224,7 @@ def test_a_rerun_of_a_finished_job_changes_nothing_and_a_resume_with_other_setti
     job_dir = shutil.copytree(original, tmp_path / "job")
     before = {name: sorted(os.listdir(job_dir / "export" / name)) for name in ("latest", "best")}
     settings = (job_dir / "config.yaml").read_text()
+    (job_dir / "export" / "latest" / "temp-1796524748").mkdir()  # what a kill during an export leaves: removed
     data_dir = args[args.index("--data-dir") + 1]
     result = run_task("--data-dir", data_dir, "--job-dir", str(job_dir), "--train-steps", "40")
     assert result.returncode == 0, result.stderr[-3000:]

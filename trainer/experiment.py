@@ -246,6 +246,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     if metadata.is_image and config.augment == "auto":
         log.info("Augmentation: %s (--augment auto)", settings.augment)
     trained = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+    if estimator.config.is_chief and not is_cluster(estimator.config):  # alone: no evaluator may be exporting
+        for name in ("latest", "best"):
+            export.remove_unfinished(posixpath.join(export.export_folder(config), name))  # a kill's, mid-export
     if trained:
         log.info("Resuming from the checkpoint of step %d", trained)
     if estimator.config.is_chief and trained < config.train_steps:  # a run with steps to train: its settings

@@ -58,8 +58,7 @@ class ExportTo(tf.estimator.Exporter):
         and removes older ones while the evaluator still evaluates. The evaluator goes on (it would otherwise
         die, and the job with it); a later evaluation exports, the best exporter measuring it against the
         best export it really holds."""
-        for unfinished in tf.io.gfile.glob(posixpath.join(folder, "temp-*")):  # the Estimator's half-written one
-            tf.io.gfile.rmtree(unfinished)
+        remove_unfinished(folder)  # the Estimator's half-written one
         if hasattr(self._exporter, "_best_eval_result"):
             self._exporter._best_eval_result = best_before  # a private field of tf.estimator.BestExporter
         log.warning(
@@ -67,6 +66,13 @@ class ExportTo(tf.estimator.Exporter):
             self.name, _text(checkpoint_path), checkpoints.REMOVED_WHY,
         )  # fmt: skip
         return None
+
+
+def remove_unfinished(folder: str) -> None:
+    """Removes the temp-VERSION folders in `folder` (an exporter's): exports cut short, by a kill or a removed
+    checkpoint. Only while no other task of the job may be writing one."""
+    for unfinished in tf.io.gfile.glob(posixpath.join(folder, "temp-*")):
+        tf.io.gfile.rmtree(unfinished)
 
 
 class ExportsOnce:
