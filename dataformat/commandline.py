@@ -13,6 +13,7 @@ import argparse
 import codecs
 import difflib
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -135,6 +136,17 @@ def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is not zero or a positive integer")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """A finite number above 0 (seconds between two looks: 0 would ask without pause, nan and inf never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
     return value
 
 

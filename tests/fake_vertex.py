@@ -40,6 +40,8 @@ class FakeVertex:
         self.serve = None  # (model body, instances) -> predictions; None: :predict is refused
         self.first_id = {"models": 1, "endpoints": 101}  # the IDs the first created model and endpoint get
         self.polls = 1  # the polls an operation answers "not done" before it is
+        self.drops = 0  # the next looks at a job answered by closing the connection: dropped ones
+        self.cancels_at_once = True  # False: a cancelled job stays JOB_STATE_CANCELLING
 
     def resource(self, method: str, path: str, body: dict) -> tuple[int, dict]:
         return _resource(self, method, path, body)
@@ -48,7 +50,7 @@ class FakeVertex:
         step = self.script[min(self.gets, len(self.script) - 1)]
         self.gets += 1
         if self.cancelled:
-            step = {**step, "state": "JOB_STATE_CANCELLED"}
+            step = {**step, "state": "JOB_STATE_CANCELLED" if self.cancels_at_once else "JOB_STATE_CANCELLING"}
         return {"name": name, **step}
 
 
@@ -74,6 +76,10 @@ def _handler(fake: FakeVertex):
                 self._reply(*fake.resource("GET", self.path, {}))
                 return
             match = JOB_PATH.match(self.path)
+            if fake.drops:
+                fake.drops -= 1
+                self.close_connection = True  # no answer at all
+                return
             self._reply(200, fake.job(match[1]))
 
         def do_DELETE(self):

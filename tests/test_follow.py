@@ -14,7 +14,7 @@ import fake_vertex
 import pytest
 from fake_vertex import log_entry
 
-from trainer.vertex import batch, client, job, submit
+from trainer.vertex import batch, client, follow, job, submit
 
 NAME = "projects/p/locations/us-central1/customJobs/1"
 TUNING = "projects/p/locations/us-central1/hyperparameterTuningJobs/1"
@@ -57,7 +57,7 @@ def test_submit_waits_through_queued_running_succeeded_with_the_logs(vertex, cap
         log_entry("2024-05-01T12:04:16Z", "line two at the same time", task="workerpool0-0", key="b"),
     ]
     argv = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I", "--wait"]
-    assert submit.main([*argv, "--poll-secs", "0", "--", "--train-steps", "9"]) == 0
+    assert submit.main([*argv, "--poll-secs", "0.01", "--", "--train-steps", "9"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["12:00:01  JOB_STATE_QUEUED", "12:04:15  workerpool0-0  Dataset: 1797 training examples"]
     assert lines[2:4] == [
@@ -71,7 +71,8 @@ def test_submit_waits_through_queued_running_succeeded_with_the_logs(vertex, cap
     assert 'timestamp>="2024-05-01T12:04:16.000000Z"' in vertex.log_queries[-1]["filter"]
 
 
-SUBMIT_CPU = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I", "--poll-secs", "0"]
+SUBMIT_CPU = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I"]
+SUBMIT_CPU += ["--poll-secs", "0.01"]
 
 
 def screen(leader: int) -> list[str]:
@@ -111,7 +112,7 @@ def test_a_failed_job_exits_1_with_its_error_message(vertex, caplog, capsys):
         {"state": "JOB_STATE_RUNNING"},
         {"state": "JOB_STATE_FAILED", "error": {"code": 3, "message": "The replica workerpool0-0 exited with 2"}},
     ]
-    assert job.main(["wait", NAME, "--poll-secs", "0"]) == 1
+    assert job.main(["wait", NAME, "--poll-secs", "0.01"]) == 1
     assert errors(caplog) == ["The job ended in JOB_STATE_FAILED: The replica workerpool0-0 exited with 2"]
     assert [line.split("  ")[1] for line in capsys.readouterr().out.splitlines()] == [
         "JOB_STATE_RUNNING",
@@ -137,6 +138,31 @@ def test_ctrl_c_with_cancel_on_interrupt_cancels_and_follows_to_the_end(vertex, 
     assert job.main(["wait", NAME, "--poll-secs", "0.2", "--cancel-on-interrupt"]) == 1
     assert vertex.cancelled == [NAME]
     assert capsys.readouterr().out.splitlines()[-1].endswith("JOB_STATE_CANCELLED")
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_while_a_job_is_being_cancelled_stops_following(vertex, caplog):
+    """With --cancel-on-interrupt every Ctrl-C sent the cancel again and went on following: no way out while a job
+    took its time to cancel."""
+    vertex.script, vertex.cancels_at_once = [{"state": "JOB_STATE_RUNNING"}], False
+    interrupt_after(vertex, 2)
+    interrupt_after(vertex, 4)
+    assert job.main(["wait", NAME, "--poll-secs", "0.2", "--cancel-on-interrupt"]) == 130
+    assert vertex.cancelled == [NAME]
+    assert f"Stopped following; the job is being cancelled (qt-job status {NAME})" in caplog.text
+
+
+def test_a_dropped_connection_is_looked_through_again(vertex, caplog):
+    """One failed look at the job ended the following, exit 2, mid-job."""
+    vertex.script = [{"state": "JOB_STATE_RUNNING"}, {"state": "JOB_STATE_SUCCEEDED"}]
+    vertex.drops = 2
+    assert job.main(["wait", NAME, "--poll-secs", "0.01"]) == 0
+    retried = [r.getMessage() for r in caplog.records if "cannot reach Google Cloud" in r.getMessage()]
+    assert len(retried) == 2 and retried[0].endswith("looking again in 0.01 s")
+    caplog.clear()
+    vertex.drops = follow.RETRIES + 1
+    assert job.main(["wait", NAME, "--poll-secs", "0.01"]) == 2
+    assert caplog.records[-1].getMessage().endswith(f"the job goes on: follow it again with qt-job wait {NAME}")
 
 
 class Terminal(io.StringIO):
@@ -195,8 +221,8 @@ def test_qt_job_verbosity_holds_before_or_after_the_subcommand(argv):
 
 def test_unreadable_logs_are_said_once_and_the_job_is_still_followed(vertex, monkeypatch, caplog, capsys):
     monkeypatch.setattr(client, "LOGGING_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
-    vertex.script = [{"state": "JOB_STATE_RUNNING"}, {"state": "JOB_STATE_SUCCEEDED"}]
-    assert job.main(["wait", NAME, "--poll-secs", "0"]) == 0
+    vertex.script = [{"state": "JOB_STATE_RUNNING"}] * (follow.RETRIES + 1) + [{"state": "JOB_STATE_SUCCEEDED"}]
+    assert job.main(["wait", NAME, "--poll-secs", "0.01"]) == 0  # a log out of reach, look after look
     (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warning.startswith("Following the job without its logs:")
 
@@ -234,7 +260,7 @@ def test_a_tuning_job_shows_its_trials_and_ends_with_the_best(vertex, capsys):
         {**common, "state": "JOB_STATE_SUCCEEDED", "updateTime": "2024-05-01T12:14:00Z",
          "trials": [done_1, done_2, failed]},
     ]  # fmt: skip
-    assert job.main(["wait", TUNING, "--poll-secs", "0"]) == 0
+    assert job.main(["wait", TUNING, "--poll-secs", "0.01"]) == 0
     best_1, best_2 = "accuracy 0.9100 at step 2000 in trial 1", "accuracy 0.9500 at step 2000 in trial 2"
     assert capsys.readouterr().out.splitlines() == [
         "12:00:30  JOB_STATE_RUNNING",
@@ -256,7 +282,7 @@ def test_submit_and_follow_a_tuning_job(vertex, capsys):
         {"state": "JOB_STATE_SUCCEEDED", "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}]}}
     ]
     argv = ["--project", "p", "--job-config", HPTUNING, "--job-dir", "gs://b/t", "--image", "I", "--wait"]
-    assert submit.main([*argv, "--poll-secs", "0"]) == 0
+    assert submit.main([*argv, "--poll-secs", "0.01"]) == 0
     ((collection, body),) = vertex.created
     assert collection == "hyperparameterTuningJobs"
     assert body["studySpec"]["metrics"] == [{"metricId": "accuracy", "goal": 1}]  # the library sends enums as numbers
@@ -274,7 +300,7 @@ def test_a_batch_prediction_job_is_created_and_followed(vertex, capsys):
         },
     ]
     argv = ["--project", "p", "--model", "projects/p/locations/us-central1/models/9", "--input-format", "file-list"]
-    argv += ["--input", "gs://b/list.txt", "--output", "gs://b/out", "--wait", "--poll-secs", "0"]
+    argv += ["--input", "gs://b/list.txt", "--output", "gs://b/out", "--wait", "--poll-secs", "0.01"]
     assert batch.main([*argv, "--label", "team=vision", "--max-replica-count", "4"]) == 0
     ((collection, body),) = vertex.created
     assert collection == "batchPredictionJobs"

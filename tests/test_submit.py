@@ -498,6 +498,8 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
         (["--image", "I", "--", "--gpus", "3"], "--gpus (after --): not a flag of the trainer's"),
         (["--image", "I", "--", "--batch-size", "0"], "--batch-size 0: must be at least 1"),
         (["--image", "I", "--", "--xla", "false"], "--xla takes no value (false)"),
+        (["--image", "I", "--poll-secs", "-1"], "argument --poll-secs: -1 is not a positive number"),  # not a traceback
+        (["--image", "I", "--poll-secs", "nan"], "argument --poll-secs: nan is not a positive number"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):

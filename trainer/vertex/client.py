@@ -57,6 +57,10 @@ def parse_name(name: str, flag: str = "JOB") -> re.Match:
     return match
 
 
+class Unreachable(UserError):
+    """A request that did not reach Google Cloud (no network, a dropped connection): worth another try."""
+
+
 @contextlib.contextmanager
 def errors(what: str):
     """Library and network failures as one line saying what was being done."""
@@ -73,7 +77,7 @@ def errors(what: str):
         message = re.sub(r"^[A-Z]+ \S+: ", "", (error.message or "no message").splitlines()[0])
         raise UserError(f"{what}: Vertex AI refused ({error.code}): {message}") from None
     except (requests.exceptions.RequestException, google.auth.exceptions.TransportError) as error:
-        raise UserError(f"{what}: cannot reach Google Cloud ({type(error).__name__})") from None
+        raise Unreachable(f"{what}: cannot reach Google Cloud ({type(error).__name__})") from None
     except google.auth.exceptions.GoogleAuthError as error:
         raise UserError(f"cannot authenticate ({type(error).__name__}): {gcs.CREDENTIALS_HELP}") from None
 

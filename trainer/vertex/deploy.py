@@ -117,7 +117,9 @@ def _deploy_parser() -> commandline.ArgumentParser:
         "available until 2027-03-16): sampled Shapley over a table's columns, integrated gradients over pixels",
     )
     parser.add_argument("--dry-run", action="store_true", help="print every request body; touch nothing")
-    parser.add_argument("--poll-secs", type=float, default=endpoints.POLL_SECS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--poll-secs", type=commandline.positive_number, default=endpoints.POLL_SECS, help=argparse.SUPPRESS
+    )
     return parser
 
 
@@ -141,7 +143,9 @@ def _tidy_parser(action: str) -> commandline.ArgumentParser:
         help="print every request that would change something, and change nothing (the endpoint is still read, "
         "to find its deployed models, so credentials are needed)",
     )
-    parser.add_argument("--poll-secs", type=float, default=endpoints.POLL_SECS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--poll-secs", type=commandline.positive_number, default=endpoints.POLL_SECS, help=argparse.SUPPRESS
+    )
     return parser
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from dataformat import commandline
 from dataformat.errors import UserError
 from trainer.vertex import client
 
@@ -40,6 +41,7 @@ class Seen:
     logs_since: datetime.datetime | None = None
     logs_at_since: set[str] = field(default_factory=set)  # entries at logs_since, already shown
     logs: bool = True  # False once the logs cannot be read
+    log_failures: int = 0  # reads of the logs that failed, in a row
 
 
 def add_flags(parser: argparse.ArgumentParser, wait: bool = False) -> None:
@@ -58,7 +60,7 @@ def add_flags(parser: argparse.ArgumentParser, wait: bool = False) -> None:
     )
     parser.add_argument(
         "--poll-secs",
-        type=float,
+        type=commandline.positive_number,
         default=POLL_SECS,
         help=f"seconds between two looks at the job (default: {POLL_SECS:g})",
     )
@@ -84,19 +86,36 @@ def follow_if_asked(name: str, args: argparse.Namespace) -> int:
 
 
 def follow(name: str, poll_secs: float = POLL_SECS, on_interrupt: str = "leave") -> int:
-    """Shows the job's progress until it ends; returns 0 if it succeeded, 1 if not, 130 if left running."""
-    seen = Seen()
+    """Shows the job's progress until it ends; returns 0 if it succeeded, 1 if not, 130 if left running. A look
+    that does not reach Google Cloud (a dropped connection) is tried again, up to RETRIES times in a row."""
+    seen, failures, cancelling = Seen(), 0, False
     while True:
         try:
-            job = client.get(name)
+            try:
+                job = client.get(name)
+            except client.Unreachable as error:
+                failures += 1
+                if failures > RETRIES:
+                    raise UserError(f"{error}; the job goes on: follow it again with qt-job wait {name}") from None
+                log.warning("%s; looking again in %g s", error, poll_secs)
+                time.sleep(poll_secs)
+                continue
+            failures = 0
             show_changes(job, seen)
             show_new_logs(name, seen)
             if job.get("state") in FINAL:
                 return finish(job)
             time.sleep(poll_secs)
         except KeyboardInterrupt:
+            if cancelling:  # the second Ctrl-C: cancelling without asking again stopped no one
+                log.warning("Stopped following; the job is being cancelled (qt-job status %s)", name)
+                return INTERRUPTED
             if not _cancel_after_interrupt(name, on_interrupt):
                 return INTERRUPTED
+            cancelling = True
+
+
+RETRIES = 5  # failed looks at a job in a row, each after --poll-secs, before following stops
 
 
 def _cancel_after_interrupt(name: str, policy: str) -> bool:
@@ -110,7 +129,11 @@ def _cancel_after_interrupt(name: str, policy: str) -> bool:
     if not cancel:
         log.warning("Stopped following; the job goes on. Follow it again with: qt-job wait %s", name)
         return False
-    client.cancel(name)
+    try:
+        client.cancel(name)
+    except KeyboardInterrupt:
+        log.warning("Stopped while asking to cancel %s; whether it is cancelled: qt-job status %s", name, name)
+        return False
     log.info("Cancelling %s; following it to its end (Ctrl-C again to stop following)", name)
     return True
 
@@ -154,7 +177,11 @@ def show_new_logs(name: str, seen: Seen) -> None:
                 seen.logs_since, seen.logs_at_since = line.time, set()
             seen.logs_at_since.add(line.key)
             _line(line.time, f"{line.task + '  ' if line.task else ''}{line.text}")
-    except UserError as error:
+        seen.log_failures = 0
+    except UserError as error:  # no permission, say; or no connection, RETRIES looks in a row
+        seen.log_failures += 1
+        if isinstance(error, client.Unreachable) and seen.log_failures <= RETRIES:
+            return  # a dropped connection: the next look reads them
         seen.logs = False
         log.warning("Following the job without its logs: %s", error)
 
