@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -195,6 +196,8 @@ def run(command: Callable[[], int], interrupted: str) -> int:
     """Runs a command's body with logging set up; returns its exit code. `interrupted` says, after
     Ctrl-C, what state the work was left in."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
+    # Google's libraries warn on import, years ahead, that they will drop this Python: not the user's concern today.
+    warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)
     try:
         return command()
     except UserError as error:

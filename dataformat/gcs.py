@@ -162,9 +162,19 @@ def open_read(path: str) -> BinaryIO:
 def atomic_writer(path: str) -> Iterator[BinaryIO]:
     """A streaming resumable upload; the object appears only when the block completes.
 
-    On an error inside the block the upload is cancelled, so nothing appears at `path`.
+    On an error inside the block (Ctrl-C too) the upload is left unfinished, so nothing appears at `path`: an
+    unfinished resumable upload is no object, and Cloud Storage forgets it within a week. google-cloud-storage
+    2.x's writer, closed by an error, uploaded what it held and finished a truncated object
+    (googleapis/python-storage#1228): a Ctrl-C left half a shard under its final name.
     """
     from google.cloud.storage.retry import DEFAULT_RETRY
 
-    with errors(path), _blob(path).open("wb", chunk_size=UPLOAD_CHUNK_BYTES, retry=DEFAULT_RETRY) as file:
+    with errors(path):
+        file = _blob(path).open("wb", chunk_size=UPLOAD_CHUNK_BYTES, retry=DEFAULT_RETRY)
+    try:
         yield file
+    except BaseException:
+        file._buffer.close()  # the writer's own buffer: closed, its close() uploads nothing more and finishes nothing
+        raise
+    with errors(path):
+        file.close()

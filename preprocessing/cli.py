@@ -7,7 +7,6 @@ import dataclasses
 import logging
 import sys
 import time
-import warnings
 
 from dataformat import commandline, gcs, lease, storage
 from dataformat.errors import UserError
@@ -318,10 +317,8 @@ def _source(source: str | None, path: str | None) -> str:
 
 
 def _beam():
-    """The Beam runner's module; apache-beam is an optional extra, imported only when asked for. Its import's
-    notices are left out: Google's libraries' Python support dates, and Beam's advice to install crcmod for its
-    own TFRecord reader and writer, which this package does not use."""
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.api_core\..*")
+    """The Beam runner's module; apache-beam is an optional extra, imported only when asked for. Its advice to
+    install crcmod, for its own TFRecord reader and writer, which this package does not use, is left out."""
     logging.getLogger().addFilter(lambda record: "crcmod package not found" not in record.getMessage())
     try:
         from preprocessing import beam

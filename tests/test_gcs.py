@@ -221,6 +221,18 @@ def test_train_evaluate_resume_and_export_on_gcs(gcs_server, digits_dir):
     assert "This task ran 50 training steps; the global step is 150" in second.stderr  # not 150 from scratch
     assert json.loads(objects(gcs_server, job_prefix)["eval_metrics.json"])["global_step"] == 150
 
+    # Predictions of JSON lines on gs://, to gs://: written as a local file's are, {"instance", "prediction"}; the
+    # output was written with open() (no such file), and a gs:// file's lines were taken for another format.
+    rows = f"gs://{BUCKET}/{job_prefix}-rows.jsonl"
+    client(gcs_server).bucket(BUCKET).blob(rows.split("/", 3)[3]).upload_from_string(
+        json.dumps([[[0.0]] * 8] * 8) + "\n"
+    )
+    output = f"{job_dir}/predictions.jsonl"
+    predicted = run(gcs_server, "trainer.predict", "--model-dir", job_dir, "--input", rows, "--output", output)
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    (line,) = objects(gcs_server, job_prefix)["predictions.jsonl"].decode().splitlines()
+    assert set(json.loads(line)) == {"instance", "prediction"}
+
 
 def test_upload_interrupted_by_the_server_stopping_is_never_a_partial_dataset(gcs_server, tmp_path):
     rng = np.random.default_rng(1)
@@ -263,6 +275,10 @@ def test_missing_bucket_is_one_line(gcs_server):
     result = run(gcs_server, "preprocessing", "--output", "gs://no-such-bucket/x")
     assert result.returncode == 2
     assert "gs://no-such-bucket/x: not found (404); does the bucket exist?" in last_line(result)
+    # TensorFlow's makedirs of a job dir in a missing bucket never returned, and Ctrl-C did not stop it.
+    trainer = run(gcs_server, "trainer.task", "--data-dir", "data", "--job-dir", "gs://no-such-bucket/j", timeout=120)
+    assert trainer.returncode == 2
+    assert last_line(trainer).endswith("--job-dir gs://no-such-bucket/j: not found (404); does the bucket exist?")
 
 
 def test_permission_denied_is_one_line(gcs_server):
@@ -378,3 +394,23 @@ def test_a_statistics_files_names_are_read_from_its_first_bytes(gcs_server, monk
         assert sum(read) == 100 + size
     finally:
         gcs._client.cache_clear()
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_an_upload_stopped_midway_leaves_no_object(gcs_server, monkeypatch, stop):
+    """google-cloud-storage 2.x's writer, closed by an error (Ctrl-C), uploaded what it held and finished the object:
+    half a shard under its final name, which --train-files would read."""
+    from dataformat import gcs, storage
+
+    for name, value in gcs_server.env.items():
+        monkeypatch.setenv(name, value)
+    gcs._client.cache_clear()
+    path = f"gs://{BUCKET}/{unique('stopped')}/train-00000-of-00001.tfrecord"
+    with pytest.raises(stop), storage.atomic_writer(path) as file:
+        file.write(b"x" * (2 * gcs.UPLOAD_CHUNK_BYTES + 5))  # two chunks uploaded already, five bytes held
+        raise stop("stopped")
+    assert not storage.exists(path)
+    storage.write_text_atomically(path, "whole")  # a rerun writes it
+    with storage.open_read(path) as file:
+        assert file.read() == b"whole"
+    gcs._client.cache_clear()

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from dataformat import commandline, storage, tables
+from dataformat import commandline, gcs, storage, tables
 from dataformat.errors import NotFound, UserError, quoted
 from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 
@@ -572,7 +572,7 @@ def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iter
     for name, value, prediction in zip(names, values, predictions):
         if prediction is None:
             continue
-        if name.split(":")[0].lower().endswith(JSON_LINES):
+        if name.rsplit(":", 1)[0].lower().endswith(JSON_LINES):  # "FILE:LINE", where FILE may be gs://...
             yield {"instance": value.tolist() if isinstance(value, np.ndarray) else value, "prediction": prediction}
         else:
             yield {"input": name, **prediction}
@@ -693,11 +693,14 @@ def _predict(argv: list[str] | None) -> int:
 
 def _check_output_is_no_input(output: str | None, inputs: list[str]) -> None:
     """A UserError where --output is one of the --input files, which writing it would erase before it is read."""
-    if not output or not os.path.exists(output):
-        return
     for path in inputs:
-        if "://" not in path and os.path.exists(path) and os.path.samefile(path, output):
+        same = path == output or "://" not in path + (output or "") and _same_file(path, output)
+        if same:
             raise UserError(f"--output {output}: it is --input {path}, which writing it would erase; name another file")
+
+
+def _same_file(one: str, other: str | None) -> bool:
+    return bool(other) and os.path.exists(one) and os.path.exists(other) and os.path.samefile(one, other)
 
 
 def _read_request(path: str) -> dict:
@@ -715,19 +718,45 @@ def _read_request(path: str) -> dict:
 
 
 def _write(lines, output: str | None) -> int:
-    count = 0
-    with contextlib.ExitStack() as stack:
+    """Writes the prediction lines to --output (a file, local or gs://) or stdout; returns how many. Inputs left out
+    at the end (a rejected image) leave the others' lines written, then fail the run."""
+    count, left_out = 0, None
+    with _output(output) as write:
         try:
-            out = stack.enter_context(open(output, "w", encoding="utf-8")) if output else sys.stdout
-        except OSError as error:
-            raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
-        for line in lines:  # an input's OSError is its own, not --output's
-            try:
-                out.write(json.dumps(line) + "\n")
-            except OSError as error:
-                raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
-            count += 1
+            for line in lines:
+                write(json.dumps(line) + "\n")
+                count += 1
+        except UserError as error:
+            left_out = error
+    if left_out:
+        raise left_out
     return count
+
+
+@contextlib.contextmanager
+def _output(output: str | None):
+    """A function that writes text to --output, or to stdout without one. On gs:// the object appears when whole."""
+    if not output:
+        yield sys.stdout.write
+        return
+    if gcs.is_gcs(output):
+        gcs.check_credentials()
+        with storage.atomic_writer(output) as file:
+            yield lambda text: file.write(text.encode("utf-8"))
+        return
+    try:
+        file = open(output, "w", encoding="utf-8")  # noqa: SIM115 (closed below, its opening's error said apart)
+    except OSError as error:
+        raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
+
+    def write(text: str) -> None:
+        try:
+            file.write(text)
+        except OSError as error:  # an input's OSError is its own, not --output's
+            raise UserError(f"--output {output}: cannot write ({storage.describe_os_error(error)})") from None
+
+    with file:
+        yield write
 
 
 if __name__ == "__main__":

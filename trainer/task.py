@@ -67,6 +67,11 @@ def check_access(config: Config) -> None:
     for flag, folder in (("--job-dir", config.job_dir), ("--export-dir", config.export_dir)):
         if not folder:
             continue
+        if gcs.is_gcs(folder):  # TensorFlow's makedirs in a missing bucket never returns, deaf to Ctrl-C
+            try:
+                gcs.is_folder(folder)  # a missing bucket, or a refused listing, as one line
+            except UserError as error:
+                raise UserError(f"{flag} {error}") from None
         try:
             tf.io.gfile.makedirs(folder)
         except tf.errors.OpError as error:

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import urllib.parse
-import warnings
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -25,8 +24,6 @@ VERTEX_ENDPOINT = "https://{region}-aiplatform.googleapis.com"
 LOGGING_ENDPOINT = "https://logging.googleapis.com"
 VERTEX_OVERRIDE = "CLOUDSDK_API_ENDPOINT_OVERRIDES_AIPLATFORM"
 LOGGING_OVERRIDE = "CLOUDSDK_API_ENDPOINT_OVERRIDES_LOGGING"
-# The libraries warn on import, years ahead, that they will drop this Python: not the user's concern today.
-warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)
 
 INSTALL = "pip install 'queue-trainer[vertex]' (google-cloud-aiplatform and google-cloud-logging)"
 

@@ -57,7 +57,15 @@ class OnlineModel:
         traffic = found.get("trafficSplit") or {}
         serving = max(deployed, key=lambda model: traffic.get(model["id"], 0))  # the one requests go to
         model = endpoints.get_model(serving["model"])
-        export = read_export(model["artifactUri"])
+        if not model.get("artifactUri"):  # AutoML's, or a container with its model inside: no export to read
+            raise UserError(
+                f"--endpoint {endpoint}: its model {serving['model']} was not uploaded from an export (it has no "
+                "artifactUri); qt-predict reads the export's metadata.json to know its inputs"
+            )
+        try:
+            export = read_export(model["artifactUri"])
+        except UserError as error:  # said of --model-dir, which the user did not give
+            raise UserError(f"--endpoint {endpoint}: its model {serving['model']}: {error}") from None
         self.endpoint, self.explain, self.metadata = endpoint, explain, export.metadata
         self.takes = export.serving_input
         # The local signature each input file goes to -> what the endpoint's serving_default takes.
