@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from test_step_loop import train
 
-from trainer.averaging import SCOPE, Schedule
+from trainer.averaging import COUNT, SCOPE, Schedule
 from trainer.config import Config
 
 
@@ -33,6 +33,20 @@ def test_the_last_step_holds_the_mean_of_the_snapshots_whatever_the_steps_per_ru
             if steps_per_run == 1:  # training itself is the same until the last step
                 np.testing.assert_allclose(averaged[14][name], plain[14][name], rtol=1e-5, atol=1e-6, err_msg=name)
         assert not np.allclose(final["classifier/logits/kernel"], plain[-1]["classifier/logits/kernel"])
+
+
+def test_a_run_resumed_inside_its_schedule_averages_the_snapshots_it_takes():
+    """A run resumed at step 10 with --train-steps 16 (snapshots at 7 to 16) takes those at 11 to 16. The count was
+    worked out from the schedule, as if those at 7 to 10 had been taken (zeros, where an interrupted run of more
+    steps had none yet), and the last step's weights came out at about half their size."""
+    fields = {"learning_rate": 0.01, "train_steps": 16, "start": 10}
+    plain = []
+    train(1, runs=6, each_run=plain, average_weights="off", **fields)
+    final, step, _ = train(1, runs=6, average_weights="on", **fields)
+    assert step == 16 and final[COUNT] == 0  # the means are in place, and a run on from here starts new ones
+    for name in [name for name in plain[0] if name.startswith("classifier/") and "Adam" not in name]:
+        expected = np.mean([variables[name] for variables in plain], axis=0)  # steps 11 to 16
+        np.testing.assert_allclose(final[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_off_adds_no_variables():

@@ -23,10 +23,11 @@ def batches(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(
-    steps_per_run: int, runs: int, train_steps: int = 1000, each_run: list | None = None, **fields
+    steps_per_run: int, runs: int, train_steps: int = 1000, each_run: list | None = None, start: int = 0, **fields
 ) -> tuple[dict, int, list[int]]:
-    """Trains on 16 fixed batches taken in order from a queue; returns the variables, the global
-    step and each run's step count (and appends the variables after each run to `each_run`)."""
+    """Trains on 16 fixed batches taken in order from a queue, from global step `start` (a resumed run's); returns
+    the variables, the global step and each run's step count (and appends the variables after each run to
+    `each_run`)."""
     config = Config(hidden_units=(16,), steps_per_run=str(steps_per_run), train_steps=train_steps, **fields)
     params = {"settings": ModelSettings.of(config, VECTORS), "metadata": VECTORS}
     data, labels = batches(16)
@@ -41,6 +42,7 @@ def train(
         run_steps = step_loop.RunSteps.of_graph()
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
+            session.run(tf.compat.v1.train.get_global_step().assign(start))
             session.run(fill)
 
             def values() -> dict:

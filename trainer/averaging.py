@@ -39,16 +39,25 @@ class Schedule:
         return cls(train_steps - (min(SNAPSHOTS, train_steps) - 1) * every, every, train_steps)
 
 
+COUNT = f"{SCOPE}/snapshots"  # the snapshots the means hold
+
+
 @dataclass(frozen=True)
 class Averages:
-    """Each floating-point network weight with the variable that holds its running mean."""
+    """Each floating-point network weight with the variable that holds its running mean, and the count of the
+    snapshots in the means. The count is kept, not worked out from the schedule: a run resumed with another
+    --train-steps has another schedule, and its snapshots before the resume were counted as zeros (an interrupted
+    run resumed with fewer steps ended with weights of half their size)."""
 
     pairs: tuple[tuple[tf.Variable, tf.Variable], ...]
+    count: tf.Variable
     schedule: Schedule
 
     @classmethod
     def create(cls, weights: list[tf.Variable], train_steps: int) -> Averages:
         """The means' variables, beside their weights (on a parameter server, or the CPU with towers)."""
+        with tf.compat.v1.colocate_with(tf.compat.v1.train.get_global_step()):
+            count = tf.compat.v1.get_variable(COUNT, [], tf.int64, tf.compat.v1.zeros_initializer(), trainable=False)
         pairs = []
         for weight in weights:
             if weight.dtype.is_floating:
@@ -61,7 +70,7 @@ class Averages:
                         trainable=False,
                     )
                 pairs.append((weight, mean))
-        return cls(tuple(pairs), Schedule.of(train_steps))
+        return cls(tuple(pairs), count, Schedule.of(train_steps))
 
     def after(self, update: tf.Operation) -> tf.Operation:
         """`update` (a training step), then, at a snapshot step, the weights folded into their means;
@@ -76,10 +85,13 @@ class Averages:
 
     def _fold(self, step: tf.Tensor) -> tf.Operation:
         # The k-th snapshot moves each mean 1/k of the way to the weight: the mean of the k so far.
-        count = (step - self.schedule.first) // self.schedule.every + 1
+        count = self.count.assign_add(1)
         folded = [mean.assign_add((weight - mean) / tf.cast(count, mean.dtype)) for weight, mean in self.pairs]
         with tf.control_dependencies(folded):
             return tf.cond(step >= self.schedule.last, self._swap, tf.no_op)
 
     def _swap(self) -> tf.Operation:
-        return tf.group(*(weight.assign(mean) for weight, mean in self.pairs))
+        """The means in place of the weights; a run that trains on from here (more --train-steps) starts new means."""
+        swapped = [weight.assign(mean) for weight, mean in self.pairs]
+        with tf.control_dependencies(swapped):
+            return self.count.assign(0).op
