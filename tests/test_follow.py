@@ -57,7 +57,7 @@ def test_submit_waits_through_queued_running_succeeded_with_the_logs(vertex, cap
         log_entry("2024-05-01T12:04:16Z", "line two at the same time", task="workerpool0-0", key="b"),
     ]
     argv = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I", "--wait"]
-    assert submit.main([*argv, "--poll-secs", "0.01", "--", "--train-steps", "9"]) == 0
+    assert submit.main([*argv, "--poll-secs", "0.01", "--", "--data-dir", "gs://b/d", "--train-steps", "9"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["12:00:01  JOB_STATE_QUEUED", "12:04:15  workerpool0-0  Dataset: 1797 training examples"]
     assert lines[2:4] == [
@@ -72,7 +72,7 @@ def test_submit_waits_through_queued_running_succeeded_with_the_logs(vertex, cap
 
 
 SUBMIT_CPU = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I"]
-SUBMIT_CPU += ["--poll-secs", "0.01"]
+SUBMIT_CPU += ["--poll-secs", "0.01", "--", "--data-dir", "gs://b/d"]
 
 
 def screen(leader: int) -> list[str]:
@@ -282,7 +282,7 @@ def test_submit_and_follow_a_tuning_job(vertex, capsys):
         {"state": "JOB_STATE_SUCCEEDED", "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}]}}
     ]
     argv = ["--project", "p", "--job-config", HPTUNING, "--job-dir", "gs://b/t", "--image", "I", "--wait"]
-    assert submit.main([*argv, "--poll-secs", "0.01"]) == 0
+    assert submit.main([*argv, "--poll-secs", "0.01", "--", "--data-dir", "gs://b/d"]) == 0
     ((collection, body),) = vertex.created
     assert collection == "hyperparameterTuningJobs"
     assert body["studySpec"]["metrics"] == [{"metricId": "accuracy", "goal": 1}]  # the library sends enums as numbers

@@ -467,6 +467,7 @@ def test_bad_shape_is_one_line_naming_file_and_field(tmp_path, caplog, offline, 
 
 
 FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_NAME["cpu"]]
+DATA = ["--", "--data-dir", "gs://b/d"]  # the trainer's flags that every job needs
 
 
 @pytest.mark.parametrize(
@@ -490,7 +491,7 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
         (["--image", "I", "--project", ""], "--project is required"),
         (["--image", "I", "--data-dir", "gs://b/d"], "--data-dir gs://b/d (the trainer's flags"),
         (
-            ["--image", "I", "--", "--num-towers", "2"],
+            ["--image", "I", "--", "--num-towers", "2", "--data-dir", "gs://b/d"],
             "cpu.yaml gives each chief machine 0 GPU(s)",
         ),
         # The trainer's flags are read here as the trainer reads them: a typo stops before the job's start-up.
@@ -498,11 +499,15 @@ FLAGS = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", CONFIGS_BY_N
         (["--image", "I", "--", "--gpus", "3"], "--gpus (after --): not a flag of the trainer's"),
         (["--image", "I", "--", "--batch-size", "0"], "--batch-size 0: must be at least 1"),
         (["--image", "I", "--", "--xla", "false"], "--xla takes no value (false)"),
+        (["--image", "I", "--", "--train-steps", "5"], "--data-dir or --train-files (after --) is required"),
+        (["--image", "I", "--", "--data-dir", "data/mnist"], "--data-dir data/mnist (after --): must be a gs:// path"),
+        (["--image", "I", "--", "--config", "my.yaml"], "--config my.yaml (after --): the job cannot read a local"),
         (["--image", "I", "--poll-secs", "-1"], "argument --poll-secs: -1 is not a positive number"),  # not a traceback
         (["--image", "I", "--poll-secs", "nan"], "argument --poll-secs: nan is not a positive number"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
+    flags = flags if "--" in flags else [*flags, *DATA]
     assert submit.main(["--dry-run", *FLAGS, *flags]) == 2  # the last of a repeated flag wins
     (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert message in error and "\n" not in error
@@ -556,7 +561,7 @@ def test_submit_uploads_the_package_then_creates_the_job(fake_cloud):
         "--job-dir",
         "gs://b/x",
     ]
-    assert submit.main([*argv, *flags, "--", "--train-steps", "9"]) == 0
+    assert submit.main([*argv, *flags, "--", "--data-dir", "gs://b/d", "--train-steps", "9"]) == 0
     ((uri, local),) = fake_cloud.uploads.items()
     assert uri == f"gs://b/st/run/{submit.package_file()}"
     with tarfile.open(local) as archive:
@@ -570,7 +575,7 @@ def test_submit_uploads_the_package_then_creates_the_job(fake_cloud):
 def test_a_refused_job_is_one_line_and_exit_2(fake_cloud, caplog):
     fake_cloud.refuse = (400, "Machine type n1-standard-8 is not available in region xx.\nMore details.")
     argv = ["--project", "p", "--job-config", CONFIGS_BY_NAME["cpu"], "--job-dir", "gs://b/x", "--image", "I"]
-    assert submit.main([*argv, "--no-wait"]) == 2
+    assert submit.main([*argv, "--no-wait", *DATA]) == 2
     (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert error.endswith("Vertex AI refused (400): Machine type n1-standard-8 is not available in region xx.")
 

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -152,13 +153,13 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
             raise UserError(f"{flag} {path}: must be a gs:// path that Vertex AI can reach")
     if _gives(trainer_args, "--job-dir"):
         raise UserError("--job-dir goes before --: submit passes it to the trainer and to Vertex AI")
-    check_trainer_flags(trainer_args)
-    commandline.set_verbosity(args.verbosity)  # reading the trainer's flags set the trainer's
     shape = jobs.load(args.job_config)
     if shape.tuning is not None and _gives(trainer_args, "--tuning-metric"):
         raise UserError(
             f"--tuning-metric: set by tuning.metric in {args.job_config}, which submit passes to every trial"
         )
+    check_trainer_flags(trainer_args, in_image=bool(args.image))
+    commandline.set_verbosity(args.verbosity)  # reading the trainer's flags set the trainer's
     jobs.check_towers(shape, args.job_config, trainer_args)
     shape = dataclasses.replace(shape, options=options.merged(shape.options, options.from_flags(args)))
     display_name = args.display_name or f"queue-trainer-{shape.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
@@ -175,10 +176,10 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
     )
 
 
-def check_trainer_flags(trainer_args: list[str]) -> None:
-    """Reads the flags after -- as the trainer will, so that a misspelt flag or a bad value stops here and not
-    after the job's minutes of start-up. The trainer itself only warns of a flag it does not know, as cloud
-    services add their own; a flag given here is the user's, so an unknown one is refused."""
+def check_trainer_flags(trainer_args: list[str], in_image: bool) -> None:
+    """Reads the flags after -- as the trainer will, so that a misspelt flag, a bad value, or data the job cannot
+    reach stops here and not after the job's minutes of start-up. The trainer itself only warns of a flag it does
+    not know, as cloud services add their own; a flag given here is the user's, so an unknown one is refused."""
     from trainer import config as config_module
     from trainer import task
 
@@ -186,9 +187,27 @@ def check_trainer_flags(trainer_args: list[str]) -> None:
     config_module.check_no_switch_values(trainer_args, unknown)
     if unknown:
         raise UserError(f"{unknown[0]} (after --): not a flag of the trainer's; qt-train --help lists them")
+    _check_config_reachable(parsed.config, in_image)
     flags = {key: value for key, value in vars(parsed).items() if key not in ("config", "verbosity")}
     local_yaml = parsed.config if parsed.config and os.path.isfile(parsed.config) else None
-    config_module.from_sources(local_yaml, flags)  # checks each value, as the trainer will
+    config = config_module.from_sources(local_yaml, flags)  # checks each value, as the trainer will
+    if not (config.data_dir or config.train_files) and not (parsed.config and not local_yaml):
+        raise UserError("--data-dir or --train-files (after --) is required: the gs:// dataset the job trains on")
+    for flag, paths in (("--data-dir", [config.data_dir]), ("--train-files", [config.train_files]),
+                        ("--eval-files", [config.eval_files])):  # fmt: skip
+        for path in filter(None, paths):
+            if not gcs.is_gcs(path):
+                raise UserError(f"{flag} {path} (after --): must be a gs:// path that Vertex AI can reach")
+
+
+def _check_config_reachable(path: str | None, in_image: bool) -> None:
+    """The trainer in the cloud reads --config there: from gs://, or from the image, which holds configs/."""
+    if not path or gcs.is_gcs(path):
+        return
+    if in_image and posixpath.normpath(path).startswith("configs/"):
+        return
+    where = "the image holds only configs/" if in_image else "the package holds no configs"
+    raise UserError(f"--config {path} (after --): the job cannot read a local file ({where}); copy it to gs://")
 
 
 def _gives(trainer_args: list[str], flag: str) -> bool:
