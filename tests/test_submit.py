@@ -829,9 +829,12 @@ def test_a_batch_job_runs_in_its_models_region(capsys, caplog, offline):
     )
     assert batch.main([*argv, "--region", "us-central1"]) == 2
     (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
-    assert error == (
-        "--region us-central1: --model is in europe-west4, and a batch prediction job runs in its model's region"
-    )
+    assert error == "--region us-central1: --model is in europe-west4, where a batch prediction job must run"
+    caplog.clear()
+    assert batch.main([*argv, "--project", "other"]) == 2  # and $GOOGLE_CLOUD_PROJECT does not move it
+    (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert error.startswith("--project other: --model is in p,")
+    assert batch.main([*argv, "--project", "123456"]) == 0  # a project's number: it may name the same project
 
 
 def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):

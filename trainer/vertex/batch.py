@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sys
 import time
@@ -55,7 +54,7 @@ def parse_args(argv: list[str] | None):
         examples=EXAMPLES,
     )
     parser.add_argument(
-        "--project", default=None, help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT, else --model's)"
+        "--project", default=None, help="Google Cloud project (default: --model's; a batch job runs in its model's)"
     )
     parser.add_argument(
         "--region", default=None, help="Vertex AI region (default: --model's; a batch job runs in its model's region)"
@@ -89,12 +88,11 @@ def plan(args) -> tuple[str, dict]:
     model = MODEL_NAME.fullmatch(args.model)
     if not model:
         raise UserError(f"--model {args.model}: expected projects/PROJECT/locations/REGION/models/ID")
-    project = args.project or os.environ.get("GOOGLE_CLOUD_PROJECT") or model["project"]
-    region = args.region or model["region"]
-    if region != model["region"]:
-        raise UserError(
-            f"--region {region}: --model is in {model['region']}, and a batch prediction job runs in its model's region"
-        )
+    project, region = args.project or model["project"], args.region or model["region"]
+    named_both = not (project.isdigit() or model["project"].isdigit())  # a project's number and its ID name it alike
+    for flag, value, models in (("--project", project, model["project"]), ("--region", region, model["region"])):
+        if value != models and (flag == "--region" or named_both):
+            raise UserError(f"{flag} {value}: --model is in {models}, where a batch prediction job must run")
     for flag, paths in (("--input", args.input), ("--output", [args.output])):
         for path in paths:
             if not gcs.is_gcs(path):
