@@ -96,7 +96,10 @@ def test_deploy_predict_explain_undeploy_and_delete(export, cloud, tmp_path, cap
     # Deployed again under the same name: the endpoint is reused; then everything is tidied up.
     assert deploy.main(["--model-dir", export, "--staging-dir", staging, *flags]) == 0
     assert len(cloud.endpoints) == 1 and len(cloud.endpoints[endpoint]["deployedModels"]) == 2
-    second = capsys.readouterr().out.split("model:", 1)[1].split()[0]
+    said = capsys.readouterr().out
+    second = said.split("model:", 1)[1].split()[0]
+    first_id = deployed["id"]
+    assert f"also deployed:   {first_id} ({model}), with no traffic and its machines still on: qt-deploy" in said
     assert deploy.main(["undeploy", "--endpoint", endpoint, *FAST]) == 0
     assert cloud.endpoints[endpoint]["deployedModels"] == []
     caplog.clear()
@@ -152,6 +155,9 @@ def test_dry_run_prints_every_body_and_touches_nothing(export, vertex, capsys):
     assert vertex.requests == []
 
 
+EUROPE = "projects/p/locations/europe-west4/endpoints/7"
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -180,6 +186,10 @@ def test_dry_run_prints_every_body_and_touches_nothing(export, vertex, capsys):
         (["undeploy", "--endpoint", "nonsense"], "--endpoint nonsense: expected projects/PROJECT/locations/"),
         (["delete"], "give --endpoint, --model, or both"),
         (["--dry-run", "undeploy", "--endpoint", "x"], "undeploy comes first: qt-deploy undeploy [flags]"),
+        (
+            ["--model-dir", "{export}", "--project", "p", "--display-name", "d", "--endpoint", EUROPE],
+            f"--endpoint {EUROPE}: it is in europe-west4, not --region us-central1",
+        ),
         (["--display-name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # a value
     ],
 )

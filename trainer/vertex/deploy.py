@@ -251,8 +251,12 @@ def plan(args) -> Plan:
     project = args.project or os.environ.get("GOOGLE_CLOUD_PROJECT")
     if not project:
         raise UserError("--project is required (or set GOOGLE_CLOUD_PROJECT)")
-    if args.endpoint:
-        endpoints.parse_endpoint(args.endpoint)
+    if args.endpoint:  # the model is uploaded to --project and --region, and deploys only to an endpoint there
+        endpoint = endpoints.parse_endpoint(args.endpoint)
+        if endpoint["region"] != args.region:
+            raise UserError(f"--endpoint {args.endpoint}: it is in {endpoint['region']}, not --region {args.region}")
+        if endpoint["project"] != project and not (project.isdigit() or endpoint["project"].isdigit()):
+            raise UserError(f"--endpoint {args.endpoint}: it is in {endpoint['project']}, not --project {project}")
     most = args.max_replicas or args.min_replicas
     if most < args.min_replicas:
         raise UserError(f"--max-replicas {most}: below --min-replicas {args.min_replicas}")
@@ -394,6 +398,10 @@ def _run(argv: list[str]) -> int:
     print(f"{'model:':16} {model}")
     print(f"{'endpoint:':16} {endpoint}")
     print(f"{'deployed model:':16} {deployed_id}")
+    for other in endpoints.get_endpoint(endpoint).get("deployedModels", []):  # a deploy before, now with no traffic
+        if other["id"] != deployed_id:
+            print(f"{'also deployed:':16} {other['id']} ({other['model']}), with no traffic and its machines still on: "
+                  f"qt-deploy undeploy --endpoint {endpoint} --deployed-model-id {other['id']}")  # fmt: skip
     print(f"{'next:':16} qt-predict --endpoint {endpoint} --input FILE{explain}")
     print(f"{'tidy up:':16} qt-deploy delete --endpoint {endpoint} --model {model}")
     return 0
