@@ -311,3 +311,11 @@ def test_a_batch_prediction_job_is_created_and_followed(vertex, capsys):
         "12:09:00  JOB_STATE_SUCCEEDED",
         "output:    gs://b/out/prediction-digits-2024_05_01T12_00_00 (360 predicted, 0 failed)",
     ]
+
+
+def test_a_batch_job_that_succeeds_with_failed_instances_says_so(vertex, caplog):
+    """Vertex AI ends a batch prediction in SUCCEEDED with every instance failed (packed shards sent to a model of
+    numbers): exit 0 and nothing said."""
+    vertex.script = [{"state": "JOB_STATE_SUCCEEDED", "completionStats": {"successfulCount": "0", "failedCount": "359"}}]
+    assert job.main(["wait", NAME, "--poll-secs", "0.01"]) == 0
+    assert "359 instance(s) failed; the files named errors_* in the output say why" in caplog.text

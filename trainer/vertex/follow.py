@@ -194,6 +194,9 @@ def finish(job: dict) -> int:
     output = job_output(job)
     if output:
         print(f"{'output:':10} {output}")
+    failed = int(job.get("completionStats", {}).get("failedCount", 0))
+    if failed:  # a batch prediction "succeeds" with every instance failed
+        log.warning("%d instance(s) failed; the files named errors_* in the output say why", failed)
     if state == "JOB_STATE_SUCCEEDED":
         return 0
     message = job.get("error", {}).get("message")
