@@ -316,6 +316,7 @@ def test_a_batch_prediction_job_is_created_and_followed(vertex, capsys):
 def test_a_batch_job_that_succeeds_with_failed_instances_says_so(vertex, caplog):
     """Vertex AI ends a batch prediction in SUCCEEDED with every instance failed (packed shards sent to a model of
     numbers): exit 0 and nothing said."""
-    vertex.script = [{"state": "JOB_STATE_SUCCEEDED", "completionStats": {"successfulCount": "0", "failedCount": "359"}}]
-    assert job.main(["wait", NAME, "--poll-secs", "0.01"]) == 0
+    stats = {"successfulCount": "0", "failedCount": "359"}
+    vertex.script = [{"state": "JOB_STATE_SUCCEEDED", "completionStats": stats}]
+    assert job.main(["wait", "projects/p/locations/us-central1/batchPredictionJobs/1", "--poll-secs", "0.01"]) == 0
     assert "359 instance(s) failed; the files named errors_* in the output say why" in caplog.text
