@@ -68,7 +68,17 @@ def credentials_found() -> bool:
 def check_credentials() -> None:
     """UserError, saying what to do, when no Google Cloud credentials can be found (and nothing stands in)."""
     if not (_stood_in() or credentials_found()):
-        raise UserError(f"no Google Cloud credentials found: {CREDENTIALS_HELP}")
+        raise no_credentials()
+
+
+def no_credentials() -> UserError:
+    """What to say where google-auth finds no credentials: the key file GOOGLE_APPLICATION_CREDENTIALS names where
+    it names one (it was set, and the line said to set it)."""
+    named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named:
+        why = "no such file" if not os.path.isfile(named) else "not a key file google-auth reads"
+        return UserError(f"GOOGLE_APPLICATION_CREDENTIALS {named}: {why}; name a service-account key file there")
+    return UserError(f"no Google Cloud credentials found: {CREDENTIALS_HELP}")
 
 
 def _http_error(path: str, status: int) -> UserError:

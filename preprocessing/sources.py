@@ -318,8 +318,8 @@ def class_files(folder: str, suffixes: tuple[str, ...], kind: str) -> tuple[list
         left_out += [f"{name}/{file}" for file in found if not file.lower().endswith(suffixes)]
     if left_out:
         more = ", ..." if len(left_out) > 3 else ""
-        log.warning("%s: left out %d file(s) or folder(s) that are no %s file at the top of a class folder: %s%s",
-                    folder, len(left_out), kind, ", ".join(left_out[:3]), more)  # fmt: skip
+        log.warning("%s: left out %d file(s) or folder(s), as only the %s files at the top of each class folder are "
+                    "read: %s%s", folder, len(left_out), kind, ", ".join(left_out[:3]), more)  # fmt: skip
     return classes, files
 
 

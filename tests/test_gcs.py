@@ -279,6 +279,8 @@ def test_missing_bucket_is_one_line(gcs_server):
     trainer = run(gcs_server, "trainer.task", "--data-dir", "data", "--job-dir", "gs://no-such-bucket/j", timeout=120)
     assert trainer.returncode == 2
     assert last_line(trainer).endswith("--job-dir gs://no-such-bucket/j: not found (404); does the bucket exist?")
+    trainer = run(gcs_server, "trainer.task", "--data-dir", "gs://no-such-bucket/d", "--job-dir", f"gs://{BUCKET}/j")
+    assert last_line(trainer).endswith("--data-dir gs://no-such-bucket/d: not found (404); does the bucket exist?")
 
 
 def test_permission_denied_is_one_line(gcs_server):
@@ -288,9 +290,9 @@ def test_permission_denied_is_one_line(gcs_server):
     assert "gs://denied-bucket/x: permission denied (403); check the account's roles" in last_line(result)
 
     trainer = run(gcs_server, "trainer.task", "--data-dir", "gs://denied-bucket/d", "--job-dir",
-                  f"gs://{BUCKET}/{unique('job')}", env=child_env(gcs_server, **TF_FAIL_FAST))  # fmt: skip
+                  f"gs://{BUCKET}/{unique('job')}", env={**env, **TF_FAIL_FAST})  # fmt: skip
     assert trainer.returncode == 2
-    assert "--data-dir gs://denied-bucket/d: permission denied; check the account's roles" in last_line(trainer)
+    assert "--data-dir gs://denied-bucket/d: permission denied (403); check the account's roles" in last_line(trainer)
     assert "Traceback" not in trainer.stderr
 
 
@@ -315,8 +317,11 @@ def test_missing_credentials_say_what_to_do_and_print_no_secret(gcs_server, tmp_
         ):
             result = run(gcs_server, module, *args, env=env_now)
             assert result.returncode == 2, result.stderr[-2000:]
-            assert "gcloud auth application-default login" in last_line(result)
-            assert "GOOGLE_APPLICATION_CREDENTIALS" in last_line(result)
+            if credentials:  # a key file that is set but cannot be used is named
+                assert f"GOOGLE_APPLICATION_CREDENTIALS {key}: not a key file google-auth reads" in last_line(result)
+            else:
+                assert "gcloud auth application-default login" in last_line(result)
+                assert "GOOGLE_APPLICATION_CREDENTIALS" in last_line(result)
             assert "SECRET-KEY-MATERIAL" not in result.stderr + result.stdout
 
 
@@ -343,6 +348,19 @@ def test_without_credentials_a_public_bucket_reads_anonymously(gcs_server, monke
             gcs.check_credentials()
     finally:
         gcs._client.cache_clear()
+
+
+def test_a_key_file_that_cannot_be_used_is_named(monkeypatch, tmp_path):
+    """It was set, and the line said to set it."""
+    from dataformat import gcs
+    from dataformat.errors import UserError
+
+    monkeypatch.setattr(gcs, "_stood_in", lambda: False)
+    for path, why in ((tmp_path / "gone.json", "no such file"), (tmp_path / "key.json", "not a key file")):
+        (tmp_path / "key.json").write_text("{}")
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+        with pytest.raises(UserError, match=f"^GOOGLE_APPLICATION_CREDENTIALS {path}: {why}"):
+            gcs.check_credentials()
 
 
 def test_a_statistics_files_names_are_read_from_its_first_bytes(gcs_server, monkeypatch, tmp_path):

@@ -260,7 +260,7 @@ def test_a_folders_hidden_files_are_skipped_and_what_is_left_out_is_named(tmp_pa
         data = read_images(str(tmp_path), SourceOptions())
     assert data.class_names == ("china", "flower") and len(data.items) == 6
     assert [data.load(item).shape for item in data.items] == [(8, 8, 3)] * 6
-    left_out = "left out 4 file(s) or folder(s) that are no image file at the top of a class folder"
+    left_out = "left out 4 file(s) or folder(s), as only the image files at the top of each class folder are read"
     assert f"{left_out}: loose.jpg, china/more, flower/more, ..." in caplog.text
 
 

@@ -260,8 +260,8 @@ def test_a_folder_of_texts_is_a_table_of_text_and_label(tmp_path, caplog, monkey
     with caplog.at_level(logging.WARNING):
         metadata = build_table_dataset(str(folder), str(tmp_path / "data"), options)
     assert (
-        "left out 2 file(s) or folder(s) that are no text file at the top of a class folder: pos/more, pos/notes.md"
-        in caplog.text
+        "left out 2 file(s) or folder(s), as only the text files at the top of each class folder are read: pos/more, "
+        "pos/notes.md" in caplog.text
     )
     assert metadata.class_names == ("neg", "pos") and metadata.source == "text"
     assert sum(split.examples for split in metadata.splits.values()) == 61

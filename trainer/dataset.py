@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
+from dataformat import gcs
 from dataformat.errors import UserError, tensorflow_error_line
 from dataformat.schema import METADATA_FILE, Metadata, SplitInfo, decode_record
 from trainer.config import Config
@@ -109,6 +110,11 @@ def check_data_dir(folder: str) -> None:
     folder of no shards; a folder with shards but no metadata.json is an unfinished one (read_metadata)."""
     from_raw = f"make one with: qt-preprocess --input {folder} --output data/NAME"  # a raw table, or a folder of them
     if not tf.io.gfile.isdir(folder):
+        if gcs.is_gcs(folder):  # a missing bucket, which the advice below would not make
+            try:
+                gcs.is_folder(folder)
+            except UserError as error:
+                raise UserError(f"--data-dir {error}") from None
         if not tf.io.gfile.exists(folder):
             raise UserError(f"--data-dir {folder}: no such folder; make one with: qt-preprocess --input RAW_DATA "
                             f"--output {folder}")  # fmt: skip

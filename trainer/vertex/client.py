@@ -68,7 +68,7 @@ def errors(what: str):
     try:
         yield
     except google.auth.exceptions.DefaultCredentialsError:
-        raise UserError(f"no Google Cloud credentials found: {gcs.CREDENTIALS_HELP}") from None
+        raise gcs.no_credentials() from None
     except google.api_core.exceptions.GoogleAPICallError as error:
         # Over REST the library puts the request before the API's message: "POST https://...: message".
         message = re.sub(r"^[A-Z]+ \S+: ", "", (error.message or "no message").splitlines()[0])
