@@ -341,7 +341,7 @@ def test_a_pool_left_out_before_a_given_one_is_empty(tmp_path, capsys, offline):
     check_message(body, "CustomJob", "CustomJob")
 
 
-def test_image_runs_the_container_and_executor_image_the_package(capsys, offline):
+def test_image_runs_the_container_and_executor_image_the_package(capsys, caplog, offline):
     _, body, _ = dry_run(capsys, "--job-config", CONFIGS_BY_NAME["gpu"], "--image", "IMG")
     (pool,) = pools_of(body)
     assert pool["containerSpec"]["imageUri"] == "IMG" and "pythonPackageSpec" not in pool
@@ -359,6 +359,9 @@ def test_image_runs_the_container_and_executor_image_the_package(capsys, offline
     assert package["executorImageUri"] == "EXE" and package["pythonModule"] == "trainer.task"
     assert package["packageUris"] == [f"gs://b/staging/my-job/{submit.package_file()}"]
     assert package["args"][:2] == ["--job-dir", "gs://b/runs/x"]
+    assert f"A dry run builds and uploads no package: the gcloud command expects {package['packageUris'][0]}" in (
+        caplog.text
+    )  # which it names, as if it were there
 
 
 @pytest.mark.parametrize("name, group", [("cpu", "custom-jobs"), ("hptuning", "hp-tuning-jobs")])

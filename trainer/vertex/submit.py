@@ -314,6 +314,9 @@ def dry_run(job: Submission) -> None:
     print(json.dumps(body, indent=2))
     print()
     print(gcloud_command(job, file.name))
+    if package_uri:
+        log.info("A dry run builds and uploads no package: the gcloud command expects %s, which qt-submit without "
+                 "--dry-run uploads before it creates the job", package_uri)  # fmt: skip
 
 
 def submit(job: Submission) -> str:
