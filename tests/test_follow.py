@@ -68,7 +68,7 @@ def test_submit_waits_through_queued_running_succeeded_with_the_logs(vertex, cap
     assert vertex.log_queries[0]["filter"] == (
         'resource.type="ml_job" AND resource.labels.job_id="1" AND timestamp>="1970-01-01T00:00:00.000000Z"'
     )
-    assert 'timestamp>="2024-05-01T12:04:16.000000Z"' in vertex.log_queries[-1]["filter"]
+    assert 'timestamp>="2024-05-01T12:03:16.000000Z"' in vertex.log_queries[-1]["filter"]  # a minute back: LATE
 
 
 SUBMIT_CPU = ["--project", "p", "--job-config", CPU, "--job-dir", "gs://b/runs/x", "--image", "I"]
@@ -320,3 +320,17 @@ def test_a_batch_job_that_succeeds_with_failed_instances_says_so(vertex, caplog)
     vertex.script = [{"state": "JOB_STATE_SUCCEEDED", "completionStats": stats}]
     assert job.main(["wait", "projects/p/locations/us-central1/batchPredictionJobs/1", "--poll-secs", "0.01"]) == 0
     assert "359 instance(s) failed; the files named errors_* in the output say why" in caplog.text
+
+
+def test_a_line_logged_late_is_shown_once(vertex, capsys):
+    """Cloud Logging may take in one replica's line after newer lines of another; each look asked only from the
+    newest line's time, and the late line was never shown while following (qt-job logs showed it)."""
+    vertex.logs = [log_entry("2024-05-01T12:04:15Z", "first", key="a")]
+    vertex.logs.append(log_entry("2024-05-01T12:04:20Z", "third", key="c"))
+    seen = follow.Seen()
+    follow.show_new_logs(NAME, seen)
+    vertex.logs.insert(1, log_entry("2024-05-01T12:04:18Z", "second, taken in late", task="workerpool1-0", key="b"))
+    follow.show_new_logs(NAME, seen)
+    follow.show_new_logs(NAME, seen)
+    shown = [line.split("  ")[-1] for line in capsys.readouterr().out.splitlines()]
+    assert shown == ["first", "third", "second, taken in late"]

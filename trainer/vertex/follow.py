@@ -38,8 +38,8 @@ class Seen:
     state: str = ""
     trials: dict[str, str] = field(default_factory=dict)  # trial id -> state
     best: str = ""  # the best trial's id
-    logs_since: datetime.datetime | None = None
-    logs_at_since: set[str] = field(default_factory=set)  # entries at logs_since, already shown
+    logs_since: datetime.datetime | None = None  # the newest log line's time
+    shown: dict[str, datetime.datetime] = field(default_factory=dict)  # lines within LATE of it, by key: their time
     logs: bool = True  # False once the logs cannot be read
     log_failures: int = 0  # reads of the logs that failed, in a row
 
@@ -116,6 +116,8 @@ def follow(name: str, poll_secs: float = POLL_SECS, on_interrupt: str = "leave")
 
 
 RETRIES = 5  # failed looks at a job in a row, each after --poll-secs, before following stops
+# Cloud Logging may take in a replica's line after newer ones of another: each look reads back this far.
+LATE = datetime.timedelta(seconds=60)
 
 
 def _cancel_after_interrupt(name: str, policy: str) -> bool:
@@ -170,14 +172,15 @@ def show_new_logs(name: str, seen: Seen) -> None:
     if not seen.logs:
         return
     try:
-        for line in client.log_lines(name, seen.logs_since):
-            if line.key in seen.logs_at_since or (seen.logs_since and line.time < seen.logs_since):
+        for line in client.log_lines(name, seen.logs_since and seen.logs_since - LATE):
+            if line.key in seen.shown:
                 continue
-            if seen.logs_since is None or line.time > seen.logs_since:
-                seen.logs_since, seen.logs_at_since = line.time, set()
-            seen.logs_at_since.add(line.key)
+            seen.shown[line.key] = line.time
+            seen.logs_since = max(seen.logs_since or line.time, line.time)
             _line(line.time, f"{line.task + '  ' if line.task else ''}{line.text}")
         seen.log_failures = 0
+        if seen.logs_since:
+            seen.shown = {key: when for key, when in seen.shown.items() if when >= seen.logs_since - LATE}
     except UserError as error:  # no permission, say; or no connection, RETRIES looks in a row
         seen.log_failures += 1
         if isinstance(error, client.Unreachable) and seen.log_failures <= RETRIES:
