@@ -179,12 +179,21 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
     """
     from google.cloud.storage.retry import DEFAULT_RETRY
 
-    with errors(path):
+    with errors(path):  # a refusal while the block writes (each full chunk is sent) is one line too
         file = _blob(path).open("wb", chunk_size=UPLOAD_CHUNK_BYTES, retry=DEFAULT_RETRY)
-    try:
-        yield file
-    except BaseException:
-        file._buffer.close()  # the writer's own buffer: closed, its close() uploads nothing more and finishes nothing
-        raise
-    with errors(path):
+        try:
+            yield file
+        except BaseException:
+            _abandon(file)
+            raise
         file.close()
+
+
+def _abandon(file) -> None:
+    """Leaves an upload unfinished: 3.x's writer ends its session (terminate); 2.x's has no such call, and its
+    own buffer, closed, makes its close() send and finish nothing."""
+    terminate = getattr(file, "terminate", None)
+    if terminate:
+        terminate()
+    else:
+        file._buffer.close()

@@ -432,3 +432,18 @@ def test_an_upload_stopped_midway_leaves_no_object(gcs_server, monkeypatch, stop
     with storage.open_read(path) as file:
         assert file.read() == b"whole"
     gcs._client.cache_clear()
+
+
+def test_a_refusal_while_writing_is_one_line(gcs_server, monkeypatch):
+    """The upload's chunks are sent while the block writes: a bucket that is missing answers then."""
+    from dataformat import gcs, storage
+    from dataformat.errors import UserError
+
+    for name, value in gcs_server.env.items():
+        monkeypatch.setenv(name, value)
+    gcs._client.cache_clear()
+    path = "gs://no-such-bucket/x/train-00000-of-00001.tfrecord"
+    refused = r"^gs://no-such-bucket/x/train-00000-of-00001.tfrecord: not found \(404\)"
+    with pytest.raises(UserError, match=refused), storage.atomic_writer(path) as file:
+        file.write(b"x" * (gcs.UPLOAD_CHUNK_BYTES + 5))  # a full chunk: sent now
+    gcs._client.cache_clear()
