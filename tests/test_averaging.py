@@ -57,3 +57,31 @@ def test_off_adds_no_variables():
 def test_a_value_other_than_auto_on_or_off_is_refused():
     with pytest.raises(Exception, match="--average-weights yes: must be auto, on or off"):
         Config(average_weights="yes")
+
+
+def test_a_run_resumed_with_more_steps_averages_its_own_schedules_snapshots():
+    """A run stopped at step 15 of 20 (snapshots 11 to 15 taken) and resumed with 40 steps: its means are those of
+    steps 22 to 40, as a 40-step run's. Kept across the resume, the count had mixed in steps 11 to 15."""
+    import tensorflow as tf
+
+    from trainer.averaging import Averages
+
+    def run(train_steps: int, start: int, end: int, state: dict) -> dict:
+        with tf.Graph().as_default():
+            step = tf.compat.v1.train.create_global_step()
+            weight = tf.compat.v1.get_variable("w", [], tf.float32, tf.compat.v1.zeros_initializer())
+            averages = Averages.create([weight], train_steps)
+            mean = averages.pairs[0][1]
+            update = tf.group(step.assign_add(1), weight.assign(tf.cast(step + 1, tf.float32)))  # the weight: its step
+            train = averages.after(update)
+            with tf.compat.v1.Session() as session:
+                session.run(tf.compat.v1.global_variables_initializer())
+                session.run([step.assign(start), mean.assign(state["mean"]), averages.count.assign(state["count"])])
+                for _ in range(start, end):
+                    session.run(train)
+                return {"mean": session.run(mean), "count": session.run(averages.count), "weight": session.run(weight)}
+
+    stopped = run(20, 0, 15, {"mean": 0.0, "count": 0})
+    assert stopped["count"] == 5 and stopped["mean"] == 13.0  # steps 11 to 15
+    resumed = run(40, 15, 40, stopped)
+    assert resumed["weight"] == np.mean(range(22, 41, 2)) == 31.0  # the means in place: of steps 22 to 40 alone

@@ -45,9 +45,9 @@ COUNT = f"{SCOPE}/snapshots"  # the snapshots the means hold
 @dataclass(frozen=True)
 class Averages:
     """Each floating-point network weight with the variable that holds its running mean, and the count of the
-    snapshots in the means. The count is kept, not worked out from the schedule: a run resumed with another
-    --train-steps has another schedule, and its snapshots before the resume were counted as zeros (an interrupted
-    run resumed with fewer steps ended with weights of half their size)."""
+    snapshots in the means. The count is kept, not worked out from the schedule: a run resumed with fewer
+    --train-steps has a schedule whose snapshots before the resume were never taken, and they counted as zeros
+    (an interrupted run ended with weights of half their size). A schedule's first snapshot restarts it."""
 
     pairs: tuple[tuple[tf.Variable, tf.Variable], ...]
     count: tf.Variable
@@ -84,8 +84,10 @@ class Averages:
         return tf.group(update, snapshot)
 
     def _fold(self, step: tf.Tensor) -> tf.Operation:
-        # The k-th snapshot moves each mean 1/k of the way to the weight: the mean of the k so far.
-        count = self.count.assign_add(1)
+        # The k-th snapshot moves each mean 1/k of the way to the weight: the mean of the k so far. The schedule's
+        # first snapshot starts the means, whatever an earlier schedule left (a run resumed with more steps).
+        first = tf.equal(step, self.schedule.first)
+        count = self.count.assign(tf.where(first, tf.constant(1, tf.int64), self.count + 1))
         folded = [mean.assign_add((weight - mean) / tf.cast(count, mean.dtype)) for weight, mean in self.pairs]
         with tf.control_dependencies(folded):
             return tf.cond(step >= self.schedule.last, self._swap, tf.no_op)
