@@ -114,19 +114,24 @@ def pipeline_options(pipeline_args: list[str]) -> PipelineOptions:
     local runner we test."""
     _check_known(pipeline_args)
     options = PipelineOptions(pipeline_args)
-    runner = options.view_as(StandardOptions).runner
-    if runner == "DirectRunner":
-        options.view_as(StandardOptions).runner = "FnApiRunner"
+    given = options.view_as(StandardOptions).runner
     try:
-        create_runner(options.view_as(StandardOptions).runner)
+        runner = create_runner(given)  # by its name in any case, with or without "Runner"
     except ValueError as error:  # "Unexpected pipeline runner: X. Valid values are ..."
-        raise UserError(f"--beam-runner {runner}: {str(error).split('. ', 1)[-1]}") from None
-    if "Dataflow" in runner:  # what Beam's own check asks of Dataflow (it would look for a bucket over the network)
+        raise UserError(f"--beam-runner {given}: {str(error).split('. ', 1)[-1]}") from None
+    name = type(runner).__name__
+    direct = name in ("DirectRunner", "SwitchingDirectRunner")
+    options.view_as(StandardOptions).runner = "FnApiRunner" if direct else name
+    if "Dataflow" in name:  # what Beam's own check asks of Dataflow, found as it finds them (no bucket looked for)
         cloud = options.view_as(GoogleCloudOptions)
-        needed = {"--project": cloud.project, "--region": cloud.region, "--temp_location": cloud.temp_location}
+        needed = {
+            "--project": cloud.project,
+            "--region": cloud.region or runner.get_default_gcp_region(),  # $CLOUDSDK_COMPUTE_REGION, gcloud's config
+            "--temp_location": cloud.temp_location or cloud.staging_location,
+        }
         missing = [flag for flag, value in needed.items() if not value]
         if missing:
-            raise UserError(f"--beam-runner {runner} needs {', '.join(missing)} (Beam's pipeline options)")
+            raise UserError(f"--beam-runner {given} needs {', '.join(missing)} (Beam's pipeline options)")
     return options
 
 

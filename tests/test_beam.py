@@ -171,6 +171,7 @@ def test_beam_refuses_what_it_would_ignore_and_a_bad_runner_before_clearing_the_
         (["--weight", "n"], "unrecognized arguments: --weight n (neither qt-preprocess's flags nor Beam's)"),
         (["--beam-runner", "Bogus"], "--beam-runner Bogus: Valid values are DataflowRunner,"),
         (["--beam-runner", "DataflowRunner"], "--beam-runner DataflowRunner needs --project, --region, --temp_"),
+        (["--beam-runner", "dataflow", "--project", "p", "--region", "r"], "--beam-runner dataflow needs --temp_"),
     ]:
         caplog.clear()
         assert preprocess([*argv, "--runner", "beam", "--overwrite", *more]) == 2
@@ -253,3 +254,16 @@ def test_leftovers_of_an_interrupted_beam_run_are_redone(tmp_path, digits_dir):
     assert_same_dataset(
         split_records(read_local, str(output), tmp_path), split_records(read_local, digits_dir, tmp_path)
     )
+
+
+def test_beams_own_spellings_of_runners_and_dataflows_locations_are_taken(monkeypatch):
+    """Beam takes a runner's name in any case, without "Runner", a staging location for the temporary one, and a
+    region from $CLOUDSDK_COMPUTE_REGION; the checks compared the name as written."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    from preprocessing.beam import pipeline_options
+
+    assert pipeline_options(["--runner", "direct"]).view_as(StandardOptions).runner == "FnApiRunner"  # no Prism wait
+    monkeypatch.setenv("CLOUDSDK_COMPUTE_REGION", "europe-west4")
+    dataflow = pipeline_options(["--runner", "dataflow", "--project", "p", "--staging_location", "gs://b/s"])
+    assert dataflow.view_as(StandardOptions).runner == "DataflowRunner"
