@@ -233,6 +233,10 @@ def test_a_rerun_of_a_finished_job_changes_nothing_and_a_resume_with_other_setti
     )
     assert {name: sorted(os.listdir(job_dir / "export" / name)) for name in ("latest", "best")} == before
     assert (job_dir / "config.yaml").read_text() == settings
+    shutil.rmtree(job_dir / "export" / "best")  # a kill while the best exporter copied the last export
+    assert run_task("--data-dir", data_dir, "--job-dir", str(job_dir), "--train-steps", "40").returncode == 0
+    (version,) = os.listdir(job_dir / "export" / "best")
+    assert export.export_step(str(job_dir / "export" / "best" / version)) == 800
     more = ["--train-steps", "810", "--save-checkpoints-steps", "400", "--seed", "3"]  # the job's flags but --seed
     result = run_task("--data-dir", data_dir, "--job-dir", str(job_dir), *more)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -365,6 +365,11 @@ def final_evaluation(estimator: tf.estimator.Estimator, eval_spec: tf.estimator.
             "Training already reached step %d (--train-steps %d), evaluated and exported it: nothing to do (a larger "
             "--train-steps trains on)", step, config.train_steps,
         )  # fmt: skip
+        # Still: the best export, where a kill cut its copy short (it exports only a better one), and a tuning
+        # trial's metric, whose report was lost with its machine.
+        for exporter in eval_spec.exporters:
+            if exporter.name != "latest":
+                exporter.export(estimator, export.export_folder(config), checkpoint, metrics, is_the_final_export=False)
         return metrics, None
     log.info("Training already reached step %d: evaluating and exporting its last checkpoint", step)
     metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks)
