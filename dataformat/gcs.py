@@ -149,6 +149,15 @@ def is_folder(path: str) -> bool:
         return any(True for _ in _client().list_blobs(bucket, prefix=f"{prefix}/", max_results=1))
 
 
+def check_bucket(path: str, flag: str) -> None:
+    """UserError naming `flag` where the bucket of `path` is missing or refuses a listing: TensorFlow's own calls
+    there hung (makedirs) or gave advice that would fail."""
+    try:
+        is_folder(path)
+    except UserError as error:
+        raise UserError(f"{flag} {error}") from None
+
+
 def exists(path: str) -> bool:
     with errors(path):
         return _blob(path).exists()

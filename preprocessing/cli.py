@@ -316,10 +316,15 @@ def _source(source: str | None, path: str | None) -> str:
     return "csv" if tables else other
 
 
+def _no_crcmod_advice(record: logging.LogRecord) -> bool:
+    return "crcmod package not found" not in record.getMessage()
+
+
 def _beam():
     """The Beam runner's module; apache-beam is an optional extra, imported only when asked for. Its advice to
     install crcmod, for its own TFRecord reader and writer, which this package does not use, is left out."""
-    logging.getLogger().addFilter(lambda record: "crcmod package not found" not in record.getMessage())
+    if _no_crcmod_advice not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_no_crcmod_advice)
     try:
         from preprocessing import beam
     except ImportError as error:

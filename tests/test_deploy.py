@@ -191,6 +191,7 @@ EUROPE = "projects/p/locations/europe-west4/endpoints/7"
             f"--endpoint {EUROPE}: it is in europe-west4, not --region us-central1",
         ),
         (["--display-name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # a value
+        (["--display_name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # spelt so too
     ],
 )
 def test_mistakes_are_one_line(export, tmp_path, caplog, argv, message):

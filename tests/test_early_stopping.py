@@ -35,7 +35,7 @@ def test_training_stops_early_exports_and_a_rerun_does_nothing(vectors_dir, tmp_
     assert stop is not None and stop.evaluations == 2 and stop.best_step < stop.step < 50_000
     assert stop.step <= metrics["global_step"] < 2_000  # it ran on to the end of its last loop, no further
     assert os.path.exists(tmp_path / "job" / "report.md")  # the last evaluation wrote the figures, as a finished run
-    assert f"the best export is of step {stop.best_step}." in (tmp_path / "job" / "report.md").read_text()
+    assert f"Training {stop.describe()}." in (tmp_path / "job" / "report.md").read_text()
     assert os.listdir(tmp_path / "job" / "export" / "best") and os.listdir(tmp_path / "job" / "export" / "latest")
     assert "Training stopped early after the evaluation at step" in caplog.text
     caplog.clear()

@@ -111,10 +111,7 @@ def check_data_dir(folder: str) -> None:
     from_raw = f"make one with: qt-preprocess --input {folder} --output data/NAME"  # a raw table, or a folder of them
     if not tf.io.gfile.isdir(folder):
         if gcs.is_gcs(folder):  # a missing bucket, which the advice below would not make
-            try:
-                gcs.is_folder(folder)
-            except UserError as error:
-                raise UserError(f"--data-dir {error}") from None
+            gcs.check_bucket(folder, "--data-dir")
         if not tf.io.gfile.exists(folder):
             raise UserError(f"--data-dir {folder}: no such folder; make one with: qt-preprocess --input RAW_DATA "
                             f"--output {folder}")  # fmt: skip

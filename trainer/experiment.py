@@ -181,7 +181,10 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
             f"({dropped[0]} is there, and not in the model of these flags and data); use a new --job-dir (with "
             f"--warm-start-from {config.job_dir} to start from its weights), or the model flags it was trained with"
         )
+    finished = checkpoints.step_of(checkpoint) >= config.train_steps  # such a rerun builds no training graph
     for name, shape in wanted.items():
+        if name == averaging.COUNT and name not in stored and finished:
+            continue
         if name == averaging.COUNT and name not in stored and any(n.startswith(f"{averaging.SCOPE}/") for n in stored):
             raise UserError(
                 f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} was written by an "
@@ -316,17 +319,24 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     return export.json_numbers(metrics) if metrics else None
 
 
+NOT_COMPARED = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job's
+
+
 def _warn_of_changed_settings(config: Config, trained: int) -> None:
     """A resume with settings other than config.yaml's (a learning rate) trains on with them, and config.yaml then
     holds them alone: say which, where a rerun with the file would no longer repeat the job."""
     path = posixpath.join(config.job_dir, config_module.CONFIG_FILE)
     if not trained or not tf.io.gfile.exists(path):
         return
-    before = Config(**config_module.load_yaml(path))
+    try:
+        before = Config(**config_module.load_yaml(path))
+    except UserError as error:  # written by another version of this trainer: nothing to compare, and no reason to stop
+        log.warning("Resuming at step %d; its settings before could not be read (%s)", trained, error)
+        return
     changed = [
         f"--{item.name.replace('_', '-')} {getattr(config, item.name)} (was {getattr(before, item.name)})"
         for item in dataclasses.fields(Config)
-        if item.name not in RAISED_ON_RESUME and getattr(config, item.name) != getattr(before, item.name)
+        if item.name not in NOT_COMPARED and getattr(config, item.name) != getattr(before, item.name)
     ]
     if changed:
         log.warning(
@@ -348,9 +358,6 @@ def _warn_if_it_cannot_stop(config: Config) -> None:
             "--save-checkpoints-steps %d of its %d steps), so it cannot stop early; lower --save-checkpoints-steps",
             config.early_stopping_evals, evaluations, config.save_checkpoints_steps, config.train_steps,
         )  # fmt: skip
-
-
-RAISED_ON_RESUME = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job
 
 
 def final_evaluation(estimator: tf.estimator.Estimator, eval_spec: tf.estimator.EvalSpec, config: Config) -> tuple:

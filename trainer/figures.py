@@ -235,7 +235,7 @@ def write_report(
         f"# Report: {job_dir}",
         "",
         _summary(metrics, lead),
-        *(["", f"Training {stop.describe()}: the best export is of step {stop.best_step}."] if stop else []),
+        *(["", f"Training {stop.describe()}."] if stop else []),
         *_figure_links(job_dir, figures),
         "",
         "## Per class",

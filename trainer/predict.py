@@ -500,6 +500,10 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
             i += 1
 
 
+class LeftOut(UserError):
+    """Inputs left out of a run that predicted the others (missing, or rejected by the model)."""
+
+
 def predict_files(
     model: Model, paths: list[str], batch_size: int, table_options=None, encoding_given: bool = True
 ) -> Iterator[dict]:
@@ -526,8 +530,8 @@ def predict_files(
     if batch:
         yield from _run(model, signature, batch, rejected)
     if rejected:
-        raise UserError(f"{len(rejected)} input(s) missing or that the model rejects were left out, the first "
-                        f"{rejected[0]}")  # fmt: skip
+        raise LeftOut(f"{len(rejected)} input(s) missing or that the model rejects were left out, the first "
+                      f"{rejected[0]}")  # fmt: skip
 
 
 UTF8_HEAD = 1 << 16  # bytes of a file whose decoding tells whether it is UTF-8
@@ -726,7 +730,7 @@ def _write(lines, output: str | None) -> int:
             for line in lines:
                 write(json.dumps(line) + "\n")
                 count += 1
-        except UserError as error:
+        except LeftOut as error:  # the others' lines stay written; any other error leaves a gs:// --output unwritten
             left_out = error
     if left_out:
         raise left_out

@@ -68,10 +68,7 @@ def check_access(config: Config) -> None:
         if not folder:
             continue
         if gcs.is_gcs(folder):  # TensorFlow's makedirs in a missing bucket never returns, deaf to Ctrl-C
-            try:
-                gcs.is_folder(folder)  # a missing bucket, or a refused listing, as one line
-            except UserError as error:
-                raise UserError(f"{flag} {error}") from None
+            gcs.check_bucket(folder, flag)
         try:
             tf.io.gfile.makedirs(folder)
         except tf.errors.OpError as error:
@@ -189,8 +186,8 @@ def _report(config: Config, metrics: dict | None) -> None:
     _report_best(config.job_dir, best, metrics, lead)
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
-        print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f} at step "
-              f"{stop.best_step}, is the best export's")  # fmt: skip
+        print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f}, at step "
+              f"{stop.best_step}")  # fmt: skip
     if best:
         job = _shown(config.job_dir)
         print(f"{'next:':15} qt-predict --model-dir {_shown(best)} --input FILE   (or: tensorboard --logdir {job})")

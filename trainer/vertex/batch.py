@@ -89,9 +89,8 @@ def plan(args) -> tuple[str, dict]:
     if not model:
         raise UserError(f"--model {args.model}: expected projects/PROJECT/locations/REGION/models/ID")
     project, region = args.project or model["project"], args.region or model["region"]
-    named_both = not (project.isdigit() or model["project"].isdigit())  # a project's number and its ID name it alike
     for flag, value, models in (("--project", project, model["project"]), ("--region", region, model["region"])):
-        if value != models and (flag == "--region" or named_both):
+        if value != models and (flag == "--region" or not client.same_project(value, models)):
             raise UserError(f"{flag} {value}: --model is in {models}, where a batch prediction job must run")
     for flag, paths in (("--input", args.input), ("--output", [args.output])):
         for path in paths:

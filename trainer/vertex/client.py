@@ -54,6 +54,11 @@ def parse_name(name: str, flag: str = "JOB") -> re.Match:
     return match
 
 
+def same_project(one: str, other: str) -> bool:
+    """Whether two projects of resource names may be one: a project's number and its ID both name it."""
+    return one == other or one.isdigit() or other.isdigit()
+
+
 class Unreachable(UserError):
     """A request that did not reach Google Cloud (no network, a dropped connection): worth another try."""
 

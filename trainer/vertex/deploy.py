@@ -67,7 +67,7 @@ def _refuse_late_action(parser: argparse.ArgumentParser, argv: list[str]) -> Non
     """`qt-deploy --dry-run undeploy ...` would read as a deploy missing --model-dir: say where the word goes. A
     word that is a flag's value (`--display-name delete`) is no subcommand."""
     for before, word in zip(argv, argv[1:]):
-        flag = parser._option_string_actions.get(before)
+        flag = parser._option_string_actions.get(before.replace("_", "-"))  # --display_name, as the parser reads it
         if word in TIDY_ACTIONS and (flag is None or flag.nargs == 0):
             raise UserError(f"{word} comes first: qt-deploy {word} [flags] (qt-deploy {word} --help lists them)")
 
@@ -255,7 +255,7 @@ def plan(args) -> Plan:
         endpoint = endpoints.parse_endpoint(args.endpoint)
         if endpoint["region"] != args.region:
             raise UserError(f"--endpoint {args.endpoint}: it is in {endpoint['region']}, not --region {args.region}")
-        if endpoint["project"] != project and not (project.isdigit() or endpoint["project"].isdigit()):
+        if not client.same_project(endpoint["project"], project):
             raise UserError(f"--endpoint {args.endpoint}: it is in {endpoint['project']}, not --project {project}")
     most = args.max_replicas or args.min_replicas
     if most < args.min_replicas:
