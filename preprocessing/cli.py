@@ -73,7 +73,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args, beam_args = parser.parse_known_args(argv)
     if beam_args and args.runner != "beam":
         parser.error(f"unrecognized arguments: {' '.join(beam_args)}")
-    args.pipeline_args = ["--runner", args.beam_runner, *beam_args]
+    if args.runner != "beam" and args.beam_runner:
+        parser.error(f"--beam-runner {args.beam_runner}: only with --runner beam (this run is local)")
+    if args.runner == "beam" and args.workers:
+        parser.error("--workers: the local runner's; Beam's runner decides its own (e.g. --max_num_workers)")
+    args.pipeline_args = ["--runner", args.beam_runner or "DirectRunner", *beam_args]
     args.source = _source(args.source, args.input)
     return args
 
@@ -286,7 +290,6 @@ def _add_runner_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam-runner",
-        default="DirectRunner",
         help="with --runner beam: DirectRunner (this machine) or DataflowRunner (default: DirectRunner)",
     )
 

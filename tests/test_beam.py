@@ -166,12 +166,16 @@ def test_beam_refuses_what_it_would_ignore_and_a_bad_runner_before_clearing_the_
     argv = ["--input", str(tmp_path / "a.csv"), "--label-column", "label", "--output", str(tmp_path / "out")]
     assert preprocess([*argv, "--runner", "beam"]) == 0
     kept = (tmp_path / "out" / "metadata.json").read_text()
+    caplog.clear()
+    assert preprocess([*argv, "--overwrite", "--beam-runner", "DataflowRunner"]) == 2  # without --runner beam
+    assert "--beam-runner DataflowRunner: only with --runner beam (this run is local)" in caplog.text
     for more, said in [
         ([str(tmp_path / "b.csv")], f"unrecognized arguments: {tmp_path / 'b.csv'} (neither qt-preprocess's"),
         (["--weight", "n"], "unrecognized arguments: --weight n (neither qt-preprocess's flags nor Beam's)"),
         (["--beam-runner", "Bogus"], "--beam-runner Bogus: Valid values are DataflowRunner,"),
         (["--beam-runner", "DataflowRunner"], "--beam-runner DataflowRunner needs --project, --region, --temp_"),
         (["--beam-runner", "dataflow", "--project", "p", "--region", "r"], "--beam-runner dataflow needs --temp_"),
+        (["--workers", "2"], "--workers: the local runner's; Beam's runner decides its own"),
     ]:
         caplog.clear()
         assert preprocess([*argv, "--runner", "beam", "--overwrite", *more]) == 2
