@@ -275,6 +275,11 @@ def test_a_tuning_job_shows_its_trials_and_ends_with_the_best(vertex, capsys):
         "flags:     --learning-rate=0.0003 --batch-size=128",
         "model:     gs://b/tuning/2/model/",
     ]
+    assert job.main(["status", TUNING]) == 0  # where the best trial's model is, as wait's last words say
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "best:      trial 2, accuracy 0.9500 at step 2000",
+        "model:     gs://b/tuning/2/model/",
+    ]
 
 
 def test_submit_and_follow_a_tuning_job(vertex, capsys):

@@ -214,9 +214,15 @@ def _show_best(job: dict) -> None:
         return
     print(f"{'best:':10} trial {best['id']}, {metric_text(job, best)}")
     print(f"{'flags:':10} {trial_flags(best)}")
+    model = trial_model(job, best)
+    if model:
+        print(f"{'model:':10} {model}")
+
+
+def trial_model(job: dict, trial: dict) -> str | None:
+    """Where a tuning trial's export is: Vertex AI gives each trial the folder named by its id under the job's."""
     base = job.get("trialJobSpec", {}).get("baseOutputDirectory", {}).get("outputUriPrefix")
-    if base:  # Vertex AI gives each trial the folder named by its id under the job's
-        print(f"{'model:':10} {base.rstrip('/')}/{best['id']}/model/")
+    return f"{base.rstrip('/')}/{trial['id']}/model/" if base else None
 
 
 def best_trial(job: dict) -> dict | None:
@@ -280,6 +286,8 @@ def status_lines(job: dict) -> list[str]:
     best = best_trial(job) if "studySpec" in job else None
     if best:
         lines.append(f"{'best:':10} trial {best['id']}, {metric_text(job, best)}")
+        if trial_model(job, best):
+            lines.append(f"{'model:':10} {trial_model(job, best)}")
     output = job_output(job)
     if output:
         lines.append(f"{'output:':10} {output}")
