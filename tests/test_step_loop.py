@@ -1,5 +1,7 @@
 """--steps-per-run: K steps in one session.run train exactly as K runs of one step."""
 
+from __future__ import annotations
+
 import logging
 
 import numpy as np

@@ -8,6 +8,7 @@ import codecs
 import contextlib
 import functools
 import importlib
+import importlib.util
 import posixpath
 import re
 import warnings
@@ -42,8 +43,13 @@ def _package_chunks(
     library = "pyreadstat" if kind.reader else "pandas"
     try:
         module = importlib.import_module(library)  # only for these files: not every install has it
-    except ImportError:
-        raise UserError(f"{path}: reading {kind.what} takes {library}: pip install {library}") from None
+    except ImportError as error:
+        if importlib.util.find_spec(library) is None:
+            raise UserError(f"{path}: reading {kind.what} takes {library}: pip install {library}") from None
+        older = " (on Python 3.9: pip install 'pyreadstat<1.3.4'; later ones need 3.10)" * (library == "pyreadstat")
+        raise UserError(
+            f"{path}: reading {kind.what} takes {library}, which is installed but fails ({error}){older}"
+        ) from None
     if compression(path):
         raise UserError(f"{path}: decompress it first ({kind.what} is read as it is: its reader seeks)")
     columns = list(names) or None
