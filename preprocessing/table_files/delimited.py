@@ -31,7 +31,7 @@ from preprocessing.table_files.locate import (
     unreadable,
     without_bom,
 )
-from preprocessing.table_files.rewrites import Rewritten
+from preprocessing.table_files.rewrites import Rewritten, csv_reader
 from preprocessing.table_files.sniffing import table_below_notes
 
 log = logging.getLogger(__name__)
@@ -310,7 +310,7 @@ def _put_back(piece: pa.RecordBatch, rows: list, start: int, dialect: Dialect) -
     Python's csv module reads the dialect, and completed with empty ones."""
     width, quoting = len(dialect.names), {"quotechar": dialect.quote, "escapechar": dialect.escape or None}
     texts = (row.text if row.text.strip() else "" for row in rows)  # a line of blanks: no values, as a blank line
-    fields = (next(csv.reader([text], delimiter=dialect.delimiter or ",", **quoting), []) for text in texts)
+    fields = (next(csv_reader([text], delimiter=dialect.delimiter or ",", **quoting), []) for text in texts)
     values = [(row + [""] * width)[:width] for row in fields]
     added = pa.RecordBatch.from_arrays([pa.array(column, pa.string()) for column in zip(*values)], dialect.names)
     places = np.array([row.number - start for row in rows])
@@ -359,7 +359,7 @@ def _record_line(path: str, dialect: Dialect, number: int) -> int:
     csv.field_size_limit(locate.MAX_PARSE_BYTES)  # Python's limit is 128 KiB a field; pyarrow reads longer ones
     with _opened_csv(path, dialect) as stream:
         text = io.TextIOWrapper(stream, encoding=without_bom(dialect.encoding), newline="")
-        reader = csv.reader(
+        reader = csv_reader(
             text, delimiter=dialect.delimiter or ",", quotechar=dialect.quote, escapechar=dialect.escape or None
         )
         records, before = 0, 0  # records read, and the lines they and the blank lines between them took

@@ -4,11 +4,21 @@ made tab-separated (tabbed), blanks between a delimiter and a quote left out (un
 
 from __future__ import annotations
 
+import csv
 import functools
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 
 from preprocessing.table_files import locate
+
+
+def csv_reader(lines: Iterable[str], **dialect):
+    """Python's csv.reader of `lines`, a NUL byte in them read as nothing where it must be: the csv module of
+    Python 3.9 and 3.10 stops at one ("line contains NUL"), 3.11's reads it, as pyarrow does."""
+    if sys.version_info < (3, 11):
+        lines = (line.replace("\x00", "") for line in lines)
+    return csv.reader(lines, **dialect)
 
 
 def line_rewrite(

@@ -6,7 +6,6 @@ below notes, lines that split unevenly."""
 from __future__ import annotations
 
 import codecs
-import csv
 import io
 import itertools
 import re
@@ -41,7 +40,7 @@ from preprocessing.table_files.number_text import (
     plain_number_texts,
     undecorated,
 )
-from preprocessing.table_files.rewrites import line_rewrite, rewritten_text, tabbed
+from preprocessing.table_files.rewrites import csv_reader, line_rewrite, rewritten_text, tabbed
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
@@ -95,7 +94,7 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
     else:
         escape = sniff_escape(text, delimiter)
     decimal = options.decimal or sniff_decimal(text, delimiter)
-    header = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
+    header = csv_reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
     first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
     if not first and options.skip_rows and any(line.strip() for line in every_line[: options.skip_rows]):
         raise UserError(f"{path}: --skip-rows {options.skip_rows} skips every line it has ({len(every_line)})")
@@ -313,7 +312,7 @@ def sniff_decimal(text: str, delimiter: str) -> str:
     comma."""
     if delimiter == ",":
         return "."
-    rows = csv.reader(io.StringIO("\n".join(whole_lines(text))), delimiter=delimiter)
+    rows = csv_reader(io.StringIO("\n".join(whole_lines(text))), delimiter=delimiter)
     fields = undecorated(pa.array([field.strip() for row in rows for field in row], pa.string())).to_pylist()
     shown = f"{COMMA_NUMBER}|{GROUPED},\\d+"  # 3,14 and 1.234,5
     comma = any(re.fullmatch(shown, field, re.ASCII) or _point_thousands(field) for field in fields)
@@ -468,7 +467,7 @@ def _head_rows(text: str, delimiter: str, escape: str = "") -> list[list[str]]:
     cut = (head.count('"') - (head.count(escape + '"') if escape else 0)) % 2 == 1  # an odd number of quotes
     if delimiter == WHITESPACE:
         head, delimiter = rewritten_text(head, tabbed), "\t"
-    rows = [row for row in csv.reader(io.StringIO(head), delimiter=delimiter, escapechar=escape or None) if row]
+    rows = [row for row in csv_reader(io.StringIO(head), delimiter=delimiter, escapechar=escape or None) if row]
     return rows[:-1] if cut and len(rows) > 1 else rows
 
 
