@@ -50,8 +50,9 @@ class Stop:
         )
 
 
-def read_stop(job_dir: str) -> Stop | None:
-    path = posixpath.join(job_dir, MARKER)
+def read_stop(job_dir: str, name: str = MARKER) -> Stop | None:
+    """The early stop the job's marker records (or the one set aside, SET_ASIDE); None without one."""
+    path = posixpath.join(job_dir, name)
     if not tf.io.gfile.exists(path):
         return None
     with tf.io.gfile.GFile(path) as file:
@@ -74,11 +75,8 @@ def clear_stop(job_dir: str) -> None:
 def counted_since(job_dir: str) -> int:
     """The step after which early stopping counts evaluations: the last early stop's that a larger --train-steps
     trained on from, else 0 (all of them, across resumes, as an uninterrupted run would)."""
-    path = posixpath.join(job_dir, SET_ASIDE)
-    if not tf.io.gfile.exists(path):
-        return 0
-    with tf.io.gfile.GFile(path) as file:
-        return int(json.load(file)["step"])
+    set_aside = read_stop(job_dir, SET_ASIDE)
+    return set_aside.step if set_aside else 0
 
 
 def no_improvement(evaluations: dict[int, dict], metric: str, patience: int, since: int) -> int | None:

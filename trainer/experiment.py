@@ -183,14 +183,15 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
         )
     finished = checkpoints.step_of(checkpoint) >= config.train_steps  # such a rerun builds no training graph
     for name, shape in wanted.items():
-        if name == averaging.COUNT and name not in stored and finished:
-            continue
-        if name == averaging.COUNT and name not in stored and any(n.startswith(f"{averaging.SCOPE}/") for n in stored):
-            raise UserError(
-                f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} was written by an "
-                f"earlier version of this trainer, which kept no {averaging.COUNT}; rerun with --average-weights off "
-                "to resume it, or start a new --job-dir"
-            )
+        if name == averaging.COUNT and name not in stored:
+            if finished:
+                continue
+            if any(other.startswith(f"{averaging.SCOPE}/") for other in stored):
+                raise UserError(
+                    f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} was written by an "
+                    f"earlier version of this trainer, which kept no {averaging.COUNT}; rerun with --average-weights "
+                    "off to resume it, or start a new --job-dir"
+                )
         if name.startswith(f"{averaging.SCOPE}/") and name not in stored:
             raise UserError(
                 f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} holds no averaged "

@@ -698,13 +698,13 @@ def _predict(argv: list[str] | None) -> int:
 def _check_output_is_no_input(output: str | None, inputs: list[str]) -> None:
     """A UserError where --output is one of the --input files, which writing it would erase before it is read."""
     for path in inputs:
-        same = path == output or "://" not in path + (output or "") and _same_file(path, output)
-        if same:
+        if output and (path == output or _same_local_file(path, output)):
             raise UserError(f"--output {output}: it is --input {path}, which writing it would erase; name another file")
 
 
-def _same_file(one: str, other: str | None) -> bool:
-    return bool(other) and os.path.exists(one) and os.path.exists(other) and os.path.samefile(one, other)
+def _same_local_file(one: str, other: str) -> bool:
+    local = "://" not in one + other
+    return local and os.path.exists(one) and os.path.exists(other) and os.path.samefile(one, other)
 
 
 def _read_request(path: str) -> dict:

@@ -286,8 +286,9 @@ def status_lines(job: dict) -> list[str]:
     best = best_trial(job) if "studySpec" in job else None
     if best:
         lines.append(f"{'best:':10} trial {best['id']}, {metric_text(job, best)}")
-        if trial_model(job, best):
-            lines.append(f"{'model:':10} {trial_model(job, best)}")
+        model = trial_model(job, best)
+        if model:
+            lines.append(f"{'model:':10} {model}")
     output = job_output(job)
     if output:
         lines.append(f"{'output:':10} {output}")
