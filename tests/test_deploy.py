@@ -190,6 +190,45 @@ EUROPE = "projects/p/locations/europe-west4/endpoints/7"
             ["--model-dir", "{export}", "--project", "p", "--display-name", "d", "--endpoint", EUROPE],
             f"--endpoint {EUROPE}: it is in europe-west4, not --region us-central1",
         ),
+        (
+            ["--model-dir", "{tmp}", "--project", "p", "--display-name", "d", "--accelerator-type", "NVIDIA_T4"],
+            "--accelerator-type NVIDIA_T4: unknown accelerator type 'NVIDIA_T4'",
+        ),
+        (
+            [
+                "--model-dir",
+                "{tmp}",
+                "--project",
+                "p",
+                "--display-name",
+                "d",
+                "--machine-type",
+                "e2-standard-4",
+                "--accelerator-type",
+                "NVIDIA_TESLA_T4",
+            ],
+            "e2-standard-4 cannot take NVIDIA_TESLA_T4 (it takes no accelerators)",
+        ),  # fmt: skip
+        (
+            [
+                "--model-dir",
+                "{tmp}",
+                "--project",
+                "p",
+                "--display-name",
+                "d",
+                "--accelerator-type",
+                "NVIDIA_TESLA_T4",
+                "--accelerator-count",
+                "3",
+            ],
+            "--accelerator-count 3: 3 x NVIDIA_TESLA_T4 is not allowed on n1-standard-4 (allowed: 1, 2, 4)",
+        ),  # fmt: skip
+        (
+            ["--model-dir", "{tmp}", "--project", "p", "--display-name", "d", "--machine-type", "g2-standard-24"],
+            "--machine-type g2-standard-24: it comes with 2 x NVIDIA_L4; add --accelerator-type NVIDIA_L4 "
+            "--accelerator-count 2",
+        ),
         (["--display-name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # a value
         (["--display_name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # spelt so too
     ],

@@ -31,7 +31,7 @@ from dataformat import commandline, gcs, storage, tables
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE, Metadata
 from trainer import config as config_module
-from trainer.vertex import client, endpoints
+from trainer.vertex import client, endpoints, jobs
 
 log = logging.getLogger("trainer.vertex.deploy")
 
@@ -260,6 +260,7 @@ def plan(args) -> Plan:
     most = args.max_replicas or args.min_replicas
     if most < args.min_replicas:
         raise UserError(f"--max-replicas {most}: below --min-replicas {args.min_replicas}")
+    machine_spec(args)  # checked before the export is read
     export = read_export(args.model_dir)
     custom = bool(args.serving_image)
     local = None if gcs.is_gcs(export.path) else export.path
@@ -282,14 +283,35 @@ def plan(args) -> Plan:
     }
     if args.explain:
         model["explanationSpec"] = explanation_spec(export)
-    machine = {"machineType": args.machine_type}
-    if args.accelerator_type:
-        machine.update(acceleratorType=args.accelerator_type, acceleratorCount=args.accelerator_count)
     deployed = {
         "displayName": args.display_name,
-        "dedicatedResources": {"machineSpec": machine, "minReplicaCount": args.min_replicas, "maxReplicaCount": most},
+        "dedicatedResources": {
+            "machineSpec": machine_spec(args),
+            "minReplicaCount": args.min_replicas,
+            "maxReplicaCount": most,
+        },
     }
     return Plan(f"projects/{project}/locations/{args.region}", local, staged, model, args.endpoint, deployed)
+
+
+def machine_spec(args) -> dict:
+    """The serving machine, its GPUs checked as a training pool's are: Vertex AI would refuse them only after
+    the upload."""
+    machine = {"machineType": args.machine_type}
+    if not args.accelerator_type:
+        series = args.machine_type.rpartition("-")[0]
+        if series in jobs.BUILT_IN_GPUS and jobs.gpus_for(args.machine_type):  # a known size of a GPU series
+            ((kind, (count,)),) = jobs.gpus_for(args.machine_type).items()
+            raise UserError(
+                f"--machine-type {args.machine_type}: it comes with {count} x {kind}; add --accelerator-type {kind} "
+                f"--accelerator-count {count}"
+            )
+        return machine
+    problem = jobs.accelerator_problem(args.machine_type, args.accelerator_type, args.accelerator_count)
+    if problem:
+        field, why = problem
+        raise UserError(f"--{field.replace('_', '-')} {getattr(args, field)}: {why}")
+    return machine | {"acceleratorType": args.accelerator_type, "acceleratorCount": args.accelerator_count}
 
 
 def stage(local: str, uri: str) -> None:

@@ -112,16 +112,24 @@ def _check_accelerator(name: str, pool: dict) -> None:
     for key in ("accelerator_type", "accelerator_count"):
         if key not in pool:
             raise Invalid(f"{name}.{key}", "missing (accelerator_type and accelerator_count go together)")
-    machine, kind, count = pool["machine_type"], pool["accelerator_type"], pool["accelerator_count"]
+    problem = accelerator_problem(pool["machine_type"], pool["accelerator_type"], pool["accelerator_count"])
+    if problem:
+        raise Invalid(f"{name}.{problem[0]}", problem[1])
+
+
+def accelerator_problem(machine: str, kind: str, count: int) -> Optional[tuple[str, str]]:
+    """What is wrong with `count` x `kind` on `machine`, as (the field at fault, why); None if nothing is.
+    Training pools and serving machines take GPUs alike."""
     if kind not in ACCELERATOR_TYPES:
-        raise Invalid(f"{name}.accelerator_type", f"unknown accelerator type {kind!r}")
+        return "accelerator_type", f"unknown accelerator type {kind!r}"
     allowed = gpus_for(machine)
     if kind not in allowed:
         takes = ", ".join(allowed) or "no accelerators"
-        raise Invalid(f"{name}.accelerator_type", f"{machine} cannot take {kind} (it takes {takes})")
+        return "accelerator_type", f"{machine} cannot take {kind} (it takes {takes})"
     if count not in allowed[kind]:
         counts = ", ".join(map(str, allowed[kind]))
-        raise Invalid(f"{name}.accelerator_count", f"{count} x {kind} is not allowed on {machine} (allowed: {counts})")
+        return "accelerator_count", f"{count} x {kind} is not allowed on {machine} (allowed: {counts})"
+    return None
 
 
 def _check_gpus_are_used(pools: dict[str, dict]) -> None:
@@ -147,7 +155,7 @@ def gpus_for(machine_type: str) -> dict[str, list[int]]:
     series, _, size = machine_type.rpartition("-")
     if series.startswith("n1-"):
         return N1_GPUS
-    if series not in BUILT_IN_GPUS:
+    if series not in BUILT_IN_GPUS or size not in MACHINE_TYPES[series]:
         return {}
     count = G2_GPU_COUNTS[size] if series == "g2-standard" else int(size.rstrip("g"))
     return {BUILT_IN_GPUS[series]: [count]}
