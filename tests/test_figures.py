@@ -177,7 +177,9 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     assert 0.3 < table["threshold"][best] < 0.7
     assert table["recall"][0] == 1.0 and table["fpr"][0] == 1.0  # above 0: every row is positive
     assert np.all(np.diff(table["recall"]) <= 0)  # recall falls as the threshold rises
-    written = figures.write_figures(str(tmp_path), {**scores, "accuracy_baseline": 0.7}, ("no", "yes"), "auc")
+    written = figures.write_figures(
+        str(tmp_path), {**scores, "confusion_matrix": [[60, 10], [5, 25]]}, ("no", "yes"), "auc"
+    )
     assert Image.open(written["ROC and precision-recall curves"]).size[0] > 500
     report = (tmp_path / "report.md").read_text()
     assert "## Thresholds (class 1, yes, is positive)" in report
@@ -186,8 +188,12 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     assert f"The F1-best threshold is **{table['threshold'][best]:.2f}**" in report
     assert f"| {table['threshold'][best]:.2f} (F1-best) | " in report and "| 0.90 | " in report
     (tmp_path / "multi").mkdir()
-    multi = figures.write_figures(str(tmp_path / "multi"), {"accuracy": 0.5}, ("a", "b", "c"))
+    confusion = [[5, 1, 0], [2, 3, 1], [0, 0, 8]]  # the third class is 8 of 20 rows
+    multi = figures.write_figures(
+        str(tmp_path / "multi"), {"accuracy": 0.8, "confusion_matrix": confusion}, tuple("abc")
+    )
     assert "ROC and precision-recall curves" not in multi
+    assert "accuracy **80.0%** (the majority class alone: 40.0%)" in (tmp_path / "multi" / "report.md").read_text()
 
 
 def test_the_last_words_add_the_best_exports_figures_and_warn_of_a_model_below_the_majority(tmp_path, capsys, caplog):

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainer import early_stopping
-from trainer.metrics import CURVE_COUNTS, CURVE_THRESHOLDS
+from trainer.metrics import CURVE_COUNTS, CURVE_THRESHOLDS, majority_rate
 
 log = logging.getLogger(__name__)
 
@@ -250,10 +250,10 @@ def write_report(
 
 
 def _summary(metrics: Mapping[str, Any], lead: str = "") -> str:
-    """The line with the final evaluation's step, the `lead` metric, accuracy (beside the majority class's alone,
-    for two classes: on rare positives a constant model's accuracy looks good), loss and example count."""
+    """The line with the final evaluation's step, the `lead` metric, accuracy (beside the majority class's alone:
+    on imbalanced labels a constant model's accuracy looks good), loss and example count."""
     led = f"{lead} **{_number(metrics[lead])}**, " if lead in metrics and lead not in ("accuracy", "loss") else ""
-    baseline = metrics.get("accuracy_baseline")
+    baseline = majority_rate(metrics)
     alone = f" (the majority class alone: {_percent(baseline)})" if baseline is not None else ""
     line = (
         f"Final evaluation at step {_integer(metrics.get('global_step'))}: {led}"

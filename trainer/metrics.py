@@ -57,3 +57,12 @@ def problem(name: str, num_classes: int) -> str | None:
     if index and int(index) >= num_classes:
         return f"the dataset has {num_classes} classes, class_0 to class_{num_classes - 1}"
     return None
+
+
+def majority_rate(metrics: dict) -> float | None:
+    """The accuracy of always answering the evaluation's most common class, from its confusion matrix (any number
+    of classes; for two it equals accuracy_baseline); None without one."""
+    if CONFUSION not in metrics:
+        return None
+    rows = [sum(row) for row in metrics[CONFUSION]]
+    return max(rows) / max(sum(rows), 1)

@@ -198,8 +198,6 @@ def _report_best(job_dir: str, best: str | None, metrics: dict, lead: str) -> No
     """Where the figures above (the last evaluation's) are not the best export's, the best export's too, and a
     warning where the last evaluation's accuracy is below always answering the majority class: a model that
     overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's path."""
-    import numpy as np
-
     from trainer import metrics as names
     from trainer.export import evaluations, held_evaluation
     from trainer.head import better_by
@@ -212,9 +210,8 @@ def _report_best(job_dir: str, best: str | None, metrics: dict, lead: str) -> No
         shown = f", accuracy {accuracy:.4f}" if accuracy is not None and lead != names.ACCURACY else ""
         label = "best export's:"
         print(f"{label:15} {lead} {value:.4f}{shown}, of the evaluation at step {step}")
-    rows = np.asarray(metrics[names.CONFUSION]).sum(axis=1)
-    majority = rows.max() / max(rows.sum(), 1)
-    if metrics[names.ACCURACY] < majority:
+    majority = names.majority_rate(metrics)
+    if majority is not None and metrics[names.ACCURACY] < majority:
         log.warning(
             "The last evaluation's accuracy, %.4f, is below always answering the majority class, %.4f: the model "
             "learned little, or overfit (see report.md's curves)",

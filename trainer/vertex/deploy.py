@@ -117,10 +117,15 @@ def _deploy_parser() -> commandline.ArgumentParser:
         "available until 2027-03-16): sampled Shapley over a table's columns, integrated gradients over pixels",
     )
     parser.add_argument("--dry-run", action="store_true", help="print every request body; touch nothing")
+    _add_poll_secs(parser)
+    return parser
+
+
+def _add_poll_secs(parser: commandline.ArgumentParser) -> None:
+    """How often a long request is looked at: hidden, for the tests' stand-in of Vertex AI."""
     parser.add_argument(
         "--poll-secs", type=commandline.positive_number, default=endpoints.POLL_SECS, help=argparse.SUPPRESS
     )
-    return parser
 
 
 def _tidy_parser(action: str) -> commandline.ArgumentParser:
@@ -143,9 +148,7 @@ def _tidy_parser(action: str) -> commandline.ArgumentParser:
         help="print every request that would change something, and change nothing (the endpoint is still read, "
         "to find its deployed models, so credentials are needed)",
     )
-    parser.add_argument(
-        "--poll-secs", type=commandline.positive_number, default=endpoints.POLL_SECS, help=argparse.SUPPRESS
-    )
+    _add_poll_secs(parser)
     return parser
 
 
