@@ -22,6 +22,13 @@ def test_no_improvement_counts_the_evaluations_after_the_best_one():
     loss = {100: {"log_loss": 0.5}, 200: {"log_loss": 0.4}, 300: {"log_loss": 0.45}}
     assert early_stopping.no_improvement(loss, "log_loss", patience=1, since=0) == 200  # lower is better
     assert early_stopping.no_improvement({}, "auc", patience=1, since=0) is None
+    # An exact tie, AUC 1.0 on a small evaluation set, goes to the lower log loss, as the best export does.
+    tied = {100: {"auc": 1.0, "log_loss": 0.6}, 200: {"auc": 1.0, "log_loss": 0.2}, 300: {"auc": 1.0, "log_loss": 0.3}}
+    assert early_stopping.no_improvement(tied, "auc", patience=1, since=0) == 200
+    better = metric_names.better_by("auc")
+    assert better(best_eval_result=tied[100], current_eval_result=tied[200])
+    assert not better(best_eval_result=tied[200], current_eval_result=tied[300])
+    assert not better(best_eval_result={"auc": 0.9, "log_loss": 0.9}, current_eval_result={"auc": 0.8, "log_loss": 0.1})
 
 
 def test_training_stops_early_exports_and_a_rerun_does_nothing(vectors_dir, tmp_path, caplog):

@@ -86,8 +86,8 @@ def no_improvement(evaluations: dict[int, dict], metric: str, patience: int, sin
     steps = sorted(step for step in evaluations if metric in evaluations[step])
     if not steps:
         return None
-    sign = 1 if names.higher_is_better(metric) else -1
-    best = max(steps, key=lambda step: (sign * evaluations[step][metric], -step))  # the first of equal ones
+    rank = names.ranking(metric)
+    best = max(steps, key=lambda step: (rank(evaluations[step]), -step))  # the first of equal ones
     after = [step for step in steps if step > max(best, since)]
     return best if len(after) >= patience else None
 

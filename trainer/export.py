@@ -15,7 +15,6 @@ from dataformat.schema import METADATA_FILE
 from trainer import checkpoints, early_stopping, figures, serving
 from trainer import metrics as names
 from trainer.config import CONFIG_FILE, EXPORT_DIR, Config, newest_export
-from trainer.head import better_by
 from trainer.progress import LastEvaluation
 from trainer.vertex import environment
 
@@ -122,7 +121,7 @@ class BestAcrossRuns(tf.estimator.BestExporter):
     one, and deleted step 60's."""
 
     def __init__(self, metric: str, *args, **kwargs):
-        super().__init__(*args, compare_fn=better_by(metric), exports_to_keep=1, **kwargs)
+        super().__init__(*args, compare_fn=names.better_by(metric), exports_to_keep=1, **kwargs)
         self._metric = metric
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
@@ -130,8 +129,7 @@ class BestAcrossRuns(tf.estimator.BestExporter):
         if not self._has_exported and held:
             found = held_evaluation(evaluations(estimator.model_dir), self._metric, held)
             if found is not None:  # else BestExporter's own rule: export
-                before = {self._metric: found[1]}
-                self._model_dir, self._best_eval_result, self._has_exported = estimator.model_dir, before, True
+                self._model_dir, self._best_eval_result, self._has_exported = estimator.model_dir, found[1], True
         return super().export(estimator, export_path, checkpoint_path, eval_result, is_the_final_export)
 
 
@@ -141,12 +139,13 @@ def evaluations(job_dir: str) -> dict[str, figures.Series]:
 
 
 def held_evaluation(series: dict[str, figures.Series], metric: str, export_path: str | None) -> tuple | None:
-    """(step, value) of the evaluation of the checkpoint that the export at `export_path` holds; None where the
-    summaries have none. Not the best of the summaries: a run killed during an export leaves an evaluation
-    whose export never happened, and the best export was then measured, and reported, as that evaluation."""
+    """(step, {name: value}) of the evaluation of the checkpoint that the export at `export_path` holds; None
+    where the summaries have no `metric` for it. Not the best of the summaries: a run killed during an export
+    leaves an evaluation whose export never happened, and the best export was then measured, and reported, as
+    that evaluation."""
     step = export_step(export_path) if export_path else None
-    value = dict(series.get(metric, [])).get(step)
-    return None if value is None else (step, value)
+    held = {name: dict(values)[step] for name, values in series.items() if step in dict(values)}
+    return (step, held) if metric in held else None
 
 
 def export_step(path: str) -> int | None:

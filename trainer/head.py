@@ -1,12 +1,11 @@
 """The classification head: what the network's logits mean.
 
 It owns the loss, the evaluation metrics (named in trainer/metrics.py), the predictions and the
-export outputs. The metric that picks the best export is --best-metric's (better_by).
+export outputs. The metric that picks the best export is --best-metric's (trainer/metrics.py's better_by).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import tensorflow as tf
@@ -134,13 +133,3 @@ def _counts_at_thresholds(is_positive: tf.Tensor, positive: tf.Tensor) -> dict:
         tf.compat.v1.metrics.false_negatives_at_thresholds,
     )
     return {name: count(is_positive, positive, thresholds) for name, count in zip(names.CURVE_COUNTS, counters)}
-
-
-def better_by(metric: str) -> Callable[[dict, dict], bool]:
-    """The BestExporter's comparison by `metric`: whether the current evaluation beats the best so far."""
-    sign = 1 if names.higher_is_better(metric) else -1
-
-    def better(best_eval_result: dict, current_eval_result: dict) -> bool:  # the names BestExporter requires
-        return sign * (current_eval_result[metric] - best_eval_result[metric]) > 0
-
-    return better

@@ -10,6 +10,7 @@ and recall, accuracy_baseline (the majority rate), label/mean and prediction/mea
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 ACCURACY, LOSS, LOG_LOSS = "accuracy", "loss", "log_loss"
 AUC, PR_AUC, PRECISION, RECALL = "auc", "auc_precision_recall", "precision", "recall"
@@ -42,6 +43,24 @@ def resolve_best(setting: str, num_classes: int) -> str:
 
 def higher_is_better(name: str) -> bool:
     return name not in LOWER_IS_BETTER
+
+
+def ranking(metric: str) -> Callable[[dict], tuple]:
+    """An evaluation's sort key by `metric`, the better the higher. An exact tie goes to the lower log loss: on a
+    small evaluation set AUC often reaches 1.0 early, and the first such evaluation otherwise stayed the best
+    export (and stopped training early) however much better the later ones classified."""
+    sign = 1 if higher_is_better(metric) else -1
+    return lambda evaluation: (sign * evaluation[metric], -evaluation.get(LOG_LOSS, 0.0))
+
+
+def better_by(metric: str) -> Callable[[dict, dict], bool]:
+    """The BestExporter's comparison by `metric`: whether the current evaluation beats the best so far."""
+    key = ranking(metric)
+
+    def better(best_eval_result: dict, current_eval_result: dict) -> bool:  # the names BestExporter requires
+        return key(current_eval_result) > key(best_eval_result)
+
+    return better
 
 
 def goal(name: str) -> str:

@@ -200,12 +200,11 @@ def _report_best(job_dir: str, best: str | None, metrics: dict, lead: str) -> No
     overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's path."""
     from trainer import metrics as names
     from trainer.export import evaluations, held_evaluation
-    from trainer.head import better_by
 
     series = evaluations(job_dir)
     found = held_evaluation(series, lead, best)
-    if found is not None and better_by(lead)(best_eval_result=metrics, current_eval_result={lead: found[1]}):
-        step, value = found
+    if found is not None and names.better_by(lead)(best_eval_result=metrics, current_eval_result=found[1]):
+        step, value = found[0], found[1][lead]
         accuracy = dict(series.get(names.ACCURACY, [])).get(step)
         shown = f", accuracy {accuracy:.4f}" if accuracy is not None and lead != names.ACCURACY else ""
         label = "best export's:"
