@@ -34,6 +34,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dataformat import dates, storage, text, wire
+from dataformat.number_patterns import (
+    ACCOUNTING_ZERO,
+    APOSTROPHE_GROUPED,
+    DECORATED,
+    MINUS_SIGN,
+    NUMBER,
+    PARENTHESIZED,
+    POINT_GROUPED,
+)
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -687,13 +696,26 @@ def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
 
 
 def numbers(strings: tf.Tensor) -> tf.Tensor:
-    """Numbers written as text to float32, a missing value (MISSING_TOKENS) to NaN."""
+    """Numbers written as text to float32, as preprocessing reads a table's numbers with a decimal point
+    (preprocessing/table_files/number_text.py): $1,234.56, 12.5%, (5), 1'234 and the minus sign read as numbers; a
+    missing value (MISSING_TOKENS), and a text that is no number (a bad cell), are NaN: missing. Where the
+    training file's column context decided (12,345 as twelve thousand, or 12.345 with a decimal comma), a single
+    value reads with commas between thousands."""
     import tensorflow as tf
 
     stripped = tf.strings.strip(strings)
-    missing = is_missing_stripped(stripped)
-    safe = tf.where(missing, "0", stripped)
-    return tf.where(missing, float("nan"), tf.strings.to_number(safe, tf.float32))
+    negative = tf.strings.regex_full_match(stripped, PARENTHESIZED)  # accounting's (1,234.56)
+    text = tf.where(negative, tf.strings.regex_replace(stripped, PARENTHESIZED, r"-\1\2\3"), stripped)
+    text = tf.strings.regex_replace(text, MINUS_SIGN, r"-\1")
+    text = tf.strings.regex_replace(text, ACCOUNTING_ZERO, "0")
+    text = tf.strings.regex_replace(text, DECORATED, r"\1\2\3")  # a currency symbol or percent sign left out
+    grouped = tf.strings.regex_full_match(text, f"{POINT_GROUPED}|{APOSTROPHE_GROUPED}")
+    plain = tf.where(grouped, tf.strings.regex_replace(text, "[,'\u2019]", ""), text)
+    readable = tf.logical_and(tf.strings.regex_full_match(plain, NUMBER), tf.logical_not(is_missing_stripped(stripped)))
+    value = tf.strings.to_number(tf.where(readable, plain, "0"), tf.float32)
+    percent = tf.strings.regex_full_match(stripped, r".*%\s*\)?")
+    value = tf.where(percent, value / 100.0, value)
+    return tf.where(readable, value, float("nan"))
 
 
 def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = "") -> dict[str, tf.Tensor]:

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from dataformat import dates, storage, tables
 from dataformat.errors import UserError, quoted
+from dataformat.number_patterns import COMMA_NUMBER
 from preprocessing.column_counts import (
     BAD_CELLS_SHARE,
     MOST_MISSING_SPELLINGS,
@@ -27,7 +28,6 @@ from preprocessing.column_counts import (
 )
 from preprocessing.frequent import FrequentValues
 from preprocessing.table_files import WORKBOOK
-from preprocessing.table_files.number_text import COMMA_NUMBER
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions, TablePlan

@@ -447,6 +447,28 @@ def test_a_columns_missing_spelling_is_missing_in_every_serving_signature():
     ]
 
 
+def test_csv_lines_read_numbers_as_preprocessing_reads_a_tables_and_bad_cells_as_missing():
+    """The csv_lines signature failed a whole request on "$2,374.64", a value its own training file held and
+    preprocessing read as 2374.64, and on a bad cell that preprocessing read as missing. Its graph now reads them
+    with the same patterns (dataformat/number_patterns.py) as preprocessing's reading."""
+    import re
+
+    from dataformat.number_patterns import NUMBER
+    from preprocessing.table_files.number_text import plain_number_texts
+
+    formatted = ["$2,374.64", "2,063.19", "12.5%", "(1,234.56)", "($5)", "\u22127.5", "$ -", "1'234.5", "1,00,000"]
+    others = ["12,345", "\u20ac 7", "7 \u20ac", "(3%)", "-$5", " 3.5 ", "1e5", "abc", "1.5.6", "", "NA", "-", "."]
+    texts = formatted + others
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        read = tables.numbers(tf.constant(texts))
+        session.run(tf.compat.v1.tables_initializer())
+        found = session.run(read)
+    plain = plain_number_texts(pa.array(texts), ".").to_pylist()
+    expected = [float(text) if re.fullmatch(NUMBER, text.strip()) else np.nan for text in plain]
+    np.testing.assert_allclose(found, expected, rtol=1e-6)
+    assert found[0] == pytest.approx(2374.64) and np.isnan(found[texts.index("abc")])
+
+
 def test_table_columns_of_instances_say_which_row_is_wrong():
     columns = (tables.Column("age", tables.NUMERIC), tables.Column("kind", tables.CATEGORICAL, vocabulary=("a",)))
     arrays = tables.instance_columns([{"age": "3", "kind": None}, {}], columns, ["row 1", "row 2"])

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataformat.errors import UserError
+from dataformat.number_patterns import NUMBER
 from preprocessing.table_files.databases import database_blocks, database_dialect
 from preprocessing.table_files.delimited import csv_rows
 from preprocessing.table_files.dialect import (
@@ -67,7 +68,7 @@ from preprocessing.table_files.locate import (
     table_name,
     text_bytes,
 )
-from preprocessing.table_files.number_text import NUMBER, iso_duration_text, plain_numbers
+from preprocessing.table_files.number_text import iso_duration_text, plain_numbers
 from preprocessing.table_files.packages import package_blocks, package_dialect
 from preprocessing.table_files.sniffing import (
     WHITESPACE,

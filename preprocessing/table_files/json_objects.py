@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from dataformat import tables
 from dataformat.errors import UserError
+from dataformat.number_patterns import ISO_DURATION
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import header_names
@@ -33,7 +34,7 @@ from preprocessing.table_files.locate import (
     whole_lines,
     without_bom,
 )
-from preprocessing.table_files.number_text import ISO_DURATION, column_bytes, durations, has_iso_durations
+from preprocessing.table_files.number_text import column_bytes, durations, has_iso_durations
 
 log = logging.getLogger(__name__)
 

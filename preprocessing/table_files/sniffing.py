@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from dataformat import commandline, tables
 from dataformat.errors import UserError
+from dataformat.number_patterns import COMMA_NUMBER, GROUPED, POINT_GROUPED, POINT_NUMBER, POINT_THOUSANDS, THOUSANDS
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names, header_names, is_a_name, label_of
@@ -30,16 +31,7 @@ from preprocessing.table_files.locate import (
     whole_lines,
     without_bom,
 )
-from preprocessing.table_files.number_text import (
-    COMMA_NUMBER,
-    GROUPED,
-    POINT_GROUPED,
-    POINT_NUMBER,
-    POINT_THOUSANDS,
-    THOUSANDS,
-    plain_number_texts,
-    undecorated,
-)
+from preprocessing.table_files.number_text import plain_number_texts, undecorated
 from preprocessing.table_files.rewrites import csv_reader, line_rewrite, rewritten_text, tabbed
 
 if TYPE_CHECKING:
