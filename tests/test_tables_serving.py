@@ -170,13 +170,21 @@ def test_every_serving_input_agrees_with_estimator_predict(table_job):
         model.predict("serving_default", instances),
         model.predict("examples:serving_default", records),
         model.predict("csv_lines:serving_default", lines),
-        respond(model, json.loads(json.dumps({"instances": instances})))["predictions"],
         _as_tf_serving_runs_it(latest_export(config, "latest"), instances),
     ):
         np.testing.assert_array_equal([o["class_ids"] for o in outputs], [p["class_ids"] for p in expected])
         np.testing.assert_allclose(
             [o["probabilities"] for o in outputs], [p["probabilities"] for p in expected], atol=1e-5
         )
+    # A request body as a server takes it: "" for a missing text; a missing number it cannot carry (JSON has no NaN).
+    numeric = {column.name for column in tables.numeric_columns(data.metadata.columns)}
+    sent = [i for i, instance in enumerate(instances) if all(instance[name] is not None for name in numeric)]
+    body = {"instances": [{k: "" if v is None else v for k, v in instances[i].items()} for i in sent]}
+    answered = respond(model, json.loads(json.dumps(body)))["predictions"]
+    assert len(sent) > 10
+    np.testing.assert_allclose(
+        [a["probabilities"] for a in answered], [expected[i]["probabilities"] for i in sent], atol=1e-5
+    )
 
 
 def _as_tf_serving_runs_it(export: str, instances: list[dict]) -> list[dict]:
@@ -193,6 +201,32 @@ def _as_tf_serving_runs_it(export: str, instances: list[dict]) -> list[dict]:
     return [{name: values[i] for name, values in fetched.items()} for i in range(len(instances))]
 
 
+# One instance of census_like's columns as a server takes it: every input, a number or a string each.
+SENT = {"age": 50, "workclass": "Private", "hours": 40, "hired": "2000-01-20", "badge": "b-1", "seen_at": "1500000000"}
+
+
+def test_a_request_is_refused_as_a_server_refuses_it(table_job):
+    """--instances-json answered requests that TF Serving (Vertex AI's prebuilt image) refuses: an input left out
+    or added, null, a number for a string input. It prints what a server returns, so it refuses them too."""
+    config, _, _ = table_job
+    model = Model(latest_export(config, "latest"))
+    inputs = "age, badge, hired, hours, seen_at, workclass"
+    without = {name: value for name, value in SENT.items() if name != "hours"}
+    for instance, said in (
+        (without, f"lacks 'hours': a server takes exactly the signature's inputs, {inputs}"),
+        ({**SENT, "income": ">50K"}, "has 'income', no input of the model's: a server takes exactly"),
+        ({**SENT, "badge": None}, "'badge' is null, which a server refuses; send \"\" for a missing value"),
+        ({**SENT, "age": None}, "'age' is null, which a server refuses, and JSON has no NaN for a missing number"),
+        ({**SENT, "badge": 7}, "'badge': a server takes a string there, not 7"),
+        ({**SENT, "age": True}, "'age': a server takes a number there, not true"),
+        ([50, "Private"], f"expected an object of the signature's inputs ({inputs})"),
+    ):
+        with pytest.raises(UserError) as raised:
+            respond(model, {"instances": [SENT, instance]})
+        assert str(raised.value).startswith("--instances-json: instance 1: ") and said in str(raised.value)
+    assert len(respond(model, {"instances": [SENT, {**SENT, "badge": "", "age": 1.5e3}]})["predictions"]) == 2
+
+
 def _missing(value) -> bool:
     return value == "" or (isinstance(value, float) and np.isnan(value))
 
@@ -207,8 +241,8 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
     )
     assert all(set(answer) == {"class_ids", "classes", "probabilities", "logits"} for answer in answers)
     assert answers[0]["classes"] == ">50K"
-    with pytest.raises(Exception, match=r"instance 0: column 'age': 'old' is not a number"):
-        respond(model, {"instances": [{"age": "old"}]})
+    with pytest.raises(UserError, match=r"instance 0: 'age': a server takes a number there, not \"old\""):
+        respond(model, {"instances": [{**SENT, "age": "old"}]})
     # A number beyond float32's range is missing, as preprocessing reads it (preprocessing/column_counts.py).
     huge, none = model.predict("serving_default", [{**full, "age": "1e200"}, {**full, "age": None}])
     assert huge["probabilities"] == pytest.approx(none["probabilities"])
@@ -278,7 +312,7 @@ def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dat
     assert f"{tmp_path / 'rows.csv'}: 4 values in all are no dates" in caplog.text  # and 01/20/2000, line 7
     # A request body's instances too (--instances-json): they were read as missing dates without a word.
     caplog.clear()
-    respond(model, {"instances": [{"age": 50, "workclass": "Private", "hired": "03/05/2000"}]})
+    respond(model, {"instances": [{**SENT, "hired": "03/05/2000"}]})
     assert "--instances-json: instance 0: column 'hired': '03/05/2000' is no date in '%Y-%m-%d'; read as missing" in (
         caplog.text
     )
@@ -301,7 +335,7 @@ def test_numbers_far_outside_the_training_rows_are_predicted_and_warned_of(table
     assert f"rows.csv:3: column 'age': '{far}' is far outside the training rows' numbers {shown}" in caplog.text
     assert "rows.csv:2:" not in caplog.text and "rows.csv:6:" not in caplog.text and "rows.csv:7" not in caplog.text
     assert "rows.csv: 4 values in all are far outside the training rows' numbers" in caplog.text
-    respond(model, {"instances": [{"age": 480, "workclass": "Private", "hours": 40}]})
+    respond(model, {"instances": [{**SENT, "age": 480}]})
     assert "--instances-json: instance 0: column 'age': 480 is far outside" in caplog.text
 
 

@@ -106,6 +106,13 @@ class Model:
             inputs[self.metadata.key_column] = np.array([str(key).encode() for key in given], dtype=np.bytes_)
         return inputs
 
+    def input_types(self, signature: str) -> dict[str, bool]:
+        """A signature's inputs, each with whether it takes strings."""
+        import tensorflow as tf
+
+        inputs = self.signatures[signature].structured_input_signature[1]
+        return {name: spec.dtype == tf.string for name, spec in sorted(inputs.items())}
+
     def input_name(self, signature: str) -> str:
         """The one input of a signature besides a key (all but a table's numbers have one)."""
         inputs = self.signatures[signature].structured_input_signature[1]
@@ -592,6 +599,11 @@ def respond(model: Model, request: dict) -> dict:
     names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
     numbers = signature == model.numbers_signature
     if model.metadata.is_table and numbers:  # rows of named columns, as they are, odd dates and numbers warned of
+        inputs = model.input_types(signature)
+        for instance, name in zip(request["instances"], names):
+            problem = served_problem(instance, inputs)
+            if problem:
+                raise UserError(f"{name}: {problem}")
         rows = [row for _, row in _warned(zip(names, request["instances"]), "--instances-json", model)]
         return {"predictions": model.predict(signature, rows, names)}
     input_name = model.input_name(signature)
@@ -601,6 +613,35 @@ def respond(model: Model, request: dict) -> dict:
     key = model.metadata.key_column
     keys = [str(instance.get(key, "")) if isinstance(instance, dict) else "" for instance in request["instances"]]
     return {"predictions": model.predict(signature, values, names, keys if key else None)}
+
+
+def served_problem(instance, inputs: dict[str, bool]) -> str | None:
+    """Why TF Serving's row format, which Vertex AI's prebuilt image runs, would refuse an instance of named inputs
+    (`inputs`: each name, and whether it takes a string), or None. It takes an object of exactly the signature's
+    inputs, a string for a string input and a number for another, and no null; qt-predict's files are read more
+    freely (a column left out is missing), but a request or a batch prediction's line is sent as it is."""
+    if not isinstance(instance, dict):
+        return f"expected an object of the signature's inputs ({', '.join(inputs)})"
+    lacking = [name for name in inputs if name not in instance]
+    others = [name for name in instance if name not in inputs]
+    if lacking or others:
+        said = [f"lacks {', '.join(map(repr, lacking))}"] * bool(lacking) + [
+            f"has {', '.join(map(repr, others))}, no input of the model's"
+        ] * bool(others)
+        return f"{'; '.join(said)}: a server takes exactly the signature's inputs, {', '.join(inputs)}"
+    for name, text in inputs.items():
+        value = instance[name]
+        if value is None and text:
+            return f'{name!r} is null, which a server refuses; send "" for a missing value'
+        if value is None:
+            return (
+                f"{name!r} is null, which a server refuses, and JSON has no NaN for a missing number; a model trained "
+                "with --serving-input examples takes tf.Example records, where a feature left out is missing"
+            )
+        if text != isinstance(value, str) or isinstance(value, bool):
+            wanted = "a string" if text else "a number"
+            return f"{name!r}: a server takes {wanted} there, not {json.dumps(value)}"
+    return None
 
 
 def _instance_value(instance, input_name: str, index: int):
