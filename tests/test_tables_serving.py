@@ -318,6 +318,27 @@ def test_a_table_files_dates_in_another_format_are_named_and_read_as_missing_dat
     )
 
 
+def test_dates_far_from_the_training_rows_are_predicted_and_warned_of(table_job, tmp_path, caplog):
+    """A signup date of 2999-01-01 among the 2000s gave extreme logits, silently, where a far number is warned of."""
+    config, _, _ = table_job
+    model = Model(latest_export(config, "latest"))
+    hired = ("2000-01-20", "2999-01-01", "1850-06-01", "2000-03-01")  # the training rows': 40 days from 2000-01-01
+    rows = "".join(f"50,Private,{day},1500000000\n" for day in hired)
+    (tmp_path / "rows.csv").write_text("age,workclass,hired,seen_at\n" + rows)
+    assert len(list(predict_files(model, [str(tmp_path / "rows.csv")], batch_size=4))) == 4
+    far = [
+        record.getMessage() for record in caplog.records if "far from the training rows' dates" in record.getMessage()
+    ]
+    assert [message.split(": ")[0].rsplit(":", 1)[1] for message in far] == ["3", "4"]  # lines 3 and 4
+    assert "column 'hired': '2999-01-01' is far from the training rows' dates (1999-" in far[0]
+    assert "hold nearly all of them); the model extrapolates" in far[0]
+    caplog.clear()
+    respond(model, {"instances": [{**SENT, "seen_at": "4102444800"}]})  # 2100-01-01, among 2014 to 2023
+    assert "--instances-json: instance 0: column 'seen_at': '4102444800' is far from the training rows' dates" in (
+        caplog.text
+    )
+
+
 @pytest.mark.slow
 def test_numbers_far_outside_the_training_rows_are_predicted_and_warned_of(table_job, tmp_path, caplog):
     """A number beyond the training split's least or greatest by more than their difference (ages in months for

@@ -34,6 +34,9 @@ from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 log = logging.getLogger("trainer.predict")
 SHOWN_BAD_VALUES = 3  # a table file's values that are not numbers or dates, named one by one in warnings
 DATES_READ = 1024  # rows whose dates are read at once, as preprocessing reads them (dates.fields_arrow)
+# A date this many standard deviations from the training rows' mean is far from them: at most 1/36 of any training
+# split's dates lie so far (Chebyshev), and a date column's span is about 3.5 deviations for evenly spread dates.
+FAR_DATE_STDS = 6
 
 DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
@@ -297,15 +300,17 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
     """A table file's rows, each value of a `dated` column that is no date in its column's format warned of (the
     first few by line, then a count): the model reads it as a missing date, as preprocessing read the training
     rows' such values, and the same dates written another way (11/03/2020 for 2020-03-11) are the usual cause.
-    A value of the column's vocabulary ("never", where training rows held it beside dates) is no surprise."""
+    A value of the column's vocabulary ("never", where training rows held it beside dates) is no surprise. A date
+    far from the training rows' (FAR_DATE_STDS deviations from their mean: 2999-01-01 among the 2000s) is warned
+    of too, as a far number is: the model extrapolates, and predicted silently."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from dataformat import dates
 
-    bad, known = 0, {column.name: pa.array(column.vocabulary, pa.string()) for column in dated}
+    bad, far, known = 0, 0, {column.name: pa.array(column.vocabulary, pa.string()) for column in dated}
     while dated and (chunk := list(itertools.islice(rows, DATES_READ))):
-        texts, unread = {}, {}  # by column: each row's value, as text or None where missing; whether no date
+        texts, unread, distant = {}, {}, {}  # by column: each row's value, as text or None; no date; a far date
         for column in dated:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
             texts[column.name] = [None if tables.is_missing_value(value) else str(value) for value in values]
@@ -313,16 +318,38 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
             fields = dates.fields_arrow(found, column.date_format)
             seen = pc.or_(pc.is_null(found), pc.is_in(found, value_set=known[column.name]))
             unread[column.name] = np.isnan(fields[:, 0]) & ~seen.to_numpy(zero_copy_only=False)
-        for i in np.flatnonzero(np.logical_or.reduce(list(unread.values()))):  # in line order
-            for column in [column for column in dated if unread[column.name][i]]:
-                bad += 1
-                if bad <= SHOWN_BAD_VALUES:
-                    log.warning("%s: column %r: %s is no date in %r; read as missing", chunk[i][0], column.name,
-                                quoted(texts[column.name][i]), column.date_format)  # fmt: skip
+            with np.errstate(invalid="ignore"):
+                distant[column.name] = np.abs(dates.days(fields) - column.mean) > FAR_DATE_STDS * column.std
+        for i in range(len(chunk)):  # in line order
+            for column in dated:
+                if unread[column.name][i]:
+                    bad += 1
+                    if bad <= SHOWN_BAD_VALUES:
+                        log.warning("%s: column %r: %s is no date in %r; read as missing", chunk[i][0], column.name,
+                                    quoted(texts[column.name][i]), column.date_format)  # fmt: skip
+                elif distant[column.name][i]:
+                    far += 1
+                    if far <= SHOWN_BAD_VALUES:
+                        log.warning("%s: column %r: %s is far from the training rows' dates (%s); the model "
+                                    "extrapolates", chunk[i][0], column.name, quoted(texts[column.name][i]),
+                                    _date_span(column))  # fmt: skip
         yield from chunk
     yield from rows
     if bad > SHOWN_BAD_VALUES:
         log.warning("%s: %d values in all are no dates in their column's format and were read as missing", path, bad)
+    if far > SHOWN_BAD_VALUES:
+        log.warning("%s: %d dates in all are far from the training rows' dates", path, far)
+
+
+def _date_span(column) -> str:
+    """The dates within FAR_DATE_STDS deviations of a date column's training mean, as words."""
+    import datetime
+
+    def day(offset: float) -> str:
+        days = min(max(column.mean + offset * column.std, -719_162), 2_932_896)  # within years 1 to 9999
+        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=int(days))).isoformat()
+
+    return f"{day(-FAR_DATE_STDS)} to {day(FAR_DATE_STDS)} hold nearly all of them"
 
 
 def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:
