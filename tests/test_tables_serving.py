@@ -225,6 +225,11 @@ def test_a_request_is_refused_as_a_server_refuses_it(table_job):
             respond(model, {"instances": [SENT, instance]})
         assert str(raised.value).startswith("--instances-json: instance 1: ") and said in str(raised.value)
     assert len(respond(model, {"instances": [SENT, {**SENT, "badge": "", "age": 1.5e3}]})["predictions"]) == 2
+    # A tf.Example whose integer column is an int64_list, as TFX writes one: refused, naming the rule.
+    age = tf.train.Feature(int64_list=tf.train.Int64List(value=[50]))
+    example = tf.train.Example(features=tf.train.Features(feature={"age": age})).SerializeToString()
+    with pytest.raises(UserError, match="Key: age.*takes a numeric column as a float_list feature"):
+        model.predict("examples:serving_default", [example], ["row 1"])
 
 
 def _missing(value) -> bool:

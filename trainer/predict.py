@@ -133,7 +133,13 @@ class Model:
             try:
                 _call(function, self._inputs(signature, [value], [name]))
             except tf.errors.InvalidArgumentError as alone:
-                return f"{name}: the model rejects it ({tensorflow_error_line(alone)})"
+                said = tensorflow_error_line(alone)
+                if "Data types don't match" in said:  # a tf.Example's feature of another type than the column's
+                    said += (
+                        "; the examples signature takes a numeric column as a float_list feature and any other "
+                        "as a bytes_list one (TFX writes integer columns as int64_list: write them as floats)"
+                    )
+                return f"{name}: the model rejects it ({said})"
         return f"{names[0]} to {names[-1]}: the model rejects this batch ({tensorflow_error_line(error)})"
 
     def values(self, array: np.ndarray, where: str) -> np.ndarray:
