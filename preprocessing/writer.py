@@ -54,10 +54,11 @@ EXAMPLES_PER_WORKER = 50_000
 STATS_BLOCK = 1024  # examples a shard writer loads and sums at a time
 SHOWN_BROKEN = 3  # skipped images named in the log (sources.BrokenImage)
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-# Shards, metadata, their temporary names while being written (see storage.temporary_name), and
-# the Beam runner's statistics of each shard.
+# Shards, metadata, text columns' vocabularies (tables.vocabulary_name), their temporary names while being written
+# (see storage.temporary_name), and the Beam runner's statistics of each shard.
 OUR_FILES = re.compile(
-    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json|\.table\.json)(\.partial-\d+|\.stats\.json)?$"
+    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json|\.table\.json|[^/]+\.vocabulary\.txt)"
+    r"(\.partial-\d+|\.stats\.json)?$"
 )
 
 

@@ -145,6 +145,7 @@ def test_leftovers_of_an_interrupted_run_are_redone(tmp_path, digits_dir):
     (tmp_path / "train-00000-of-00002.tfrecord").write_bytes(b"half")
     (tmp_path / ".train-00001-of-00002.tfrecord.partial-12345").write_bytes(b"half")
     (tmp_path / "train-00000-of-00007.tfrecord").write_bytes(b"other run")
+    (tmp_path / "comment.vocabulary.txt").write_text("a text column's, written before the shards\n")
     build_dataset(read_digits(None, SourceOptions()), str(tmp_path), source="digits")
     assert sorted(os.listdir(tmp_path)) == sorted(os.listdir(digits_dir))
     with open(os.path.join(digits_dir, "train-00000-of-00002.tfrecord"), "rb") as file:
