@@ -192,9 +192,9 @@ def names(text: str) -> tuple[str, ...]:
     return tuple(name(part) for part in text.split(",") if name(part))
 
 
-def run(command: Callable[[], int], interrupted: str) -> int:
-    """Runs a command's body with logging set up; returns its exit code. `interrupted` says, after
-    Ctrl-C, what state the work was left in."""
+def run(command: Callable[[], int], interrupted: str | Callable[[], str]) -> int:
+    """Runs a command's body with logging set up; returns its exit code. `interrupted` (or what it returns) says,
+    after Ctrl-C, what state the work was left in."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     # Google's libraries warn on import, years ahead, that they will drop this Python: not the user's concern today.
     warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)
@@ -204,5 +204,5 @@ def run(command: Callable[[], int], interrupted: str) -> int:
         log.error("%s", error)
         return 2
     except KeyboardInterrupt:
-        log.error("Interrupted: %s", interrupted)
+        log.error("Interrupted: %s", interrupted() if callable(interrupted) else interrupted)
         return 130

@@ -10,7 +10,7 @@ import time
 
 from dataformat import commandline, gcs, lease, storage
 from dataformat.errors import UserError
-from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, VECTOR_KEY
+from dataformat.schema import EXAMPLES_PER_RECORD, IMAGE_KEY, LABEL_KEY, METADATA_FILE, VECTOR_KEY
 from preprocessing import image_lists
 from preprocessing.sources import SOURCES, SourceOptions, folder_source
 from preprocessing.table_files import SUFFIXES, add_reading_flags, is_table_input, reading_options
@@ -338,12 +338,21 @@ def _beam():
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupted = "no metadata.json was written, so the output is not a dataset; rerun to redo it"
-    return commandline.run(lambda: _convert(argv), interrupted)
+    output: list[str] = []  # --output, once read: what a Ctrl-C left there
+    return commandline.run(lambda: _convert(argv, output), lambda: _left_after_ctrl_c(output))
 
 
-def _convert(argv: list[str] | None) -> int:
+def _left_after_ctrl_c(output: list[str]) -> str:
+    """A Ctrl-C that lands after the dataset's metadata.json was written (the last file) leaves a whole dataset: the
+    line said there was none, and to rerun, which then refused the folder as holding a dataset."""
+    if output and storage.exists(storage.join(output[0], METADATA_FILE)):
+        return f"--output {output[0]} holds a whole dataset (its {METADATA_FILE} was written)"
+    return f"no {METADATA_FILE} was written, so the output is not a dataset; rerun to redo it"
+
+
+def _convert(argv: list[str] | None, output: list[str]) -> int:
     args = parse_args(argv)
+    output.append(args.output)
     if gcs.is_gcs(args.output):  # before any work: without credentials, only reading public buckets works
         gcs.check_credentials()
     # These import TensorFlow: after --help, which should not wait for it.

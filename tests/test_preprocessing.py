@@ -1,6 +1,7 @@
 """The writer and `python -m preprocessing`, reading the shards back with TensorFlow."""
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -159,6 +160,30 @@ def test_cli_writes_a_dataset_and_prints_its_metadata_path(tmp_path, capsys):
     assert code == 0
     assert capsys.readouterr().out.strip() == os.path.join(output, "metadata.json")
     assert len([n for n in os.listdir(output) if n.startswith("train-")]) == 3
+
+
+def test_ctrl_c_says_whether_the_output_holds_a_dataset(tmp_path, monkeypatch, caplog):
+    """A Ctrl-C that landed just after metadata.json was written said no dataset was written, and to rerun, which
+    then refused the folder as holding one."""
+    import preprocessing.writer
+
+    np.savez(tmp_path / "a.npz", x=np.arange(200, dtype=np.float32).reshape(50, 4), y=np.arange(50) % 2)
+    written = preprocessing.writer.build_dataset
+
+    def interrupted(after: bool):
+        def build(*args, **kwargs):
+            if after:
+                written(*args, **kwargs)
+            raise KeyboardInterrupt
+
+        return build
+
+    for after, said in ((False, "no metadata.json was written"), (True, "holds a whole dataset")):
+        monkeypatch.setattr(preprocessing.writer, "build_dataset", interrupted(after))
+        output = str(tmp_path / f"out-{after}")
+        with caplog.at_level(logging.ERROR):
+            assert main(["--source", "npz", "--input", str(tmp_path / "a.npz"), "--output", output]) == 130
+        assert caplog.records[-1].getMessage().startswith("Interrupted: ") and said in caplog.records[-1].getMessage()
 
 
 def test_cli_without_source_reads_a_table_file_or_a_npz_file_by_its_name(tmp_path, capsys):
