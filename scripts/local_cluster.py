@@ -15,12 +15,14 @@ import argparse
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 
 TIMEOUT_SECS = 1800
+STOP_SECS = 60  # a task's time to save a checkpoint and end after SIGTERM
 
 
 def free_port() -> int:
@@ -76,29 +78,60 @@ def main(argv: list[str] | None = None) -> int:
     training += [start("worker", i, spec, trainer_args, log_dir) for i in range(args.workers)]
     servers = [start("ps", i, spec, trainer_args, log_dir) for i in range(args.ps)]
     evaluator = start("evaluator", 0, spec, trainer_args, log_dir)
+    # A SIGTERM (timeout, a CI's cancel) stops the tasks as Ctrl-C does: it left all four running, the ps forever.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        codes = [task.wait(timeout=TIMEOUT_SECS) for task in training]
+        codes = wait_for_training(training, start_time + TIMEOUT_SECS)
         train_secs = time.time() - start_time
-        codes.append(evaluator.wait(timeout=TIMEOUT_SECS))
-    finally:
-        for task in [*training, evaluator, *servers]:
-            if task.poll() is None:
-                task.terminate()
-                task.wait()
+        # The evaluator waits for the last step's checkpoint, which failed training never writes.
+        codes.append(evaluator.wait(timeout=TIMEOUT_SECS) if not any(codes) else -signal.SIGTERM)
+    finally:  # the parameter servers last: they hold the variables that a checkpoint on SIGTERM saves
+        stop(training)
+        stop([evaluator, *servers])
     return report(job_dir, log_dir, args.workers, codes, train_secs)
+
+
+def wait_for_training(training: list[subprocess.Popen], deadline: float) -> list[int]:
+    """The training tasks' exit codes, once all have ended, or one failed (the others are then stopped: a worker
+    whose chief died waits for it for good), or the deadline passed."""
+    while any(task.poll() is None for task in training) and time.time() < deadline:
+        if any(task.poll() for task in training):
+            stop(training)
+        time.sleep(0.5)
+    stop(training)
+    return [task.returncode for task in training]
+
+
+def stop(tasks: list[subprocess.Popen]) -> None:
+    """SIGTERM to the tasks still running (a training task saves a checkpoint on it), then SIGKILL to any that
+    has not ended after STOP_SECS: one stuck in TensorFlow's session close (its parameter server gone) hears
+    no SIGTERM."""
+    running = [task for task in tasks if task.poll() is None]
+    for task in running:
+        task.terminate()
+    deadline = time.time() + STOP_SECS
+    for task in running:
+        try:
+            task.wait(timeout=max(deadline - time.time(), 0.1))
+        except subprocess.TimeoutExpired:
+            task.kill()
+            task.wait()
 
 
 def report(job_dir: str, log_dir: str, workers: int, codes: list[int], train_secs: float) -> int:
     names = ["chief-0", *(f"worker-{i}" for i in range(workers)), "evaluator-0"]
     failed = [name for name, code in zip(names, codes) if code != 0]
-    for name in names[:-1]:
-        print(f"{name}: {steps_run(os.path.join(log_dir, name + '.log'))} steps")
+    ran = {name: steps_run(os.path.join(log_dir, name + ".log")) for name in names[:-1]}
+    for name, steps in ran.items():
+        print(f"{name}: {steps} steps")
     metrics_path = os.path.join(job_dir, "eval_metrics.json")
     if os.path.exists(metrics_path):
         with open(metrics_path) as file:
             metrics = json.load(file)
-        steps, accuracy = metrics["global_step"], metrics["accuracy"]
-        print(f"global step {steps} in {train_secs:.1f} s ({steps / train_secs:.1f} steps/s), accuracy {accuracy:.4f}")
+        steps, accuracy, here = metrics["global_step"], metrics["accuracy"], sum(ran.values())
+        # The steps this run took: a resumed job's global step counts its earlier runs' too.
+        print(f"global step {steps}; {here} steps in {train_secs:.1f} s ({here / train_secs:.1f} steps/s), "
+              f"accuracy {accuracy:.4f}")  # fmt: skip
     if failed:
         print(f"failed: {', '.join(failed)}; see {log_dir}", file=sys.stderr)
         return 1

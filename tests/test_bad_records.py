@@ -204,3 +204,25 @@ def test_decode_record_on_mutated_records_agrees_with_tensorflow(data):
     tf_images, tf_labels = parse_records(tf.constant([bytes(record)]), DIGITS_LIKE)
     np.testing.assert_array_equal(tf_images.numpy(), images)
     np.testing.assert_array_equal(tf_labels.numpy(), labels)
+
+
+def test_skipped_shards_leave_the_counts_that_plan_the_steps(tmp_path):
+    """--skip-corrupt left a shard of 1,259 examples out, then logged and planned 2,400 (19 steps for 9)."""
+    from preprocessing.sources import from_arrays
+    from preprocessing.writer import build_dataset
+    from trainer.config import Config
+    from trainer.dataset import leave_out_bad_shards, locate
+
+    rng = np.random.default_rng(0)
+    data_dir = str(tmp_path / "data")
+    build_dataset(from_arrays(rng.normal(size=(500, 4)).astype(np.float32), rng.integers(0, 2, 500), "n"), data_dir,
+                  source="npz", workers=1, shards=2)  # fmt: skip
+    data = locate(Config(data_dir=data_dir, job_dir=str(tmp_path / "job")))
+    first, second = data.metadata.splits["train"].shards
+    damaged = bytearray((tmp_path / "data" / first.file).read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    (tmp_path / "data" / first.file).write_bytes(bytes(damaged))
+    left = leave_out_bad_shards(data)
+    assert [os.path.basename(path) for path in left.train] == [second.file]
+    assert left.metadata.splits["train"].examples == second.examples < data.metadata.splits["train"].examples
+    assert left.metadata.splits["eval"] == data.metadata.splits["eval"]

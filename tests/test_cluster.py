@@ -1,10 +1,13 @@
 """Distributed training through TF_CONFIG: a real cluster of processes on 127.0.0.1."""
 
+import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -100,7 +103,7 @@ def test_early_stopping_ends_every_task_of_a_cluster(tmp_path):
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
             "--data-dir", data_dir, "--job-dir", job_dir, "--train-steps", str(target), "--learning-rate", "0.01",
             "--save-checkpoints-steps", "100", "--keep-checkpoint-max", "50",  # outlives an evaluation
-            "--eval-start-delay-secs", "1", "--eval-throttle-secs", "1",
+            "--eval-start-delay-secs", "1", "--eval-throttle-secs", "0",  # as the docs' early-stopping example
             "--early-stopping-evals", "2",
         ],
         capture_output=True, text=True, timeout=900,
@@ -113,5 +116,97 @@ def test_early_stopping_ends_every_task_of_a_cluster(tmp_path):
     assert stop["best_step"] < stop["step"] <= metrics["global_step"] < target
     for task in ("chief-0", "worker-0", "evaluator-0"):
         with open(os.path.join(job_dir, "cluster-logs", f"{task}.log")) as file:
-            assert "Traceback" not in file.read(), task
+            log = file.read()
+        assert "Traceback" not in log, task
+        assert "throttle_secs is set as 0" not in log  # the evaluator pauses between looks (it looped, warning)
     assert os.path.exists(os.path.join(job_dir, "report.md"))  # the evaluator's last evaluation was the final one
+
+
+def _task_pids(launcher: subprocess.Popen) -> dict[str, int]:
+    """The launcher's tasks by TF_CONFIG's task type (one each here)."""
+    found = {}
+    for folder in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(os.path.join(folder, "stat")) as file:
+                parent = int(file.read().rsplit(")", 1)[1].split()[1])
+            with open(os.path.join(folder, "environ"), "rb") as file:
+                environment = file.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        for entry in environment if parent == launcher.pid else ():
+            if entry.startswith(b"TF_CONFIG="):
+                found[json.loads(entry[len(b"TF_CONFIG=") :])["task"]["type"]] = int(os.path.basename(folder))
+    return found
+
+
+def _noise_cluster(tmp_path, *trainer_args: str) -> tuple[subprocess.Popen, str]:
+    """A local cluster (a worker, a ps) training on noise for ever, once its chief saved a checkpoint after step 0."""
+    rng = np.random.default_rng(0)
+    data_dir, job_dir = str(tmp_path / "noise"), str(tmp_path / "job")
+    build_dataset(from_arrays(rng.normal(size=(400, 16)).astype(np.float32), rng.integers(0, 2, 400), "n"), data_dir,
+                  source="npz", workers=1, shards=2)  # fmt: skip
+    launcher = subprocess.Popen(
+        [
+            sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
+            "--data-dir", data_dir, "--job-dir", job_dir, "--train-steps", "10000000", "--save-checkpoints-steps", "50",
+            *trainer_args,
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 300
+    while not glob.glob(os.path.join(job_dir, "model.ckpt-[1-9]*.index")) and time.time() < deadline:
+        time.sleep(0.5)
+    return launcher, job_dir
+
+
+def test_a_lost_parameter_server_fails_the_job_in_one_line(tmp_path):
+    """With its parameter server killed, the chief and the worker waited in TensorFlow's session close for good,
+    deaf to SIGTERM, and the launcher with them. Now a training task that takes no step for twice
+    --input-timeout-secs ends, naming why."""
+    launcher, job_dir = _noise_cluster(tmp_path, "--input-timeout-secs", "5")
+    os.kill(_task_pids(launcher)["ps"], signal.SIGKILL)
+    out, _ = launcher.communicate(timeout=300)
+    assert launcher.returncode == 1 and "failed: chief-0, worker-0" in _
+    with open(os.path.join(job_dir, "cluster-logs", "chief-0.log")) as file:
+        assert re.search(
+            r"ERROR no training step for \d+ s \(twice --input-timeout-secs\): stuck in TensorFlow", file.read()
+        )
+
+
+def test_a_sigterm_to_the_launcher_stops_every_task(tmp_path):
+    """`timeout`, a CI's cancel or a scheduler sends SIGTERM: the launcher ended and left its four tasks running,
+    the parameter server for good. Now each task gets the SIGTERM, the chief saving a checkpoint."""
+    launcher, job_dir = _noise_cluster(tmp_path)
+    launcher.send_signal(signal.SIGTERM)
+    launcher.communicate(timeout=300)
+    assert launcher.returncode == 128 + signal.SIGTERM
+    left = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(cmdline, "rb") as file:
+                left += [cmdline] if job_dir.encode() in file.read() else []
+        except OSError:  # a process that ended meanwhile
+            pass
+    assert left == []  # every task ended
+    with open(os.path.join(job_dir, "cluster-logs", "chief-0.log")) as file:
+        assert re.search(r"SIGTERM at step \d+: saved", file.read())
+
+
+def test_a_run_that_ends_before_the_workers_join_says_their_files_went_unread(tmp_path):
+    """The Estimator starts a worker 5 s after the chief: a short run ended first, having read only the chief's
+    half of the training files, and said nothing (its accuracy 0.695 against 0.732 alone)."""
+    rng = np.random.default_rng(0)
+    data_dir, job_dir = str(tmp_path / "noise"), str(tmp_path / "job")
+    build_dataset(from_arrays(rng.normal(size=(400, 16)).astype(np.float32), rng.integers(0, 2, 400), "n"), data_dir,
+                  source="npz", workers=1, shards=2)  # fmt: skip
+    result = subprocess.run(
+        [
+            sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
+            "--data-dir", data_dir, "--job-dir", job_dir, "--train-steps", "64", "--eval-start-delay-secs", "1",
+        ],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "worker-0: 0 steps" in result.stdout
+    with open(os.path.join(job_dir, "cluster-logs", "chief-0.log")) as file:
+        assert "The other 1 training task(s) took no step: they joined after this run's steps were done" in file.read()

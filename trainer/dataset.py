@@ -5,6 +5,7 @@ Reads through TensorFlow's file layer, so the same code serves local paths and g
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
@@ -169,7 +170,21 @@ def leave_out_bad_shards(data: DataFiles) -> DataFiles:
         log.info("--skip-corrupt: %d of %d %s shard(s) left out", len(files) - len(kept), len(files), split)
         return kept
 
-    return DataFiles(data.metadata, data.metadata_path, good(data.train, "train"), good(data.eval, "eval"))
+    train, evaluation = good(data.train, "train"), good(data.eval, "eval")
+    kept = {
+        split: {posixpath.basename(path) for path in files} for split, files in (("train", train), ("eval", evaluation))
+    }
+    # The splits' counts without the shards left out: the steps a table trains, and the log, are planned by them.
+    splits = {name: _only(split, kept[name]) if name in kept else split for name, split in data.metadata.splits.items()}
+    return DataFiles(dataclasses.replace(data.metadata, splits=splits), data.metadata_path, train, evaluation)
+
+
+def _only(split: SplitInfo, files: set[str]) -> SplitInfo:
+    """A split's record of its shards, less those not among `files` (as it was where it records none of them)."""
+    shards = tuple(shard for shard in split.shards if shard.file in files)
+    if not shards:
+        return split
+    return SplitInfo(sum(shard.examples for shard in shards), sum(shard.bytes for shard in shards), shards)
 
 
 def _examples_in(path: str, metadata: Metadata, split: str) -> str:

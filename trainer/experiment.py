@@ -15,7 +15,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
-from trainer import averaging, checkpoints, dataset, early_stopping, export, networks, serving, warm_start
+from trainer import averaging, checkpoints, dataset, early_stopping, export, networks, serving, stuck, warm_start
 from trainer import config as config_module
 from trainer import metrics as names
 from trainer.config import Config
@@ -73,6 +73,8 @@ def make_estimator(
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
     data = dataset.locate(config)
+    if config.skip_corrupt:  # first: the steps a table trains are planned by the examples left
+        data = dataset.leave_out_bad_shards(data)
     config = dataclasses.replace(config, train_steps=resolve_train_steps(config, data.metadata))
     stop = early_stopping.read_stop(config.job_dir)
     if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early
@@ -83,8 +85,6 @@ def run(config: Config) -> dict | None:
         if stop:
             early_stopping.clear_stop(config.job_dir)
     since = early_stopping.counted_since(config.job_dir) if config.early_stopping_evals else 0
-    if config.skip_corrupt:
-        data = dataset.leave_out_bad_shards(data)
     _log_dataset(data)
     try:
         metrics = _train_and_evaluate(config, data, since)
@@ -271,21 +271,26 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
     )
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
+    train_files = worker_share(data.train, estimator.config)
+    others = estimator.config.num_worker_replicas - 1  # training tasks besides this one, when they share the files
     train_hooks = [
         *hooks,
         StagingHook(config.input_timeout_secs),
         SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
         StopAtTrainStepsHook(config.train_steps),
-        StepsRunHook(input_ends=config.num_epochs is not None),
+        StepsRunHook(
+            input_ends=config.num_epochs is not None, others=others if len(train_files) < len(data.train) else 0
+        ),
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
+    if is_cluster(estimator.config) and config.input_timeout_secs:
+        train_hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
     if config.early_stopping_evals:
         _warn_if_it_cannot_stop(config)
         metric = names.resolve_best(config.best_metric, metadata.num_classes)
         train_hooks.append(
             early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, since)
         )
-    train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(
         make_input_fn(train_files, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks
     )

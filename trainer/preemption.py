@@ -8,6 +8,8 @@ The handler is installed only once the session exists. Python runs signal handle
 bytecodes, so a handler installed earlier would leave a task that waits in session creation
 (for a parameter server or the chief) deaf to SIGTERM; until then the default action ends the
 task at once, and there is nothing to save yet.
+
+A task stuck in TensorFlow's C++ code never runs a Python handler: trainer/stuck.py ends it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import signal
 import threading
 
 import tensorflow as tf
+
+from trainer import stuck
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,7 @@ class SaveOnSigtermHook(tf.estimator.SessionRunHook):
     def after_create_session(self, session, coord):
         if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             signal.signal(signal.SIGTERM, lambda signum, frame: self._signalled.set())
+            stuck.end_if_stuck_after_sigterm()
 
     def after_run(self, run_context, run_values):
         if not self._signalled.is_set():

@@ -100,12 +100,13 @@ class StepsRunHook(tf.estimator.SessionRunHook):
     `input_ends` (--num-epochs, one machine only), the last run stops inside its loop when the input runs
     out, and its steps are the global step's growth since the run before."""
 
-    def __init__(self, input_ends: bool = False):
+    def __init__(self, input_ends: bool = False, others: int = 0):
         self.steps = 0
         self._input_ends = input_ends
+        self._others = others  # the other training tasks, each reading its own share of the training files
 
     def after_create_session(self, session, coord):
-        self._last_step = int(session.run(tf.compat.v1.train.get_global_step()))
+        self._last_step = self._first_step = int(session.run(tf.compat.v1.train.get_global_step()))
 
     def before_run(self, run_context):
         graph_steps = RunSteps.of_graph()
@@ -120,3 +121,10 @@ class StepsRunHook(tf.estimator.SessionRunHook):
         if self._input_ends:
             self.steps += step - self._last_step
         log.info("This task ran %d training steps; the global step is %d", self.steps, step)
+        if self._others and self.steps and step - self._first_step == self.steps:
+            # The Estimator starts worker i (i + 1) x 5 s after the chief: a short run can end before any joins.
+            log.warning(
+                "The other %d training task(s) took no step: they joined after this run's steps were done, so "
+                "their shares of the training files were never read; a cluster is for runs that outlast its start",
+                self._others,
+            )
