@@ -517,6 +517,13 @@ def instance_columns(
     return arrays
 
 
+def request_inputs(columns: tuple[Column, ...], key: str = "") -> dict[str, bool]:
+    """The inputs of a table export's serving_default (trainer/serving.py), by name, each with whether it takes a
+    string: every column, a number for a numeric one, and the key column (--key-column) as a string."""
+    inputs = {column.name: column.kind != NUMERIC for column in columns} | ({key: True} if key else {})
+    return dict(sorted(inputs.items()))
+
+
 def _check_keys(instance: dict, known: list[str], where: str) -> None:
     """A UserError naming a request's row whose keys are none of the `known` columns (every value missing: one
     prediction for every row, silently), or one of them in another case ("age" for "Age"). Other keys are

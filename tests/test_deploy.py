@@ -14,7 +14,7 @@ from fake_vertex import serving_staged_exports
 from gcs_emulator.server import BUCKET, client
 from test_keys import build
 
-from dataformat import gcs
+from dataformat import gcs, storage
 from trainer import experiment
 from trainer.config import Config
 from trainer.export import latest_export
@@ -285,3 +285,30 @@ def test_without_credentials_deploy_and_submit_stop_before_uploading(export, mon
             == 2
         )
     assert caplog.text.count("no Google Cloud credentials found") == 2
+
+
+def test_a_batch_jobs_json_lines_are_checked_as_its_server_takes_them(export, cloud, caplog):
+    """Vertex AI sends each JSON line to the model as it is, and its TF Serving refuses an instance that lacks an
+    input or holds a number as text: every such instance failed, an hour into the job. It is refused before."""
+    from trainer.vertex import batch
+
+    model = "projects/p/locations/us-central1/models/77"
+    cloud.models[model] = {"name": model, "displayName": "orders", "artifactUri": export}
+    good = {"order": "A-1", "channel": "web", "review": "great", "price": 3}
+    rows = f"gs://{BUCKET}/batch/rows.jsonl"
+    argv = ["--model", model, "--input-format", "jsonl", "--input", rows, "--output", f"gs://{BUCKET}/out", "--no-wait"]
+    for lines, said in (
+        ([good, {**good, "price": "3"}], "line 2: 'price': a server takes a number there, not \"3\""),
+        ([{key: value for key, value in good.items() if key != "review"}], "line 1: lacks 'review': a server takes"),
+    ):
+        with storage.atomic_writer(rows) as file:
+            file.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            assert batch.main(argv) == 2
+        assert f"--input {rows}: {said}" in caplog.text and "every such instance would fail" in caplog.text
+    assert cloud.created == []
+    with storage.atomic_writer(rows) as file:
+        file.write((json.dumps(good) + "\n").encode())
+    assert batch.main(argv) == 0
+    assert [collection for collection, _ in cloud.created] == ["batchPredictionJobs"]

@@ -210,6 +210,9 @@ def test_a_request_is_refused_as_a_server_refuses_it(table_job):
     or added, null, a number for a string input. It prints what a server returns, so it refuses them too."""
     config, _, _ = table_job
     model = Model(latest_export(config, "latest"))
+    signature = model.signatures["serving_default"].structured_input_signature[1]  # what the checks go by is so
+    taken = {name: spec.dtype == tf.string for name, spec in signature.items()}
+    assert tables.request_inputs(model.metadata.columns, model.metadata.key_column) == dict(sorted(taken.items()))
     inputs = "age, badge, hired, hours, seen_at, workclass"
     without = {name: value for name, value in SENT.items() if name != "hours"}
     for instance, said in (

@@ -109,13 +109,6 @@ class Model:
             inputs[self.metadata.key_column] = np.array([str(key).encode() for key in given], dtype=np.bytes_)
         return inputs
 
-    def input_types(self, signature: str) -> dict[str, bool]:
-        """A signature's inputs, each with whether it takes strings."""
-        import tensorflow as tf
-
-        inputs = self.signatures[signature].structured_input_signature[1]
-        return {name: spec.dtype == tf.string for name, spec in sorted(inputs.items())}
-
     def input_name(self, signature: str) -> str:
         """The one input of a signature besides a key (all but a table's numbers have one)."""
         inputs = self.signatures[signature].structured_input_signature[1]
@@ -632,7 +625,7 @@ def respond(model: Model, request: dict) -> dict:
     names = [f"--instances-json: instance {i}" for i in range(len(request["instances"]))]
     numbers = signature == model.numbers_signature
     if model.metadata.is_table and numbers:  # rows of named columns, as they are, odd dates and numbers warned of
-        inputs = model.input_types(signature)
+        inputs = tables.request_inputs(model.metadata.columns, model.metadata.key_column)
         for instance, name in zip(request["instances"], names):
             problem = served_problem(instance, inputs)
             if problem:

@@ -10,15 +10,16 @@ job is created and, with --wait, followed like a training job.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
 import sys
 import time
 
-from dataformat import commandline, gcs
+from dataformat import commandline, gcs, storage, tables
 from dataformat.errors import UserError
-from trainer.vertex import client, follow, options
+from trainer.vertex import client, endpoints, follow, options
 
 log = logging.getLogger("trainer.vertex.batch")
 
@@ -32,6 +33,7 @@ INPUTS = {
     "file-list": "image_bytes",
 }
 OPTIONS = ("service_account", "labels", "kms_key")  # the job options a BatchPredictionJob has
+LINES_CHECKED = 100  # a JSON lines input's first lines, checked against the model's inputs before the job
 MODEL_NAME = re.compile(r"projects/(?P<project>[^/\s]+)/locations/(?P<region>[^/\s]+)/models/[^/\s]+")
 
 EXAMPLES = """\
@@ -117,6 +119,34 @@ def plan(args) -> tuple[str, dict]:
     return f"projects/{project}/locations/{region}", body
 
 
+def check_json_lines(model_name: str, pattern: str) -> None:
+    """Vertex AI sends each JSON line to a table model as it is, and TF Serving refuses an instance that lacks an
+    input, holds another or null, or a value of the wrong type: the first file's first LINES_CHECKED lines are
+    checked so before a job whose every such instance would fail, an hour and its machines later."""
+    from trainer.predict import served_problem
+    from trainer.vertex.deploy import read_export
+
+    try:
+        model = endpoints.get_model(model_name)
+        export = read_export(model["artifactUri"]) if model.get("artifactUri") else None
+    except UserError as error:  # a check before the job, not the job: Vertex AI answers for the model itself
+        log.info("The input's lines are not checked: the model's export cannot be read (%s)", error)
+        return
+    if not export or not export.metadata.is_table or export.serving_input != "numbers":
+        return
+    inputs = tables.request_inputs(export.metadata.columns, export.metadata.key_column)
+    files = storage.matching(pattern) if "*" not in pattern.rsplit("/", 1)[0] else []
+    for path in files[:1]:
+        with storage.open_read(path) as file:
+            for number, line in enumerate(itertools.islice(file, LINES_CHECKED), start=1):
+                try:
+                    problem = served_problem(json.loads(line), inputs) if line.strip() else None
+                except ValueError:
+                    problem = "not JSON"
+                if problem:
+                    raise UserError(f"--input {path}: line {number}: {problem}; every such instance would fail")
+
+
 def main(argv: list[str] | None = None) -> int:
     return commandline.run(lambda: _run(argv), "if the job was created, it goes on (qt-job status JOB)")
 
@@ -128,6 +158,8 @@ def _run(argv: list[str] | None) -> int:
         print(f"POST {client.vertex_address(parent.rsplit('/', 1)[-1])}/v1/{parent}/{COLLECTION}")
         print(json.dumps(body, indent=2))
         return 0
+    if args.input_format == "jsonl":
+        check_json_lines(args.model, args.input[0])
     name = client.create(parent, COLLECTION, body)["name"]
     log.info("Created %s", name)
     return follow.follow_if_asked(name, args)
