@@ -139,12 +139,18 @@ def _task_pids(launcher: subprocess.Popen) -> dict[str, int]:
     return found
 
 
-def _noise_cluster(tmp_path, *trainer_args: str) -> tuple[subprocess.Popen, str]:
-    """A local cluster (a worker, a ps) training on noise for ever, once its chief saved a checkpoint after step 0."""
+def _noise(tmp_path) -> tuple[str, str]:
+    """(data dir, job dir): 400 rows of noise in two training shards, one for the chief and one for the worker."""
     rng = np.random.default_rng(0)
     data_dir, job_dir = str(tmp_path / "noise"), str(tmp_path / "job")
     build_dataset(from_arrays(rng.normal(size=(400, 16)).astype(np.float32), rng.integers(0, 2, 400), "n"), data_dir,
                   source="npz", workers=1, shards=2)  # fmt: skip
+    return data_dir, job_dir
+
+
+def _noise_cluster(tmp_path, *trainer_args: str) -> tuple[subprocess.Popen, str]:
+    """A local cluster (a worker, a ps) training on noise for ever, once its chief saved a checkpoint after step 0."""
+    data_dir, job_dir = _noise(tmp_path)
     launcher = subprocess.Popen(
         [
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
@@ -195,10 +201,7 @@ def test_a_sigterm_to_the_launcher_stops_every_task(tmp_path):
 def test_a_run_that_ends_before_the_workers_join_says_their_files_went_unread(tmp_path):
     """The Estimator starts a worker 5 s after the chief: a short run ended first, having read only the chief's
     half of the training files, and said nothing (its accuracy 0.695 against 0.732 alone)."""
-    rng = np.random.default_rng(0)
-    data_dir, job_dir = str(tmp_path / "noise"), str(tmp_path / "job")
-    build_dataset(from_arrays(rng.normal(size=(400, 16)).astype(np.float32), rng.integers(0, 2, 400), "n"), data_dir,
-                  source="npz", workers=1, shards=2)  # fmt: skip
+    data_dir, job_dir = _noise(tmp_path)
     result = subprocess.run(
         [
             sys.executable, os.path.join(ROOT, "scripts", "local_cluster.py"), "--workers", "1", "--ps", "1", "--",
