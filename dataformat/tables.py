@@ -38,8 +38,11 @@ from dataformat.number_patterns import (
     ACCOUNTING_ZERO,
     APOSTROPHE_GROUPED,
     DECORATED,
+    DURATION_PARTS,
+    ISO_DURATION,
     MINUS_SIGN,
     NUMBER,
+    PANDAS_DURATION,
     PARENTHESIZED,
     POINT_GROUPED,
 )
@@ -704,7 +707,8 @@ def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
 
 def numbers(strings: tf.Tensor) -> tf.Tensor:
     """Numbers written as text to float32, as preprocessing reads a table's numbers with a decimal point
-    (preprocessing/table_files/number_text.py): $1,234.56, 12.5%, (5), 1'234 and the minus sign read as numbers; a
+    (preprocessing/table_files/number_text.py): $1,234.56, 12.5%, (5), 1'234, the minus sign and durations (their
+    seconds) read as numbers; a
     missing value (MISSING_TOKENS), and a text that is no number (a bad cell), are NaN: missing. Where the
     training file's column context decided (12,345 as twelve thousand, or 12.345 with a decimal comma), a single
     value reads with commas between thousands."""
@@ -721,8 +725,25 @@ def numbers(strings: tf.Tensor) -> tf.Tensor:
     readable = tf.logical_and(tf.strings.regex_full_match(plain, NUMBER), tf.logical_not(is_missing_stripped(stripped)))
     value = tf.strings.to_number(tf.where(readable, plain, "0"), tf.float32)
     percent = tf.strings.regex_full_match(stripped, r".*%\s*\)?")
-    value = tf.where(percent, value / 100.0, value)
-    return tf.where(readable, value, float("nan"))
+    value = tf.where(readable, tf.where(percent, value / 100.0, value), float("nan"))
+    for pattern in (PANDAS_DURATION, ISO_DURATION):  # a duration is its seconds: 0 days 00:12:34 and PT12M34S, 754
+        read, seconds = _duration_seconds(stripped, pattern)
+        value = tf.where(read, seconds, value)
+    return value
+
+
+def _duration_seconds(texts: tf.Tensor, pattern: str) -> tuple[tf.Tensor, tf.Tensor]:
+    """(whether each text is a duration that `pattern` matches, its seconds), as number_text.durations reads them:
+    the pattern's groups are days, hours, minutes and seconds, each "" where a value lacks it, and a match of no
+    part (a bare "PT") is no duration."""
+    import tensorflow as tf
+
+    matched = tf.where(tf.strings.regex_full_match(texts, pattern), texts, "")  # others give "" parts, read as 0
+    parts = [tf.strings.regex_replace(matched, pattern, f"\\{group}") for group in range(1, len(DURATION_PARTS) + 1)]
+    read = tf.reduce_any([tf.not_equal(part, "") for part in parts], axis=0)
+    numbers = [tf.strings.to_number(tf.where(tf.equal(part, ""), "0", part), tf.float64) for part in parts]
+    seconds = tf.add_n([number * scale for number, scale in zip(numbers, DURATION_PARTS)])
+    return read, tf.cast(seconds, tf.float32)
 
 
 def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = "") -> dict[str, tf.Tensor]:

@@ -345,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
 def _left_after_ctrl_c(output: list[str]) -> str:
     """A Ctrl-C that lands after the dataset's metadata.json was written (the last file) leaves a whole dataset: the
     line said there was none, and to rerun, which then refused the folder as holding a dataset."""
+    if output and gcs.is_gcs(output[0]):  # no look at Cloud Storage here: it may take a minute of retries, or fail
+        return f"the output is a dataset only if its {METADATA_FILE}, the last file written, is there; else rerun"
     if output and storage.exists(storage.join(output[0], METADATA_FILE)):
         return f"--output {output[0]} holds a whole dataset (its {METADATA_FILE} was written)"
     return f"no {METADATA_FILE} was written, so the output is not a dataset; rerun to redo it"

@@ -57,7 +57,7 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 # Shards, metadata, text columns' vocabularies (tables.vocabulary_name), their temporary names while being written
 # (see storage.temporary_name), and the Beam runner's statistics of each shard.
 OUR_FILES = re.compile(
-    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json|\.table\.json|[^/]+\.vocabulary\.txt)"
+    r"^\.?((train|eval)-\d{5}-of-\d{5}\.tfrecord(\.gz)?|metadata\.json|\.table\.json|[\w.-]+\.vocabulary\.txt)"
     r"(\.partial-\d+|\.stats\.json)?$"
 )
 

@@ -74,20 +74,23 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = cluster_spec(args.workers, args.ps)
     start_time = time.time()
-    training = [start("chief", 0, spec, trainer_args, log_dir)]
-    training += [start("worker", i, spec, trainer_args, log_dir) for i in range(args.workers)]
-    servers = [start("ps", i, spec, trainer_args, log_dir) for i in range(args.ps)]
-    evaluator = start("evaluator", 0, spec, trainer_args, log_dir)
+    training, others = [], []  # the chief and workers; the evaluator and the parameter servers
     # A SIGTERM (timeout, a CI's cancel) stops the tasks as Ctrl-C does: it left all four running, the ps forever.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
+        training.append(start("chief", 0, spec, trainer_args, log_dir))
+        training += [start("worker", i, spec, trainer_args, log_dir) for i in range(args.workers)]
+        others += [start("evaluator", 0, spec, trainer_args, log_dir)]
+        others += [start("ps", i, spec, trainer_args, log_dir) for i in range(args.ps)]
         codes = wait_for_training(training, start_time + TIMEOUT_SECS)
         train_secs = time.time() - start_time
         # The evaluator waits for the last step's checkpoint, which failed training never writes.
-        codes.append(evaluator.wait(timeout=TIMEOUT_SECS) if not any(codes) else -signal.SIGTERM)
-    finally:  # the parameter servers last: they hold the variables that a checkpoint on SIGTERM saves
-        stop(training)
-        stop([evaluator, *servers])
+        codes.append(others[0].wait(timeout=TIMEOUT_SECS) if not any(codes) else -signal.SIGTERM)
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the stopping short
+            signal.signal(signum, signal.SIG_IGN)
+        stop(training)  # first: the parameter servers hold the variables that a checkpoint on SIGTERM saves
+        stop(others)
     return report(job_dir, log_dir, args.workers, codes, train_secs)
 
 

@@ -211,7 +211,7 @@ def test_skipped_shards_leave_the_counts_that_plan_the_steps(tmp_path):
     from preprocessing.sources import from_arrays
     from preprocessing.writer import build_dataset
     from trainer.config import Config
-    from trainer.dataset import leave_out_bad_shards, locate
+    from trainer.dataset import locate
 
     rng = np.random.default_rng(0)
     data_dir = str(tmp_path / "data")
@@ -222,7 +222,7 @@ def test_skipped_shards_leave_the_counts_that_plan_the_steps(tmp_path):
     damaged = bytearray((tmp_path / "data" / first.file).read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF
     (tmp_path / "data" / first.file).write_bytes(bytes(damaged))
-    left = leave_out_bad_shards(data)
+    left = locate(Config(data_dir=data_dir, job_dir=str(tmp_path / "job"), skip_corrupt=True))
     assert [os.path.basename(path) for path in left.train] == [second.file]
     assert left.metadata.splits["train"].examples == second.examples < data.metadata.splits["train"].examples
     assert left.metadata.splits["eval"] == data.metadata.splits["eval"]

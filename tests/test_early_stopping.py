@@ -28,6 +28,7 @@ def test_no_improvement_counts_the_evaluations_after_the_best_one():
     better = metric_names.better_by("auc")
     assert better(best_eval_result=tied[100], current_eval_result=tied[200])
     assert not better(best_eval_result=tied[200], current_eval_result=tied[300])
+    assert not better(best_eval_result=tied[300], current_eval_result={"auc": 1.0})  # no log loss: no tie won
     assert not better(best_eval_result={"auc": 0.9, "log_loss": 0.9}, current_eval_result={"auc": 0.8, "log_loss": 0.1})
 
 

@@ -3,6 +3,7 @@ CSV lines, the predict CLI's tables and JSON lines) against Estimator.predict on
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import logging
@@ -222,12 +223,17 @@ def test_a_request_is_refused_as_a_server_refuses_it(table_job):
         ({**SENT, "age": None}, "'age' is null, which a server refuses, and JSON has no NaN for a missing number"),
         ({**SENT, "badge": 7}, "'badge': a server takes a string there, not 7"),
         ({**SENT, "age": True}, "'age': a server takes a number there, not true"),
+        ({**SENT, "age": {"b64": "AAAA"}}, '\'age\': a server takes a number there, not {"b64": "AAAA"}'),
+        ({**SENT, "age": [50]}, "'age': a server takes a number there, not [50]"),
         ([50, "Private"], f"expected an object of the signature's inputs ({inputs})"),
     ):
         with pytest.raises(UserError) as raised:
             respond(model, {"instances": [SENT, instance]})
         assert str(raised.value).startswith("--instances-json: instance 1: ") and said in str(raised.value)
     assert len(respond(model, {"instances": [SENT, {**SENT, "badge": "", "age": 1.5e3}]})["predictions"]) == 2
+    b64 = {"b64": base64.b64encode(b"Private").decode()}  # a string input's bytes, as TF Serving decodes them
+    as_text, as_b64 = respond(model, {"instances": [SENT, {**SENT, "workclass": b64}]})["predictions"]
+    assert as_b64 == as_text
     # A tf.Example whose integer column is an int64_list, as TFX writes one: refused, naming the rule.
     age = tf.train.Feature(int64_list=tf.train.Int64List(value=[50]))
     example = tf.train.Example(features=tf.train.Features(feature={"age": age})).SerializeToString()
@@ -521,7 +527,8 @@ def test_csv_lines_read_numbers_as_preprocessing_reads_a_tables_and_bad_cells_as
 
     formatted = ["$2,374.64", "2,063.19", "12.5%", "(1,234.56)", "($5)", "\u22127.5", "$ -", "1'234.5", "1,00,000"]
     others = ["12,345", "\u20ac 7", "7 \u20ac", "(3%)", "-$5", " 3.5 ", "1e5", "abc", "1.5.6", "", "NA", "-", "."]
-    texts = formatted + others
+    durations = ["0 days 00:12:34", "-1 days +23:59:50", "PT4M13S", "P1DT2H", "PT", "P1M"]  # 754, -10, 253, 93600
+    texts = formatted + others + durations
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         read = tables.numbers(tf.constant(texts))
         session.run(tf.compat.v1.tables_initializer())

@@ -84,7 +84,13 @@ def _listed_shards(data_dir: str, metadata: Metadata, split: str, where: str) ->
 
 
 def locate(config: Config) -> DataFiles:
-    """The metadata and the training and evaluation files the config points at."""
+    """The metadata and the training and evaluation files the config points at; with --skip-corrupt, less the
+    shards with a bad record, and the counts with them (the steps a table trains are planned by the counts)."""
+    found = _pointed_at(config)
+    return leave_out_bad_shards(found) if config.skip_corrupt else found
+
+
+def _pointed_at(config: Config) -> DataFiles:
     if config.data_dir:
         try:
             check_data_dir(config.data_dir)

@@ -73,8 +73,6 @@ def make_estimator(
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
     data = dataset.locate(config)
-    if config.skip_corrupt:  # first: the steps a table trains are planned by the examples left
-        data = dataset.leave_out_bad_shards(data)
     config = dataclasses.replace(config, train_steps=resolve_train_steps(config, data.metadata))
     stop = early_stopping.read_stop(config.job_dir)
     if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early

@@ -9,6 +9,7 @@ and recall, accuracy_baseline (the majority rate), label/mean and prediction/mea
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -50,7 +51,7 @@ def ranking(metric: str) -> Callable[[dict], tuple]:
     small evaluation set AUC often reaches 1.0 early, and the first such evaluation otherwise stayed the best
     export (and stopped training early) however much better the later ones classified."""
     sign = 1 if higher_is_better(metric) else -1
-    return lambda evaluation: (sign * evaluation[metric], -evaluation.get(LOG_LOSS, 0.0))
+    return lambda evaluation: (sign * evaluation[metric], -evaluation.get(LOG_LOSS, math.inf))  # none: the worst
 
 
 def better_by(metric: str) -> Callable[[dict, dict], bool]:

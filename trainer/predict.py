@@ -630,7 +630,8 @@ def respond(model: Model, request: dict) -> dict:
             problem = served_problem(instance, inputs)
             if problem:
                 raise UserError(f"{name}: {problem}")
-        rows = [row for _, row in _warned(zip(names, request["instances"]), "--instances-json", model)]
+        instances = [_as_text(instance, name) for instance, name in zip(request["instances"], names)]
+        rows = [row for _, row in _warned(zip(names, instances), "--instances-json", model)]
         return {"predictions": model.predict(signature, rows, names)}
     input_name = model.input_name(signature)
     values = [_instance_value(instance, input_name, i) for i, instance in enumerate(request["instances"])]
@@ -664,20 +665,38 @@ def served_problem(instance, inputs: dict[str, bool]) -> str | None:
                 f"{name!r} is null, which a server refuses, and JSON has no NaN for a missing number; a model trained "
                 "with --serving-input examples takes tf.Example records, where a feature left out is missing"
             )
-        if text != isinstance(value, str) or isinstance(value, bool):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        string = isinstance(value, str) or _is_b64(value)  # TF Serving decodes {"b64": ...} to a string's bytes
+        if not (string if text else number):
             wanted = "a string" if text else "a number"
             return f"{name!r}: a server takes {wanted} there, not {json.dumps(value)}"
     return None
 
 
+def _as_text(instance: dict, name: str) -> dict:
+    """A table's instance with each {"b64": ...} value, which TF Serving decodes to a string input's bytes, as text."""
+    return {
+        key: _b64_bytes(value, name).decode("utf-8", "replace") if _is_b64(value) else value
+        for key, value in instance.items()
+    }
+
+
+def _is_b64(value) -> bool:
+    return isinstance(value, dict) and set(value) == {"b64"}
+
+
+def _b64_bytes(value: dict, name: str) -> bytes:
+    try:
+        return base64.b64decode(value["b64"], validate=True)
+    except (ValueError, TypeError):
+        raise UserError(f"{name}: b64 is not valid base64") from None
+
+
 def _instance_value(instance, input_name: str, index: int):
     """One instance's value: a bare value, or {input_name: value}; {"b64": ...} is bytes."""
     value = instance.get(input_name, instance) if isinstance(instance, dict) else instance
-    if isinstance(value, dict) and set(value) == {"b64"}:
-        try:
-            return base64.b64decode(value["b64"], validate=True)
-        except ValueError:
-            raise UserError(f"--instances-json: instance {index}: b64 is not valid base64") from None
+    if _is_b64(value):
+        return _b64_bytes(value, f"--instances-json: instance {index}")
     if isinstance(value, dict):
         raise UserError(f"--instances-json: instance {index}: expected a value or {{{input_name!r}: value}}")
     return value
