@@ -7,7 +7,9 @@ same `words` and `token_ids`, so a text is tokenized alike wherever it is read. 
   2. each character becomes its NFKC compatibility form, lower-cased, where that is one character
      (FOLD: fullwidth "Ａ" to "a", "É" to "é", a non-breaking space to a space); TensorFlow has no
      Unicode normalization op, so this is a table of code points, made from Python's unicodedata;
-  3. HTML tags (`<br />`) become spaces;
+  3. a zero-width space becomes a space, and the other invisible format characters (a byte-order mark, a
+     soft hyphen, right-to-left marks) are left out; HTML tags (`<br />`, not `x < y`) become spaces, and
+     the commonest character references their characters (`&amp;` to `&`, `&#39;` to `'`);
   4. punctuation and symbols (Unicode categories P and S, emoji among them) and Chinese characters
      (written without spaces between words) become tokens of their own;
   5. the text is split at spaces, separators and control characters; the first `max_length` words kept.
@@ -32,7 +34,26 @@ if TYPE_CHECKING:
 
 PADDING, OUT_OF_VOCABULARY, FIRST_ID = 0, 1, 2
 CHARS_A_TOKEN = 16  # characters read for each word a row keeps: room for long words and markup
-HTML_TAG = r"<[^<>]{0,256}>"
+# An HTML tag as HTML writes one (a name, then attributes), a comment, a doctype or an XML declaration: "x < y and
+# y > z", "a<b && c>d" and "<3" are no tags, and their words stay.
+HTML_TAG = (
+    r"""<(?:/?[A-Za-z][\w:.-]*(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*\s*/?"""
+    r"|!--.*?--|![A-Za-z][^<>]*|\?[A-Za-z][^<>]*\?)>"
+)
+# The character references that text scraped from the web holds most, as their characters: "don&#39;t &amp;" was
+# the words don & # 39 ; t & amp ;, where a page's own "don't &" is don ' t &.
+ENTITIES = (
+    ("&(?:amp|#38|#x26);", "&"),
+    ("&(?:lt|#60|#x3[cC]);", "<"),
+    ("&(?:gt|#62|#x3[eE]);", ">"),
+    ("&(?:quot|#34|#x22);", '"'),
+    ("&(?:apos|#39|#x27|rsquo|lsquo|#8217|#8216);", "'"),
+    ("&(?:nbsp|#160|#x[aA]0);", " "),
+)
+# A zero-width space breaks words; the other invisible format characters (Unicode category Cf: a byte-order mark,
+# right-to-left marks, soft hyphens, joiners) belong to no word: "great\u200bwonderful" is two words, "\ufeffgreat" one.
+ZERO_WIDTH_SPACE = "\u200b"
+FORMAT_CHARACTERS = r"\p{Cf}"
 # One character a token: punctuation and symbols, and Chinese characters (Han, in Japanese too), which are
 # written without spaces between words; each its own word, as BERT's tokenizer splits them.
 ONE_CHARACTER_WORDS = r"([\pP\pS\p{Han}])"
@@ -71,7 +92,11 @@ def words(strings: tf.Tensor, max_length: int) -> tf.RaggedTensor:
     import tensorflow as tf
 
     text = _folded(strings, max_length * CHARS_A_TOKEN)
+    text = tf.strings.regex_replace(text, ZERO_WIDTH_SPACE, " ")
+    text = tf.strings.regex_replace(text, FORMAT_CHARACTERS, "")
     text = tf.strings.regex_replace(text, HTML_TAG, " ")
+    for reference, character in ENTITIES:  # after the tags: "&lt;b&gt;" is text that shows a tag
+        text = tf.strings.regex_replace(text, reference, character)
     text = tf.strings.regex_replace(text, ONE_CHARACTER_WORDS, r" \1 ")
     text = tf.strings.regex_replace(text, SPACES, " ")
     return tf.strings.split(text)[:, :max_length]

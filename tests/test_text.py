@@ -43,6 +43,8 @@ AWKWARD = [
     "日本語のテキスト、句読点。",
     "<b>bold</b> &amp; <a href='x'>link</a>",
     " ".join(f"w{i}" for i in range(40)),  # longer than --max-length
+    "x < y and y > z, if (a<b && c>d) I <3 it >_< <!-- a comment -->",  # no tags, but for the comment
+    "don&#39;t &amp; &lt;b&gt; great\u200bwonderful \ufeffgreat soft\u00adhyphen s\u200fhalom",  # web text
 ]
 
 
@@ -119,7 +121,19 @@ def test_text_is_standardized_and_split_into_words():
     assert found[6] == [] and found[7] == ["na"]  # tokenizing takes every string; a missing one is the reader's
     assert found[9] == ["ελληνικά", "σίσυφοσ", "and", "русский", "текст"]
     assert found[10] == ["日", "本", "語", "のテキスト", "、", "句", "読", "点", "。"]  # written without spaces
-    assert found[11] == ["bold", "&", "amp", ";", "link"]
+    assert found[11] == ["bold", "&", "link"]  # "&amp;" is "&"
+    # Only tags are markup: "x < y and y > z" lost the words between its brackets, as one tag.
+    assert found[13][:7] == ["x", "<", "y", "and", "y", ">", "z"] and found[13][-7:] == [
+        "i",
+        "<",
+        "3",
+        "it",
+        ">",
+        "_",
+        "<",
+    ]
+    assert found[13][8:19] == ["if", "(", "a", "<", "b", "&", "&", "c", ">", "d", ")"]
+    assert found[14] == ["don", "'", "t", "&", "<", "b", ">", "great", "wonderful", "great", "softhyphen", "shalom"]
     assert words(AWKWARD, max_length=4)[12] == ["w0", "w1", "w2", "w3"]
 
 
