@@ -23,7 +23,7 @@ from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import experiment
 from trainer.config import Config
 from trainer.export import latest_export
-from trainer.predict import Model
+from trainer.predict import Model, respond
 
 GOOD = ["great", "wonderful", "loved", "excellent", "superb"]
 BAD = ["awful", "boring", "hated", "terrible", "dull"]
@@ -328,8 +328,12 @@ def test_a_folder_of_texts_trains_fasttexts_bag_and_serves_raw_strings(text_job)
         model.predict("examples:serving_default", [_example({"text": review}) for review in reviews]),
     ]
     assert [answer["classes"] for answer in answers[0][:2]] == ["pos", "neg"] and answers[0][3]["classes"] == "neg"
+    # A request of bare texts, as TF Serving takes them for a signature of one input, and a JSON line of one.
+    answers.append(respond(model, {"instances": reviews})["predictions"])
     for other in answers[1:]:
         np.testing.assert_allclose([o["probabilities"] for o in other], [o["probabilities"] for o in answers[0]])
+    with pytest.raises(UserError, match=r"instance 0: 'text': a server takes a string there, not 7"):
+        respond(model, {"instances": [7]})
 
 
 def test_the_predict_cli_takes_a_folder_models_text_files_one_document_each(text_job, tmp_path):

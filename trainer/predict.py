@@ -492,6 +492,8 @@ def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -
     """A table file's rows (a table's or JSON lines') as requests, their bad numbers read as missing and their
     unreadable dates and far numbers warned of."""
     numeric = tables.numeric_columns(model.metadata.columns)
+    inputs = tables.request_inputs(model.metadata.columns, model.metadata.key_column)
+    rows = ((name, named(row, inputs)) for name, row in rows)  # a JSON line of one text, for a model of one
     for name, row in bad_numbers_as_missing(_warned(rows, path, model), path, numeric):
         yield name, model.numbers_signature, row
 
@@ -626,11 +628,12 @@ def respond(model: Model, request: dict) -> dict:
     numbers = signature == model.numbers_signature
     if model.metadata.is_table and numbers:  # rows of named columns, as they are, odd dates and numbers warned of
         inputs = tables.request_inputs(model.metadata.columns, model.metadata.key_column)
-        for instance, name in zip(request["instances"], names):
+        instances = [named(instance, inputs) for instance in request["instances"]]
+        for instance, name in zip(instances, names):
             problem = served_problem(instance, inputs)
             if problem:
                 raise UserError(f"{name}: {problem}")
-        instances = [_as_text(instance, name) for instance, name in zip(request["instances"], names)]
+        instances = [_as_text(instance, name) for instance, name in zip(instances, names)]
         rows = [row for _, row in _warned(zip(names, instances), "--instances-json", model)]
         return {"predictions": model.predict(signature, rows, names)}
     input_name = model.input_name(signature)
@@ -640,6 +643,14 @@ def respond(model: Model, request: dict) -> dict:
     key = model.metadata.key_column
     keys = [str(instance.get(key, "")) if isinstance(instance, dict) else "" for instance in request["instances"]]
     return {"predictions": model.predict(signature, values, names, keys if key else None)}
+
+
+def named(instance, inputs: dict[str, bool]):
+    """An instance of a signature of one input, sent bare ("a review", as TF Serving takes it there), as
+    {input: value}; any other as it is."""
+    if len(inputs) == 1 and not isinstance(instance, dict):
+        return {next(iter(inputs)): instance}
+    return instance
 
 
 def served_problem(instance, inputs: dict[str, bool]) -> str | None:

@@ -123,7 +123,7 @@ def check_json_lines(model_name: str, pattern: str) -> None:
     """Vertex AI sends each JSON line to a table model as it is, and TF Serving refuses an instance that lacks an
     input, holds another or null, or a value of the wrong type: the first file's first LINES_CHECKED lines are
     checked so before a job whose every such instance would fail, an hour and its machines later."""
-    from trainer.predict import served_problem
+    from trainer.predict import named, served_problem
     from trainer.vertex.deploy import read_export
 
     try:
@@ -140,7 +140,7 @@ def check_json_lines(model_name: str, pattern: str) -> None:
         with storage.open_read(path) as file:
             for number, line in enumerate(itertools.islice(file, LINES_CHECKED), start=1):
                 try:
-                    problem = served_problem(json.loads(line), inputs) if line.strip() else None
+                    problem = served_problem(named(json.loads(line), inputs), inputs) if line.strip() else None
                 except ValueError:
                     problem = "not JSON"
                 if problem:
