@@ -328,7 +328,7 @@ def build_table_dataset_with_beam(
         counts, labels, rows = summary
         tables.check_rows(rows, labels, path, plan)
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        classes = tables.class_names(labels, plan.label, plan.options.positive_class)
+        classes = tables.class_names(labels, tables.label_said(plan), plan.options.positive_class)
         return ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
 
     def keep(writer: ShardWriter, summary) -> None:

@@ -225,8 +225,12 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
     """One block: checked, its rows placed, its columns counted. Rows without a label are left out, as
     Ludwig and Vertex AI's tabular training leave them: nothing can be learnt from them."""
-    label = _one_spelling_a_class(pc.utf8_trim_whitespace(batch.column(plan.label)))
-    labeled = ~missing_mask(label)
+    if plan.options.text_folder:  # a class folder's name, as it is: folders NA and null are classes, 1 and 1.0 two
+        label = batch.column(plan.label)
+        labeled = np.ones(len(label), bool)
+    else:
+        label = _one_spelling_a_class(pc.utf8_trim_whitespace(batch.column(plan.label)))
+        labeled = ~missing_mask(label)
     first_unlabeled = 0 if labeled.all() else int(lines[np.argmin(labeled)])
     if not labeled.any():
         return Block({}, Counter(), batch.num_rows, [], first_unlabeled)
@@ -271,6 +275,11 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
     return Block(counts, labels, len(labeled), parts, first_unlabeled)
+
+
+def label_said(plan: TablePlan) -> str:
+    """The label as messages name it: the flag that named it, or a text folder's class folders."""
+    return "the class folders" if plan.options.text_folder else f"--label-column {plan.label}"
 
 
 def _one_spelling_a_class(labels: pa.Array) -> pa.Array:
@@ -426,28 +435,29 @@ def _dialect_difference(first: Dialect, this: Dialect) -> str:
 
 
 def class_names(labels: Counter, label: str, positive: str = "") -> tuple[str, ...]:
-    """The label's classes, sorted: numerically when every label is a number (3 before 10); of two, the
+    """The label's classes (messages name the label as `label`: "--label-column income"), sorted: numerically
+    when every label is a number (3 before 10); of two, the
     `positive` one (--positive-class) second (_with_positive_class). Many numbers with fractions (prices, scores)
     are a quantity to predict, not classes, and so are many values that mostly label one row each (counts,
     amounts, IDs): a UserError."""
     names = list(labels)
     if len(names) < 2:
         raise UserError(
-            f"--label-column {label}: every labeled row has the same value, {quoted(names[0])}; a classifier needs "
+            f"{label}: every labeled row has the same value, {quoted(names[0])}; a classifier needs "
             "at least 2 classes (is it the label?)"
         )
     numbers = all(tables.is_number(name) for name in names)
     fractions = [name for name in names if numbers and not float(name).is_integer()]
     if fractions and len(names) > MAX_FRACTION_LABELS:
         raise UserError(
-            f"--label-column {label}: its {len(names)} distinct values are numbers with fractions "
+            f"{label}: its {len(names)} distinct values are numbers with fractions "
             f"({shortened(fractions[0])}, ...), a quantity rather than classes; this trainer classifies: put them into "
             "a few classes first"
         )
     once = [name for name, count in labels.items() if count == 1]
     if len(names) > MAX_FRACTION_LABELS and len(once) > len(names) / 2:  # classes that nothing can be learnt of
         raise UserError(
-            f"--label-column {label}: {len(once)} of its {len(names)} distinct values ({shortened(once[0])}, ...) "
+            f"{label}: {len(once)} of its {len(names)} distinct values ({shortened(once[0])}, ...) "
             "label one row each: a quantity or an ID rather than classes; this trainer classifies: put them into a "
             "few classes first"
         )
@@ -455,14 +465,12 @@ def class_names(labels: Counter, label: str, positive: str = "") -> tuple[str, .
     if cased:  # "Yes" beside "yes": typed by hand, or two sources; which are one class only the user knows
         shown = "; ".join(" and ".join(map(quoted, group)) for group in cased[:3])
         log.warning(
-            "--label-column %s: classes %s differ only in case: they are learnt apart (write them alike if each pair "
+            "%s: classes %s differ only in case: they are learnt apart (write them alike if each pair "
             "is one class)", label, shown
         )  # fmt: skip
     if once:  # a typo ("yes " beside "yes"), or a line that is not the table's (a title of counts)
         shown = ", ".join(quoted(name) for name in once[:3]) + (", ..." if len(once) > 3 else "")
-        log.warning(
-            "--label-column %s: %d class(es) label a single row (%s): too few to learn", label, len(once), shown
-        )
+        log.warning("%s: %d class(es) label a single row (%s): too few to learn", label, len(once), shown)
     classes = tuple(sorted(names, key=float)) if numbers else tuple(sorted(names))
     return _with_positive_class(classes, labels, label, positive)
 
@@ -475,13 +483,13 @@ def _with_positive_class(classes: tuple[str, ...], labels: Counter, label: str, 
     if positive:
         if positive not in classes:
             shown = ", ".join(map(quoted, classes[:SHOWN_CLASSES])) + (", ..." if len(classes) > SHOWN_CLASSES else "")
-            raise UserError(f"--positive-class {positive}: not a class of --label-column {label} ({shown})")
+            raise UserError(f"--positive-class {positive}: not a class of {label} ({shown})")
         if len(classes) != 2:
             raise UserError(f"--positive-class {positive}: for a label of two classes, and {label} has {len(classes)}")
         return (*(name for name in classes if name != positive), positive)
     if len(classes) == 2 and labels[classes[1]] > labels[classes[0]] and classes[0].lower() not in NEGATIVES:
         log.warning(
-            "--label-column %s: its positive class (class 1, the one precision, recall and the precision-recall "
+            "%s: its positive class (class 1, the one precision, recall and the precision-recall "
             "curve are of) is %s, the majority (%.0f%%); pass --positive-class %s if %s is the one to find",
             label, quoted(classes[1]), 100 * labels[classes[1]] / sum(labels.values()), classes[0], quoted(classes[0]),
         )  # fmt: skip
@@ -832,7 +840,7 @@ def build_table_dataset(
         check_rows(rows, labels, path, plan)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        classes = class_names(labels, plan.label, plan.options.positive_class)
+        classes = class_names(labels, label_said(plan), plan.options.positive_class)
         writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
         log_read(rows, len(files), plan, columns)
         paths = shard_paths(plan, output, compression)

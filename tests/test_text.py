@@ -387,3 +387,17 @@ def test_a_table_with_a_text_column_trains_its_bag_beside_the_other_columns(tmp_
     variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
     assert any("/text/text_logits/" in name for name in variables) and any("wide_logits" in name for name in variables)
     assert metrics["accuracy"] > 0.8  # the words decide (half the rows are each class); the others carry nothing
+
+
+def test_class_folders_are_classes_by_their_names_as_they_are(tmp_path):
+    """Folders NA and null were left out as rows without a label, and 1 beside 1.0, or True beside true, were merged:
+    six folders made four classes. A folder's name is its class, as Keras's text_dataset_from_directory takes it."""
+    for name in ("1", "1.0", "NA", "null", "True", "true"):
+        (tmp_path / "texts" / name).mkdir(parents=True)
+        for i in range(4):
+            (tmp_path / "texts" / name / f"{i}.txt").write_text(f"words of {name} number {i}")
+    metadata = build_table_dataset(
+        str(tmp_path / "texts"), str(tmp_path / "data"), TableOptions(text_folder=True, label_column="label")
+    )
+    assert metadata.class_names == ("1", "1.0", "NA", "True", "null", "true")
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 24
