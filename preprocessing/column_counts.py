@@ -294,7 +294,8 @@ def _looks_like_text(values: pa.Array) -> bool:
 
 def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions, where) -> ColumnCount:
     """A block of a text column counted: its training rows' words (text.words, as the records will hold
-    them), how many, the rows cut at --max-length and the longest row's. A text of LARGE_TEXT bytes or more
+    them), how many, the rows cut at --max-length words (or its characters) and the longest row's. A text of
+    LARGE_TEXT bytes or more
     is named in a warning (its file and line), since only its first characters are read."""
     import tensorflow as tf  # only for text: TensorFlow's own ops tokenize, here as in the serving graph
 
@@ -321,7 +322,11 @@ def _count_text(values: pa.Array, train: np.ndarray, present: np.ndarray, option
     unique, _, word_counts = tf.unique_with_counts(words, out_idx=tf.int64)
     counts.frequent.add(pa.array(unique.numpy(), pa.binary()).cast(pa.string()), word_counts.numpy())
     counts.words = int(np.minimum(lengths, options.max_length).sum())
-    counts.texts, counts.cut = len(kept), int(np.count_nonzero(lengths > options.max_length))
+    # Cut: more words than kept, or more characters than read (a pasted blob before the words that matter).
+    read_all = pc.utf8_length(pa.array(kept, pa.string())).to_numpy(zero_copy_only=False) <= options.max_length * (
+        text.CHARS_A_TOKEN
+    )
+    counts.texts, counts.cut = len(kept), int(np.count_nonzero((lengths > options.max_length) | ~read_all))
     counts.longest = int(min(lengths.max(), options.max_length))
     return counts
 

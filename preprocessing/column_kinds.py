@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from dataformat import dates, storage, tables
 from dataformat.errors import UserError, quoted
 from dataformat.number_patterns import COMMA_NUMBER
+from dataformat.text import CHARS_A_TOKEN
 from preprocessing.column_counts import (
     BAD_CELLS_SHARE,
     MOST_MISSING_SPELLINGS,
@@ -430,7 +431,8 @@ def describe(column: tables.Column) -> str:
 def _length(column: tables.Column) -> str:
     """The words a text column keeps: the share of training rows cut at --max-length, or its longest row's."""
     if column.cut:
-        return f"{column.cut:.1%} of rows cut at {column.max_length} words"
+        characters = column.max_length * CHARS_A_TOKEN
+        return f"{column.cut:.1%} of rows cut at {column.max_length} words or {characters:,} characters"
     return f"at most {column.width} words a row"
 
 

@@ -154,6 +154,18 @@ def test_a_text_of_megabytes_reads_only_what_its_words_need(tmp_path, caplog):
     assert max(len(ids) for ids in record_ids(tmp_path / "data", metadata, "review")) == 16
 
 
+def test_rows_whose_characters_outrun_max_length_count_as_cut(tmp_path, caplog):
+    """A pasted blob of 6,000 characters before the words that decide: only max_length x 16 characters are read,
+    and the summary said no row was cut (the model stayed at chance where --max-length 1000 reached 1.0)."""
+    caplog.set_level("INFO")
+    blob = "QUFB" * 1500  # base64, one long word
+    rows = [[row[0], f"{blob} {row[1]}", *row[2:]] if i % 2 else row for i, row in enumerate(review_rows(60))]
+    metadata = build(tmp_path, write_csv(tmp_path / "blobs.csv", rows), max_length=64)  # 1,024 characters read
+    column = next(c for c in metadata.columns if c.kind == tables.TEXT)
+    assert column.cut >= 0.4  # the rows with a blob, about half the training rows; before: 0
+    assert "of rows cut at 64 words or 1,024 characters" in caplog.text
+
+
 # Preprocessing.
 
 
