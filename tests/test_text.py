@@ -348,6 +348,18 @@ def test_a_folder_of_texts_trains_fasttexts_bag_and_serves_raw_strings(text_job)
         respond(model, {"instances": [7]})
 
 
+def test_a_text_longer_than_the_model_reads_is_warned_of(text_job, caplog):
+    """Words after the model's width (the longest training text's, at most --max-length) were left out silently."""
+    config, _ = text_job
+    model = Model(latest_export(config, "latest"))
+    width = model.metadata.columns[0].width
+    respond(model, {"instances": ["great " * width, "awful " * width + " great"]})
+    assert "instance 0" not in caplog.text
+    assert f"instance 1: column 'text': a text of more than {width} words; the model reads its first {width}" in (
+        caplog.text
+    )
+
+
 def test_the_predict_cli_takes_a_folder_models_text_files_one_document_each(text_job, tmp_path):
     """A .txt file was read as a CSV table whose first line named its columns."""
     config, _ = text_job

@@ -502,7 +502,34 @@ def _warned(rows: Iterator[tuple[str, dict]], path: str, model: Model) -> Iterat
     """Rows of named columns, a file's or a request's, their unreadable dates and far numbers warned of."""
     dated = [column for column in model.metadata.columns if column.kind == tables.DATE]
     rows = unreadable_dates_warned(rows, path, dated)
+    rows = long_texts_warned(rows, path, [column for column in model.metadata.columns if column.kind == tables.TEXT])
     return far_numbers_warned(rows, path, tables.numeric_columns(model.metadata.columns))
+
+
+def long_texts_warned(rows: Iterator[tuple[str, dict]], path: str, texts) -> Iterator[tuple[str, dict]]:
+    """A table file's rows, each text longer than its column reads warned of (the first few, then a count): the
+    model reads as many words as the longest training text had (its input's width, at most --max-length), and the
+    words after them were left out silently (three deciding words after 40 others changed nothing)."""
+    import tensorflow as tf
+
+    from dataformat import text
+
+    cut = 0
+    while texts and (chunk := list(itertools.islice(rows, DATES_READ))):
+        for column in texts:
+            values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
+            given = [str(value) if isinstance(value, str) else "" for value in values]
+            lengths = text.words(tf.constant(given), column.max_length + 1).row_lengths().numpy()
+            why = "--max-length" if column.width == column.max_length else "the longest training text's words"
+            for i in np.flatnonzero(lengths > column.width):
+                cut += 1
+                if cut <= SHOWN_BAD_VALUES:
+                    log.warning("%s: column %r: a text of more than %d words; the model reads its first %d (%s)",
+                                chunk[i][0], column.name, column.width, column.width, why)  # fmt: skip
+        yield from chunk
+    yield from rows
+    if cut > SHOWN_BAD_VALUES:
+        log.warning("%s: %d texts in all are longer than the model reads", path, cut)
 
 
 def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
