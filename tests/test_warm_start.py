@@ -194,3 +194,15 @@ def test_a_rerun_on_data_whose_values_moved_is_refused_as_a_warm_start_would_rem
         experiment.run(rerun)
     same = Config(data_dir=old_job.data_dir, job_dir=str(tmp_path / "job"), train_steps=70, model="wide_deep")
     assert experiment.run(same)["global_step"] >= 70  # its own data resumes
+
+
+def test_bigram_buckets_start_fresh_where_their_columns_words_moved():
+    """Bigram buckets hash pairs of word IDs: after a vocabulary change a bucket stands for other pairs, and its old
+    weights took a model that word order alone solves from 1.0 to 0.43."""
+    bigrams, words = "classifier/text/words_0/bigrams/embeddings", "classifier/text/words_0/words/embeddings"
+    moved = warm_start.Plan(taken=[bigrams, "classifier/logits/kernel"], remapped={words: (7, 9)})
+    warm_start._bigrams_fresh_where_words_moved(moved)
+    assert moved.taken == ["classifier/logits/kernel"] and "moved" in moved.fresh[bigrams]
+    kept = warm_start.Plan(taken=[bigrams, words])  # the same vocabulary: words and bigrams taken as they are
+    warm_start._bigrams_fresh_where_words_moved(kept)
+    assert kept.taken == [bigrams, words] and not kept.fresh
