@@ -305,8 +305,14 @@ def test_a_folder_of_texts_names_what_is_wrong(tmp_path):
     (folder / "other" / "latin.txt").write_bytes("first line\ncaf\xe9 au lait".encode("latin-1"))
     with pytest.raises(UserError, match=r"latin\.txt: line 2 is not utf-8 text; pass --encoding"):
         build_table_dataset(str(folder), str(tmp_path / "b"), options)
+    for i in range(6):  # a vocabulary word is seen twice in the training split
+        (folder / "other" / f"utf16-{i}.txt").write_bytes("Notepad's \u201cUnicode\u201d".encode("utf-16"))  # a BOM
+        (folder / "pos" / f"accents-{i}.txt").write_text("tr\u00e8s bon, great", encoding="utf-8")
     latin = TableOptions(label_column="label", text=("text",), text_folder=True, encoding="latin-1")
     assert build_table_dataset(str(folder), str(tmp_path / "c"), latin).num_classes == 3
+    # Each file by its own bytes: the UTF-8 ones stay UTF-8 beside a latin-1 one (they became mojibake: "trã¨s").
+    words = (tmp_path / "c" / "text.vocabulary.txt").read_text(encoding="utf-8").split("\n")
+    assert {"très", "unicode"} <= set(words) and not any("\u00c3" in word for word in words)
     with pytest.raises(UserError, match="no sub-folders"):
         build_table_dataset(str(folder / "pos"), str(tmp_path / "d"), options)
 
@@ -365,15 +371,17 @@ def test_the_predict_cli_takes_a_folder_models_text_files_one_document_each(text
     config, _ = text_job
     (tmp_path / "liked.txt").write_text("Really great,\nand wonderful: loved it!")
     (tmp_path / "hated.txt").write_text("An awful, boring film.")
+    (tmp_path / "junk.txt").write_bytes(b"caf\xe9 \x80 not text")  # one bad file stopped the whole batch
     command = [sys.executable, "-m", "trainer.predict", "--model-dir", latest_export(config, "latest"), "--input"]
-    done = subprocess.run([*command, str(tmp_path / "liked.txt"), str(tmp_path / "hated.txt")], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    inputs = [str(tmp_path / name) for name in ("liked.txt", "junk.txt", "hated.txt")]
+    done = subprocess.run([*command, *inputs], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]  # the others predicted, the bad one named, and the run failed
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(line["input"], line["classes"]) for line in lines] == [
         (str(tmp_path / "liked.txt"), "pos"),
         (str(tmp_path / "hated.txt"), "neg"),
     ]
+    assert "junk.txt: line 1 is not utf-8 text" in done.stderr
 
 
 def _example(values: dict) -> bytes:

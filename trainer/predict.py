@@ -414,7 +414,12 @@ def requests_for(path: str, model: Model, table_options=None, missing=None) -> I
     elif model.metadata.source == "text" and suffix.endswith(".txt"):  # a model of a folder of texts: one a file
         from preprocessing.table_files.text_folders import TEXT_COLUMNS, read_text
 
-        document = read_text(path, table_options.encoding if table_options else "utf-8")
+        try:
+            document = read_text(path, table_options.encoding if table_options else "utf-8")
+        except UserError as error:  # named, and the others predicted, as a broken photo is
+            log.error("%s", error)
+            (missing if missing is not None else []).append(path)
+            return
         yield from _table_requests(iter([(path, {TEXT_COLUMNS[0]: document})]), path, model)
     elif model.metadata.is_table:
         if suffix.endswith((*PHOTO_SUFFIXES, ".npz")):
@@ -587,7 +592,7 @@ def predict_files(
             signature = sig
             batch.append((name, value))
             found += 1
-        if not found:  # an empty JSON lines file, "[]": an export cut short, or the wrong file
+        if not found and path not in rejected:  # an empty JSON lines file, "[]": an export cut short, or the wrong file
             raise UserError(f"{path}: nothing to predict for in it (no rows, no instances)")
     if batch:
         yield from _run(model, signature, batch, rejected)

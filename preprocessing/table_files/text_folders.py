@@ -14,7 +14,7 @@ from dataformat import storage
 from dataformat.errors import UserError
 from preprocessing.sources import TEXT_SUFFIX, class_files
 from preprocessing.table_files.dialect import Dialect
-from preprocessing.table_files.locate import without_bom
+from preprocessing.table_files.locate import encoding_of, without_bom
 
 TEXT_COLUMNS = ("text", "label")  # a text folder's columns
 TEXTS_A_BLOCK = 1024  # text files read into one block
@@ -45,15 +45,18 @@ def text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.Recor
 
 
 def read_text(path: str, encoding: str) -> str:
-    """A text file's whole text (training's and qt-predict's), or a UserError naming its first line that is not
-    `encoding`."""
+    """A text file's whole text (training's and qt-predict's), each file by its own bytes: in the encoding its
+    byte-order mark names (UTF-16 or UTF-32, as Windows' Notepad saves "Unicode"), else in UTF-8 where it is UTF-8,
+    else in `encoding` (--encoding): a folder where a few files are cp1252 reads its UTF-8 ones as UTF-8 still,
+    where one encoding for all made them mojibake. A UserError names the first line that is none of these."""
     with storage.open_read(path) as file:
         data = file.read()
-    try:
-        return data.decode(without_bom(encoding))
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise UserError(
-            f"{path}: line {line} is not {encoding} text; "
-            "pass --encoding with the files' encoding (latin-1, cp1252, ...)"
-        ) from None
+    for codec in dict.fromkeys((without_bom(encoding_of(data[:4], "utf-8")), without_bom(encoding))):
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError as error:
+            line = data[: error.start].count(b"\n") + 1
+    raise UserError(
+        f"{path}: line {line} is not {encoding} text; pass --encoding with the file's encoding (latin-1, cp1252, ...: "
+        "files in UTF-8 are read so still)"
+    ) from None
