@@ -11,7 +11,7 @@ import pytest
 from dataformat.errors import UserError
 from trainer import metrics
 from trainer.config import Config
-from trainer.vertex.environment import cloud_folders, copy_summaries
+from trainer.vertex.environment import cloud_folders, copy_summaries, trial_best_metric
 
 
 def test_flags_win_over_the_environment(monkeypatch):
@@ -31,6 +31,14 @@ def test_environment_folders_apply_without_flags(monkeypatch):
 def test_a_tuning_trial_gets_its_own_job_dir(monkeypatch):
     monkeypatch.setenv("CLOUD_ML_TRIAL_ID", "7")
     assert cloud_folders(Config(job_dir="gs://b/tuning")).job_dir == "gs://b/tuning/trial-7"
+
+
+def test_a_tuning_trials_best_export_is_chosen_by_the_studys_metric(monkeypatch):
+    """The study ranked a trial by its accuracy (0.94 at step 50), and best/ held the log-loss best (0.64)."""
+    assert trial_best_metric(Config(tuning_metric="accuracy")).best_metric == "auto"  # no trial: as it was
+    monkeypatch.setenv("CLOUD_ML_TRIAL_ID", "7")
+    assert trial_best_metric(Config(tuning_metric="accuracy")).best_metric == "accuracy"
+    assert trial_best_metric(Config(tuning_metric="accuracy", best_metric="auc")).best_metric == "auc"  # as given
 
 
 def test_summaries_are_copied_where_vertex_ai_tensorboard_reads_them(monkeypatch, tmp_path):

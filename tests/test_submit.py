@@ -776,6 +776,39 @@ def test_bad_options_and_tuning_are_one_line_naming_file_and_field(tmp_path, cap
 
 
 @pytest.mark.parametrize(
+    "parameters, after, message",
+    [
+        ("dropout: {type: DOUBLE, min: 0.1, max: 1.5}", [], "tuning.parameters.dropout: a trial given 1.5 would fail: "
+         "--dropout 1.5: must be in [0, 1)"),
+        ("batch-size: {type: DOUBLE, min: 16, max: 256}", [], "a trial given 104.8 would fail: --batch-size: '104.8'"),
+        ("xla: {type: CATEGORICAL, values: ['true', 'false']}", [], "argument --xla/--no-xla: ignored explicit"),
+        ("num-towers: {type: DISCRETE, values: [1, 2]}", [], "a trial given 2 would fail: --num-towers 2: "),
+        ("model: {type: CATEGORICAL, values: [mlp, cnn], conditional: {learning-rate: {when: [cnn], type: DOUBLE, "
+         "min: -0.1, max: 0.1}}}", [], "tuning.parameters.model.conditional.learning-rate: a trial given -0.1"),
+        ("learning-rate: {type: DOUBLE, min: 0.001, max: 0.1}", ["--learning-rate", "0.5"],
+         "--learning-rate (after --): {path} tunes it (tuning.parameters.learning-rate), and each trial's value"),
+        ("dropout: {type: DOUBLE, min: 0.1, max: 0.5}", ["--export-dir", "gs://b/e"],
+         "--export-dir (after --): a tuning job's trials would all export there"),
+        ("dropout: {type: DOUBLE, min: 0.1, max: 0.5}}, algorithm: GRID_SEARCH, max_failed_trial_count: 0", [],
+         "tuning.parameters.dropout.type: GRID_SEARCH takes INTEGER, DISCRETE or CATEGORICAL parameters"),
+        ("dropout: {type: DOUBLE, min: 0.1, max: 0.5}}, max_failed_trial_count: -3", [],
+         "tuning.max_failed_trial_count: -3 is not allowed: give 0 or more"),
+    ],
+)  # fmt: skip
+def test_a_study_whose_trials_would_fail_is_refused_before_it_starts(tmp_path, caplog, offline, parameters, after,
+                                                                      message):  # fmt: skip
+    """Each value a study may give was only checked to be a trainer flag: a dropout of 1.5, a batch size of 104.8 or
+    --xla=true was sent to Vertex AI, and every trial that got it failed after its machine's start-up."""
+    path = tmp_path / "tune.yaml"
+    closing = "" if parameters.endswith(("0", "-3")) else "}"
+    path.write_text(TUNING_HEAD + "parameters: {" + parameters + "}" + closing + "\n")
+    flags = ["--project", "p", "--job-dir", "gs://b/x", "--job-config", str(path), "--image", "I"]
+    assert submit.main(["--dry-run", *flags, *DATA, *after]) == 2
+    (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert message.format(path=path) in error and "\n" not in error
+
+
+@pytest.mark.parametrize(
     "flags, message",
     [
         (["--timeout", "12"], "--timeout 12: '12' is not a duration such as 90m, 12h, 2d or 3600s"),

@@ -46,6 +46,16 @@ def cloud_folders(config: Config) -> Config:
     return dataclasses.replace(config, job_dir=job_dir, export_dir=export_dir)
 
 
+def trial_best_metric(config: Config) -> Config:
+    """A tuning trial's best export is chosen by the study's metric, where --best-metric is left to auto: the study
+    ranks a trial by its --tuning-metric, and its best/ export, by log loss, held another model (accuracy 0.64 where
+    the study counted 0.94)."""
+    if config.best_metric != "auto" or not reports_tuning_metric():
+        return config
+    log.info("Best export by %s, the tuning metric", config.tuning_metric)
+    return dataclasses.replace(config, best_metric=config.tuning_metric)
+
+
 def report_tuning_metric(name: str, value: float, global_step: int) -> None:
     """One JSON line in the format the cloudml-hypertune package writes, without depending on it."""
     path = os.environ.get("CLOUD_ML_HP_METRIC_FILE", DEFAULT_TUNING_FILE)

@@ -33,7 +33,7 @@ import yaml
 
 from dataformat import commandline, gcs
 from dataformat.errors import UserError
-from trainer.vertex import client, follow, jobs, options
+from trainer.vertex import client, follow, jobs, options, tuning
 
 log = logging.getLogger("trainer.vertex.submit")
 
@@ -159,6 +159,8 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
             f"--tuning-metric: set by tuning.metric in {args.job_config}, which submit passes to every trial"
         )
     check_trainer_flags(trainer_args, in_image=bool(args.image))
+    if shape.tuning is not None:
+        check_tuned_flags(shape, trainer_args, bool(args.image), args.job_config)
     commandline.set_verbosity(args.verbosity)  # reading the trainer's flags set the trainer's
     jobs.check_towers(shape, args.job_config, trainer_args)
     shape = dataclasses.replace(shape, options=options.merged(shape.options, options.from_flags(args)))
@@ -198,6 +200,26 @@ def check_trainer_flags(trainer_args: list[str], in_image: bool) -> None:
         for path in filter(None, paths):
             if not gcs.is_gcs(path):
                 raise UserError(f"{flag} {path} (after --): must be a gs:// path that Vertex AI can reach")
+
+
+def check_tuned_flags(shape: jobs.JobShape, trainer_args: list[str], in_image: bool, path: str) -> None:
+    """Each value the study may give a trial, read as the trainer will read it after the flags after --: a value
+    the trainer refuses (a dropout of 1.5, a batch size of 73.4, --xla=true) failed every trial it reached, after
+    its machine's minutes of start-up. A tuned flag given after -- too is refused (Vertex AI adds the trial's value
+    after it, which wins), and so is --export-dir (every trial would export into the one folder)."""
+    if _gives(trainer_args, "--export-dir"):
+        raise UserError("--export-dir (after --): a tuning job's trials would all export there; each exports under "
+                        "its own folder without it")  # fmt: skip
+    for where, name, parameter in tuning.every_parameter(shape.tuning["parameters"]):
+        if _gives(trainer_args, f"--{name}"):
+            raise UserError(f"--{name} (after --): {path} tunes it ({where}), and each trial's value would win")
+        for value in tuning.trial_values(parameter):
+            given = [*trainer_args, f"--{name}={value}"]
+            try:
+                check_trainer_flags(given, in_image)
+                jobs.check_towers(shape, path, given)
+            except UserError as error:
+                raise UserError(f"--job-config {path}: {where}: a trial given {value} would fail: {error}") from None
 
 
 def _check_config_reachable(path: str | None, in_image: bool) -> None:

@@ -5,6 +5,7 @@ only for some of its values), early stopping, and the trial counts."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 from trainer import metrics
@@ -75,11 +76,19 @@ def check(tuning: Any) -> dict:
     if not 1 <= parallel <= trials:
         raise Invalid("tuning.parallel_trial_count", f"{parallel} is not allowed: give 1 to max_trial_count")
     _check_metric(tuning["metric"], tuning["goal"])
+    if tuning.get("max_failed_trial_count", 0) < 0:
+        raise Invalid(
+            "tuning.max_failed_trial_count", f"{tuning['max_failed_trial_count']} is not allowed: give 0 or more"
+        )
     if not tuning["parameters"]:
         raise Invalid("tuning.parameters", "give at least one trainer flag to tune")
     seen: set[str] = set()
     for name, parameter in tuning["parameters"].items():
         _check_parameter(f"tuning.parameters.{name}", name, parameter, None, seen)
+    if tuning.get("algorithm") == "GRID_SEARCH":  # a grid needs values to list: DOUBLE ranges have none
+        for where, _, parameter in every_parameter(tuning["parameters"]):
+            if parameter["type"] == "DOUBLE":
+                raise Invalid(f"{where}.type", "GRID_SEARCH takes INTEGER, DISCRETE or CATEGORICAL parameters")
     return tuning
 
 
@@ -152,6 +161,24 @@ def _check_condition(where: str, when: list, parent: dict) -> None:
         fits = all(not isinstance(v, bool) and v in parent["values"] for v in when)
     if not when or not fits:
         raise Invalid(f"{where}.when", f"{when!r}: give values of the parent parameter")
+
+
+def every_parameter(parameters: dict, where: str = "tuning.parameters") -> Iterator[tuple[str, str, dict]]:
+    """(where in the shape, flag name, parameter) of every parameter, conditional ones too."""
+    for name, parameter in parameters.items():
+        yield f"{where}.{name}", name, parameter
+        yield from every_parameter(parameter.get("conditional", {}), f"{where}.{name}.conditional")
+
+
+def trial_values(parameter: dict) -> list:
+    """Values a study may give a trial: a range's ends (and, for DOUBLE, a number between them with a fraction, as
+    a whole-number flag would be given), or the values."""
+    if parameter["type"] == "DOUBLE":
+        low, high = parameter["min"], parameter["max"]
+        return [low, low + (high - low) * 0.37, high]
+    if parameter["type"] == "INTEGER":
+        return [parameter["min"], parameter["max"]]
+    return parameter["values"]
 
 
 def study_spec(tuning: dict) -> dict:
