@@ -23,3 +23,19 @@ def test_sdist_in_a_fresh_environment_runs_the_job(tmp_path, digits_dir):
     assert "site-packages" in installed_at and not installed_at.startswith(ROOT + "/trainer")
     with open(tmp_path / "job" / "eval_metrics.json") as file:
         assert json.load(file)["global_step"] == 30
+
+
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--", "--data-dir", "d", "--trian-steps", "5"], "unknown flag --trian-steps: did you mean --train-steps?"),
+        (["--", "--data-dir", "d", "--train-steps", "-5"], "--train-steps -5: must be"),
+        (["--extras", "plots", "--", "--data-dir", "d"], "--extras plots: name cpu or gpu among them"),
+    ],
+)
+def test_mistakes_are_named_before_the_minute_of_building(flags, said):
+    """A misspelt flag was named after 35 s of building and installing; --extras plots installed no TensorFlow and
+    ended in a traceback."""
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "local_run.py"), *flags],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 2 and said in result.stderr and "Installing" not in result.stdout

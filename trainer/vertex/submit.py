@@ -182,17 +182,9 @@ def check_trainer_flags(trainer_args: list[str], in_image: bool) -> None:
     """Reads the flags after -- as the trainer will, so that a misspelt flag, a bad value, or data the job cannot
     reach stops here and not after the job's minutes of start-up. The trainer itself only warns of a flag it does
     not know, as cloud services add their own; a flag given here is the user's, so an unknown one is refused."""
-    from trainer import config as config_module
-    from trainer import task
-
-    parsed, unknown = task.parse_args(trainer_args)
-    config_module.check_no_switch_values(trainer_args, unknown)
-    if unknown:
-        raise UserError(f"{unknown[0]} (after --): not a flag of the trainer's; qt-train --help lists them")
+    parsed, config = read_trainer_flags(trainer_args)
     _check_config_reachable(parsed.config, in_image)
-    flags = {key: value for key, value in vars(parsed).items() if key not in ("config", "verbosity")}
     local_yaml = parsed.config if parsed.config and os.path.isfile(parsed.config) else None
-    config = config_module.from_sources(local_yaml, flags)  # checks each value, as the trainer will
     if not (config.data_dir or config.train_files) and not (parsed.config and not local_yaml):
         raise UserError("--data-dir or --train-files (after --) is required: the gs:// dataset the job trains on")
     for flag, paths in (("--data-dir", [config.data_dir]), ("--train-files", [config.train_files]),
@@ -200,6 +192,21 @@ def check_trainer_flags(trainer_args: list[str], in_image: bool) -> None:
         for path in filter(None, paths):
             if not gcs.is_gcs(path):
                 raise UserError(f"{flag} {path} (after --): must be a gs:// path that Vertex AI can reach")
+
+
+def read_trainer_flags(trainer_args: list[str]):
+    """(the parsed flags, the Config) of the trainer's arguments, each value checked as the trainer will; an unknown
+    flag is refused (the trainer only warns of one, as cloud services add their own)."""
+    from trainer import config as config_module
+    from trainer import task
+
+    parsed, unknown = task.parse_args(trainer_args)
+    config_module.check_no_switch_values(trainer_args, unknown)
+    if unknown:
+        raise UserError(f"{unknown[0]} (after --): not a flag of the trainer's; qt-train --help lists them")
+    flags = {key: value for key, value in vars(parsed).items() if key not in ("config", "verbosity")}
+    local_yaml = parsed.config if parsed.config and os.path.isfile(parsed.config) else None
+    return parsed, config_module.from_sources(local_yaml, flags)
 
 
 def check_tuned_flags(shape: jobs.JobShape, trainer_args: list[str], in_image: bool, path: str) -> None:
