@@ -881,3 +881,13 @@ def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):
     assert client.vertex_address("europe-west4") == "https://europe-west4-aiplatform.googleapis.com"
     monkeypatch.setenv(client.VERTEX_OVERRIDE, "http://127.0.0.1:8080/")
     assert client.vertex_address("europe-west4") == "http://127.0.0.1:8080"
+
+
+def test_the_help_examples_dry_run_works_as_written(offline, monkeypatch, capsys):
+    """It had no --project, so without $GOOGLE_CLOUD_PROJECT it stopped with '--project is required'."""
+    import shlex
+
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout: configs/jobs
+    (example,) = [part for part in submit.EXAMPLES.replace("\\\n", " ").splitlines() if "--dry-run" in part]
+    assert submit.main(shlex.split(example)[1:]) == 0

@@ -60,16 +60,16 @@ examples:
       --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist --train-steps 5000
 
   # this package's sdist on an executor image, with one GPU
-  qt-submit --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
+  qt-submit --project my-project --job-config configs/jobs/gpu.yaml --executor-image IMAGE_URI \\
       --staging-dir gs://my-bucket/staging --job-dir gs://my-bucket/runs/mnist-gpu -- --data-dir gs://my-bucket/data/mnist
 
   # print the request body and the gcloud command instead, touching nothing
-  qt-submit --dry-run --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
+  qt-submit --dry-run --project my-project --job-config configs/jobs/hptuning.yaml --image IMAGE_URI \\
       --job-dir gs://my-bucket/runs/tuning -- --data-dir gs://my-bucket/data/mnist
 
   # on spot machines, at most 12 hours, labelled, without waiting for the end
-  qt-submit --job-config configs/jobs/gpu.yaml --image IMAGE_URI --scheduling spot --timeout 12h \\
-      --label team=vision --no-wait --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist
+  qt-submit --project my-project --job-config configs/jobs/gpu.yaml --image IMAGE_URI --scheduling spot \\
+      --timeout 12h --label team=vision --no-wait --job-dir gs://my-bucket/runs/mnist -- --data-dir gs://my-bucket/data/mnist
 """
 
 
@@ -117,7 +117,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
     parser.add_argument(
-        "--job-config", required=True, help="job shape: configs/jobs/{cpu,gpu,distributed,hptuning}.yaml or your own"
+        "--job-config",
+        required=True,
+        help="job shape: configs/jobs/{cpu,gpu,gpu-4,distributed,hptuning}.yaml (in the checkout) or your own",
     )
     parser.add_argument(
         "--job-dir", required=True, help="gs:// folder for checkpoints, exports and metrics (baseOutputDirectory)"
