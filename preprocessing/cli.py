@@ -410,6 +410,12 @@ def _convert_table(args: argparse.Namespace, common: dict):
     if not args.input:
         raise UserError(f"--source {args.source} needs --input")
     text_folder = args.source == "text"
+    if text_folder:  # its table is text,label: these were ignored silently
+        for flag in ("label_column", "text_columns", "categorical_columns", "numeric_columns", "date_columns",
+                     "ignore_columns", "weight_column"):  # fmt: skip
+            if getattr(args, flag) not in (None, (), LAST_COLUMN):
+                raise UserError(f"--{flag.replace('_', '-')}: not for --source text, whose folders are a class each "
+                                "and whose files are the one text column")  # fmt: skip
     options = TableOptions(
         label_column=TEXT_COLUMNS[1] if text_folder else args.label_column,
         **reading_options(args),

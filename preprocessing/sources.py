@@ -301,7 +301,9 @@ def read_images(path: str | None, options: SourceOptions) -> RawData:
     )
 
 
-def class_files(folder: str, suffixes: tuple[str, ...], kind: str) -> tuple[list[str], list[tuple[str, str]]]:
+def class_files(
+    folder: str, suffixes: tuple[str, ...], kind: str, warn: bool = True
+) -> tuple[list[str], list[tuple[str, str]]]:
     """A folder of one sub-folder a class: (the classes, sorted; (CLASS/FILE, class) of each file of theirs whose
     name ends in one of `suffixes`). Hidden names (.DS_Store, macOS's ._photo.jpg copies, Jupyter's
     .ipynb_checkpoints) are skipped; a warning names what else is left out: a class's sub-folder, a TIFF, a file
@@ -316,7 +318,7 @@ def class_files(folder: str, suffixes: tuple[str, ...], kind: str) -> tuple[list
             raise UserError(f"{storage.join(folder, name)}: class folder has no {kind} files ({', '.join(suffixes)})")
         files += [(path, name) for path in kept]
         left_out += [f"{name}/{file}" for file in found if not file.lower().endswith(suffixes)]
-    if left_out:
+    if left_out and warn:
         more = ", ..." if len(left_out) > 3 else ""
         log.warning("%s: left out %d file(s) or folder(s), as only the %s files at the top of each class folder are "
                     "read: %s%s", folder, len(left_out), kind, ", ".join(left_out[:3]), more)  # fmt: skip

@@ -289,11 +289,25 @@ def test_a_folder_of_texts_is_a_table_of_text_and_label(tmp_path, caplog, monkey
         "left out 2 file(s) or folder(s), as only the text files at the top of each class folder are read: pos/more, "
         "pos/notes.md" in caplog.text
     )
+    assert caplog.text.count("left out 2 file(s)") == 1  # said once, where planning and reading each said it
     assert metadata.class_names == ("neg", "pos") and metadata.source == "text"
     assert sum(split.examples for split in metadata.splits.values()) == 61
     monkeypatch.chdir(tmp_path)  # a bare folder name, which --input's partitions once took for a file's folder
     assert build_table_dataset("raw", str(tmp_path / "again"), options).class_names == ("neg", "pos")
     assert [c.name for c in metadata.columns] == ["text"] and metadata.columns[0].kind == tables.TEXT
+
+
+def test_table_flags_are_refused_for_a_folder_of_texts(tmp_path, caplog):
+    """--text-columns foo with --source text was ignored, silently."""
+    from preprocessing.cli import main as preprocess
+
+    folder = write_folder(tmp_path / "raw")
+    for flag, value in (("--text-columns", "foo"), ("--label-column", "class"), ("--ignore-columns", "text")):
+        caplog.clear()
+        assert (
+            preprocess(["--source", "text", "--input", str(folder), "--output", str(tmp_path / "o"), flag, value]) == 2
+        )
+        assert f"{flag}: not for --source text" in caplog.text
 
 
 def test_a_folder_of_texts_names_what_is_wrong(tmp_path):

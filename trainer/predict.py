@@ -545,8 +545,8 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
     texts = [column.name for column in model.metadata.columns if column.kind == tables.TEXT]
     if texts:
         raise UserError(
-            f"{path}: a text table's shards hold word IDs, not its texts ({', '.join(texts)}); "
-            "predict from the table's CSV or JSON lines"
+            f"{path}: a text table's shards hold word IDs, not its texts ({', '.join(texts)}); predict from "
+            + ("the .txt files" if model.metadata.source == "text" else "the table's CSV or JSON lines")
         )
     compression = "GZIP" if path.lower().endswith(".gz") else ""
     i = 0

@@ -21,19 +21,20 @@ TEXTS_A_BLOCK = 1024  # text files read into one block
 READING_THREADS = 16  # text files read at once: on gs:// each is a request
 
 
-def text_files(folder: str) -> list[tuple[str, str]]:
-    """(path, class) of every .txt file in the folder's sub-folders, sorted (sources.class_files); UserError for a
-    folder with no sub-folder, or a sub-folder without a .txt file."""
+def text_files(folder: str, warn: bool = True) -> list[tuple[str, str]]:
+    """(path, class) of every .txt file in the folder's sub-folders, sorted (sources.class_files), what is left out
+    warned of where `warn` (once a run: planning lists them, then reading); UserError for a folder with no
+    sub-folder, or a sub-folder without a .txt file."""
     if not storage.is_folder(folder):
         raise UserError(f"--input {folder}: not a folder (--source text takes one sub-folder of .txt files a class)")
-    classes, files = class_files(folder, (TEXT_SUFFIX,), "text")
+    classes, files = class_files(folder, (TEXT_SUFFIX,), "text", warn)
     if not classes:
         raise UserError(f"--input {folder}: no sub-folders; --source text takes one sub-folder of .txt files a class")
     return [(storage.join(folder, name), label) for name, label in files]
 
 
 def text_folder_blocks(folder: str, dialect: Dialect) -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
-    files = text_files(folder)
+    files = text_files(folder, warn=False)  # planning warned
     with ThreadPoolExecutor(READING_THREADS) as pool:
         for start in range(0, len(files), TEXTS_A_BLOCK):
             chosen = files[start : start + TEXTS_A_BLOCK]
