@@ -4,7 +4,8 @@ Preprocessing (pass 1: counting words; pass 2: writing IDs) and the exported ser
 same `words` and `token_ids`, so a text is tokenized alike wherever it is read. The steps:
 
   1. at most `max_length` x CHARS_A_TOKEN characters are read (a text of megabytes costs no more);
-  2. each character becomes its NFKC compatibility form, lower-cased, where that is one character
+  2. a letter written decomposed (e and a combining accent) is composed, as NFC composes it, and each
+     character becomes its NFKC compatibility form, lower-cased, where that is one character
      (FOLD: fullwidth "Ａ" to "a", "É" to "é", a non-breaking space to a space); TensorFlow has no
      Unicode normalization op, so this is a table of code points, made from Python's unicodedata;
   3. a zero-width space becomes a space, and the other invisible format characters (a byte-order mark, a
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 PADDING, OUT_OF_VOCABULARY, FIRST_ID = 0, 1, 2
 CHARS_A_TOKEN = 16  # characters read for each word a row keeps: room for long words and markup
+PAIR = 1 << 21  # above every code point: a base and a mark as one int64 (compositions)
 # An HTML tag as HTML writes one (a name, then attributes), a comment, a doctype or an XML declaration: "x < y and
 # y > z", "a<b && c>d" and "<3" are no tags, and their words stay.
 HTML_TAG = (
@@ -75,11 +77,49 @@ def fold() -> tuple[np.ndarray, np.ndarray]:
     return np.array(keys, np.int32), np.array(values, np.int32)
 
 
-def _folded(strings: tf.Tensor, max_chars: int) -> tf.Tensor:
-    """Steps 1 and 2: the first `max_chars` characters of each string, folded (invalid UTF-8 becomes U+FFFD)."""
+@functools.lru_cache(maxsize=1)
+def compositions() -> tuple[np.ndarray, np.ndarray]:
+    """(pairs, as a base's code point x PAIR + a combining mark's, sorted; the one character each composes): every
+    pair that Unicode's canonical composition (NFC) makes one character, "e" and U+0301 "é" among them."""
+    pairs = {}
+    for point in range(0x110000):
+        parts = unicodedata.decomposition(chr(point)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):  # canonical, of two characters
+            base, mark = (int(part, 16) for part in parts)
+            if unicodedata.normalize("NFC", chr(base) + chr(mark)) == chr(point):  # not excluded from composition
+                pairs[base * PAIR + mark] = point
+    keys = np.array(sorted(pairs), np.int64)
+    return keys, np.array([pairs[key] for key in keys], np.int32)
+
+
+def _composed(points: tf.RaggedTensor) -> tf.RaggedTensor:
+    """Characters written decomposed, a letter and its combining marks, as the one character NFC makes of them:
+    "cafe" and U+0301 read as "café" (macOS's file names and some web text decompose). Twice, for a letter of two
+    marks (Vietnamese "ệ": e, U+0323, U+0302)."""
     import tensorflow as tf
 
-    points = tf.strings.unicode_decode(strings, "UTF-8", errors="replace")[:, :max_chars]
+    keys, values = compositions()
+    for _ in range(2):
+        flat = tf.cast(points.flat_values, tf.int64)
+        size = tf.size(flat)  # the slices below keep a batch of no characters at none
+        following = tf.concat([flat[1:], [-1]], 0)[:size]
+        rows = points.value_rowids()
+        last = tf.concat([tf.not_equal(rows[1:], rows[:-1]), [True]], 0)[:size]  # the next is another row's
+        pairs = flat * PAIR + following
+        place = tf.minimum(tf.searchsorted(keys, pairs), len(keys) - 1)
+        found = tf.equal(tf.gather(keys, place), pairs) & ~last
+        composed = tf.where(found, tf.gather(values, place), points.flat_values)
+        merged = tf.concat([[False], found[:-1]], 0)[:size]  # the mark after a composed letter
+        points = tf.ragged.boolean_mask(points.with_flat_values(composed), points.with_flat_values(~merged))
+    return points
+
+
+def _folded(strings: tf.Tensor, max_chars: int) -> tf.Tensor:
+    """Steps 1 and 2: the first `max_chars` characters of each string, composed and folded (invalid UTF-8 becomes
+    U+FFFD)."""
+    import tensorflow as tf
+
+    points = _composed(tf.strings.unicode_decode(strings, "UTF-8", errors="replace")[:, :max_chars])
     keys, values = fold()
     flat = points.flat_values
     place = tf.minimum(tf.searchsorted(keys, flat), len(keys) - 1)

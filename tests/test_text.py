@@ -10,6 +10,7 @@ import logging
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +115,7 @@ def test_text_is_standardized_and_split_into_words():
     found = words(AWKWARD)
     assert found[0] == ["great", "!", "!"]  # markup gone, lower case, punctuation a word each
     assert found[1] == ["fullwidth", "text", "and", "ﬁne", "ligatures"]  # NFKC where it is one character
-    assert found[2][:3] == ["café", "naïve", "café"]
+    assert found[2] == ["café", "naïve", "café", "café"]  # the last written decomposed: e and U+0301, composed
     assert "😀" in found[3] and "family" in found[3]
     assert found[4] == ["tabs", "and", "new", "lines", "nbsp", "ideographic"]  # every space and control character
     assert found[5][:5] == ['"', "quoted", ",", "with", "commas"] and found[5][-3:] == ["don", "'", "t"]
@@ -135,6 +136,15 @@ def test_text_is_standardized_and_split_into_words():
     assert found[13][8:19] == ["if", "(", "a", "<", "b", "&", "&", "c", ">", "d", ")"]
     assert found[14] == ["don", "'", "t", "&", "<", "b", ">", "great", "wonderful", "great", "softhyphen", "shalom"]
     assert words(AWKWARD, max_length=4)[12] == ["w0", "w1", "w2", "w3"]
+
+
+def test_decomposed_letters_read_as_the_composed_ones():
+    """café typed as e and a combining accent (macOS's file names, some web text) was another word, unknown to a
+    model trained on the composed form: 0.54 against 0.94. Vietnamese letters carry two marks."""
+    composed = ["café naïve", "Việt Nam, tiếng Việt", "ελληνικά ά", "Ångström ñandú", "", "日本語"]
+    decomposed = [unicodedata.normalize("NFD", line) for line in composed]
+    assert decomposed != composed and words(decomposed) == words(composed)
+    assert words(["e\u0301 a\u0301\u0301"]) == [["é", "á\u0301"]]  # a second accent on one letter stays a mark
 
 
 def test_the_fold_table_maps_compatibility_forms_and_capitals_to_one_character():
