@@ -99,6 +99,15 @@ def _composed(points: tf.RaggedTensor) -> tf.RaggedTensor:
     import tensorflow as tf
 
     keys, values = compositions()
+    marks = np.unique(keys % PAIR)
+    found = tf.gather(marks, tf.minimum(tf.searchsorted(marks, tf.cast(points.flat_values, tf.int64)), len(marks) - 1))
+    any_mark = tf.reduce_any(tf.equal(found, tf.cast(points.flat_values, tf.int64)))
+    return tf.cond(any_mark, lambda: _compose_pairs(points, keys, values), lambda: points)  # most texts have none
+
+
+def _compose_pairs(points: tf.RaggedTensor, keys: np.ndarray, values: np.ndarray) -> tf.RaggedTensor:
+    import tensorflow as tf
+
     for _ in range(2):
         flat = tf.cast(points.flat_values, tf.int64)
         size = tf.size(flat)  # the slices below keep a batch of no characters at none
