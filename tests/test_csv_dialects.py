@@ -349,7 +349,7 @@ def test_positive_class_makes_a_binary_labels_class_to_find_class_1(tmp_path, ca
     with pytest.raises(UserError, match=r"--positive-class left: not a class of --label-column churn \('churned', "):
         build(tmp_path, tmp_path / "t.csv", label_column="churn", positive_class="left")
     (tmp_path / "three.csv").write_text("x,kind\n" + "".join(f"{i},{'abc'[i % 3]}\n" for i in range(60)))
-    with pytest.raises(UserError, match=r"--positive-class a: for a label of two classes, and --label-column kind has 3$"):
+    with pytest.raises(UserError, match=r"--positive-class a: for a label of two classes, and --label-column kind has"):
         build(tmp_path, tmp_path / "three.csv", label_column="kind", positive_class="a")
     caplog.clear()
     (tmp_path / "yes.csv").write_text(
