@@ -23,6 +23,7 @@ import time
 
 TIMEOUT_SECS = 1800
 STOP_SECS = 60  # a task's time to save a checkpoint and end after SIGTERM
+WORKER_GRACE_SECS = 60  # a worker's time to end after the chief succeeded
 
 
 def free_port() -> int:
@@ -95,11 +96,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def wait_for_training(training: list[subprocess.Popen], deadline: float) -> list[int]:
-    """The training tasks' exit codes, once all have ended, or one failed (the others are then stopped: a worker
-    whose chief died waits for it for good), or the deadline passed."""
+    """The training tasks' exit codes (the chief's first), once all have ended, one failed (the others are then
+    stopped: a worker whose chief died waits for it for good), or the deadline passed. The job is the chief's, as on
+    Vertex AI: a worker still running WORKER_GRACE_SECS after the chief succeeded (one that had not joined when an
+    early stop ended training waits for the chief's session for good) is stopped, and not counted as failed."""
+    chief, finished = training[0], None
     while any(task.poll() is None for task in training) and time.time() < deadline:
         if any(task.poll() for task in training):
             stop(training)
+        if chief.poll() == 0:
+            finished = finished or time.time()
+            if time.time() > finished + WORKER_GRACE_SECS:
+                late = [task for task in training if task.poll() is None]
+                stop(late)
+                print(f"{len(late)} worker(s) stopped {WORKER_GRACE_SECS} s after the chief finished", flush=True)
+                return [0 if task in late else task.returncode for task in training]
         time.sleep(0.5)
     stop(training)
     return [task.returncode for task in training]

@@ -213,3 +213,23 @@ def test_a_run_that_ends_before_the_workers_join_says_their_files_went_unread(tm
     assert "worker-0: 0 steps" in result.stdout
     with open(os.path.join(job_dir, "cluster-logs", "chief-0.log")) as file:
         assert "The other 1 training task(s) took no step: they joined after this run's steps were done" in file.read()
+
+
+def test_a_worker_left_waiting_after_the_chief_succeeded_is_stopped_not_failed():
+    """An early stop ended training before a late worker had its session: it then waited for the chief's for good,
+    and the launcher for it, 1,800 s. The job is the chief's, as on Vertex AI."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("local_cluster", os.path.join(ROOT, "scripts", "local_cluster.py"))
+    launcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launcher)
+    launcher.WORKER_GRACE_SECS = 1
+    chief = subprocess.Popen([sys.executable, "-c", "pass"])
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    started = time.time()
+    assert launcher.wait_for_training([chief, worker], started + 300) == [0, 0]
+    assert worker.poll() is not None and time.time() - started < 60
+    failing = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1); raise SystemExit(3)"])
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    assert launcher.wait_for_training([failing, waiting], time.time() + 300)[0] == 3  # a failure stops the others
+    assert waiting.poll() is not None
