@@ -33,7 +33,7 @@ from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 
 log = logging.getLogger("trainer.predict")
 SHOWN_BAD_VALUES = 3  # a table file's values that are not numbers or dates, named one by one in warnings
-DATES_READ = 1024  # rows whose dates are read at once, as preprocessing reads them (dates.fields_arrow)
+ROWS_READ = 1024  # rows whose dates or texts are read at once (dates.fields_arrow, text.words)
 # A date this many standard deviations from the training rows' mean is far from them: at most 1/36 of any training
 # split's dates lie so far (Chebyshev), and a date column's span is about 3.5 deviations for evenly spread dates.
 FAR_DATE_STDS = 6
@@ -308,7 +308,7 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
     from dataformat import dates
 
     bad, far, known = 0, 0, {column.name: pa.array(column.vocabulary, pa.string()) for column in dated}
-    while dated and (chunk := list(itertools.islice(rows, DATES_READ))):
+    while dated and (chunk := list(itertools.islice(rows, ROWS_READ))):
         texts, unread, distant = {}, {}, {}  # by column: each row's value, as text or None; no date; a far date
         for column in dated:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
@@ -520,7 +520,7 @@ def long_texts_warned(rows: Iterator[tuple[str, dict]], path: str, texts) -> Ite
     from dataformat import text
 
     cut = 0
-    while texts and (chunk := list(itertools.islice(rows, DATES_READ))):
+    while texts and (chunk := list(itertools.islice(rows, ROWS_READ))):
         for column in texts:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
             given = [str(value) if isinstance(value, str) else "" for value in values]
