@@ -388,6 +388,10 @@ def test_a_text_longer_than_the_model_reads_is_warned_of(text_job, caplog):
     assert f"instance 1: column 'text': a text of more than {width} words; the model reads its first {width}" in (
         caplog.text
     )
+    caplog.clear()
+    respond(model, {"instances": ["awful " * width + " great"] * 5})  # three named, then one count
+    assert "instance 2: column 'text'" in caplog.text and "instance 3: column 'text'" not in caplog.text
+    assert "--instances-json: 5 texts in all are longer than the model reads" in caplog.text
 
 
 def test_the_predict_cli_takes_a_folder_models_text_files_one_document_each(text_job, tmp_path):

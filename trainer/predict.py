@@ -53,6 +53,23 @@ examples:
 """
 
 
+class FirstFew:
+    """Warnings of one kind about a file's rows: the first SHOWN_BAD_VALUES each in a line of its own, then (at
+    `close`) one line that counts them all, so a file of a million bad values warns in four lines."""
+
+    def __init__(self, path: str, count_line: str):
+        self.path, self.count_line, self.count = path, count_line, 0  # count_line: "%d values in all are ..."
+
+    def warn(self, message: str, *args) -> None:
+        self.count += 1
+        if self.count <= SHOWN_BAD_VALUES:
+            log.warning(message, *args)
+
+    def close(self) -> None:
+        if self.count > SHOWN_BAD_VALUES:
+            log.warning("%s: " + self.count_line, self.path, self.count)
+
+
 class Rejected(UserError):
     """An input the model rejects (an image that does not decode), named."""
 
@@ -249,7 +266,7 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
     line, then a count (the column's own missing spelling, such as "-", quietly). One bad cell stopped the file's
     predictions where the same file had trained. The instance a JSON lines file's output echoes is the one
     predicted for, the value null; a row that is not an object passes as it is (the model refuses it)."""
-    bad = 0
+    bad = FirstFew(path, "%d values in all are not numbers and were read as missing")
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
@@ -257,14 +274,11 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
             if tables.is_missing_value(value) or number and tables.in_float32_range(value):
                 continue
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
-                bad += 1
-                if bad <= SHOWN_BAD_VALUES:
-                    what = "is beyond float32's range" if number else "is not a number"
-                    log.warning("%s: column %r: %s %s; read as missing", name, column.name, quoted(value), what)
+                what = "is beyond float32's range" if number else "is not a number"
+                bad.warn("%s: column %r: %s %s; read as missing", name, column.name, quoted(value), what)
             row[column.name] = None
         yield name, row
-    if bad > SHOWN_BAD_VALUES:
-        log.warning("%s: %d values in all are not numbers and were read as missing", path, bad)
+    bad.close()
 
 
 def far_numbers_warned(rows: Iterator[tuple[str, dict]], path: str, numeric) -> Iterator[tuple[str, dict]]:
@@ -272,20 +286,17 @@ def far_numbers_warned(rows: Iterator[tuple[str, dict]], path: str, numeric) -> 
     or greatest by more than their difference) warned of: the first few by line, then a count. The model
     extrapolates there, and a unit that differs from training's (cents for dollars, grams for kilograms) is the
     usual cause; it predicted silently before."""
-    far = 0
+    far = FirstFew(path, "%d values in all are far outside the training rows' numbers")
     spanned = [column for column in numeric if column.span]
     for name, row in rows:
         for column in spanned if isinstance(row, dict) else ():
             value = row.get(column.name)
             if value is not None and tables.is_a_number(value) and _far_outside(float(value), column.span):
-                far += 1
-                if far <= SHOWN_BAD_VALUES:
-                    lowest, highest = column.span
-                    log.warning("%s: column %r: %s is far outside the training rows' numbers (%g to %g); the model "
-                                "extrapolates", name, column.name, quoted(value), lowest, highest)  # fmt: skip
+                lowest, highest = column.span
+                far.warn("%s: column %r: %s is far outside the training rows' numbers (%g to %g); the model "
+                         "extrapolates", name, column.name, quoted(value), lowest, highest)  # fmt: skip
         yield name, row
-    if far > SHOWN_BAD_VALUES:
-        log.warning("%s: %d values in all are far outside the training rows' numbers", path, far)
+    far.close()
 
 
 def _far_outside(value: float, span: tuple[float, float]) -> bool:
@@ -307,7 +318,9 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
 
     from dataformat import dates
 
-    bad, far, known = 0, 0, {column.name: pa.array(column.vocabulary, pa.string()) for column in dated}
+    bad = FirstFew(path, "%d values in all are no dates in their column's format and were read as missing")
+    far = FirstFew(path, "%d dates in all are far from the training rows' dates")
+    known = {column.name: pa.array(column.vocabulary, pa.string()) for column in dated}
     while dated and (chunk := list(itertools.islice(rows, ROWS_READ))):
         texts, unread, distant = {}, {}, {}  # by column: each row's value, as text or None; no date; a far date
         for column in dated:
@@ -322,22 +335,15 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
         for i in range(len(chunk)):  # in line order
             for column in dated:
                 if unread[column.name][i]:
-                    bad += 1
-                    if bad <= SHOWN_BAD_VALUES:
-                        log.warning("%s: column %r: %s is no date in %r; read as missing", chunk[i][0], column.name,
-                                    quoted(texts[column.name][i]), column.date_format)  # fmt: skip
+                    bad.warn("%s: column %r: %s is no date in %r; read as missing", chunk[i][0], column.name,
+                             quoted(texts[column.name][i]), column.date_format)  # fmt: skip
                 elif distant[column.name][i]:
-                    far += 1
-                    if far <= SHOWN_BAD_VALUES:
-                        log.warning("%s: column %r: %s is far from the training rows' dates (%s); the model "
-                                    "extrapolates", chunk[i][0], column.name, quoted(texts[column.name][i]),
-                                    _date_span(column))  # fmt: skip
+                    far.warn("%s: column %r: %s is far from the training rows' dates (%s); the model extrapolates",
+                             chunk[i][0], column.name, quoted(texts[column.name][i]), _date_span(column))  # fmt: skip
         yield from chunk
     yield from rows
-    if bad > SHOWN_BAD_VALUES:
-        log.warning("%s: %d values in all are no dates in their column's format and were read as missing", path, bad)
-    if far > SHOWN_BAD_VALUES:
-        log.warning("%s: %d dates in all are far from the training rows' dates", path, far)
+    bad.close()
+    far.close()
 
 
 def _date_span(column) -> str:
@@ -519,7 +525,7 @@ def long_texts_warned(rows: Iterator[tuple[str, dict]], path: str, texts) -> Ite
 
     from dataformat import text
 
-    cut = 0
+    cut = FirstFew(path, "%d texts in all are longer than the model reads")
     while texts and (chunk := list(itertools.islice(rows, ROWS_READ))):
         for column in texts:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
@@ -527,14 +533,11 @@ def long_texts_warned(rows: Iterator[tuple[str, dict]], path: str, texts) -> Ite
             lengths = text.words(tf.constant(given), column.max_length + 1).row_lengths().numpy()
             why = "--max-length" if column.width == column.max_length else "the longest training text's words"
             for i in np.flatnonzero(lengths > column.width):
-                cut += 1
-                if cut <= SHOWN_BAD_VALUES:
-                    log.warning("%s: column %r: a text of more than %d words; the model reads its first %d (%s)",
-                                chunk[i][0], column.name, column.width, column.width, why)  # fmt: skip
+                cut.warn("%s: column %r: a text of more than %d words; the model reads its first %d (%s)",
+                         chunk[i][0], column.name, column.width, column.width, why)  # fmt: skip
         yield from chunk
     yield from rows
-    if cut > SHOWN_BAD_VALUES:
-        log.warning("%s: %d texts in all are longer than the model reads", path, cut)
+    cut.close()
 
 
 def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
