@@ -277,7 +277,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     return dates.keys_of(fields, values)
 
 
-def _looks_like_text(values: pa.Array) -> bool:
+def looks_like_text(values: pa.Array) -> bool:
     """Whether a column's present values (its first TEXT_SAMPLE) are free text: most of them of TEXT_WORDS
     words or more, and most distinct (unlike a category's few repeated values, such as "New York City")."""
     sample = values[:TEXT_SAMPLE]
@@ -375,7 +375,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     if maybe_dates and not earlier.date_tried:
         date_format = find_date_format(values.filter(pa.array(present)), date_formats)
     first_text = bad.any() and is_text is None and not earlier.text_tried and not date_format
-    if first_text and _looks_like_text(values.filter(pa.array(bad))):
+    if first_text and looks_like_text(values.filter(pa.array(bad))):
         return _count_text(values, train, present, options, where), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))

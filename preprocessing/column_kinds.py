@@ -23,9 +23,11 @@ from preprocessing.column_counts import (
     BAD_CELLS_SHARE,
     MOST_MISSING_SPELLINGS,
     NUMBER_DATE_FORMATS,
+    TEXT_WORDS,
     ColumnCount,
     few_spellings,
     in_likely_years,
+    looks_like_text,
 )
 from preprocessing.frequent import FrequentValues
 from preprocessing.table_files import WORKBOOK
@@ -332,7 +334,18 @@ def _likely_unix_times(count: ColumnCount) -> bool:
 
 
 def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
-    if count.nearly_unique:
+    if count.nearly_unique and looks_like_text(count.frequent.most_frequent()[0]):
+        # Free text that its file's first block did not show (short values there) is counted as a category.
+        log.warning(
+            "column %s: nearly every value is distinct and most are of %d words or more (free text?): pass "
+            "--text-columns %s to learn from its words, or --ignore-columns %s to leave it out; as a category, its "
+            "values outside the vocabulary share one index",
+            plan.position(name),
+            TEXT_WORDS,
+            name,
+            name,
+        )
+    elif count.nearly_unique:
         log.warning(
             "column %s: nearly every value is distinct (an ID or free text?): its values outside the "
             "vocabulary share one index; pass --ignore-columns %s to leave it out",

@@ -520,3 +520,22 @@ def test_the_summary_says_its_missing_counts_are_the_training_rows():
         "town (categorical: 2 values + 2 hash buckets, 0.0% outside, 3 missing in training)"
     )
     assert column_kinds.describe(tables.Column("age", tables.NUMERIC)) == "age (numeric)"  # none missing: not said
+
+
+def test_free_text_read_as_a_category_gets_the_text_hint(tmp_path, caplog, monkeypatch):
+    """A comment column whose file's first block holds only short values ("ok") is counted as a category; its
+    later free text, each comment distinct, got the ID hint, which said nothing of --text-columns."""
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)  # blocks of 4 KiB, about 300 rows
+    monkeypatch.setattr(preprocessing.table_files.locate, "BLOCK_BYTES_A_COLUMN", 64)
+    rng = np.random.default_rng(2)
+    words = ["great", "awful", "slow", "service", "food", "again", "never", "loved", "the", "was"]
+    short = [f"{rng.choice(['ok', 'fine', 'good'])},{i % 7},{'ab'[i % 2]}" for i in range(300)]
+    long = [f"{' '.join(rng.choice(words, 6))} {i},{i % 7},{'ab'[i % 2]}" for i in range(3000)]
+    source = write(tmp_path / "t.csv", "comment,size,label", short + long)
+    with caplog.at_level(logging.WARNING):
+        comment = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns[0]
+    assert comment.kind == tables.CATEGORICAL
+    assert "column 1 ('comment'): nearly every value is distinct and most are of 3 words or more (free text?): " in (
+        caplog.text
+    )
+    assert "pass --text-columns comment to learn from its words" in caplog.text and "an ID or" not in caplog.text
