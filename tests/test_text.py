@@ -431,12 +431,31 @@ def test_text_cnn_trains_on_the_same_records_resumes_and_warm_starts(text_job, t
     assert re.search(r"Warm start from .* (\d+) weight\(s\) taken, 0 remapped by value, 0 left fresh", caplog.text)
 
 
-def test_the_predict_cli_refuses_a_text_tables_shards_in_one_line(text_job):
+def test_the_predict_cli_takes_tf_examples_of_texts_and_refuses_a_text_tables_shards(text_job, tmp_path):
+    """A TFRecord file of tf.Examples that hold the texts (as the examples signature and Vertex AI's tf-record
+    instances take them) was refused as a shard; a shard holds word IDs, and is refused in one line."""
     config, _ = text_job
-    shard = next(Path(config.data_dir).glob("eval-*.tfrecord"))
     command = [sys.executable, "-m", "trainer.predict", "--model-dir", latest_export(config, "latest")]
-    done = subprocess.run([*command, "--input", str(shard)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "a text table's shards hold word IDs" in done.stderr.strip().splitlines()[-1]
+    reviews = ["Really great and wonderful, loved it!", "An awful, boring film.", "awful awful"]
+    with tf.io.TFRecordWriter(str(tmp_path / "reviews.tfrecord")) as writer:
+        for review in reviews:
+            writer.write(_example({"text": review}))
+    done = subprocess.run([*command, "--input", str(tmp_path / "reviews.tfrecord")], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(line["input"], line["classes"]) for line in lines] == [
+        (f"{tmp_path / 'reviews.tfrecord'}#{i}", label) for i, label in enumerate(["pos", "neg", "neg"])
+    ]
+    expected = Model(latest_export(config, "latest")).predict("serving_default", [{"text": r} for r in reviews])
+    np.testing.assert_allclose([line["probabilities"] for line in lines], [e["probabilities"] for e in expected])
+    with tf.io.TFRecordWriter(str(tmp_path / "named.tfrecord")) as writer:
+        writer.write(_example({"review": reviews[0], "stars": "5"}))  # another name: predicted from no text before
+    shard = next(Path(config.data_dir).glob("eval-*.tfrecord"))
+    for path, said in ((tmp_path / "named.tfrecord", "record 0: no feature 'text' (it holds review, stars)"),
+                       (shard, "a text table's shards hold word IDs")):  # fmt: skip
+        done = subprocess.run([*command, "--input", str(path)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and said in done.stderr.strip().splitlines()[-1]
 
 
 def test_a_table_with_a_text_column_trains_its_bag_beside_the_other_columns(tmp_path):

@@ -42,6 +42,7 @@ DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
 JSON_LINES = (".jsonl", ".json")  # one instance a line
 IMAGES_SIGNATURE = "image_bytes:serving_default"
+EXAMPLES_SIGNATURE = "examples:serving_default"  # serialized tf.Examples, one row each
 AS_PNG = (".webp", ".gif")  # photos qt-predict sends as PNG (_image_bytes)
 
 EXAMPLES = """\
@@ -543,17 +544,12 @@ def long_texts_warned(rows: Iterator[tuple[str, dict]], path: str, texts) -> Ite
 def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]]:
     """A dataset's shard (records that may pack many examples), unpacked; each example with its stored key
     (--key-column) where it has one, else keyed by its place in the shard."""
-    import tensorflow as tf
-
     texts = [column.name for column in model.metadata.columns if column.kind == tables.TEXT]
     if texts:
-        raise UserError(
-            f"{path}: a text table's shards hold word IDs, not its texts ({', '.join(texts)}); predict from "
-            + ("the .txt files" if model.metadata.source == "text" else "the table's CSV or JSON lines")
-        )
-    compression = "GZIP" if path.lower().endswith(".gz") else ""
+        yield from _text_example_requests(path, model, texts)
+        return
     i = 0
-    for number, record in enumerate(tf.data.TFRecordDataset(path, compression).as_numpy_iterator()):
+    for number, record in enumerate(_records(path)):
         try:
             data, _ = decode_record(record, model.metadata, labeled=False)
         except UserError as error:
@@ -568,6 +564,37 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
                 name = keys[j]  # an image's key is its name, as a photo file's path is
             yield name, model.numbers_signature, row
             i += 1
+
+
+def _text_example_requests(path: str, model: Model, texts: list[str]) -> Iterator[tuple[str, str, bytes]]:
+    """A TFRecord file of a text model's tf.Examples, one row each with its texts as they are (bytes_list features
+    named by the columns, as the examples signature takes them and Vertex AI's tf-record instances hold them): each
+    record through that signature. A dataset's shard holds word IDs instead, and is refused."""
+    import tensorflow as tf
+
+    for number, record in enumerate(_records(path)):
+        try:
+            features = tf.train.Example.FromString(record).features.feature
+        except Exception:  # protobuf raises its own DecodeError, or others on odd bytes
+            raise UserError(f"{path}, record {number}: not a serialized tf.train.Example") from None
+        if any(name in features and features[name].WhichOneof("kind") != "bytes_list" for name in texts):
+            raise UserError(
+                f"{path}: a text table's shards hold word IDs, not its texts ({', '.join(texts)}); predict from "
+                + ("the .txt files" if model.metadata.source == "text" else "the table's CSV or JSON lines")
+                + ", or from tf.Examples that hold the texts as bytes_list features"
+            )
+        if not any(name in features for name in texts):  # else predicted from empty texts, silently
+            held = ", ".join(sorted(features)) or "none"
+            raise UserError(f"{path}, record {number}: no feature {' or '.join(map(repr, texts))} (it holds {held})")
+        yield f"{path}#{number}", EXAMPLES_SIGNATURE, record
+
+
+def _records(path: str) -> Iterator[bytes]:
+    """A TFRecord file's records (gzipped where its name ends in .gz)."""
+    import tensorflow as tf
+
+    compression = "GZIP" if path.lower().endswith(".gz") else ""
+    return tf.data.TFRecordDataset(path, compression).as_numpy_iterator()
 
 
 class LeftOut(UserError):
