@@ -186,8 +186,8 @@ def check_trainer_flags(trainer_args: list[str], in_image: bool) -> None:
     not know, as cloud services add their own; a flag given here is the user's, so an unknown one is refused."""
     parsed, config = read_trainer_flags(trainer_args)
     _check_config_reachable(parsed.config, in_image)
-    local_yaml = parsed.config if parsed.config and os.path.isfile(parsed.config) else None
-    if not (config.data_dir or config.train_files) and not (parsed.config and not local_yaml):
+    config_in_image = parsed.config and not _local_yaml(parsed.config)  # its data dir is only known in the job
+    if not (config.data_dir or config.train_files) and not config_in_image:
         raise UserError("--data-dir or --train-files (after --) is required: the gs:// dataset the job trains on")
     for flag, paths in (("--data-dir", [config.data_dir]), ("--train-files", [config.train_files]),
                         ("--eval-files", [config.eval_files])):  # fmt: skip
@@ -207,8 +207,12 @@ def read_trainer_flags(trainer_args: list[str]):
     if unknown:
         raise UserError(f"{unknown[0]} (after --): not a flag of the trainer's; qt-train --help lists them")
     flags = {key: value for key, value in vars(parsed).items() if key not in ("config", "verbosity")}
-    local_yaml = parsed.config if parsed.config and os.path.isfile(parsed.config) else None
-    return parsed, config_module.from_sources(local_yaml, flags)
+    return parsed, config_module.from_sources(_local_yaml(parsed.config), flags)
+
+
+def _local_yaml(config: str | None) -> str | None:
+    """The trainer's --config where it is a file here (else it is one in the image, or none)."""
+    return config if config and os.path.isfile(config) else None
 
 
 def check_tuned_flags(shape: jobs.JobShape, trainer_args: list[str], in_image: bool, path: str) -> None:
