@@ -49,6 +49,15 @@ def test_the_summary_is_exact_while_the_values_fit():
     assert counts == sorted(counts, reverse=True)
 
 
+def test_the_summary_sorts_once_and_again_after_an_add():
+    summary = summary_of(["a", "b", "b"], capacity=10)
+    first = summary.most_frequent()
+    assert summary.most_frequent() is first and first[0].to_pylist() == ["b", "a"]
+    summary.merge(summary_of(["a", "a"], capacity=10))  # added values are counted in the next answer
+    found, counts = summary.most_frequent()
+    assert found.to_pylist() == ["a", "b"] and counts.tolist() == [3, 2]
+
+
 @pytest.mark.parametrize("pieces", [1, 13, 200])
 def test_the_summary_keeps_the_frequent_values_within_its_error_bound(pieces):
     values = zipf_values(100_000, exponent=1.1)  # tens of thousands of distinct values
