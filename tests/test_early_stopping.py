@@ -94,10 +94,15 @@ def best_export_step(config: Config) -> int:
 
 
 def best_evaluation_step(config: Config) -> int:
+    """The best evaluation's step as the best export ranks them (a tie on the metric to the lower log loss; AUC 1.0
+    recurs on the 80 evaluation examples), the first of equals."""
     metric = metric_names.resolve_best(config.best_metric, 2)  # vectors_dir's two classes
-    series = figures.read_scalars(os.path.join(config.job_dir, figures.EVAL_DIR))[metric]
-    sign = 1 if metric_names.higher_is_better(metric) else -1
-    return max(series, key=lambda pair: (sign * pair[1], -pair[0]))[0]  # the first of equals, as exports go
+    evaluations: dict[int, dict] = {}
+    for name, series in figures.read_scalars(os.path.join(config.job_dir, figures.EVAL_DIR)).items():
+        for step, value in series:
+            evaluations.setdefault(step, {})[name] = value
+    ranking = metric_names.ranking(metric)
+    return max(evaluations, key=lambda step: (ranking(evaluations[step]), -step))
 
 
 def test_early_stopping_that_cannot_fire_is_warned_of(caplog):

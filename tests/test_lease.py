@@ -234,7 +234,7 @@ def test_gcs_a_killed_holder_blocks_until_its_lease_expires_then_is_taken_over(g
 
     folder = new_folder()
     started = time.time()
-    setup = "lease.TTL_SECS, lease.HEARTBEAT_SECS = 3.0, 0.5"
+    setup = "lease.TTL_SECS, lease.HEARTBEAT_SECS = 10.0, 0.5"  # the take below must come before it expires
     process = holder_process(folder, env=child_env(gcs_env), setup=setup)
     process.send_signal(signal.SIGKILL)
     process.wait()
