@@ -196,9 +196,9 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     assert "accuracy **80.0%** (the majority class alone: 40.0%)" in (tmp_path / "multi" / "report.md").read_text()
 
 
-def test_the_last_words_add_the_best_exports_figures_and_warn_of_a_model_below_the_majority(tmp_path, capsys, caplog):
+def test_the_last_words_add_the_best_exports_figures(tmp_path, capsys, caplog):
     """A model that overfit (a date's values memorized) printed its last evaluation's worse figures beside the
-    best export's path, and nothing said that its accuracy was below always answering the majority class."""
+    best export's path."""
     from trainer.task import _report_best
 
     eval_dir = str(tmp_path / figures.EVAL_DIR)
@@ -215,10 +215,28 @@ def test_the_last_words_add_the_best_exports_figures_and_warn_of_a_model_below_t
         _report_best(str(tmp_path), best_export, last, "log_loss")
     best = "log_loss 1.0070, accuracy 0.5162, of the evaluation at step 500"
     assert capsys.readouterr().out == f"best export's:  {best}\n"
-    assert "The last evaluation's accuracy, 0.4870, is below always answering the majority class, 0.6667" in caplog.text
     caplog.clear()
     _report_best(str(tmp_path), best_export, {**last, "log_loss": 1.0, "accuracy": 0.7}, "log_loss")  # the last's best
     assert capsys.readouterr().out == "" and not caplog.text
+
+
+def test_a_model_that_learned_little_is_warned_of_by_auc_for_two_classes_else_by_the_majority(caplog):
+    """On rare positives a good model's accuracy may lie below the majority's (Caravan: AUC 0.72, as logistic
+    regression's, and accuracy 0.938 against 0.940), and --class-weights lowers accuracy on purpose: neither learned
+    little, and both were told so."""
+    from trainer.task import _warn_if_learned_little
+
+    three = {"accuracy": 0.487, metric_names.CONFUSION: [[40, 30, 30], [20, 9, 1], [5, 5, 10]]}
+    with caplog.at_level(logging.WARNING):
+        _warn_if_learned_little(three, "log_loss", class_weights=False)
+    assert "The last evaluation's accuracy, 0.4870, is below always answering the majority class, 0.6667" in caplog.text
+    caplog.clear()
+    _warn_if_learned_little(three, "log_loss", class_weights=True)  # --class-weights balanced
+    two = {"accuracy": 0.938, "auc": 0.72, metric_names.CONFUSION: [[940, 0], [62, 0]]}
+    _warn_if_learned_little(two, "auc", class_weights=False)
+    assert not caplog.text
+    _warn_if_learned_little({**two, "auc": 0.51}, "auc", class_weights=False)  # a constant model's 0.5, nearly
+    assert "The last evaluation's AUC, 0.5100, is near chance's 0.5: the model learned little" in caplog.text
 
 
 def export_of_step(folder, step: int) -> str:

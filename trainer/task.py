@@ -25,6 +25,8 @@ examples:
   qt-train --train-files 'data/x/train-*' --eval-files 'data/x/eval-*' --job-dir runs/x
   qt-train --config configs/mnist.yaml --data-dir data/mnist --job-dir runs/mnist --learning-rate 3e-4
 """
+# An AUC below this says the model ranks little better than chance (0.5); a constant model's is 0.5.
+CHANCE_AUC = 0.55
 NO_DATA = (
     "--data-dir or --train-files is required: a dataset written by qt-preprocess "
     "(to try the built-in digits end to end: bash scripts/demo.sh)"
@@ -184,6 +186,7 @@ def _report(config: Config, metrics: dict | None) -> None:
     for name in dict.fromkeys([lead, names.ACCURACY]):
         print(f"{name + ':':15} {metrics[name]:.4f}")
     _report_best(config.job_dir, best, metrics, lead)
+    _warn_if_learned_little(metrics, lead, config.class_weights != "none")
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
         print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f}, at step "
@@ -195,9 +198,9 @@ def _report(config: Config, metrics: dict | None) -> None:
 
 
 def _report_best(job_dir: str, best: str | None, metrics: dict, lead: str) -> None:
-    """Where the figures above (the last evaluation's) are not the best export's, the best export's too, and a
-    warning where the last evaluation's accuracy is below always answering the majority class: a model that
-    overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's path."""
+    """Where the figures above (the last evaluation's) are not the best export's, the best export's too: a model
+    that overfit (a date's or an ID's values memorized) printed its worse last figures beside the better export's
+    path."""
     from trainer import metrics as names
     from trainer.export import evaluations, held_evaluation
 
@@ -209,8 +212,22 @@ def _report_best(job_dir: str, best: str | None, metrics: dict, lead: str) -> No
         shown = f", accuracy {accuracy:.4f}" if accuracy is not None and lead != names.ACCURACY else ""
         label = "best export's:"
         print(f"{label:15} {lead} {value:.4f}{shown}, of the evaluation at step {step}")
+
+
+def _warn_if_learned_little(metrics: dict, lead: str, class_weights: bool) -> None:
+    """A warning where the last evaluation says the model learned little: by AUC where it leads (two classes),
+    since on rare positives a good model's accuracy may lie below always answering the majority class (Caravan's
+    6% buyers: AUC 0.72, as logistic regression's, at accuracy 0.938 against 0.940); else by that accuracy, unless
+    --class-weights trades accuracy for the rare classes' recall on purpose."""
+    from trainer import metrics as names
+
+    if lead == names.AUC:
+        if metrics[names.AUC] < CHANCE_AUC:
+            log.warning("The last evaluation's AUC, %.4f, is near chance's 0.5: the model learned little, or overfit "
+                        "(see report.md's curves)", metrics[names.AUC])  # fmt: skip
+        return
     majority = names.majority_rate(metrics)
-    if majority is not None and metrics[names.ACCURACY] < majority:
+    if majority is not None and metrics[names.ACCURACY] < majority and not class_weights:
         log.warning(
             "The last evaluation's accuracy, %.4f, is below always answering the majority class, %.4f: the model "
             "learned little, or overfit (see report.md's curves)",
