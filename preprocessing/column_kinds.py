@@ -369,6 +369,17 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
             least,
             name,
         )
+    elif hashed >= MOSTLY_RARE and not count.nearly_unique and not cut:  # ISLR's Auto: car names, each once or twice
+        log.warning(
+            "column %s: %.0f%% of its training rows hold a value seen fewer than %d times, most values once or twice "
+            "(names or free text?), and those share one index: the model learns little from it; pass --text-columns "
+            "%s if its words carry the meaning, or --ignore-columns %s to leave it out",
+            plan.position(name),
+            100 * hashed,
+            least,
+            name,
+            name,
+        )
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
     )
