@@ -447,9 +447,8 @@ def describe(column: tables.Column) -> str:
         kind = "Unix time" if column.date_format == dates.UNIX else kind
         return f"{column.name} ({kind} {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
-    return (
-        f"{column.name} (categorical: {len(column.vocabulary)} values{buckets}, {column.hashed:.1%} outside{missing})"
-    )
+    values = f"{len(column.vocabulary)} value" + "s" * (len(column.vocabulary) != 1)
+    return f"{column.name} (categorical: {values}{buckets}, {column.hashed:.1%} outside{missing})"
 
 
 def _length(column: tables.Column) -> str:

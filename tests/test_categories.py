@@ -529,6 +529,8 @@ def test_the_summary_says_its_missing_counts_are_the_training_rows():
         "town (categorical: 2 values + 2 hash buckets, 0.0% outside, 3 missing in training)"
     )
     assert column_kinds.describe(tables.Column("age", tables.NUMERIC)) == "age (numeric)"  # none missing: not said
+    one = tables.Column("retweet", tables.CATEGORICAL, vocabulary=("false",))
+    assert column_kinds.describe(one) == "retweet (categorical: 1 value, 0.0% outside)"
 
 
 def test_free_text_read_as_a_category_gets_the_text_hint(tmp_path, caplog, monkeypatch):

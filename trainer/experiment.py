@@ -109,10 +109,10 @@ def _warn_of_absent_classes(metrics: dict, metadata: Metadata) -> None:
     absent = [repr(name) for name, row in zip(metadata.class_names, rows) if not sum(row)]
     if absent:
         log.warning(
-            "The evaluation split holds no example of class %s: its recall%s say nothing; preprocess more rows, "
-            "or with a larger --eval-fraction",
+            "The evaluation split holds no example of class %s: %s; preprocess more rows, or with a larger "
+            "--eval-fraction",
             ", ".join(absent),
-            ", and the AUC," if len(rows) == 2 else "",
+            "its recall, and the AUC, say nothing" if len(rows) == 2 else "its recall says nothing",
         )
 
 
