@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
 UNIX = "%s"  # the format of Unix times, as GNU date's %s: seconds since 1970-01-01 UTC
+ISO = "%Y-%m-%d"  # ISO 8601, a time of day optional: read in a date column of any format too (also_iso)
 # A Unix time as text: a decimal number, a fraction or an exponent allowed (1260759144, 1.26e9, -5.5).
 UNIX_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
 UNIX_UNIT_STEPS = (1e11, 1e14, 1e17)  # from each, a Unix time is in a unit 1000 times smaller (unix_seconds)
@@ -39,7 +40,7 @@ FEATURE_NAMES = ("days", "year", "month_sin", "month_cos", "day_sin", "day_cos",
 FEATURE_NAMES += ("yearday_sin", "yearday_cos", "hour_sin", "hour_cos")
 # Tried in order when a column is detected (the first that reads a value wins ties: m/d/Y before d/m/Y).
 FORMATS = (
-    "%Y-%m-%d",
+    ISO,
     "%Y/%m/%d",
     "%m/%d/%Y",
     "%d/%m/%Y",
@@ -199,8 +200,26 @@ def in_range(fields):
 # Arrow: preprocessing's detection and statistics.
 
 
-def fields_arrow(values, date_format: str) -> np.ndarray:
-    """A pyarrow string array to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value is no date (or null)."""
+def also_iso(date_format: str) -> bool:
+    """Whether a column of this format also reads ISO 8601 (2017-01-05, 2017-01-05T10:30:00Z): a date in any
+    format, as JSON clients send them (JavaScript's toISOString), where it was read as a missing date."""
+    return date_format not in (UNIX, ISO) and not is_time_of_day(date_format)
+
+
+def fields_arrow(values, date_format: str, exact: bool = False) -> np.ndarray:
+    """A pyarrow string array to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value is no date (or null): in
+    `date_format`, or else in ISO 8601 (also_iso) unless `exact`."""
+    import pyarrow as pa
+
+    fields = _format_fields_arrow(values, date_format)
+    unread = np.isnan(fields[:, 0])
+    if not exact and also_iso(date_format) and unread.any():
+        fields[unread] = _format_fields_arrow(values.filter(pa.array(unread)), ISO)
+    return fields
+
+
+def _format_fields_arrow(values, date_format: str) -> np.ndarray:
+    """fields_arrow in `date_format` alone."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -285,7 +304,18 @@ def two_digit_years(years, where):
 
 
 def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
-    """[n] strings to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value does not read as a date."""
+    """[n] strings to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value does not read as a date: fields_arrow
+    in TensorFlow."""
+    import tensorflow as tf
+
+    fields = _format_fields_tf(strings, date_format)
+    if not also_iso(date_format):
+        return fields
+    return tf.where(tf.math.is_nan(fields[:, :1]), _format_fields_tf(strings, ISO), fields)
+
+
+def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+    """fields_tf in `date_format` alone."""
     import tensorflow as tf
 
     if date_format == UNIX:

@@ -246,7 +246,7 @@ def _count_matching(values: pa.Array, expression: str) -> int:
 
 
 def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.ndarray:
-    years = dates.fields_arrow(values, date_format)[:, 0]
+    years = dates.fields_arrow(values, date_format, exact=True)[:, 0]  # each format by what it reads itself
     if likely_only and date_format in LIKELY_YEARS:
         return in_likely_years(years, date_format)
     return ~np.isnan(years)

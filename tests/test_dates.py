@@ -119,6 +119,19 @@ def test_every_date_that_a_format_reads_bears_the_formats_mark():
     ).as_py()
 
 
+def test_a_date_column_of_any_format_reads_iso_8601_too():
+    """A model of dates written 01/05/2017 got 2017-01-05T10:30:00Z (JavaScript's toISOString) from a client and
+    read it as a missing date; ISO 8601 is unambiguous, so every date format reads it, in Arrow and TensorFlow."""
+    values = ["01/05/2017", "2017-01-05T10:30:00.000Z", "2017-01-05", "2017-13-05", "05/01/2017 10:30"]
+    for date_format in ("%m/%d/%Y", "%d/%m/%Y", "%b %d, %Y"):
+        read = dates.fields_arrow(pa.array(values), date_format)
+        np.testing.assert_array_equal(read, dates.fields_tf(tf.constant(values), date_format).numpy())
+        assert read[1].tolist() == [2017, 1, 5, 10, 30, 0] and read[2].tolist() == [2017, 1, 5, 0, 0, 0]
+        assert np.isnan(read[3]).all()  # no month 13 in any format
+    assert np.isnan(dates.fields_arrow(pa.array(values[1:2]), "%m/%d/%Y", exact=True)).all()  # as formats are found
+    assert np.isnan(dates.fields_tf(tf.constant(values[1:2]), "%H:%M").numpy()).all()  # a time of day: no date
+
+
 def test_formats_read_what_they_say():
     read = {text: row for text, row in zip(AWKWARD, dates.fields_arrow(pa.array(AWKWARD), "%Y-%m-%d"))}
     assert read["2013-01-01T10:00:00Z"].tolist() == [2013, 1, 1, 10, 0, 0]
