@@ -3,6 +3,7 @@ training and serving (TensorFlow), and expanded into the features a model can us
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 
@@ -305,6 +306,14 @@ def test_qt_predict_warns_of_no_date_but_a_word_training_kept(caplog):
         assert list(unreadable_dates_warned(iter(rows), "f", [ended])) == rows
     assert [record.getMessage() for record in caplog.records] == [
         "f:4: column 'ended': 'soon' is no date in '%Y-%m-%d'; read as missing"
+    ]
+    caplog.clear()
+    us = dataclasses.replace(ended, date_format="%m/%d/%Y")
+    rows = [("f:2", {"ended": "01/05/2020"}), ("f:3", {"ended": "2020-01-05T10:00:00Z"}), ("f:4", {"ended": "soon"})]
+    with caplog.at_level(logging.WARNING):
+        assert list(unreadable_dates_warned(iter(rows), "f", [us])) == rows  # ISO 8601 reads in any format
+    assert [record.getMessage() for record in caplog.records] == [
+        "f:4: column 'ended': 'soon' is no date in '%m/%d/%Y' nor ISO 8601; read as missing"
     ]
 
 

@@ -336,8 +336,9 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
         for i in range(len(chunk)):  # in line order
             for column in dated:
                 if unread[column.name][i]:
-                    bad.warn("%s: column %r: %s is no date in %r; read as missing", chunk[i][0], column.name,
-                             quoted(texts[column.name][i]), column.date_format)  # fmt: skip
+                    bad.warn("%s: column %r: %s is no date in %r%s; read as missing", chunk[i][0], column.name,
+                             quoted(texts[column.name][i]), column.date_format,
+                             " nor ISO 8601" * dates.also_iso(column.date_format))  # fmt: skip
                 elif distant[column.name][i]:
                     far.warn("%s: column %r: %s is far from the training rows' dates (%s); the model extrapolates",
                              chunk[i][0], column.name, quoted(texts[column.name][i]), _date_span(column))  # fmt: skip
