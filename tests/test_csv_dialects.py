@@ -360,7 +360,7 @@ def test_positive_class_makes_a_binary_labels_class_to_find_class_1(tmp_path, ca
     assert "positive class" not in caplog.text  # yes after no: the names say which is to be found
 
 
-def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refused_as_a_quantity(tmp_path):
+def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refused_as_a_quantity(tmp_path, caplog):
     (tmp_path / "t.csv").write_text("size,price\n" + "".join(f"{i % 7},{i * 1.25:.2f}\n" for i in range(30)))
     with pytest.raises(UserError, match=r"--label-column price: its 30 distinct values are numbers with fractions"):
         build(tmp_path, tmp_path / "t.csv", label_column="price")
@@ -372,6 +372,14 @@ def test_a_label_of_many_numbers_with_fractions_or_of_values_of_one_row_is_refus
         build(tmp_path, tmp_path / "c.csv", label_column="added")
     (tmp_path / "k.csv").write_text("size,kind\n" + "".join(f"{i % 7},k{i % 30}\n" for i in range(60)))
     assert len(build(tmp_path, tmp_path / "k.csv", label_column="kind").class_names) == 30  # 2 rows each: classes
+    # Whole numbers of a few rows each (ISLR's Auto's horsepower: 93 classes) are classes, said so.
+    (tmp_path / "h.csv").write_text("size,hp\n" + "".join(f"{i % 7},{46 + i // 2 * 4}\n" for i in range(60)))
+    with caplog.at_level(logging.WARNING):
+        assert len(build(tmp_path, tmp_path / "h.csv", label_column="hp").class_names) == 30
+    assert "--label-column hp: its 30 distinct values are whole numbers (46 to 162), each learnt as a class" in (
+        caplog.text
+    )
+    assert "--label-column kind" not in caplog.text
     # A column of documents (great_tables' flags, as SVG) taken for the label: the value shown is cut, the line short.
     (tmp_path / "d.csv").write_text(
         "size,flag\n" + "".join(f'{i},"<svg width=""{i}"">{"x" * 2000}</svg>"\n' for i in range(60))
