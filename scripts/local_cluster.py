@@ -12,6 +12,7 @@ Each task's log is JOB_DIR/cluster-logs/TYPE-INDEX.log.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -26,19 +27,20 @@ STOP_SECS = 60  # a task's time to save a checkpoint and end after SIGTERM
 WORKER_GRACE_SECS = 60  # a worker's time to end after the chief succeeded
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: each socket is held until all are found, so the system cannot give one twice."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def cluster_spec(workers: int, ps: int) -> dict[str, list[str]]:
-    def addresses(count: int) -> list[str]:
-        return [f"127.0.0.1:{free_port()}" for _ in range(count)]
-
-    spec = {"chief": addresses(1), "ps": addresses(ps)}
+    addresses = [f"127.0.0.1:{port}" for port in free_ports(1 + ps + workers)]
+    spec = {"chief": addresses[:1], "ps": addresses[1 : 1 + ps]}
     if workers:
-        spec["worker"] = addresses(workers)
+        spec["worker"] = addresses[1 + ps :]
     return spec
 
 
