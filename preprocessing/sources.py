@@ -125,11 +125,13 @@ def read_idx(path: str) -> np.ndarray:
 
 
 def read_mnist(path: str | None, options: SourceOptions) -> RawData:
-    """A folder of MNIST IDX files: every `PREFIX-images-idx3-ubyte[.gz]` with its labels file."""
+    """A folder of MNIST IDX files: every `PREFIX-images-idx3-ubyte[.gz]` with its labels file. Where it holds
+    both `train` and `t10k` files (MNIST's and Fashion-MNIST's names), they are the training and evaluation
+    splits, as published figures use them; other files are split by --eval-fraction."""
     folder = _require_input(path, "mnist")
     names = storage.list_names(folder)
     pattern = re.compile(MNIST_IMAGES)
-    images, labels, keys = [], [], []
+    images, labels, keys, prefixes = [], [], [], []
     for name in names:
         match = pattern.match(name)
         if not match:
@@ -145,10 +147,21 @@ def read_mnist(path: str | None, options: SourceOptions) -> RawData:
         images.append(x)
         labels.append(y)
         keys.extend(f"{prefix}:{i}" for i in range(len(x)))
+        prefixes.extend([prefix] * len(x))
     if not images:
         raise UserError(f"{folder}: no MNIST files (*-images-idx3-ubyte[.gz])")
     data = from_arrays(np.concatenate(images), np.concatenate(labels), folder)
-    return dataclasses.replace(data, keys=keys)
+    return dataclasses.replace(data, keys=keys, fixed=_published_split(np.array(prefixes)))
+
+
+def _published_split(prefixes: np.ndarray) -> np.ndarray | None:
+    """Each MNIST example's fixed split by its file's prefix (train, t10k), where the folder holds both."""
+    from preprocessing.split import EVAL, FREE, TRAIN
+
+    if not {"train", "t10k"} <= set(prefixes.tolist()):
+        return None
+    log.info("MNIST's own split: the train files for training, the t10k files for evaluation")
+    return np.select([prefixes == "train", prefixes == "t10k"], [TRAIN, EVAL], FREE)
 
 
 def read_npz(path: str | None, options: SourceOptions) -> RawData:

@@ -38,6 +38,22 @@ def test_mnist_folder_of_idx_files(tmp_path, compress):
     assert data.keys == ["t10k:0", "t10k:1", "t10k:2"]
 
 
+def test_mnist_keeps_its_published_split(tmp_path):
+    """The train and t10k files were pooled and split 80/20: no figure compared with MNIST's published ones."""
+    from preprocessing.writer import build_dataset
+
+    rng = np.random.default_rng(0)
+    for prefix, count in (("train", 50), ("t10k", 10)):
+        write_idx(tmp_path / f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, (count, 4, 4)), False)
+        write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte", np.arange(count) % 2, False)
+    data = read_mnist(str(tmp_path), OPTIONS)
+    metadata = build_dataset(data, str(tmp_path / "out"), source="mnist", eval_fraction=0.5)
+    assert (metadata.splits["train"].examples, metadata.splits["eval"].examples) == (50, 10)
+    (tmp_path / "t10k-images-idx3-ubyte").rename(tmp_path / "extra-images-idx3-ubyte")  # no t10k: a split by fraction
+    (tmp_path / "t10k-labels-idx1-ubyte").rename(tmp_path / "extra-labels-idx1-ubyte")
+    assert read_mnist(str(tmp_path), OPTIONS).fixed is None
+
+
 def test_mnist_truncated_file_names_the_file(tmp_path):
     write_idx(tmp_path / "train-images-idx3-ubyte", np.zeros((2, 4, 4)), False)
     write_idx(tmp_path / "train-labels-idx1-ubyte", np.array([0, 1]), False)
