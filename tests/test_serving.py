@@ -125,6 +125,22 @@ def test_predict_cli_on_every_kind_of_file(served, tmp_path):
     assert [line["class_ids"] for line in lines] == expected_ids
 
 
+def test_an_image_scaled_otherwise_than_the_training_images_is_warned_of(served, tmp_path, caplog):
+    """The digits (values 0 to 16) model answered 7 for a PNG of a 0 saved in 0-255, silently."""
+    export, _, images, _ = served
+    (tmp_path / "as-trained.png").write_bytes(png(images[0]))
+    (tmp_path / "as-saved.png").write_bytes(png((images[0] / images[0].max() * 255).astype(np.uint8)))
+    np.savez(tmp_path / "some.npz", x=images[:5, ..., 0].astype(np.float32) * 16)
+    model = Model(os.path.dirname(export))
+    paths = [str(tmp_path / name) for name in ("as-trained.png", "as-saved.png", "some.npz")]
+    with caplog.at_level("WARNING"):
+        assert len(list(predict.predict_files(model, paths, batch_size=8))) == 7  # warned, and predicted
+    assert "as-trained.png" not in caplog.text
+    assert f"{paths[1]}: values up to 255, far above the training images' (mean " in caplog.text
+    assert f"{paths[2]}#2: values up to" in caplog.text and f"{paths[2]}#3: values" not in caplog.text  # 3, a count
+    assert f"{paths[2]}: 5 images in all hold values far above the training images'" in caplog.text
+
+
 @pytest.mark.slow
 def test_predict_cli_names_the_image_the_model_rejects_and_predicts_the_others(served, tmp_path):
     """One broken photo among many stopped every prediction; now the others are written and the run fails at the end."""

@@ -37,6 +37,9 @@ ROWS_READ = 1024  # rows whose dates or texts are read at once (dates.fields_arr
 # A date this many standard deviations from the training rows' mean is far from them: at most 1/36 of any training
 # split's dates lie so far (Chebyshev), and a date column's span is about 3.5 deviations for evenly spread dates.
 FAR_DATE_STDS = 6
+# An image's value this many standard deviations above the training images' mean is far above them: scaled otherwise
+# (0-255 to a model of 0-16). Training images' own highest lie within 3 (scikit-learn's digits 1.8, MNIST 2.8).
+FAR_STDS = 10
 
 DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
@@ -616,7 +619,7 @@ def predict_files(
             raise UserError(f"--input {path}: no such file")
         found = 0
         options = table_options if encoding_given or table_options is None else _in_utf8_if_so(path, table_options)
-        for name, sig, value in requests_for(path, model, options, rejected):
+        for name, sig, value in off_scale_warned(requests_for(path, model, options, rejected), path, model):
             if batch and (sig != signature or len(batch) == batch_size):
                 yield from _run(model, signature, batch, rejected)
                 batch = []
@@ -630,6 +633,49 @@ def predict_files(
     if rejected:
         raise LeftOut(f"{len(rejected)} input(s) missing or that the model rejects were left out, the first "
                       f"{rejected[0]}")  # fmt: skip
+
+
+def off_scale_warned(requests: Iterator[tuple], path: str, model: Model) -> Iterator[tuple]:
+    """A file's requests, each image whose values lie far above the training images' warned of (the first few,
+    then a count): the digits model (values 0-16) answered 7 for a PNG of a 0 in 0-255, silently. Only for
+    models whose training images were scaled below 0-255; photos' are not, and are not decoded here."""
+    ceiling = _value_ceiling(model.metadata)
+    if ceiling is None:
+        yield from requests
+        return
+    metadata = model.metadata
+    far = FirstFew(path, "%d images in all hold values far above the training images'")
+    for name, signature, value in requests:
+        highest = _highest_value(value)
+        if highest is not None and highest > ceiling:
+            far.warn("%s: values up to %g, far above the training images' (mean %.3g, standard deviation %.3g): "
+                     "scale it as they were (scikit-learn's digits: 0 to 16)", name, highest, max(metadata.mean),
+                     max(metadata.std))  # fmt: skip
+        yield name, signature, value
+    far.close()
+
+
+def _value_ceiling(metadata) -> float | None:
+    """The value above which an image's pixels are far from the training images' (FAR_STDS deviations above
+    their mean in some channel), where that is below 255; else None."""
+    if metadata.is_table or not metadata.is_image:
+        return None
+    ceiling = max(mean + FAR_STDS * std for mean, std in zip(metadata.mean, metadata.std))
+    return ceiling if ceiling < 255 else None
+
+
+def _highest_value(value) -> float | None:
+    """An input image's highest value: of its array, or of its file's bytes decoded; None where it does not decode
+    (the model then names it)."""
+    if not isinstance(value, bytes):
+        return float(np.max(value))
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(value)) as image:
+            return float(np.asarray(image).max())
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return None
 
 
 UTF8_HEAD = 1 << 16  # bytes of a file whose decoding tells whether it is UTF-8
