@@ -1,6 +1,7 @@
 import pytest
 
 from dataformat.errors import UserError
+from trainer import config as config_module
 from trainer.config import Config, from_sources
 
 
@@ -117,3 +118,14 @@ def test_every_command_says_its_version(module):
     done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("qt-") and len(done.stdout.splitlines()) == 1
     assert done.stdout.split()[-1][0].isdigit() or "(not installed)" in done.stdout
+
+
+def test_a_resume_with_another_setting_names_a_default_as_default(tmp_path, caplog):
+    """A resume with --learning-rate 1e-4 where the run before took the data's default said "(was None)"."""
+    from trainer import experiment
+
+    config_module.save(Config(job_dir=str(tmp_path)), str(tmp_path))
+    experiment._warn_of_changed_settings(Config(job_dir=str(tmp_path), learning_rate=1e-4), trained=100)
+    assert "Resuming at step 100 with other settings than its run before: --learning-rate 0.0001 (was default)" in (
+        caplog.text
+    )

@@ -385,8 +385,8 @@ def from_sources(yaml_path: Optional[str], flags: dict[str, Any]) -> Config:
 
 
 def save(config: Config, folder: str) -> str:
-    """Writes the resolved configuration as FOLDER/config.yaml, which `--config` reads back to
-    repeat the run; returns its path."""
+    """Writes the run's settings as FOLDER/config.yaml (null where a default follows the data, as --learning-rate's),
+    which `--config` reads back to repeat the run in another job dir; returns its path."""
     import tensorflow as tf  # writes gs:// too
 
     settings = {
@@ -397,7 +397,8 @@ def save(config: Config, folder: str) -> str:
     path = f"{folder.rstrip('/')}/{CONFIG_FILE}"
     tf.io.gfile.makedirs(folder)
     with tf.io.gfile.GFile(path, "w") as file:
-        file.write("# The resolved settings of this run; repeat it with --config " + path + "\n")
+        file.write(f"# The settings of this run (null: the default for its data); repeat it with --config {path} "
+                   "--job-dir NEW_DIR (in this job dir it resumes)\n")  # fmt: skip
         file.write(yaml.safe_dump(settings, sort_keys=False))
     return path
 

@@ -338,7 +338,7 @@ def _warn_of_changed_settings(config: Config, trained: int) -> None:
         log.warning("Resuming at step %d; its settings before could not be read (%s)", trained, error)
         return
     changed = [
-        f"--{item.name.replace('_', '-')} {getattr(config, item.name)} (was {getattr(before, item.name)})"
+        f"--{item.name.replace('_', '-')} {_said(getattr(config, item.name))} (was {_said(getattr(before, item.name))})"
         for item in dataclasses.fields(Config)
         if item.name not in NOT_COMPARED and getattr(config, item.name) != getattr(before, item.name)
     ]
@@ -348,6 +348,11 @@ def _warn_of_changed_settings(config: Config, trained: int) -> None:
             "trained the first %d steps",
             trained, ", ".join(changed), path, trained,
         )  # fmt: skip
+
+
+def _said(setting) -> str:
+    """A setting as a warning shows it: None is the default for the data (a learning rate chosen by the network)."""
+    return "default" if setting is None else str(setting)
 
 
 def _warn_if_it_cannot_stop(config: Config) -> None:
