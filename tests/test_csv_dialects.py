@@ -67,6 +67,21 @@ def test_blank_lines_between_rows_are_counted_in_their_lines_and_quoted_ones_are
         caplog.clear()
 
 
+def test_a_quote_never_closed_is_named_where_it_took_the_rows_after_it_into_one_value(tmp_path):
+    """The rest of the file went into one value, its row was left out as cut short, and the run wrote the rows
+    before it and exited 0: 100 rows of 5,000. A long value of the table's own, a letter's lines, still reads."""
+    rows = [f"{i},{i * 0.5},{'ab'[i % 2]}" for i in range(300)]
+    letter = "\n".join(f"Line {n} of a letter, with a comma, and words" for n in range(30))
+    good = ["id,amount,label", *rows[:50], f'50,"{letter}",a', *rows[51:]]
+    (tmp_path / "good.csv").write_text("\n".join(good) + "\n")
+    assert sum(split.examples for split in build(tmp_path, tmp_path / "good.csv").splits.values()) == 300
+    bad = ["id,amount,label", *rows[:50], '50,"12.5,a', *rows[51:]]
+    (tmp_path / "bad.csv").write_text("\n".join(bad) + "\n")
+    with pytest.raises(UserError, match=r"bad.csv: line 52, column 2 \('amount'\): a quoted value runs over 250 lines, "
+                       "most of them rows of this table: is its quote never closed"):  # fmt: skip
+        build(tmp_path, tmp_path / "bad.csv")
+
+
 def test_a_row_of_another_width_is_named_by_its_line_past_quoted_newlines_and_blank_lines(tmp_path, caplog):
     """pyarrow numbers records, not lines: the row was named 5 lines early past 5 quoted newlines."""
     rows = [f'{i},"a\nb",{"xy"[i % 2]}' for i in range(5)] + ["", "5,c,x", "6,d,x,more"]  # 2 lines a row, a blank
