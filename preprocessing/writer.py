@@ -387,11 +387,13 @@ def write_metadata(
     mean, std = _normalization(by_split["train"])
     results = [result for split in by_split.values() for result in split]
     skipped = _skipped_per_class(results, len(data.class_names))
+    counts = np.bincount(data.labels, minlength=len(data.class_names)) - skipped
+    _refuse_emptied_classes(counts, skipped, results, data.class_names)
     metadata = Metadata(
         shape=data.shape,
         dtype=data.dtype,
         class_names=data.class_names,
-        class_counts=tuple((np.bincount(data.labels, minlength=len(data.class_names)) - skipped).tolist()),
+        class_counts=tuple(counts.tolist()),
         splits={
             split: SplitInfo(
                 examples=sum(r.examples for r in results),
@@ -424,6 +426,14 @@ def report_broken(by_split: dict[str, list[ShardResult]], total: int) -> None:
     if broken:
         shown = "; ".join(broken[:SHOWN_BROKEN]) + ("; ..." if len(broken) > SHOWN_BROKEN else "")
         log.warning("Skipped %d of %d images, missing or not decodable: %s", len(broken), total, shown)
+
+
+def _refuse_emptied_classes(counts: np.ndarray, skipped: np.ndarray, results: list[ShardResult], names) -> None:
+    """A UserError where every image of a class was skipped as broken: its class was kept, of no example, and
+    training on the others reported accuracy 1.0."""
+    for label in np.flatnonzero((counts == 0) & (skipped > 0)):
+        first = next(line for r in results for line, of in zip(r.broken, r.broken_labels) if of == label)
+        raise UserError(f"class {names[label]!r}: none of its {skipped[label]} image(s) reads ({first})")
 
 
 def _skipped_per_class(results: list[ShardResult], classes: int) -> np.ndarray:

@@ -166,3 +166,17 @@ def test_a_photo_of_too_many_pixels_is_a_broken_image_and_a_huge_image_size_is_r
     flags = ["--source", "images", "--input", str(tmp_path), "--output", str(tmp_path / "d")]
     assert preprocess([*flags, "--image-size", "100000x100000"]) == 2
     assert "'100000x100000': a side is at most 4096 pixels" in caplog.text
+
+
+def test_a_class_whose_every_image_is_broken_is_refused(tmp_path, caplog):
+    """Its class was kept with no example, and a model of the other class alone reported accuracy 1.0."""
+    from preprocessing.cli import main as preprocess
+
+    for i in range(8):
+        (tmp_path / "photos" / "blue").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "photos" / "red").mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((6, 5, 3), i * 20, np.uint8)).save(tmp_path / "photos" / "blue" / f"{i}.png")
+        (tmp_path / "photos" / "red" / f"{i}.png").write_bytes(b"not a png")
+    flags = ["--source", "images", "--input", str(tmp_path / "photos"), "--output", str(tmp_path / "d")]
+    assert preprocess(flags) == 2
+    assert "class 'red': none of its 8 image(s) reads (" in caplog.text and "/red/" in caplog.text
