@@ -271,3 +271,29 @@ def test_a_checkpoint_removed_before_its_export_is_skipped_and_the_best_export_s
         assert os.listdir(os.path.join(job_dir, "export", exporter.name)) == before  # nor a temp- folder
     assert caplog.text.count("model.ckpt-400 was removed before it could be") == 2
     assert best.export(estimator, None, newer, worse, False)  # worse than the skipped one, yet the best held
+
+
+class _Recorded(tf.estimator.Exporter):
+    """An exporter that notes the steps it is asked to export."""
+
+    def __init__(self):
+        self.steps = []
+
+    @property
+    def name(self) -> str:
+        return "recorded"
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        self.steps.append(eval_result["global_step"])
+        return None
+
+
+def test_step_0s_untrained_weights_are_exported_only_for_a_warm_start(tmp_path):
+    """A run stopped at its first step (a corrupt shard) exported step 0 as latest and best; qt-predict of the job
+    dir then answered from untrained weights, and a rerun kept them as best where they won on a tiny split."""
+    for skip, expected in ((True, [5]), (False, [0, 5])):  # a warm start's step 0 holds the model it started from
+        recorded = _Recorded()
+        exporter = export.ExportTo(recorded, str(tmp_path), {}, skip_step_0=skip)
+        for step in (0, 5):
+            exporter.export(None, None, None, {"global_step": step}, False)
+        assert recorded.steps == expected

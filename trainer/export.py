@@ -28,16 +28,19 @@ class ExportTo(tf.estimator.Exporter):
     """Runs an exporter into FOLDER/NAME instead of the Estimator's fixed MODEL_DIR/export/NAME. Exporters
     that share `exported` build each checkpoint's SavedModel once; the others copy it (ExportsOnce)."""
 
-    def __init__(self, exporter: tf.estimator.Exporter, folder: str, exported: dict):
+    def __init__(self, exporter: tf.estimator.Exporter, folder: str, exported: dict, skip_step_0: bool = True):
         self._exporter = exporter
         self._folder = folder
         self._exported = exported
+        self._skip_step_0 = skip_step_0  # step 0's weights are untrained, but for a warm start's
 
     @property
     def name(self) -> str:
         return self._exporter.name
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        if self._skip_step_0 and eval_result.get("global_step") == 0:
+            return None  # a run stopped at its first step (a corrupt shard): qt-predict of the job dir used it
         folder = posixpath.join(self._folder, self.name)
         once = ExportsOnce(estimator, self._exported)
         best_before = getattr(self._exporter, "_best_eval_result", None)  # BestExporter's, None for the others
@@ -212,7 +215,8 @@ def exporters(
     best = BestAcrossRuns(best_metric, "best", serving_input_fn, assets_extra=assets)
     metrics = MetricsWriter(config.job_dir, class_names, config.tuning_metric, best_metric)
     exported = {}  # the best export of a checkpoint the latest exporter has exported is a copy of it
-    return [metrics, ExportTo(latest, folder, exported), ExportTo(best, folder, exported)]
+    untrained_at_0 = not config.warm_start_from  # a warm start's step 0 holds the model it started from
+    return [metrics, *(ExportTo(exporter, folder, exported, untrained_at_0) for exporter in (latest, best))]
 
 
 def check_metric(flag: str, name: str, num_classes: int) -> None:
