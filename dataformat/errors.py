@@ -26,8 +26,9 @@ _NOISE = ("Graph execution error", "Detected at node", "<stack traces", "File ",
 
 def tensorflow_error_line(error) -> str:
     """The line of a TensorFlow error (`tf.errors.OpError`) that says what went wrong, without the
-    header, the trace of where the failing op was defined, and the op and function names around it."""
-    lines = [line.strip() for line in error.message.splitlines()]
+    header, the trace of where the failing op was defined, and the op and function names around it; of another
+    error (an OSError of a file cut short), its own words."""
+    lines = [line.strip() for line in getattr(error, "message", str(error)).splitlines()]
     wrong = next((text for text in lines if text and not text.startswith(_NOISE)), lines[0] if lines else "")
     message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", wrong)
     return re.sub(r"\s*\[Op:.*$", "", message).strip()

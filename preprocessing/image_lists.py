@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dataformat import gcs, storage
+from dataformat import gcs, json_text, storage
 from dataformat.errors import UserError
 from dataformat.schema import PHOTO_SUFFIXES
 from preprocessing.sources import ImageLoader, RawData, SourceOptions, encode_labels, first_image_shape
@@ -158,7 +158,7 @@ def _jsonl_rows(path: str, text: str) -> list[Listed]:
             continue
         where = f"{path} line {number}"
         try:
-            item = json.loads(line)
+            item = json_text.loads(line)
         except json.JSONDecodeError as error:
             raise UserError(f"{where}: not JSON ({error.msg})") from None
         if not isinstance(item, dict) or not isinstance(item.get("imageGcsUri"), str):

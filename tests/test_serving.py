@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -356,3 +357,23 @@ def _bmp32(rgb: np.ndarray) -> bytes:
     pixels[..., :3] = rgb[::-1, :, ::-1]  # bottom-up rows, BGR
     header = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 32, 0, pixels.nbytes, 2835, 2835, 0, 0)
     return b"BM" + struct.pack("<IHHI", 14 + 40 + pixels.nbytes, 0, 0, 14 + 40) + header + pixels.tobytes()
+
+
+def test_a_cut_shard_or_a_damaged_export_is_named_in_one_line(served, tmp_path):
+    """Each ended in a traceback: TensorFlow's DataLossError for the shard, its OSError or OpError for the export."""
+    export, serialized, _, _ = served
+    with tf.io.TFRecordWriter(str(tmp_path / "cut.tfrecord")) as writer:
+        for record in serialized[:3]:
+            writer.write(record)
+    data = (tmp_path / "cut.tfrecord").read_bytes()
+    (tmp_path / "cut.tfrecord").write_bytes(data[: len(data) - 10])
+    model = Model(os.path.dirname(export))
+    with pytest.raises(predict.UserError, match=r"cut.tfrecord: damaged or cut short after 2 record\(s\)"):
+        list(predict.predict_files(model, [str(tmp_path / "cut.tfrecord")], batch_size=8))
+    damaged = shutil.copytree(export, tmp_path / "export")
+    shutil.rmtree(damaged / "variables")
+    with pytest.raises(predict.UserError, match=r"--model-dir .*export: the export does not load \(.*variables"):
+        Model(str(damaged))
+    (damaged / "saved_model.pb").write_bytes((damaged / "saved_model.pb").read_bytes()[:100])
+    with pytest.raises(predict.UserError, match=r"the export does not load \(Cannot parse file"):
+        Model(str(damaged))

@@ -1105,3 +1105,19 @@ def test_arff_files_are_csv_named_by_their_attributes(tmp_path):
     (tmp_path / "cut.arff").write_text("@relation r\n@attribute a numeric\n")
     with pytest.raises(UserError, match=r"cut.arff: an ARFF file without a line @data"):
         dialect_of(str(tmp_path / "cut.arff"), TableOptions())
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.json"])
+def test_a_value_nested_too_deeply_for_pythons_parser_is_named_by_its_line(tmp_path, name):
+    """One line of 100,000 nested lists ended in RecursionError and a traceback, in qt-preprocess and qt-predict."""
+    from trainer.predict import _read_request
+
+    rows = [json.dumps({"x": i * 0.5, "label": "ab"[i % 2]}) for i in range(40)]
+    deep = '{"x": ' + "[" * 100_000 + "]" * 100_000 + ', "label": "a"}'
+    text = "\n".join([*rows[:3], deep, *rows[3:]]) if name.endswith("l") else "[" + ",\n".join([*rows, deep]) + "]"
+    (tmp_path / name).write_text(text + "\n")
+    with pytest.raises(UserError, match=r"line (4|41) is not JSON \(nested too deeply"):
+        build(tmp_path, tmp_path / name)
+    (tmp_path / "request.json").write_text('{"instances": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(UserError, match="not JSON .*nested too deeply"):
+        _read_request(str(tmp_path / "request.json"))

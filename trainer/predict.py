@@ -27,8 +27,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dataformat import commandline, gcs, storage, tables
-from dataformat.errors import NotFound, UserError, quoted
+from dataformat import commandline, gcs, json_text, storage, tables
+from dataformat.errors import NotFound, UserError, quoted, tensorflow_error_line
 from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 
 log = logging.getLogger("trainer.predict")
@@ -97,7 +97,12 @@ class Model:
         log.info("Model: %s", model_dir)
         with tf.io.gfile.GFile(path) as file:
             self.metadata = Metadata.from_json(file.read(), path)
-        self.signatures = tf.saved_model.load(model_dir).signatures
+        try:
+            self.signatures = tf.saved_model.load(model_dir).signatures
+        except (tf.errors.OpError, OSError, ValueError) as error:  # a file of it missing, or cut short
+            raise UserError(
+                f"--model-dir {model_dir}: the export does not load ({tensorflow_error_line(error)})"
+            ) from None
         self.numbers_signature = NUMBERS_SIGNATURE if NUMBERS_SIGNATURE in self.signatures else DEFAULT_SIGNATURE
 
     def predict(self, signature: str, values, names: list[str] | None = None, keys: list | None = None) -> list[dict]:
@@ -139,8 +144,6 @@ class Model:
     def _rejected(self, signature: str, values: list, names: list[str], error) -> str:
         """Which input of a failed batch the model rejects, found by trying each alone, and why."""
         import tensorflow as tf
-
-        from dataformat.errors import tensorflow_error_line
 
         function = self.signatures[signature]
         for value, name in zip(values, names):
@@ -382,7 +385,7 @@ def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
         raise UserError(f"{path}: line {line} is not UTF-8 text, which JSON must be") from None
     if table and text.lstrip().startswith("["):
         try:
-            rows = json.loads(text)
+            rows = json_text.loads(text)
         except json.JSONDecodeError as error:
             raise UserError(f"{path}: line {error.lineno} is not JSON ({error.msg})") from None
         yield from ((f"{path}: item {number}", row) for number, row in enumerate(rows, start=1))
@@ -397,7 +400,7 @@ def _json_lines(path: str, table: bool) -> Iterator[tuple[str, object]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                yield f"{path}:{number}", json.loads(line)
+                yield f"{path}:{number}", json_text.loads(line)
             except json.JSONDecodeError as error:
                 raise UserError(f"{path}: line {number} is not JSON ({error.msg})") from None
 
@@ -594,11 +597,19 @@ def _text_example_requests(path: str, model: Model, texts: list[str]) -> Iterato
 
 
 def _records(path: str) -> Iterator[bytes]:
-    """A TFRecord file's records (gzipped where its name ends in .gz)."""
+    """A TFRecord file's records (gzipped where its name ends in .gz); a damaged or cut one is a UserError naming
+    the file, where it ended in TensorFlow's DataLossError and a traceback."""
     import tensorflow as tf
 
     compression = "GZIP" if path.lower().endswith(".gz") else ""
-    return tf.data.TFRecordDataset(path, compression).as_numpy_iterator()
+    read = 0
+    try:
+        for record in tf.data.TFRecordDataset(path, compression).as_numpy_iterator():
+            yield record
+            read += 1
+    except tf.errors.DataLossError as error:
+        said = tensorflow_error_line(error)
+        raise UserError(f"{path}: damaged or cut short after {read} record(s) ({said})") from None
 
 
 class LeftOut(UserError):
@@ -922,7 +933,7 @@ def _read_request(path: str) -> dict:
         with storage.open_read(path) as file:
             text = file.read().decode("utf-8")
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except json.JSONDecodeError as error:
         raise UserError(f"--instances-json {path}: not JSON ({error})") from None
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from dataformat import tables
+from dataformat import json_text, tables
 from dataformat.errors import UserError
 from dataformat.number_patterns import ISO_DURATION
 from preprocessing.table_files import locate
@@ -153,7 +153,6 @@ def _objects_of_lines(text: str, path: str, first_line: int) -> Iterator[tuple[i
 def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[list[tuple[int, dict]]]:
     """The objects of a file of one JSON array (as pandas' to_json(orient="records") and many APIs write a
     table), with the line each starts on, in pieces of about `block_bytes` of text: never the whole file."""
-    decoder = json.JSONDecoder()
     text_of = codecs.getincrementaldecoder(without_bom(encoding))()
     text, line, expected = "", 1, "["  # expected: '[', an object (or ']' first), ',' or ']', or the end
     with opened(path) as stream:
@@ -163,7 +162,7 @@ def _json_array_rows(path: str, encoding: str, block_bytes: int) -> Iterator[lis
                 text += text_of.decode(chunk, final=not chunk)
             except UnicodeDecodeError:
                 raise UserError(f"{path}: {not_text(path, encoding)}") from None
-            rows, position, expected = _array_items(decoder, text, line, expected, path, final=not chunk)
+            rows, position, expected = _array_items(text, line, expected, path, final=not chunk)
             yield rows
             line, text = line + text.count("\n", 0, position), text[position:]
             if not chunk:
@@ -185,7 +184,7 @@ def one_document(text: str, path: str) -> bool:
     if not lines or not lines[0].lstrip().startswith("{") or plain_name(table_name(path)).endswith(LINES_SUFFIXES):
         return False
     try:
-        first = json.loads(lines[0])
+        first = json_text.loads(lines[0])
     except json.JSONDecodeError as error:
         cut = not re.search("[\r\n]", text)  # one line longer than the head: pandas' to_json of a large frame
         return cut or error.pos >= len(lines[0].rstrip())  # cut off by the line's end, not wrong within it
@@ -212,7 +211,7 @@ def _json_table_rows(path: str, encoding: str, said: bool = False) -> list[tuple
 def table_rows(text: str, path: str) -> tuple[list, str]:
     """The rows of `text`, one JSON object of a table, and how they were found in it (TABLE_LAYOUTS)."""
     try:
-        document = json.loads(text)
+        document = json_text.loads(text)
     except json.JSONDecodeError as error:
         if error.msg == "Extra data":  # objects of many lines one after another, as jq prints them
             raise UserError(
@@ -308,7 +307,7 @@ TABLE_LAYOUTS = {
 _SPACE = re.compile(r"\s*")
 
 
-def _array_items(decoder, text: str, line: int, expected: str, path: str, final: bool) -> tuple[list, int, str]:
+def _array_items(text: str, line: int, expected: str, path: str, final: bool) -> tuple[list, int, str]:
     """The whole objects in `text`, a JSON array's text from a place where `expected` comes, on `line`:
     (each object with its line, where the text they took ends, what comes next: '[', 'first' (an object or
     ']'), 'object', ',' (or ']') or 'end'). An object that the text cuts off waits for more, unless `final`."""
@@ -330,7 +329,7 @@ def _array_items(decoder, text: str, line: int, expected: str, path: str, final:
             expected, position = "end", position + 1
         else:
             try:
-                row, end = decoder.raw_decode(text, position)
+                row, end = json_text.raw_decode(text, position)
             except json.JSONDecodeError as error:
                 if not final:
                     break
@@ -381,7 +380,7 @@ def _check_known(row: dict, known: frozenset, path: str, line: int) -> None:
 
 def _json_object(line: str, path: str, number: int) -> dict:
     try:
-        row = json.loads(line)
+        row = json_text.loads(line)
     except json.JSONDecodeError as error:
         if error.pos >= len(line.rstrip()):  # a pretty-printed object: JSON, but of many lines
             raise UserError(

@@ -17,7 +17,7 @@ import re
 import sys
 import time
 
-from dataformat import commandline, gcs, storage, tables
+from dataformat import commandline, gcs, json_text, storage, tables
 from dataformat.errors import UserError
 from trainer.vertex import client, endpoints, follow, options
 
@@ -140,7 +140,7 @@ def check_json_lines(model_name: str, pattern: str) -> None:
         with storage.open_read(path) as file:
             for number, line in enumerate(itertools.islice(file, LINES_CHECKED), start=1):
                 try:
-                    problem = served_problem(named(json.loads(line), inputs), inputs) if line.strip() else None
+                    problem = served_problem(named(json_text.loads(line), inputs), inputs) if line.strip() else None
                 except ValueError:
                     problem = "not JSON"
                 if problem:
