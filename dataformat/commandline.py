@@ -126,17 +126,20 @@ def set_verbosity(level: str) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", {"debug": "0", "info": "1", "warning": "2", "error": "3"}[level])
 
 
+MAX_INT = 2**31 - 1  # TensorFlow takes steps, sizes and counts as int32 in places (a larger one: a traceback)
+
+
 def positive_int(text: str) -> int:
     value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    if not 1 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer of at most {MAX_INT:,}")
     return value
 
 
 def non_negative_int(text: str) -> int:
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not zero or a positive integer")
+    if not 0 <= value <= MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text} is not zero or a positive integer of at most {MAX_INT:,}")
     return value
 
 

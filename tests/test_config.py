@@ -129,3 +129,13 @@ def test_a_resume_with_another_setting_names_a_default_as_default(tmp_path, capl
     assert "Resuming at step 100 with other settings than its run before: --learning-rate 0.0001 (was default)" in (
         caplog.text
     )
+
+
+def test_an_integer_beyond_int32_is_refused_naming_the_flag():
+    """--train-steps 99999999999999999999 ended in OverflowError, --batch-size in ValueError, with tracebacks."""
+    from trainer.config import check_values
+
+    for flags in ({"train_steps": "99999999999999999999"}, {"hidden_units": "64,3000000000"}):
+        with pytest.raises(UserError, match=r"--(train-steps|hidden-units) .*: must be at most 2,147,483,647"):
+            check_values(from_sources(None, flags))
+    check_values(from_sources(None, {"train_steps": "2147483647", "seed": "4000000000"}))  # a seed may be larger

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import yaml
 
+from dataformat.commandline import MAX_INT
 from dataformat.errors import UserError
 from trainer import metrics
 
@@ -223,6 +224,11 @@ def check_values(config: Config) -> None:
             fail(name, "must be a finite number")
     if not 0 <= config.seed < 2**32:
         fail("seed", "must be in 0 to 2**32 - 1, as TensorFlow's seeds are")
+    for name, kind in _types().items():  # a larger one ended in OverflowError or ValueError, and a traceback
+        value = getattr(config, name)
+        numbers = value if isinstance(value, tuple) else (value,)
+        if name != "seed" and int in (kind, *typing.get_args(kind)) and any(abs(n) > MAX_INT for n in numbers if n):
+            fail(name, f"must be at most {MAX_INT:,}, the most TensorFlow takes there")
     for name in _POSITIVE + _POSITIVE_IF_SET:  # an optional one may be unset (None)
         if getattr(config, name) is not None and getattr(config, name) < 1:
             fail(name, "must be at least 1")
