@@ -57,6 +57,11 @@ def exists(path: str) -> bool:
     return gcs.exists(path) if gcs.is_gcs(path) else os.path.exists(path)
 
 
+def is_stream(path: str) -> bool:
+    """Whether a local path is a pipe or a device (/dev/stdin, a shell's <(...)): read once, and not seekable."""
+    return not gcs.is_gcs(path) and os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
+
+
 def remove(path: str) -> None:
     if gcs.is_gcs(path):
         gcs.remove(path)

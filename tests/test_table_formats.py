@@ -1121,3 +1121,13 @@ def test_a_value_nested_too_deeply_for_pythons_parser_is_named_by_its_line(tmp_p
     (tmp_path / "request.json").write_text('{"instances": ' + "[" * 100_000 + "]" * 100_000 + "}")
     with pytest.raises(UserError, match="not JSON .*nested too deeply"):
         _read_request(str(tmp_path / "request.json"))
+
+
+def test_a_pipe_as_input_is_refused_in_one_line(tmp_path):
+    """`--input /dev/stdin` (or a shell's <(zcat ...)) ended in io.UnsupportedOperation and a traceback: a table is
+    read more than once, and a pipe only once."""
+    import os
+
+    os.mkfifo(tmp_path / "rows.csv")
+    with pytest.raises(UserError, match=r"rows.csv: a pipe or device, not a file; a table is read more than once"):
+        build(tmp_path, tmp_path / "rows.csv")

@@ -628,6 +628,8 @@ def predict_files(
     for path in paths:
         if not storage.exists(path):
             raise UserError(f"--input {path}: no such file")
+        if storage.is_stream(path):
+            raise UserError(f"--input {path}: a pipe or device, not a file; write it to a file first")
         found = 0
         options = table_options if encoding_given or table_options is None else _in_utf8_if_so(path, table_options)
         for name, sig, value in off_scale_warned(requests_for(path, model, options, rejected), path, model):

@@ -172,6 +172,9 @@ def input_files(path: str) -> list[str]:
         return files
     if not storage.exists(path):
         raise UserError(f"--input {path}: no such file")
+    if storage.is_stream(path):
+        raise UserError(f"--input {path}: a pipe or device, not a file; a table is read more than once: write it to a "
+                        "file first")  # fmt: skip
     return [path]
 
 
