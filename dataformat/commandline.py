@@ -15,6 +15,7 @@ import difflib
 import logging
 import math
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -195,17 +196,38 @@ def names(text: str) -> tuple[str, ...]:
     return tuple(name(part) for part in text.split(",") if name(part))
 
 
-def run(command: Callable[[], int], interrupted: str | Callable[[], str]) -> int:
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a scheduler's stop, `timeout`, a closed terminal), taken as Ctrl-C is: what cleans up after
+    an interruption (a table's temporary files) runs, where the signal's default action ended the process at once."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminated(signum: int, frame) -> NoReturn:
+    raise Terminated(signum)
+
+
+def run(command: Callable[[], int], interrupted: str | Callable[[], str], stop_signals: bool = False) -> int:
     """Runs a command's body with logging set up; returns its exit code. `interrupted` (or what it returns) says,
-    after Ctrl-C, what state the work was left in."""
+    after Ctrl-C, what state the work was left in; with `stop_signals`, after SIGTERM and SIGHUP too (exit 128 +
+    the signal). The trainer keeps their default action until its session exists (trainer/preemption.py)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     # Google's libraries warn on import, years ahead, that they will drop this Python: not the user's concern today.
     warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)
+    before = {signum: signal.signal(signum, _terminated) for signum in STOP_SIGNALS} if stop_signals else {}
     try:
         return command()
     except UserError as error:
         log.error("%s", error)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         log.error("Interrupted: %s", interrupted() if callable(interrupted) else interrupted)
-        return 130
+        return 128 + error.signum if isinstance(error, Terminated) else 130
+    finally:
+        for signum, handler in before.items():  # as they were: a test runs commands in its own process
+            signal.signal(signum, handler)

@@ -883,7 +883,9 @@ def parse_args(argv: list[str] | None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return commandline.run(lambda: _predict(argv), "the predictions written so far are complete lines")
+    return commandline.run(
+        lambda: _predict(argv), "the predictions written so far are complete lines", stop_signals=True
+    )
 
 
 def _predict(argv: list[str] | None) -> int:
