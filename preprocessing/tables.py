@@ -86,7 +86,7 @@ from preprocessing.table_files import (
     uneven_lines,
     with_partition_columns,
 )
-from preprocessing.table_files.headers import label_of
+from preprocessing.table_files.headers import LAST_COLUMN, label_of
 from preprocessing.table_shards import ORDER_COLUMN, ShardWriter
 from preprocessing.writer import clear_output, usable_cores
 
@@ -98,7 +98,6 @@ SHOWN_CLASSES = 10  # classes a message lists
 # A binary label's first class by name that says the second is the one to find, whichever is the more frequent.
 NEGATIVES = ("0", "-1", "false", "no", "n", "negative", "neg", "f")
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
-LAST_COLUMN = "-1"  # --label-column's default: the last column, unless one is named LABEL_KEY
 
 
 # Columns named like times (timestamp, created_at, eventTime, date) whose values are numbers are tried as dates in

@@ -303,9 +303,10 @@ def test_a_header_of_two_columns_of_one_name_reads_as_pandas_reads_it_and_says_s
 
 def test_a_header_of_numbers_is_a_header_when_it_names_the_label(tmp_path):
     (tmp_path / "t.csv").write_text("2019,2020,label\n" + "".join(f"{i},{i * 2},{'ab'[i % 2]}\n" for i in range(30)))
-    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
-    assert [column.name for column in metadata.columns] == ["2019", "2020"]
-    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
+    for given in ({"label_column": "label"}, {}):  # by default too: a column named label is the label
+        metadata = build(tmp_path, tmp_path / "t.csv", **given)
+        assert [column.name for column in metadata.columns] == ["2019", "2020"]
+        assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
     headerless = dialect_of(str(tmp_path / "t.csv"), TableOptions(label_column="2"))  # an index names no field
     assert not headerless.has_header and headerless.names == ("column_1", "column_2", "column_3")
     (tmp_path / "y.csv").write_text("1970,1971\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(30)))

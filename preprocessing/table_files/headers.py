@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dataformat import tables
 from dataformat.errors import UserError
+from dataformat.schema import LABEL_KEY
 
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
@@ -16,6 +17,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHOWN_RENAMES = 3  # a header's renamed columns a warning names at most
+
+
+LAST_COLUMN = "-1"  # --label-column's default: the last column, unless one is named LABEL_KEY
+
+
+def named_label(options: TableOptions, width: int) -> str:
+    """The name --label-column gives the label in a line of `width` fields: its own, or by default LABEL_KEY (a
+    column so named is the label); "" where it gives a place."""
+    if options.label_column == LAST_COLUMN:
+        return LABEL_KEY
+    return options.label_column if is_a_name(options.label_column, width) else ""
 
 
 def label_of(options: TableOptions, names: list[str]) -> str:

@@ -18,7 +18,7 @@ from dataformat.errors import UserError
 from dataformat.number_patterns import COMMA_NUMBER, GROUPED, POINT_GROUPED, POINT_NUMBER, POINT_THOUSANDS, THOUSANDS
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
-from preprocessing.table_files.headers import distinct_names, header_names, is_a_name, label_of
+from preprocessing.table_files.headers import distinct_names, header_names, label_of, named_label
 from preprocessing.table_files.locate import (
     CSV,
     ascii_based,
@@ -92,7 +92,7 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         raise UserError(f"{path}: --skip-rows {options.skip_rows} skips every line it has ({len(every_line)})")
     if not first:
         raise UserError(f"{path}: empty file")
-    named = options.label_column if is_a_name(options.label_column, len(first)) else ""
+    named = named_label(options, len(first))
     if options.column_names:
         if len(options.column_names) != len(first):
             raise UserError(
