@@ -288,6 +288,7 @@ def test_a_glob_a_folder_and_compressed_parts_make_one_dataset(tmp_path, caplog)
     "first_bytes, named",
     [
         (b"PK\x03\x04\x14\x00", "a ZIP archive: name it .zip to read the one table it holds, or unzip it"),
+        (b"PK\x03\x04\x14\x00xl/workbook.xml", "an Excel workbook: name it .xlsx to read it"),  # it said .zip
         (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook: name it .xls to read it"),
         (b"ARROW1\x00\x00", "an Arrow or Feather file: name it .feather (or .arrow) to read it as one"),
     ],

@@ -391,6 +391,8 @@ def refuse_binary(path: str, head: bytes, encoding: str) -> None:
         what = "an Excel 2003 XML spreadsheet: save it as .xlsx (or the sheet as CSV)"
     if what and b"opendocument.spreadsheet" in head[:100]:
         what = "a LibreOffice spreadsheet: name it .ods to read it"
+    if head.startswith(b"PK\x03\x04") and b"xl/" in head:  # an Excel workbook's parts: xl/workbook.xml, ...
+        what = "an Excel workbook: name it .xlsx to read it"
     if what and plain_name(name).endswith(NUMBERS):
         what = "an Apple Numbers spreadsheet: export it as .xlsx or CSV (File > Export To)"
     wide_text = head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or not ascii_based(encoding)
