@@ -1131,3 +1131,11 @@ def test_a_pipe_as_input_is_refused_in_one_line(tmp_path):
     os.mkfifo(tmp_path / "rows.csv")
     with pytest.raises(UserError, match=r"rows.csv: a pipe or device, not a file; a table is read more than once"):
         build(tmp_path, tmp_path / "rows.csv")
+
+
+def test_a_dataset_folder_given_as_input_is_named_a_dataset(tmp_path):
+    """Its metadata.json was read as a JSON table: '--label-column vocabulary holds lists'."""
+    (tmp_path / "t.csv").write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(40)))
+    build(tmp_path, tmp_path / "t.csv")
+    with pytest.raises(UserError, match=r"out: a dataset qt-preprocess wrote .*: train on it with qt-train --data-dir"):
+        build(tmp_path, tmp_path / "out", name="again")

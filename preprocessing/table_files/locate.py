@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from dataformat import gcs, storage
 from dataformat.errors import UserError
+from dataformat.schema import METADATA_FILE
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,9 @@ def input_files(path: str) -> list[str]:
         return files
     if storage.is_folder(path):
         listed = storage.list_names(path)
+        if METADATA_FILE in listed and any(".tfrecord" in name for name in listed):  # read as a JSON table before
+            raise UserError(f"--input {path}: a dataset qt-preprocess wrote (metadata.json and its shards): train on "
+                            f"it with qt-train --data-dir {path}")  # fmt: skip
         names = _table_names(listed) + _files_in_partitions(path, listed)
         nested = _files_in_sub_folders(path, listed)
         below = f"{len(nested)} in its sub-folders ({_listed(nested)})"
