@@ -57,6 +57,13 @@ def exists(path: str) -> bool:
     return gcs.exists(path) if gcs.is_gcs(path) else os.path.exists(path)
 
 
+def same_folder(one: str, other: str) -> bool:
+    """Whether two folders are one: local ones by their absolute paths, gs:// ones by their names."""
+    if gcs.is_gcs(one) or gcs.is_gcs(other):
+        return one.rstrip("/") == other.rstrip("/")
+    return os.path.abspath(one) == os.path.abspath(other)
+
+
 def is_stream(path: str) -> bool:
     """Whether a local path is a pipe or a device (/dev/stdin, a shell's <(...)): read once, and not seekable."""
     return not gcs.is_gcs(path) and os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)

@@ -355,6 +355,8 @@ def _left_after_ctrl_c(output: list[str]) -> str:
 def _convert(argv: list[str] | None, output: list[str]) -> int:
     args = parse_args(argv)
     output.append(args.output)
+    if args.input and storage.is_folder(args.input) and storage.same_folder(args.input, args.output):
+        raise UserError(f"--output {args.output}: the folder --input reads; write the dataset to another folder")
     if gcs.is_gcs(args.output):  # before any work: without credentials, only reading public buckets works
         gcs.check_credentials()
     # These import TensorFlow: after --help, which should not wait for it.

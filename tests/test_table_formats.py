@@ -1139,3 +1139,12 @@ def test_a_dataset_folder_given_as_input_is_named_a_dataset(tmp_path):
     build(tmp_path, tmp_path / "t.csv")
     with pytest.raises(UserError, match=r"out: a dataset qt-preprocess wrote .*: train on it with qt-train --data-dir"):
         build(tmp_path, tmp_path / "out", name="again")
+
+
+def test_an_output_that_is_the_input_folder_is_refused(tmp_path):
+    """The dataset went among the tables it was read from, and the next run read its metadata.json as a table."""
+    from preprocessing.cli import main as preprocess
+
+    (tmp_path / "t.csv").write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(40)))
+    assert preprocess(["--source", "csv", "--input", str(tmp_path), "--output", f"{tmp_path}/", "--overwrite"]) == 2
+    assert not (tmp_path / "metadata.json").exists()

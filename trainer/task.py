@@ -10,7 +10,7 @@ import os
 import posixpath
 import sys
 
-from dataformat import commandline, gcs, lease
+from dataformat import commandline, gcs, lease, storage
 from dataformat.errors import UserError, tensorflow_error_line
 from trainer import config as config_module
 from trainer.config import Config
@@ -116,7 +116,7 @@ def _train(argv: list[str] | None) -> int:
         raise UserError(NO_DATA)
     if not config.job_dir:
         raise UserError("--job-dir is required when --data-dir or --train-files is given")
-    if config.data_dir and _same_folder(config.job_dir, config.data_dir):
+    if config.data_dir and storage.same_folder(config.job_dir, config.data_dir):
         raise UserError(f"--job-dir {config.job_dir}: it is --data-dir, whose shards the checkpoints would mix with")
     check_access(config)
     try:
@@ -147,13 +147,6 @@ def _train(argv: list[str] | None) -> int:
         return 143  # 128 + SIGTERM, what a scheduler expects of a task it stopped
     _report(config, metrics)
     return 0
-
-
-def _same_folder(one: str, other: str) -> bool:
-    """Whether two folders are one: local ones by their absolute paths, gs:// ones by their names."""
-    if "://" in one or "://" in other:
-        return one.rstrip("/") == other.rstrip("/")
-    return os.path.abspath(one) == os.path.abspath(other)
 
 
 def _report(config: Config, metrics: dict | None) -> None:
