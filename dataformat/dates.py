@@ -192,9 +192,19 @@ def twelve_hour(hour, pm, has_letter, where):
 
 
 def in_range(fields):
-    """Whether Y|m|d|H|M|S fields ([n, 6], numpy or TensorFlow) are a time of a day (day 31 of any month passes)."""
-    month, day, hour, minute, second = (fields[:, i] for i in range(1, 6))
-    return (month >= 1) & (month <= 12) & (day >= 1) & (day <= 31) & (hour <= 23) & (minute <= 59) & (second <= 60)
+    """Whether Y|m|d|H|M|S fields ([n, 6], numpy or TensorFlow) are a time of a day of the calendar: 2020-02-30 is
+    none (it was read as 2020-03-01's neighbour, silently), 2020-02-29 is."""
+    year, month, day, hour, minute, second = (fields[:, i] for i in range(6))
+    leap = _is(year % 4, 0) & (~_is(year % 100, 0) | _is(year % 400, 0))
+    short = _is(month, 4) | _is(month, 6) | _is(month, 9) | _is(month, 11)
+    february = _is(month, 2)
+    days = (day <= 31) & ~(short & (day > 30)) & ~(february & (day > 29)) & ~(february & _is(day, 29) & ~leap)
+    return (month >= 1) & (month <= 12) & (day >= 1) & days & (hour <= 23) & (minute <= 59) & (second <= 60)
+
+
+def _is(values, number: float):
+    """Elementwise equality for numpy and TensorFlow alike (a graph's tensors compare by identity with ==)."""
+    return (values >= number) & (values <= number)
 
 
 # Arrow: preprocessing's detection and statistics.

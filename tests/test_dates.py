@@ -120,6 +120,14 @@ def test_every_date_that_a_format_reads_bears_the_formats_mark():
     ).as_py()
 
 
+def test_a_day_the_calendar_lacks_is_no_date():
+    """2020-02-30 read as a date, silently, and predicted otherwise than 2020-03-01."""
+    values = ["2020-02-29", "2019-02-29", "2020-02-30", "2021-04-31", "2021-04-30", "1900-02-29", "2000-02-29"]
+    read = dates.fields_arrow(pa.array(values), "%Y-%m-%d")
+    np.testing.assert_array_equal(read, dates.fields_tf(tf.constant(values), "%Y-%m-%d").numpy())
+    assert (~np.isnan(read[:, 0])).tolist() == [True, False, False, False, True, False, True]
+
+
 def test_a_date_column_of_any_format_reads_iso_8601_too():
     """A model of dates written 01/05/2017 got 2017-01-05T10:30:00Z (JavaScript's toISOString) from a client and
     read it as a missing date; ISO 8601 is unambiguous, so every date format reads it, in Arrow and TensorFlow."""
@@ -259,7 +267,7 @@ def test_dates_of_several_words_are_dates_not_free_text(tmp_path):
     rows = []
     for i, day in enumerate(named):
         year, month, dom = day.split("-")
-        spelt = f"{['Jan', 'Feb', 'Mar', 'Apr'][int(month) % 4]} {dom}, {year}"
+        spelt = f"{np.datetime64(day, 'M').astype(object).strftime('%b')} {dom}, {year}"  # the day's own month
         clock = f"{int(month)}/{int(dom)}/{year} {1 + i % 12}:{i % 60:02d} {'AP'[i % 2]}M"
         rows.append(f'"{spelt}",{clock},{"ab"[i % 2]}')
     source = write(tmp_path / "t.csv", "spelt,clock,label", rows)
