@@ -89,7 +89,7 @@ setup(
             # qt- for queue-trainer: each is also `python -m MODULE`.
             "qt-preprocess=preprocessing.cli:main",
             "qt-train=trainer.task:main",
-            "qt-predict=trainer.predict:main",
+            "qt-predict=trainer.predict:cli",
             "qt-submit=trainer.vertex.submit:main",
             "qt-job=trainer.vertex.job:main",
             "qt-batch-predict=trainer.vertex.batch:main",

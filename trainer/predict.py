@@ -24,6 +24,7 @@ import posixpath
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import NoReturn
 
 import numpy as np
 
@@ -984,5 +985,10 @@ def _output(output: str | None):
         yield write
 
 
+def cli() -> NoReturn:
+    """qt-predict, and python -m trainer.predict."""
+    commandline.exit_at_once(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()
