@@ -23,6 +23,7 @@ Every row is checked in pass 1, and a mistake is a UserError naming the file, li
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import logging
 import math
@@ -343,6 +344,10 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
             if kept:
                 kept.result()
     except OSError as error:  # the temporary folder: a full disk, most likely (inputs fail as UserErrors)
+        if error.errno == errno.EMFILE:  # one open file a shard: --shards 100000
+            said = storage.describe_os_error(error)
+            raise UserError(f"--shards: {sum(plan.shards.values())} shards in all, more files than this system lets "
+                            f"a process open at once ({said}); pass fewer") from None  # fmt: skip
         raise UserError(
             f"{folder}: cannot write the temporary shard files ({storage.describe_os_error(error)}); "
             "set TMPDIR to a folder with room for about the size of the input"

@@ -578,3 +578,20 @@ def test_an_unknown_column_of_a_wide_table_lists_only_its_first_names():
         f"no column 'weight' (its columns: {', '.join(names[:20])}, ... (4096 in all))"
     )
     assert tables.no_such_column("X17", names) == "no column 'X17' (did you mean 'x17'?)"
+
+
+def test_more_shards_than_open_files_allowed_names_the_flag(tmp_path):
+    """--shards 100000 said to set TMPDIR to a folder with room, for errno 24 (too many open files)."""
+    import resource
+    import subprocess
+    import sys
+
+    (tmp_path / "t.csv").write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(2000)))
+    command = [sys.executable, "-m", "preprocessing", "--input", str(tmp_path / "t.csv"), "--shards", "1000"]
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    done = subprocess.run([*command, "--output", str(tmp_path / "out")], capture_output=True, text=True,
+                          preexec_fn=few_files, timeout=300)  # fmt: skip
+    assert done.returncode == 2 and "--shards: 1250 shards in all, more files than this system lets" in done.stderr
