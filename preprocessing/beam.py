@@ -247,7 +247,7 @@ class _ReadTable(beam.DoFn):
     def process(self, path: str):
         try:
             for block in tables.read_blocks(path, self._plan):
-                yield beam.pvalue.TaggedOutput("counts", (block.counts, block.labels, block.rows))
+                yield beam.pvalue.TaggedOutput("counts", (block.counts, block.labels, block.rows, block.weighted))
                 yield from block.parts
         except LateColumn as late:  # the local runner reads the files' keys and starts again; workers cannot
             raise UserError(
@@ -258,27 +258,27 @@ class _ReadTable(beam.DoFn):
 
 
 class _CombineCounts(beam.CombineFn):
-    """Every block's counts added up: (counts by column, rows by label, rows)."""
+    """Every block's counts added up: (counts by column, rows by label, rows, training rows of a weight above 0)."""
 
     def __init__(self, plan: tables.TablePlan):
         self._plan = plan
 
     def create_accumulator(self):
-        return {name: ColumnCount() for name in self._plan.features}, Counter(), 0
+        return {name: ColumnCount() for name in self._plan.features}, Counter(), 0, 0
 
     def add_input(self, accumulator, block):
-        counts, labels, rows = accumulator
-        more_counts, more_labels, more_rows = block
+        counts, labels, rows, weighted = accumulator
+        more_counts, more_labels, more_rows, more_weighted = block
         for name, more in more_counts.items():
             add_counts(counts[name], more)
         labels.update(more_labels)
         tables.check_labels(labels, self._plan)
-        return counts, labels, rows + more_rows
+        return counts, labels, rows + more_rows, weighted + more_weighted
 
     def merge_accumulators(self, accumulators):
         merged = self.create_accumulator()
-        for counts, labels, rows in accumulators:
-            merged = self.add_input(merged, (counts, labels, rows))
+        for accumulator in accumulators:
+            merged = self.add_input(merged, accumulator)
         return merged
 
     def extract_output(self, accumulator):
@@ -325,8 +325,8 @@ def build_table_dataset_with_beam(
     summary_path = storage.join(output, TABLE_SUMMARY)
 
     def decide(summary) -> ShardWriter:
-        counts, labels, rows = summary
-        tables.check_rows(rows, labels, path, plan)
+        counts, labels, rows, weighted = summary
+        tables.check_rows(rows, labels, path, plan, weighted)
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
         classes = tables.class_names(labels, tables.label_said(plan), plan.options.positive_class)
         return ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)

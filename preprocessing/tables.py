@@ -184,11 +184,12 @@ class Block:
     rows: int  # all its rows, with a label or not
     parts: list[tuple[tuple[str, int], pa.RecordBatch]]
     first_unlabeled: int = 0  # the line of its first row without a label, if any
+    weighted: int = 0  # its training rows of a weight above 0 (--weight-column)
 
 
-def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> pa.Array:
-    """--weight-column's cells, checked: a missing one, or one that is not a finite number >= 0, stops the
-    conversion with its line. They stay text until the shard writer stores them as numbers."""
+def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> np.ndarray:
+    """--weight-column's cells as numbers, checked: a missing one, or one that is not a finite number >= 0, stops
+    the conversion with its line. The cells stay text until the shard writer stores them as numbers."""
     numbers, finite = read_numbers(values, ~missing_mask(values))
     bad = ~finite | (numbers < 0)
     if bad.any():
@@ -197,7 +198,7 @@ def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path:
             f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight "
             f"{quoted(values[row].as_py())} is not a number >= 0 (and below 3.4e38)"
         )
-    return values
+    return numbers
 
 
 def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
@@ -257,8 +258,10 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
 
     counted = pool.map(count, plan.features)
     counts, nulled = {}, [trimmed[plan.label], *([trimmed[plan.key]] if plan.key else [])]
+    weighted = 0
     if plan.weight:
-        nulled.append(_checked_weights(trimmed[plan.weight], lines, plan, path))
+        weighted = int(np.count_nonzero(_checked_weights(trimmed[plan.weight], lines, plan, path)[train] > 0))
+        nulled.append(trimmed[plan.weight])
     for name, (count, values) in zip(plan.features, counted):
         counts[name] = count
         nulled.append(values)
@@ -274,7 +277,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         for index, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
-    return Block(counts, labels, len(labeled), parts, first_unlabeled)
+    return Block(counts, labels, len(labeled), parts, first_unlabeled, weighted)
 
 
 def label_said(plan: TablePlan) -> str:
@@ -300,20 +303,21 @@ def _one_spelling_a_class(labels: pa.Array) -> pa.Array:
 ROWS_BAR = "{desc}{n_fmt}{unit} [{elapsed}, {rate_fmt}]"  # pass 1's progress: rows read, their total unknown
 
 
-def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int]:
+def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int, int]:
     """Pass 1 over every file, each shard's rows into its temporary file in `folder`:
-    (counts by column, rows by label, rows read)."""
+    (counts by column, rows by label, rows read, training rows of a weight above 0)."""
     counts = {name: ColumnCount() for name in plan.features}
     labels: Counter = Counter()
-    rows = 0
+    rows = weighted = 0
 
     def keep(block: Block, writers: dict, bar: tqdm) -> None:
-        nonlocal rows
+        nonlocal rows, weighted
         for name, more in block.counts.items():
             add_counts(counts[name], more)
         labels.update(block.labels)
         check_labels(labels, plan)
         rows += block.rows
+        weighted += block.weighted
         for shard, part in block.parts:
             writers[shard].write_batch(part)
         bar.update(block.rows)
@@ -352,17 +356,21 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
             f"{folder}: cannot write the temporary shard files ({storage.describe_os_error(error)}); "
             "set TMPDIR to a folder with room for about the size of the input"
         ) from None
-    return counts, labels, rows
+    return counts, labels, rows, weighted
 
 
 def _bucket(folder: str, split: str, index: int) -> str:
     return os.path.join(folder, f"{split}-{index}.arrow")
 
 
-def check_rows(rows: int, labels: Counter, path: str, plan: TablePlan) -> None:
-    """That there are rows, and labeled ones; how many were left out for the lack of a label."""
+def check_rows(rows: int, labels: Counter, path: str, plan: TablePlan, weighted: int) -> None:
+    """That there are rows, and labeled ones, and training rows of a weight above 0 (`weighted`) where
+    --weight-column gives them; how many were left out for the lack of a label."""
     if not rows:
         raise UserError(f"{path}: no rows" + (" below the header line" if plan.dialect.has_header else ""))
+    if plan.weight and not weighted:  # a model of nothing, trained to the end and exported, exit 0
+        raise UserError(f"--weight-column {plan.weight}: every training row's weight is 0; the model would learn "
+                        "nothing")  # fmt: skip
     unlabeled = rows - sum(labels.values())
     if unlabeled == rows:
         raise UserError(f"{path}: the label (column {plan.position(plan.label)}) is missing in every row")
@@ -843,12 +851,12 @@ def build_table_dataset(
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         try:
-            counts, labels, rows = _read_pass(files, plan, folder)
+            counts, labels, rows, weighted = _read_pass(files, plan, folder)
         except LateColumn as late:  # sparse JSON: columns that the first objects lack, found only by reading all
             log.info("%s: finding every object's columns, then reading the rows again", late)
             files, plan = plan_table(path, options, eval_fraction, seed, shards, every_object=True)
-            counts, labels, rows = _read_pass(files, plan, folder)
-        check_rows(rows, labels, path, plan)
+            counts, labels, rows, weighted = _read_pass(files, plan, folder)
+        check_rows(rows, labels, path, plan, weighted)
         release_memory()  # pass 1's blocks are gone
         columns = write_vocabularies(output, decide_columns(plan, counts, files))
         classes = class_names(labels, label_said(plan), plan.options.positive_class)

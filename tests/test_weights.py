@@ -134,6 +134,17 @@ def test_a_record_without_its_weight_is_named(tmp_path):
         decode_record(record.SerializeToString(), metadata)
 
 
+def test_weights_of_0_in_every_training_row_are_refused_locally_and_by_beam(tmp_path):
+    """A model of nothing trained to its last step, was exported, and the run exited 0."""
+    source = write_table(tmp_path / "t.csv", ["0"] * 60, ["a", "b"] * 30, range(60))
+    with pytest.raises(UserError, match="--weight-column w: every training row's weight is 0"):
+        build(tmp_path, source)
+    beam = pytest.importorskip("preprocessing.beam")
+    options = TableOptions(label_column="label", weight="w")
+    with pytest.raises(UserError, match="--weight-column w: every training row's weight is 0"):
+        beam.build_table_dataset_with_beam(source, str(tmp_path / "beam"), options, ["--runner", "DirectRunner"])
+
+
 def test_beams_writer_keeps_the_weight_column_on_its_way_through_json():
     beam = pytest.importorskip("preprocessing.beam")
     writer = ShardWriter("label", (), ("a", "b"), "", 8, key="id", weight="w")
