@@ -3,6 +3,7 @@ every reader of JSON turns into a line naming the file and line, where Python's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 _DECODER = json.JSONDecoder()
@@ -10,15 +11,19 @@ _DECODER = json.JSONDecoder()
 
 def loads(text: str):
     """json.loads."""
-    return raw_decode(text, 0, whole=True)[0]
+    with _nesting_as_decode_error(text, 0):
+        return json.loads(text)
 
 
-def raw_decode(text: str, position: int, whole: bool = False) -> tuple[object, int]:
-    """JSONDecoder.raw_decode: the value that starts at `position`, and where it ends; with `whole`, the value
-    that is all of `text` (blanks around it aside), as json.loads reads it."""
-    try:
-        if whole:
-            return json.loads(text), len(text)
+def raw_decode(text: str, position: int) -> tuple[object, int]:
+    """JSONDecoder.raw_decode: the value that starts at `position`, and where it ends."""
+    with _nesting_as_decode_error(text, position):
         return _DECODER.raw_decode(text, position)
+
+
+@contextlib.contextmanager
+def _nesting_as_decode_error(text: str, position: int):
+    try:
+        yield
     except RecursionError:  # one line of 100,000 nested objects or lists
         raise json.JSONDecodeError("nested too deeply", text, position) from None

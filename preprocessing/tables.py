@@ -474,11 +474,11 @@ def class_names(labels: Counter, label: str, positive: str = "") -> tuple[str, .
             "few classes first"
         )
     if numbers and len(names) > MAX_FRACTION_LABELS:  # horsepower: 93 classes, silently; codes are classes too
-        whole = sorted(float(name) for name in names)
+        whole = [float(name) for name in names]
         log.warning(
             "%s: its %d distinct values are whole numbers (%g to %g), each learnt as a class of its own; if they are "
-            "a quantity (a count, a measurement), put them into a few classes first", label, len(names), whole[0],
-            whole[-1],
+            "a quantity (a count, a measurement), put them into a few classes first", label, len(names), min(whole),
+            max(whole),
         )  # fmt: skip
     cased = [group for group in _by_lower_case(names) if len(group) > 1]
     if cased:  # "Yes" beside "yes": typed by hand, or two sources; which are one class only the user knows

@@ -672,7 +672,7 @@ def off_scale_warned(requests: Iterator[tuple], path: str, model: Model) -> Iter
 def _value_ceiling(metadata) -> float | None:
     """The value above which an image's pixels are far from the training images' (FAR_STDS deviations above
     their mean in some channel), where that is below 255; else None."""
-    if metadata.is_table or not metadata.is_image:
+    if not metadata.is_image:  # a table's examples are no images either
         return None
     ceiling = max(mean + FAR_STDS * std for mean, std in zip(metadata.mean, metadata.std))
     return ceiling if ceiling < 255 else None
