@@ -96,6 +96,9 @@ SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worke
 MAX_LABELS = 1000  # distinct labels beyond which the label column is surely not a class
 MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars, 0.5 to 5, are 10 classes)
 SHOWN_CLASSES = 10  # classes a message lists
+# The largest --weight-column weight: the loss sums a batch's weights times its losses (up to ~100) in float32,
+# whose largest is 3.4e38; at 1e30 that holds for batches of a million rows.
+WEIGHT_MAX = 1e30
 # A binary label's first class by name that says the second is the one to find, whichever is the more frequent.
 NEGATIVES = ("0", "-1", "false", "no", "n", "negative", "neg", "f")
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
@@ -188,15 +191,16 @@ class Block:
 
 
 def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> np.ndarray:
-    """--weight-column's cells as numbers, checked: a missing one, or one that is not a finite number >= 0, stops
-    the conversion with its line. The cells stay text until the shard writer stores them as numbers."""
+    """--weight-column's cells as numbers, checked: a missing one, or one that is not a number from 0 to
+    WEIGHT_MAX, stops the conversion with its line. The cells stay text until the shard writer stores them."""
     numbers, finite = read_numbers(values, ~missing_mask(values))
-    bad = ~finite | (numbers < 0)
+    bad = ~finite | (numbers < 0) | (numbers > WEIGHT_MAX)
     if bad.any():
         row = int(np.argmax(bad))
         raise UserError(
             f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight "
-            f"{quoted(values[row].as_py())} is not a number >= 0 (and below 3.4e38)"
+            f"{quoted(values[row].as_py())} is not a number from 0 to {WEIGHT_MAX:g} (the loss sums a "
+            "batch's weights in float32, whose largest is 3.4e38: rescale the column)"
         )
     return numbers
 

@@ -98,6 +98,20 @@ def test_a_diverged_run_says_so_in_one_line(vectors_dir, tmp_path, caplog):
     assert "Traceback" not in caplog.text
 
 
+def test_a_batch_above_the_training_examples_is_refused_before_any_step(vectors_dir, tmp_path, caplog):
+    """--batch-size 100000000 failed after 35 s of allocating, in TensorFlow's words; the default batch on a smaller
+    dataset trains as before."""
+    from trainer.dataset import read_metadata
+    from trainer.task import main
+
+    examples = read_metadata(vectors_dir + "/metadata.json").splits["train"].examples
+    argv = ["--data-dir", vectors_dir, "--job-dir", str(tmp_path / "job"), "--train-steps", "1"]
+    assert main([*argv, "--batch-size", str(examples + 1)]) == 2
+    expected = f"--batch-size {examples + 1}: 1 tower(s) x {examples + 1} is more than the {examples:,} training "
+    assert f"{expected}examples; use at most {examples:,}" in caplog.text
+    assert not (tmp_path / "job" / "config.yaml").exists()
+
+
 def test_a_value_given_to_a_switch_is_refused_not_ignored():
     """`--xla false` turned XLA on: the switch takes no value, and `false` was ignored as an unknown argument."""
     from trainer.config import check_no_switch_values

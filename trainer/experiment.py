@@ -163,6 +163,18 @@ def _warm_start(config: Config, metadata: Metadata) -> tf.estimator.WarmStartSet
     return warm_start.settings(config, metadata, network_weights(config, metadata))
 
 
+def check_batch_fits(config: Config, metadata: Metadata, towers: int) -> None:
+    """A global batch above the training examples repeats each example in every step, and one of 1e8 fails after
+    a minute of allocating, in TensorFlow's words: refused where --batch-size asks for more than the default
+    (which, on a dataset smaller than it, trains as before)."""
+    examples = metadata.splits["train"].examples
+    if config.batch_size > Config.batch_size and towers * config.batch_size > examples:
+        raise UserError(
+            f"--batch-size {config.batch_size}: {towers} tower(s) x {config.batch_size} is more than the "
+            f"{examples:,} training examples; use at most {max(1, examples // towers):,}"
+        )
+
+
 def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
     """A rerun resumes from --job-dir's checkpoint, which must hold this model. TensorFlow restores
     a variable of another shape without a word (a resource variable's assign does not check it) and
@@ -237,22 +249,11 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata, _warm_start(config, metadata))
     settings = estimator.params["settings"]
-    global_batch = settings.towers * config.batch_size
-    log.info(
-        "Training: %d steps (%.3g passes over the training examples), %d tower(s) x batch %d = global batch %d, "
-        "%d step(s) per session.run",
-        config.train_steps,
-        config.train_steps * global_batch / max(1, metadata.splits["train"].examples),
-        settings.towers,
-        config.batch_size,
-        global_batch,
-        settings.steps_per_run,
-    )
-    # What auto chose, which config.yaml does not say.
-    if config.model == "auto":
-        log.info("Network: %s (--model auto)", settings.network)
-    if metadata.is_image and config.augment == "auto":
-        log.info("Augmentation: %s (--augment auto)", settings.augment)
+    check_batch_fits(config, metadata, settings.towers)
+    if config.num_epochs is not None and is_cluster(estimator.config):
+        # The evaluator waits for --train-steps, which a run ended by its input never reaches.
+        raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
+    _log_settings(config, metadata, settings)
     trained = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
     if estimator.config.is_chief and not is_cluster(estimator.config):  # alone: no evaluator may be exporting
         for name in ("latest", "best"):
@@ -262,35 +263,15 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     if estimator.config.is_chief and trained < config.train_steps:  # a run with steps to train: its settings
         _warn_of_changed_settings(config, trained)
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))
-    if config.num_epochs is not None and is_cluster(estimator.config):
-        # The evaluator waits for --train-steps, which a run ended by its input never reaches.
-        raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
     )
     hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
     train_files = worker_share(data.train, estimator.config)
-    others = estimator.config.num_worker_replicas - 1  # training tasks besides this one, when they share the files
-    train_hooks = [
-        *hooks,
-        StagingHook(config.input_timeout_secs),
-        SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
-        StopAtTrainStepsHook(config.train_steps),
-        StepsRunHook(
-            input_ends=config.num_epochs is not None, others=others if len(train_files) < len(data.train) else 0
-        ),
-        ProgressHook(config.train_steps, global_batch, config.progress_secs),
-    ]
-    if is_cluster(estimator.config) and config.input_timeout_secs:
-        train_hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
-    if config.early_stopping_evals:
-        _warn_if_it_cannot_stop(config)
-        metric = names.resolve_best(config.best_metric, metadata.num_classes)
-        train_hooks.append(
-            early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, since)
-        )
     train_spec = tf.estimator.TrainSpec(
-        make_input_fn(train_files, metadata, config, training=True), max_steps=config.train_steps, hooks=train_hooks
+        make_input_fn(train_files, metadata, config, training=True),
+        max_steps=config.train_steps,
+        hooks=hooks + _train_hooks(config, estimator, data, train_files, since),
     )
     eval_spec = tf.estimator.EvalSpec(
         make_input_fn(data.eval, metadata, config, training=False),
@@ -302,18 +283,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     )
     stops = early_stopping.EvaluatorStops(config.job_dir)  # a cluster's evaluator ends at an early stop
     result = checkpoints.TrainingExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=stops).run()
-    stop = early_stopping.read_stop(config.job_dir)
-    if stop:
-        log.info("Training %s", stop.describe())
-        # Stopped at the step it evaluated last, that evaluation wrote no figures: the stop was not yet known.
-        last = export.read_metrics(config.job_dir)
-        written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])
-        if last and not written and not is_cluster(estimator.config):
-            lead = names.resolve_best(config.best_metric, metadata.num_classes)
-            export.write_figures(config.job_dir, last, metadata.class_names, lead)
-        if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
-            final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
-            early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))
+    _after_an_early_stop(config, estimator, metadata)
     if not (result and result[0]) and not is_cluster(estimator.config):
         # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
@@ -321,6 +291,68 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         result = final_evaluation(estimator, eval_spec, config)
     metrics = result[0] if result else None  # only a task that trains and evaluates alone gets them back
     return export.json_numbers(metrics) if metrics else None
+
+
+def _log_settings(config: Config, metadata: Metadata, settings) -> None:
+    """The run's shape, and what auto chose, which config.yaml does not say."""
+    global_batch = settings.towers * config.batch_size
+    log.info(
+        "Training: %d steps (%.3g passes over the training examples), %d tower(s) x batch %d = global batch %d, "
+        "%d step(s) per session.run",
+        config.train_steps,
+        config.train_steps * global_batch / max(1, metadata.splits["train"].examples),
+        settings.towers,
+        config.batch_size,
+        global_batch,
+        settings.steps_per_run,
+    )
+    if config.model == "auto":
+        log.info("Network: %s (--model auto)", settings.network)
+    if metadata.is_image and config.augment == "auto":
+        log.info("Augmentation: %s (--augment auto)", settings.augment)
+
+
+def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files: list[str], since: int) -> list:
+    """The training task's own hooks: staging, SIGTERM, the step bound, the end of the input, progress, a stuck
+    cluster and early stopping."""
+    others = estimator.config.num_worker_replicas - 1  # training tasks besides this one, when they share the files
+    global_batch = estimator.params["settings"].towers * config.batch_size
+    hooks = [
+        StagingHook(config.input_timeout_secs),
+        SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
+        StopAtTrainStepsHook(config.train_steps),
+        StepsRunHook(
+            input_ends=config.num_epochs is not None, others=others if len(train_files) < len(data.train) else 0
+        ),
+        ProgressHook(config.train_steps, global_batch, config.progress_secs),
+    ]
+    if is_cluster(estimator.config) and config.input_timeout_secs:
+        hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
+    if config.early_stopping_evals:
+        _warn_if_it_cannot_stop(config)
+        metric = names.resolve_best(config.best_metric, data.metadata.num_classes)
+        hooks.append(
+            early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, since)
+        )
+    return hooks
+
+
+def _after_an_early_stop(config: Config, estimator, metadata: Metadata) -> None:
+    """Says where training stopped early, writes the figures of its last evaluation, and lets a cluster's evaluator
+    end once the chief's last checkpoint is saved."""
+    stop = early_stopping.read_stop(config.job_dir)
+    if not stop:
+        return
+    log.info("Training %s", stop.describe())
+    # Stopped at the step it evaluated last, that evaluation wrote no figures: the stop was not yet known.
+    last = export.read_metrics(config.job_dir)
+    written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])
+    if last and not written and not is_cluster(estimator.config):
+        lead = names.resolve_best(config.best_metric, metadata.num_classes)
+        export.write_figures(config.job_dir, last, metadata.class_names, lead)
+    if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
+        final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+        early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))
 
 
 NOT_COMPARED = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job's
