@@ -276,9 +276,9 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
     import tensorflow as tf
 
     columns = metadata.columns
-    texts = [column for column in columns if column.kind == tables.TEXT]
+    texts = tables.columns_of(columns, tables.TEXT)
     weights = [metadata.weight_column] if metadata.weight_column else []
-    numeric = tables.numeric_columns(columns)
+    numeric = tables.columns_of(columns, tables.NUMERIC)
     block = numeric and metadata.format_version >= NUMERIC_BLOCK_SINCE
     stored = [column for column in columns if not (block and column.kind == tables.NUMERIC)]
     keys = [tables.NUMERIC_KEY] * bool(block) + [column.name for column in stored]
@@ -343,7 +343,7 @@ def table_example_values(
     With `key` (--key-column), each row's key too, in the same parse ("" where it has none)."""
     import tensorflow as tf
 
-    numeric = [column.name for column in tables.numeric_columns(columns)]
+    numeric = [column.name for column in tables.columns_of(columns, tables.NUMERIC)]
     keys = [column.name for column in columns] + [key] * bool(key) + [tables.NUMERIC_KEY] * bool(numeric)
     nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column
     defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns] + [empty] * bool(key)

@@ -605,7 +605,7 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     # The numeric columns as one block, the categorical and date columns' indices as another, the others a
     # part each; then one gather puts every number at its place in the vector.
     starts = offsets(columns)
-    numeric = numeric_columns(columns)
+    numeric = columns_of(columns, NUMERIC)
     parts = [numeric_block(values, numeric)] if numeric else []
     places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
     indexed = [(column, start) for column, start in zip(columns, starts) if column.category_slot is not None]
@@ -634,9 +634,9 @@ def reserved_name(name: str) -> bool:
     return name == NUMERIC_KEY or name.endswith((LENGTHS, DAY))
 
 
-def numeric_columns(columns: tuple[Column, ...]) -> list[Column]:
-    """The numeric columns, in their order in the block that records hold (NUMERIC_KEY)."""
-    return [column for column in columns if column.kind == NUMERIC]
+def columns_of(columns: tuple[Column, ...], kind: str) -> list[Column]:
+    """The columns of one kind, in their order (for NUMERIC, that of the block that records hold: NUMERIC_KEY)."""
+    return [column for column in columns if column.kind == kind]
 
 
 def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
@@ -755,7 +755,7 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = ""
     names = [key] * bool(key) + [column.name for column in columns]
     empty = tf.constant([""])  # one default for every field: a constant each would add an op a column
     fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[empty] * len(names))))
-    numeric = numeric_columns(columns)
+    numeric = columns_of(columns, NUMERIC)
     if numeric:  # one block of ops for every numeric column, however many there are
         texts = [_spelled_missing(fields.pop(column.name), column) for column in numeric]
         fields[NUMERIC_KEY] = numbers(tf.stack(texts, axis=1))
@@ -778,7 +778,7 @@ def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:
     predictions from shards); raises KeyError or ValueError on a malformed one."""
     features = example.features.feature
     values = {}
-    numeric = [column.name for column in numeric_columns(columns)]
+    numeric = [column.name for column in columns_of(columns, NUMERIC)]
     if numeric and NUMERIC_KEY in features:  # the block (version 6 and older: a feature a column, as below)
         block = features[NUMERIC_KEY]
         if block.WhichOneof("kind") != "float_list" or len(block.float_list.value) % len(numeric):

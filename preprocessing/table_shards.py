@@ -49,7 +49,7 @@ class ShardWriter:
 
     def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:
         """The records of the chosen rows, in that order, converted one column at a time."""
-        numeric = [column.name for column in tables.numeric_columns(self.columns)]
+        numeric = [column.name for column in tables.columns_of(self.columns, tables.NUMERIC)]
         block = np.empty((len(chosen), len(numeric)), np.float32)
         for j, name in enumerate(numeric):  # a value that is not a number is missing, as its statistics had it
             values = rows.column(name).take(chosen).combine_chunks()  # null where missing

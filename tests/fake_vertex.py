@@ -217,7 +217,7 @@ def serving():
 def serving_staged_exports(storage, folder):
     """The stand-in's `serve`: runs each deployed model's staged export, downloaded once from the
     storage emulator (`storage`: its google-cloud-storage client) into `folder`."""
-    from trainer.predict import Model
+    from trainer.exported_model import Model
 
     loaded = {}
 

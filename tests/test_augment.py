@@ -16,7 +16,7 @@ from preprocessing.cli import main as preprocess
 from trainer import augment, experiment
 from trainer.config import Config
 from trainer.export import latest_export
-from trainer.predict import Model
+from trainer.exported_model import Model
 
 
 def _metadata(shape, dtype="uint8") -> Metadata:

@@ -16,7 +16,7 @@ from trainer import backbones, experiment, figures
 from trainer.config import Config
 from trainer.devices import TOWERS_ON_CPUS
 from trainer.export import latest_export
-from trainer.predict import Model
+from trainer.exported_model import Model
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from preprocessing.cli import main as preprocess
 from preprocessing.table_files import blocks, dialect_of
 from preprocessing.table_files.sniffing import sniff_decimal, sniff_delimiter
 from preprocessing.tables import TableOptions, build_table_dataset
-from trainer.predict import table_rows
+from trainer.prediction_inputs import table_rows
 
 
 def build(tmp_path, source, **options):

@@ -303,7 +303,7 @@ def test_a_column_of_dates_and_one_word_is_dates_that_word_a_missing_date(tmp_pa
 
 
 def test_qt_predict_warns_of_no_date_but_a_word_training_kept(caplog):
-    from trainer.predict import unreadable_dates_warned
+    from trainer.input_warnings import unreadable_dates_warned
 
     ended = tables.Column(
         "ended", tables.DATE, mean=18263, std=30, vocabulary=("never", "2020-01-02"), date_format="%Y-%m-%d"

@@ -18,7 +18,7 @@ from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import experiment
 from trainer.config import Config
 from trainer.export import latest_export
-from trainer.predict import Model
+from trainer.exported_model import Model
 
 HEADER = ("order", "channel", "review", "price", "label")
 
@@ -48,7 +48,7 @@ def test_the_key_is_stored_beside_the_row_and_is_no_feature(tmp_path):
 
 def test_qt_predict_of_a_shard_gives_each_row_its_stored_key(tmp_path):
     """A shard's rows carry the keys stored beside them into the request, as a file's rows carry their key column."""
-    from trainer.predict import _shard_requests
+    from trainer.prediction_inputs import _shard_requests
 
     metadata = build(tmp_path, ignore=("review",))  # a text table's shards hold word IDs, which qt-predict refuses
     shard = str(tmp_path / "data" / metadata.splits["eval"].shards[0].file)

@@ -14,14 +14,16 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from dataformat.errors import UserError
 from dataformat.schema import encode_record, parse_records
 from trainer import predict
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.experiment import make_estimator
 from trainer.export import latest_export
+from trainer.exported_model import Model
 from trainer.input import make_input_fn
-from trainer.predict import Model, respond
+from trainer.instances import respond
 
 SIGNATURES = ("serving_default", "image_bytes:serving_default", "examples:serving_default")
 
@@ -368,12 +370,12 @@ def test_a_cut_shard_or_a_damaged_export_is_named_in_one_line(served, tmp_path):
     data = (tmp_path / "cut.tfrecord").read_bytes()
     (tmp_path / "cut.tfrecord").write_bytes(data[: len(data) - 10])
     model = Model(os.path.dirname(export))
-    with pytest.raises(predict.UserError, match=r"cut.tfrecord: damaged or cut short after 2 record\(s\)"):
+    with pytest.raises(UserError, match=r"cut.tfrecord: damaged or cut short after 2 record\(s\)"):
         list(predict.predict_files(model, [str(tmp_path / "cut.tfrecord")], batch_size=8))
     damaged = shutil.copytree(export, tmp_path / "export")
     shutil.rmtree(damaged / "variables")
-    with pytest.raises(predict.UserError, match=r"--model-dir .*export: the export does not load \(.*variables"):
+    with pytest.raises(UserError, match=r"--model-dir .*export: the export does not load \(.*variables"):
         Model(str(damaged))
     (damaged / "saved_model.pb").write_bytes((damaged / "saved_model.pb").read_bytes()[:100])
-    with pytest.raises(predict.UserError, match=r"the export does not load \(Cannot parse file"):
+    with pytest.raises(UserError, match=r"the export does not load \(Cannot parse file"):
         Model(str(damaged))

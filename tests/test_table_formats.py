@@ -393,7 +393,7 @@ def test_an_sqlite_databases_table_makes_the_dataset_csv_makes(tmp_path, caplog)
     found = build(tmp_path, tmp_path / "t.db", "db")
     assert every_row(tmp_path / "db", found) == expected
     assert "t.db: the database's table 'the members' holds the data (--table names another)" in caplog.text
-    from trainer.predict import table_rows  # qt-predict reads it as preprocessing does
+    from trainer.prediction_inputs import table_rows  # qt-predict reads it as preprocessing does
 
     read = list(table_rows(str(tmp_path / "t.db"), "label", ("age", "city"), TableOptions()))
     assert read[1] == (f"{tmp_path / 't.db'}:2", {"age": str(columns["age"][1]), "city": "Nantes"})
@@ -574,7 +574,7 @@ def test_a_partitioned_datasets_folders_give_columns(tmp_path, monkeypatch):
     assert [c.name for c in found.columns] == ["age", "joined", "member", "city"]  # the folders' columns last
     assert summary(found) == summary(whole)
     assert every_row(tmp_path / "from-parts", found) == every_row(tmp_path / "whole", whole)
-    from trainer.predict import table_rows  # qt-predict on one partition's file: its folders' values too
+    from trainer.prediction_inputs import table_rows  # qt-predict on one partition's file: its folders' values too
 
     part = next((tmp_path / "parts" / "city=Nantes%20Nord").glob("label=no/*.parquet"))
     read = list(table_rows(str(part), "label", ("age", "city"), TableOptions()))
@@ -758,7 +758,7 @@ def test_an_excel_workbook_makes_the_dataset_csv_makes(tmp_path):
     found = build(tmp_path, tmp_path / "t.xlsx", "xlsx")
     assert summary(found) == summary(from_csv)
     assert every_row(tmp_path / "xlsx", found) == every_row(tmp_path / "csv", from_csv)
-    from trainer.predict import table_rows  # qt-predict reads a workbook as preprocessing does
+    from trainer.prediction_inputs import table_rows  # qt-predict reads a workbook as preprocessing does
 
     read = list(table_rows(str(tmp_path / "t.xlsx"), "label", ("age", "city"), TableOptions()))
     assert read[:2] == [(f"{tmp_path / 't.xlsx'}:4", {"age": "", "city": "Lyon"}),  # row 4: below title and header
@@ -885,7 +885,7 @@ def test_xls_and_ods_workbooks_make_the_dataset_csv_makes(tmp_path, caplog):
         found = build(tmp_path, tmp_path / name, f"out-{name}")
         assert summary(found) == summary(from_csv)
         assert every_row(tmp_path / f"out-{name}", found) == every_row(tmp_path / "csv", from_csv)
-    from trainer.predict import table_rows  # qt-predict reads them as preprocessing does
+    from trainer.prediction_inputs import table_rows  # qt-predict reads them as preprocessing does
 
     read = list(table_rows(str(tmp_path / "t.xls"), "label", ("age", "joined"), TableOptions()))
     assert read[1] == (f"{tmp_path / 't.xls'}:5", {"age": str(columns["age"][1]), "joined": columns["joined"][1]})

@@ -28,18 +28,14 @@ from trainer import averaging, experiment
 from trainer.config import Config, served_export
 from trainer.dataset import locate
 from trainer.export import latest_export
+from trainer.exported_model import Model
 from trainer.input import make_input_fn
-from trainer.predict import (
-    Model,
-    _in_utf8_if_so,
-    _json_lines,
-    bad_numbers_as_missing,
-    predict_files,
-    respond,
-    table_rows,
-)
+from trainer.input_warnings import bad_numbers_as_missing
+from trainer.instances import respond
 from trainer.predict import main as predict_main
 from trainer.predict import parse_args as predict_args
+from trainer.predict import predict_files
+from trainer.prediction_inputs import _json_lines, in_utf8_if_so, table_rows
 from trainer.task import main as task_main
 
 
@@ -178,7 +174,7 @@ def test_every_serving_input_agrees_with_estimator_predict(table_job):
             [o["probabilities"] for o in outputs], [p["probabilities"] for p in expected], atol=1e-5
         )
     # A request body as a server takes it: "" for a missing text; a missing number it cannot carry (JSON has no NaN).
-    numeric = {column.name for column in tables.numeric_columns(data.metadata.columns)}
+    numeric = {column.name for column in tables.columns_of(data.metadata.columns, tables.NUMERIC)}
     sent = [i for i, instance in enumerate(instances) if all(instance[name] is not None for name in numeric)]
     body = {"instances": [{k: "" if v is None else v for k, v in instances[i].items()} for i in sent]}
     answered = respond(model, json.loads(json.dumps(body)))["predictions"]
@@ -431,8 +427,8 @@ def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_jo
         assert predict_main(again) == 0 and predict_main([*again, "--encoding", "cp1252"]) == 0
     assert caplog.text.count("again.csv: read as UTF-8, which it is, not as cp1252, the training files'") == 1
     options = TableOptions(encoding="cp1252")
-    assert _in_utf8_if_so(str(tmp_path / "again.csv"), options).encoding == "utf-8"
-    assert _in_utf8_if_so(str(tmp_path / "rows.csv"), options).encoding == "cp1252"
+    assert in_utf8_if_so(str(tmp_path / "again.csv"), options).encoding == "utf-8"
+    assert in_utf8_if_so(str(tmp_path / "rows.csv"), options).encoding == "cp1252"
 
 
 def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(tmp_path, caplog):

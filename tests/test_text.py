@@ -24,7 +24,8 @@ from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import experiment
 from trainer.config import Config
 from trainer.export import latest_export
-from trainer.predict import Model, respond
+from trainer.exported_model import Model
+from trainer.instances import respond
 
 GOOD = ["great", "wonderful", "loved", "excellent", "superb"]
 BAD = ["awful", "boring", "hated", "terrible", "dull"]

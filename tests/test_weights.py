@@ -17,9 +17,9 @@ from trainer import experiment
 from trainer.config import Config
 from trainer.dataset import locate
 from trainer.export import latest_export
+from trainer.exported_model import Model
 from trainer.head import ClassificationHead
 from trainer.input import StagingHook, make_input_fn, training_batches
-from trainer.predict import Model
 
 
 def write_table(path, weights: list[str], labels: list[str], xs) -> str:

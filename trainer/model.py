@@ -160,14 +160,14 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
     if not metadata.is_table:
         raise UserError(f"--crosses {setting}: crosses are for tables, and this dataset is not one")
     if setting == PAIRS:
-        categorical = [column for column in metadata.columns if column.kind == tables.CATEGORICAL]
+        categorical = tables.columns_of(metadata.columns, tables.CATEGORICAL)
         fewest = sorted(categorical, key=lambda column: len(column.vocabulary) + column.hash_buckets)[:MOST_PAIRED]
         chosen = [column.name for column in categorical if column in fewest]  # in the table's order
         if len(chosen) < 2:
             raise UserError(f"--crosses pairs: the table has {len(chosen)} categorical column(s); a pair needs two")
         return tuple(itertools.combinations(chosen, 2))
     names = [column.name for column in metadata.columns]
-    unbucketed = {column.name for column in metadata.columns if column.kind == tables.NUMERIC}
+    unbucketed = {column.name for column in tables.columns_of(metadata.columns, tables.NUMERIC)}
     unbucketed -= {column.name for _, column in bucketed_columns(metadata)}
     crosses = tuple(tuple(name.strip() for name in cross.split(":")) for cross in setting.split(","))
     for cross in crosses:

@@ -159,7 +159,7 @@ def _table_serving_input_fn(metadata: Metadata) -> Callable[[], tf.estimator.exp
 
 def _as_block(named: dict[str, tf.Tensor], columns: tuple[tables.Column, ...]) -> dict[str, tf.Tensor]:
     """`serving_default`'s inputs with the numbers as one block, as the other inputs give them."""
-    numeric = tables.numeric_columns(columns)
+    numeric = tables.columns_of(columns, tables.NUMERIC)
     values = {column.name: named[column.name] for column in columns if column.kind != tables.NUMERIC}
     return {tables.NUMERIC_KEY: tables.numeric_block(named, numeric), **values} if numeric else values
 

@@ -12,12 +12,9 @@ import numpy as np
 
 from dataformat import tables
 from dataformat.errors import UserError
-from trainer.predict import input_values
+from trainer.exported_model import DEFAULT_SIGNATURE, IMAGES_SIGNATURE, NUMBERS_SIGNATURE, input_values
 from trainer.vertex import endpoints
 from trainer.vertex.deploy import read_export
-
-SERVING_DEFAULT = "serving_default"
-
 
 REQUEST_BYTES = 1_000_000  # instances a request at most: Vertex AI takes 1.5 MB an online request
 WHOLE_OUTPUTS = ("class_ids", "all_class_ids")  # numbers that come back as floats through JSON's Value
@@ -46,7 +43,7 @@ def _local_types(prediction: dict) -> dict:
 
 
 class OnlineModel:
-    """The endpoint's model (the first it serves), as trainer.predict.Model: its metadata, and predict()."""
+    """The endpoint's model (the first it serves), as trainer.exported_model.Model: its metadata, and predict()."""
 
     def __init__(self, endpoint: str, explain: bool):
         endpoints.parse_endpoint(endpoint)
@@ -69,9 +66,9 @@ class OnlineModel:
         self.endpoint, self.explain, self.metadata = endpoint, explain, export.metadata
         self.takes = export.serving_input
         # The local signature each input file goes to -> what the endpoint's serving_default takes.
-        local = {"numbers": "serving_default", "image_bytes": "image_bytes:serving_default"}.get(self.takes)
+        local = {"numbers": DEFAULT_SIGNATURE, "image_bytes": IMAGES_SIGNATURE}.get(self.takes)
         self.signatures = {local} if local else set()
-        self.numbers_signature = "serving_default" if self.takes == "numbers" else "numbers:serving_default"
+        self.numbers_signature = DEFAULT_SIGNATURE if self.takes == "numbers" else NUMBERS_SIGNATURE
 
     def values(self, array, where: str):
         return input_values(self.metadata, array, where)
