@@ -4,18 +4,48 @@ called on a batch of inputs as a predict server calls it, an input it rejects na
 from __future__ import annotations
 
 import logging
-import posixpath
+from dataclasses import dataclass
 
 import numpy as np
+import yaml
 
-from dataformat import tables
+from dataformat import storage, tables
 from dataformat.errors import UserError, tensorflow_error_line
+from dataformat.schema import METADATA_FILE, Metadata
+from trainer import config as config_module
 
 log = logging.getLogger("trainer.predict")
 DEFAULT_SIGNATURE = "serving_default"
 NUMBERS_SIGNATURE = "numbers:serving_default"  # where the numbers go when serving_default takes another input
 IMAGES_SIGNATURE = "image_bytes:serving_default"
 EXAMPLES_SIGNATURE = "examples:serving_default"  # serialized tf.Examples, one row each
+
+
+@dataclass(frozen=True)
+class Export:
+    path: str  # the folder that holds saved_model.pb
+    metadata: Metadata
+    serving_input: str  # what its serving_default takes (--serving-input at training)
+
+
+def read_export(model_dir: str) -> Export:
+    """The export at --model-dir (or the newest of a folder of numbered ones, or a job dir's best), with the
+    metadata and settings that travel in its assets.extra/."""
+    path = config_module.served_export(model_dir)
+    if not path:
+        raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
+    extra = storage.join(path, "assets.extra")
+    found = storage.join(extra, METADATA_FILE)
+    if not storage.exists(found):
+        raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {found})")
+    with storage.open_read(found) as file:
+        metadata = Metadata.from_json(file.read().decode("utf-8"), found)
+    settings = storage.join(extra, config_module.CONFIG_FILE)
+    serving_input = "numbers"
+    if storage.exists(settings):
+        with storage.open_read(settings) as file:
+            serving_input = (yaml.safe_load(file) or {}).get("serving_input", "numbers")
+    return Export(path, metadata, serving_input)
 
 
 class Rejected(UserError):
@@ -28,24 +58,14 @@ class Model:
     def __init__(self, model_dir: str):
         import tensorflow as tf
 
-        from dataformat.schema import METADATA_FILE, Metadata
-        from trainer.config import served_export
-
-        found = served_export(model_dir)
-        if not found:
-            raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
-        model_dir = found
-        path = posixpath.join(model_dir, "assets.extra", METADATA_FILE)
-        if not tf.io.gfile.exists(path):
-            raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {path})")
-        log.info("Model: %s", model_dir)
-        with tf.io.gfile.GFile(path) as file:
-            self.metadata = Metadata.from_json(file.read(), path)
+        export = read_export(model_dir)
+        log.info("Model: %s", export.path)
+        self.metadata = export.metadata
         try:
-            self.signatures = tf.saved_model.load(model_dir).signatures
+            self.signatures = tf.saved_model.load(export.path).signatures
         except (tf.errors.OpError, OSError, ValueError) as error:  # a file of it missing, or cut short
             raise UserError(
-                f"--model-dir {model_dir}: the export does not load ({tensorflow_error_line(error)})"
+                f"--model-dir {export.path}: the export does not load ({tensorflow_error_line(error)})"
             ) from None
         self.numbers_signature = NUMBERS_SIGNATURE if NUMBERS_SIGNATURE in self.signatures else DEFAULT_SIGNATURE
 

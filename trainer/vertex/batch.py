@@ -123,8 +123,8 @@ def check_json_lines(model_name: str, pattern: str) -> None:
     """Vertex AI sends each JSON line to a table model as it is, and TF Serving refuses an instance that lacks an
     input, holds another or null, or a value of the wrong type: the first file's first LINES_CHECKED lines are
     checked so before a job whose every such instance would fail, an hour and its machines later."""
+    from trainer.exported_model import read_export
     from trainer.instances import named, served_problem
-    from trainer.vertex.deploy import read_export
 
     try:
         model = endpoints.get_model(model_name)

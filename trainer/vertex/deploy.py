@@ -27,10 +27,9 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from dataformat import commandline, gcs, storage, tables
+from dataformat import commandline, gcs, tables
 from dataformat.errors import UserError
-from dataformat.schema import METADATA_FILE, Metadata
-from trainer import config as config_module
+from trainer.exported_model import Export, read_export
 from trainer.vertex import client, endpoints, jobs
 
 log = logging.getLogger("trainer.vertex.deploy")
@@ -150,34 +149,6 @@ def _tidy_parser(action: str) -> commandline.ArgumentParser:
     )
     _add_poll_secs(parser)
     return parser
-
-
-@dataclass(frozen=True)
-class Export:
-    path: str  # the folder that holds saved_model.pb
-    metadata: Metadata
-    serving_input: str  # what its serving_default takes (--serving-input at training)
-
-
-def read_export(model_dir: str) -> Export:
-    """The export at --model-dir (or the newest of a folder of numbered ones, or a job dir's best), with its
-    metadata and settings."""
-    path = config_module.served_export(model_dir)
-    if not path:
-        raise UserError(f"--model-dir {model_dir}: not an export (no saved_model.pb), nor a job dir with one")
-    found = storage.join(storage.join(path, "assets.extra"), METADATA_FILE)
-    if not storage.exists(found):
-        raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {found})")
-    with storage.open_read(found) as file:
-        metadata = Metadata.from_json(file.read().decode("utf-8"), found)
-    settings = storage.join(storage.join(path, "assets.extra"), config_module.CONFIG_FILE)
-    serving_input = "numbers"
-    if storage.exists(settings):
-        import yaml
-
-        with storage.open_read(settings) as file:
-            serving_input = (yaml.safe_load(file) or {}).get("serving_input", "numbers")
-    return Export(path, metadata, serving_input)
 
 
 def serving_image(args) -> str:

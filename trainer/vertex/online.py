@@ -12,9 +12,8 @@ import numpy as np
 
 from dataformat import tables
 from dataformat.errors import UserError
-from trainer.exported_model import DEFAULT_SIGNATURE, IMAGES_SIGNATURE, NUMBERS_SIGNATURE, input_values
+from trainer.exported_model import DEFAULT_SIGNATURE, IMAGES_SIGNATURE, NUMBERS_SIGNATURE, input_values, read_export
 from trainer.vertex import endpoints
-from trainer.vertex.deploy import read_export
 
 REQUEST_BYTES = 1_000_000  # instances a request at most: Vertex AI takes 1.5 MB an online request
 WHOLE_OUTPUTS = ("class_ids", "all_class_ids")  # numbers that come back as floats through JSON's Value
