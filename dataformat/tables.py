@@ -280,59 +280,6 @@ def problems(columns: tuple[Column, ...], reserved: tuple[str, ...]) -> list[str
 # Writing (numpy only: shard writers need no TensorFlow).
 
 
-def _varint_bytes(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each length as a varint: (bytes of every varint, up to 5, in a [n, 5] array; how many each uses)."""
-    if not len(lengths) or lengths.max() < 0x80:  # one byte each: short strings, class indices, word IDs rarely
-        return lengths.astype(np.uint8)[:, None], np.ones(len(lengths), np.int64)
-    lengths = lengths.astype(np.uint64)
-    sizes = np.ones(len(lengths), np.int64)
-    for bits in (7, 14, 21, 28):
-        sizes += lengths >= (1 << bits)
-    groups = np.stack([(lengths >> np.uint64(7 * i)) & np.uint64(0x7F) for i in range(5)], axis=1).astype(np.uint8)
-    more = np.arange(5)[None, :] < (sizes[:, None] - 1)
-    return groups | (more.astype(np.uint8) << 7), sizes
-
-
-def string_fields(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Strings (Arrow layout: `data[offsets[i]:offsets[i + 1]]`) as consecutive BytesList.value
-    fields: (the bytes, and where each string's field starts, n + 1 positions).
-
-    Vectorized, because a Python loop over every string of a large table was most of the time.
-    """
-    offsets = offsets.astype(np.int64)
-    lengths = np.diff(offsets)
-    varints, varint_sizes = _varint_bytes(lengths)
-    field_sizes = 1 + varint_sizes + lengths
-    starts = np.concatenate([[0], np.cumsum(field_sizes)])
-    out = np.empty(starts[-1], np.uint8)
-    content = np.ones(len(out), bool)  # where the strings' own bytes go
-    for i in range(varints.shape[1] + 1):
-        places = starts[:-1] + i  # the tag (field 1, length-delimited), then each byte of the varint
-        if i == 0:
-            out[places] = 0x0A
-        elif i == 1:
-            out[places] = varints[:, 0]
-        else:  # only the longer strings' varints have a second byte, and more
-            longer = varint_sizes >= i
-            places = places[longer]
-            out[places] = varints[longer, i - 1]
-        content[places] = False
-    out[content] = data[offsets[0] : offsets[-1]]
-    return out, starts
-
-
-# Where a feature's values sit in a tf.train.Feature (see wire.entry_header).
-FLOAT_VALUES = (2, 1)  # Feature.float_list > FloatList.value, packed little-endian float32
-BYTES_VALUES = (1,)  # Feature.bytes_list, whose BytesList.value fields string_fields makes
-INT64_VALUES = (3, 1)  # Feature.int64_list > Int64List.value, packed varints
-
-
-def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-negative integers as consecutive varints: (the bytes, where each value's starts, n + 1)."""
-    groups, sizes = _varint_bytes(values)
-    return groups[np.arange(groups.shape[1])[None, :] < sizes[:, None]], np.concatenate([[0], np.cumsum(sizes)])
-
-
 def encode_table_records(
     block: np.ndarray,
     numeric: dict[str, np.ndarray],
@@ -357,19 +304,19 @@ def encode_table_records(
     encoded = {}  # key: (where its values sit, all its bytes, where each record's bytes start)
     if block.shape[1]:
         values = np.ascontiguousarray(block, "<f4").view(np.uint8)
-        encoded[NUMERIC_KEY] = (FLOAT_VALUES, values.reshape(-1), firsts * values.shape[1])
+        encoded[NUMERIC_KEY] = (wire.FLOAT_VALUES, values.reshape(-1), firsts * values.shape[1])
     for name, values in numeric.items():
-        encoded[name] = (FLOAT_VALUES, np.ascontiguousarray(values, "<f4").view(np.uint8), firsts * 4)
+        encoded[name] = (wire.FLOAT_VALUES, np.ascontiguousarray(values, "<f4").view(np.uint8), firsts * 4)
     for name, layout in strings.items():
-        data, starts = string_fields(*layout)
-        encoded[name] = (BYTES_VALUES, data, starts[firsts])
+        data, starts = wire.string_fields(*layout)
+        encoded[name] = (wire.BYTES_VALUES, data, starts[firsts])
     for name, (ids, splits) in words.items():
-        data, starts = _varints(ids)
-        encoded[name] = (INT64_VALUES, data, starts[splits[firsts]])
-        data, starts = _varints(np.diff(splits))
-        encoded[name + LENGTHS] = (INT64_VALUES, data, starts[firsts])
-    data, starts = _varints(labels)
-    encoded[label_key] = (INT64_VALUES, data, starts[firsts])
+        data, starts = wire.packed_varints(ids)
+        encoded[name] = (wire.INT64_VALUES, data, starts[splits[firsts]])
+        data, starts = wire.packed_varints(np.diff(splits))
+        encoded[name + LENGTHS] = (wire.INT64_VALUES, data, starts[firsts])
+    data, starts = wire.packed_varints(labels)
+    encoded[label_key] = (wire.INT64_VALUES, data, starts[firsts])
     # In protobuf's deterministic order: by name, a name before any it begins ("review/lengths", "review").
     ordered = sorted(encoded.items(), key=lambda item: item[0].encode() + b"\xff")
     columns = [(key, path, data, bounds.tolist()) for key, (path, data, bounds) in ordered]

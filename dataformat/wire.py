@@ -23,11 +23,8 @@ def varint(value: int) -> bytes:
 
 
 def varints(values: np.ndarray) -> bytes:
-    """Non-negative integers as consecutive varints (a packed repeated field's payload)."""
-    values = np.asarray(values, np.int64)
-    if len(values) and values.min() >= 0 and values.max() < 0x80:  # one byte each: class indices, mostly
-        return values.astype(np.uint8).tobytes()
-    return b"".join(varint(int(value)) for value in values)
+    """Integers from 0 to 2^35 as consecutive varints (a packed repeated field's payload), as bytes."""
+    return packed_varints(values)[0].tobytes()
 
 
 def field(number: int, payload: bytes) -> bytes:
@@ -52,3 +49,61 @@ def entry_header(key: str, path: tuple[int, ...], size: int) -> bytes:
 def example(features: dict[str, bytes]) -> bytes:
     """A serialized tf.train.Example of already-encoded Feature messages, map entries by key."""
     return field(1, b"".join(entry_header(key, (), len(features[key])) + features[key] for key in sorted(features)))
+
+
+# Many fields at once, vectorized (numpy only: shard writers need no TensorFlow).
+
+
+def _varint_groups(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each length (below 2^35) as a varint: (bytes of every varint, up to 5, in a [n, 5] array; how many each
+    uses)."""
+    if not len(lengths) or lengths.max() < 0x80:  # one byte each: short strings, class indices, word IDs rarely
+        return lengths.astype(np.uint8)[:, None], np.ones(len(lengths), np.int64)
+    lengths = lengths.astype(np.uint64)
+    sizes = np.ones(len(lengths), np.int64)
+    for bits in (7, 14, 21, 28):
+        sizes += lengths >= (1 << bits)
+    groups = np.stack([(lengths >> np.uint64(7 * i)) & np.uint64(0x7F) for i in range(5)], axis=1).astype(np.uint8)
+    more = np.arange(5)[None, :] < (sizes[:, None] - 1)
+    return groups | (more.astype(np.uint8) << 7), sizes
+
+
+def string_fields(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Strings (Arrow layout: `data[offsets[i]:offsets[i + 1]]`) as consecutive BytesList.value
+    fields: (the bytes, and where each string's field starts, n + 1 positions).
+
+    Vectorized, because a Python loop over every string of a large table was most of the time.
+    """
+    offsets = offsets.astype(np.int64)
+    lengths = np.diff(offsets)
+    varints, varint_sizes = _varint_groups(lengths)
+    field_sizes = 1 + varint_sizes + lengths
+    starts = np.concatenate([[0], np.cumsum(field_sizes)])
+    out = np.empty(starts[-1], np.uint8)
+    content = np.ones(len(out), bool)  # where the strings' own bytes go
+    for i in range(varints.shape[1] + 1):
+        places = starts[:-1] + i  # the tag (field 1, length-delimited), then each byte of the varint
+        if i == 0:
+            out[places] = 0x0A
+        elif i == 1:
+            out[places] = varints[:, 0]
+        else:  # only the longer strings' varints have a second byte, and more
+            longer = varint_sizes >= i
+            places = places[longer]
+            out[places] = varints[longer, i - 1]
+        content[places] = False
+    out[content] = data[offsets[0] : offsets[-1]]
+    return out, starts
+
+
+# Where a feature's values sit in a tf.train.Feature (see entry_header).
+FLOAT_VALUES = (2, 1)  # Feature.float_list > FloatList.value, packed little-endian float32
+BYTES_VALUES = (1,)  # Feature.bytes_list, whose BytesList.value fields string_fields makes
+INT64_VALUES = (3, 1)  # Feature.int64_list > Int64List.value, packed varints
+
+
+def packed_varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integers from 0 to 2^35 as consecutive varints (a packed repeated field's payload): (the bytes, where each
+    value's starts, n + 1)."""
+    groups, sizes = _varint_groups(np.asarray(values, np.int64))
+    return groups[np.arange(groups.shape[1])[None, :] < sizes[:, None]], np.concatenate([[0], np.cumsum(sizes)])

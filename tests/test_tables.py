@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import preprocessing.table_files
-from dataformat import tables
+from dataformat import tables, wire
 from dataformat.errors import UserError
 from dataformat.schema import LABEL_KEY, Metadata, decode_record, parse_records
 from preprocessing.tables import TableOptions, build_table_dataset
@@ -541,7 +541,7 @@ def test_the_vectorized_string_encoder_writes_protobuf_fields():
     for values in (["", "a", "é" * 100, "x" * 20000], ["", "a", "bc" * 63]):  # varints of 1-3 bytes, or all of 1
         data = "".join(values).encode()
         offsets = np.cumsum([0] + [len(v.encode()) for v in values])
-        out, starts = tables.string_fields(offsets, np.frombuffer(data, np.uint8))
+        out, starts = wire.string_fields(offsets, np.frombuffer(data, np.uint8))
         expected = tf.train.BytesList(value=[v.encode() for v in values]).SerializeToString()
         assert out.tobytes() == expected
         assert list(starts[:3]) == [0, 2, 5] and starts[-1] == len(expected)
