@@ -59,12 +59,14 @@ class ArgumentParser(argparse.ArgumentParser):
             "--verbosity",
             choices=list(VERBOSITY),
             default=self.VERBOSITY_DEFAULT,
-            help="info (default): this program's progress and TensorFlow's warnings; debug: TensorFlow's own "
-            "log lines too; warning, error: less",
+            help="info (default): progress and warnings; debug: the libraries' own log lines too (TensorFlow's, "
+            "where it runs); warning, error: less",
         )
         self.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith(("the following arguments are required", "one of the arguments")):
+            message += f" (see {self.prog} --help)"  # argparse's usage line, which said the rest, is not printed
         raise UserError(message)
 
     def add_subparsers(self, **kwargs):

@@ -264,7 +264,7 @@ def clear_output(output: str, overwrite: bool) -> None:
             f"--output {output} is not empty (it holds {others[0]}); pass --overwrite or use an empty folder"
         )
     if ours and METADATA_FILE not in names:
-        log.info("Removing %d file(s) left by an interrupted run in %s", len(ours), output)
+        log.info("Removing %d file(s) left by an earlier run that did not finish in %s", len(ours), output)
     # The metadata goes first, so that a crash from here on leaves no dataset that looks whole.
     for name in sorted(ours, key=lambda name: name != METADATA_FILE):
         storage.remove(storage.join(output, name))

@@ -61,7 +61,7 @@ log = logging.getLogger("soak")
 
 PROGRESS = re.compile(r"\bstep ([\d,]+)/[\d,]+ \(")
 WRITING = re.compile(r"Writing with \d+")
-CLEARED = re.compile(r"Removing (\d+) file\(s\) left by an interrupted run")
+CLEARED = re.compile(r"Removing (\d+) file\(s\) left by an earlier run that did not finish")
 MARKER = ".soak"  # marks a --work folder as the soak's own, so that a rerun may clear it
 PARTS = ("digits", "train", "preprocess", "cluster")
 POLL_SECS = 0.05

@@ -182,7 +182,7 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     )
     assert Image.open(written["ROC and precision-recall curves"]).size[0] > 500
     report = (tmp_path / "report.md").read_text()
-    assert "## Thresholds (class 1, yes, is positive)" in report
+    assert "## Thresholds (the positive class: yes)" in report
     # The summary leads with --best-metric's, and sets accuracy beside the majority class's alone.
     assert "auc **0.9**, accuracy **85.0%** (the majority class alone: 70.0%)" in report
     assert f"The F1-best threshold is **{table['threshold'][best]:.2f}**" in report

@@ -137,7 +137,7 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert columns["badge"].hash_buckets > 0
     assert columns["seen_at"].kind == tables.DATE and columns["seen_at"].date_format == dates.UNIX
     report = (Path(config.job_dir) / "report.md").read_text()  # a binary label: its curves and thresholds
-    assert "## Thresholds (class 1, >50K, is positive)" in report and "roc_and_precision_recall.png" in report
+    assert "## Thresholds (the positive class: >50K)" in report and "roc_and_precision_recall.png" in report
     assert (
         0.5 < metrics["auc"] <= 1
         and metrics["auc_precision_recall"] > 0
@@ -480,7 +480,11 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
             (f"{tmp_path}/{name}:1", {"age": "60", "workclass": "Private"}),
             (f"{tmp_path}/{name}:2", {"age": "", "workclass": "?"}),
         ]
-    assert f"{tmp_path}/rows.feather: no column 'hours'; read as missing in every row" in caplog.text
+    said = f"{tmp_path}/rows.feather: no column 'hours'; read as missing in every row (the file's other columns: tags)"
+    assert said in caplog.text
+    (tmp_path / "typo.csv").write_text("age,workclass,hour,income\n60,Private,40,>50K\n")  # a misspelt column
+    list(table_rows(str(tmp_path / "typo.csv"), "income", names, TableOptions()))
+    assert "typo.csv: no column 'hours'; read as missing in every row (did you mean 'hour' for 'hours'?)" in caplog.text
 
 
 def test_a_columns_missing_spelling_is_missing_in_every_serving_signature():

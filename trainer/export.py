@@ -228,8 +228,9 @@ def check_metric(flag: str, name: str, num_classes: int) -> None:
 
 
 def summary(metrics: dict, lead: str) -> str:
-    """The evaluation in a few figures: `lead` (--best-metric's) first, then accuracy and log loss."""
-    shown = dict.fromkeys([lead, names.ACCURACY, names.LOG_LOSS, names.LOSS])
+    """The evaluation in a few figures: `lead` (--best-metric's) first, then accuracy and log loss. Not the
+    Estimator's `loss` beside log loss: it averages each batch's mean, so it depends on --eval-batch-size."""
+    shown = dict.fromkeys([lead, names.ACCURACY, names.LOG_LOSS if names.LOG_LOSS in metrics else names.LOSS])
     return ", ".join(f"{name} {metrics[name]:.4f}" for name in shown if name in metrics)
 
 

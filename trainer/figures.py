@@ -251,13 +251,16 @@ def write_report(
 
 def _summary(metrics: Mapping[str, Any], lead: str = "") -> str:
     """The line with the final evaluation's step, the `lead` metric, accuracy (beside the majority class's alone:
-    on imbalanced labels a constant model's accuracy looks good), loss and example count."""
-    led = f"{lead} **{_number(metrics[lead])}**, " if lead in metrics and lead not in ("accuracy", "loss") else ""
+    on imbalanced labels a constant model's accuracy looks good), log loss (the Estimator's `loss` where there is
+    none: it averages each batch's mean) and example count."""
+    loss = "log_loss" if "log_loss" in metrics else "loss"
+    led = f"{lead} **{_number(metrics[lead])}**, " if lead in metrics and lead not in ("accuracy", loss) else ""
     baseline = majority_rate(metrics)
     alone = f" (the majority class alone: {_percent(baseline)})" if baseline is not None else ""
     line = (
         f"Final evaluation at step {_integer(metrics.get('global_step'))}: {led}"
-        f"accuracy **{_percent(metrics.get('accuracy'))}**{alone}, loss **{_number(metrics.get('loss'))}**"
+        f"accuracy **{_percent(metrics.get('accuracy'))}**{alone}, {loss.replace('_', ' ')} "
+        f"**{_number(metrics.get(loss))}**"
     )
     if "confusion_matrix" in metrics:
         line += f", on {int(np.sum(metrics['confusion_matrix'])):,} examples"
@@ -318,12 +321,13 @@ def _threshold_section(metrics: Mapping[str, Any], class_names: Sequence[str]) -
     shown = sorted({*(int(round(t * 100)) for t in TABLE_THRESHOLDS), best})
     lines = [
         "",
-        f"## Thresholds (class 1, {class_names[1]}, is positive)",
+        f"## Thresholds (the positive class: {class_names[1]})",
         "",
         f"ROC AUC **{_number(metrics.get('auc'))}**, "
         f"precision-recall AUC **{_number(metrics.get('auc_precision_recall'))}**. "
         f"The F1-best threshold is **{table['threshold'][best]:.2f}** (F1 {table['f1'][best]:.3f}); "
-        "a row is predicted positive when its probability is above the threshold.",
+        "a row is predicted positive when its probability of that class (`probabilities[1]` in qt-predict's and a "
+        "server's output, whose `class_ids` split at 0.5) is above the threshold.",
         "",
         "| threshold | precision | recall | F1 | false positive rate |",
         "| ---: | ---: | ---: | ---: | ---: |",

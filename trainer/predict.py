@@ -132,13 +132,13 @@ def parse_args(argv: list[str] | None):
         "--input",
         nargs="+",
         metavar="FILE",
-        help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a table, also .tsv, .parquet, "
-        ".feather, .arrow, .xlsx, .xls, .ods, .arff and any file its preprocessing reads",
+        help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a text model, .txt files; for a "
+        "table, also .tsv, .parquet, .feather, .arrow, .xlsx, .xls, .ods, .arff and any file its preprocessing reads",
     )
     source.add_argument(
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
     )
-    add_reading_flags(parser.add_argument_group("tables, as qt-preprocess reads them"))
+    add_reading_flags(parser.add_argument_group("tables, as qt-preprocess reads them"), predicting=True)
     parser.add_argument("--output", help="write JSON lines here instead of standard output")
     parser.add_argument(
         "--batch-size", type=commandline.positive_int, default=128, help="inputs per call to the model (default: 128)"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import difflib
 import io
 import json
 import logging
@@ -141,7 +142,9 @@ def table_rows(
     wanted = tuple(filter(None, names)) if dialect.format in OBJECTS else found
     absent = [name for name in names if name and name not in wanted and name != key]
     if absent:
-        log.warning("%s: no column %s; read as missing in every row", path, ", ".join(map(repr, absent)))
+        others = [name for name in unknown if name != label_column]
+        log.warning("%s: no column %s; read as missing in every row%s", path, ", ".join(map(repr, absent)),
+                    _misspelt(absent, others))  # fmt: skip
     if key and key not in dialect.names and dialect.format not in OBJECTS:
         log.warning("%s: no column %r, the model's key column: every prediction's key is empty", path, key)
     rows = 0
@@ -152,6 +155,16 @@ def table_rows(
         rows += len(lines)
     if not rows:  # as preprocessing refuses it: an export cut short, or the wrong file
         raise UserError(f"{path}: no rows" + (" below the header line" if dialect.has_header else ""))
+
+
+def _misspelt(absent: list[str], others: list[str]) -> str:
+    """What the file's `others` columns, none of the model's, may be of its `absent` ones: "colour" for "color"
+    (the model read a misspelt column as missing in every row, its predictions off, with no hint)."""
+    meant = [(name, difflib.get_close_matches(name, others, 1, 0.8)) for name in absent]
+    said = [f"{close[0]!r} for {name!r}" for name, close in meant if close]
+    if said:
+        return f" (did you mean {', '.join(said)}?)"
+    return f" (the file's other columns: {', '.join(others[: tables.SHOWN_NAMES])})" if others else ""
 
 
 def _by_place(names: tuple[str, ...], found: tuple[str, ...], key: str) -> bool:

@@ -120,7 +120,8 @@ class StepsRunHook(tf.estimator.SessionRunHook):
         step = int(session.run(tf.compat.v1.train.get_global_step()))
         if self._input_ends:
             self.steps += step - self._last_step
-        log.info("This task ran %d training steps; the global step is %d", self.steps, step)
+        if self.steps != step:  # a resumed run, or a cluster's worker: else the progress line said it
+            log.info("This task ran %d training steps; the global step is %d", self.steps, step)
         if self._others and self.steps and step - self._first_step == self.steps:
             # The Estimator starts worker i (i + 1) x 5 s after the chief: a short run can end before any joins.
             log.warning(

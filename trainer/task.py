@@ -155,13 +155,12 @@ def _report(config: Config, metrics: dict | None) -> None:
 
     from trainer import early_stopping, figures
     from trainer import metrics as names
-    from trainer.export import METRICS_FILE, latest_export, summary
+    from trainer.export import METRICS_FILE, latest_export
 
     if metrics is None:
         log.info("This task does not evaluate; checkpoints are in %s", config.job_dir)
         return
     lead = names.resolve_best(config.best_metric, len(metrics[names.CONFUSION]))
-    log.info("Final evaluation at step %d: %s", metrics["global_step"], summary(metrics, lead))
     files = (figures.CONFUSION_FILE, figures.CURVES_FILE, figures.CURVES_OF_THRESHOLDS_FILE)
     pictures = [posixpath.join(config.job_dir, name) for name in files]
     best = latest_export(config, "best")

@@ -59,10 +59,17 @@ class Dialect:
         return self.lines_above_rows + 1
 
 
-def add_reading_flags(group) -> None:
-    """The flags of how CSV files are written that every command reading tables takes (qt-preprocess and
-    qt-predict): --delimiter, --skip-rows, --decimal, --encoding, --column-names and --sheet; reading_options gives
-    their TableOptions fields."""
+def add_reading_flags(group, predicting: bool = False) -> None:
+    """The flags of how CSV files are written that every command reading tables takes (qt-preprocess, and
+    qt-predict when `predicting`): --delimiter, --skip-rows, --decimal, --encoding, --column-names and --sheet;
+    reading_options gives their TableOptions fields."""
+    encoding = (
+        "the encoding the model's training files were read in, or utf-8 for a file that is UTF-8"
+        if predicting
+        else "utf-8, or utf-16 or utf-32 for a CSV file that starts with its byte-order mark, as Excel's Unicode "
+        "text does"
+    )
+    wanted = "one of the model's columns" if predicting else "the label's column"
     group.add_argument(
         "--delimiter",
         type=commandline.delimiter,
@@ -87,9 +94,7 @@ def add_reading_flags(group) -> None:
     group.add_argument(
         "--encoding",
         type=commandline.encoding,
-        help="the files' text encoding, e.g. latin-1 or cp1252 (default: utf-8, or utf-16 or utf-32 for a CSV file "
-        "that starts with its byte-order mark, as Excel's Unicode text does; a byte-order mark is skipped; "
-        "qt-predict: the encoding the model's training files were read in)",
+        help=f"the files' text encoding, e.g. latin-1 or cp1252 (default: {encoding}; a byte-order mark is skipped)",
     )
     group.add_argument(
         "--column-names",
@@ -107,8 +112,8 @@ def add_reading_flags(group) -> None:
         default="",
         metavar="NAME",
         help="the worksheet of a spreadsheet (.xlsx, .xls, .ods, ...), or the table of an SQLite database (.sqlite, "
-        ".db), that holds the data (default: the one whose header names the label's column, else a spreadsheet's sheet "
-        "it opens on (an .xlsx or .ods file's active sheet, an .xls file's first), a database's only table)",
+        f".db), that holds the data (default: the one whose header names {wanted}, else a spreadsheet's sheet it "
+        "opens on (an .xlsx or .ods file's active sheet, an .xls file's first), a database's only table)",
     )
 
 

@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None):
     )
     parser.add_argument("--display-name", help="the job's name in Vertex AI (default: queue-trainer-batch-TIMESTAMP)")
     parser.add_argument("--dry-run", action="store_true", help="print the request body; touch nothing")
-    follow.add_flags(parser, wait=True)
+    follow.add_flags(parser, wait=True, trials=False)
     options.add_flags(parser, OPTIONS)
     return parser.parse_args(argv)
 

@@ -44,13 +44,14 @@ class Seen:
     log_failures: int = 0  # reads of the logs that failed, in a row
 
 
-def add_flags(parser: argparse.ArgumentParser, wait: bool = False) -> None:
-    """The flags of following a job; with `wait`, --wait/--no-wait too (for the commands that create one)."""
+def add_flags(parser: argparse.ArgumentParser, wait: bool = False, trials: bool = True) -> None:
+    """The flags of following a job; with `wait`, --wait/--no-wait too (for the commands that create one); `trials`
+    where the job may be a tuning study."""
     if wait:
         parser.add_argument(
             "--wait",
             action=argparse.BooleanOptionalAction,
-            help="follow the job to its end: states, logs, trials; exit 0 only if it succeeds "
+            help=f"follow the job to its end: states, logs{', trials' * trials}; exit 0 only if it succeeds "
             "(default: --wait on a terminal, --no-wait elsewhere)",
         )
     parser.add_argument(

@@ -76,10 +76,15 @@ def problem(name: str, value: Any) -> str | None:
 
 
 def add_flags(parser: argparse.ArgumentParser, names: tuple[str, ...] = tuple(OPTIONS)) -> None:
-    """A flag for each option in `names`; one left out stays None, so the job shape's value holds."""
-    group = parser.add_argument_group("job options (with qt-submit, over the job config's options: section)")
+    """A flag for each option in `names`; one left out stays None, so the job shape's value holds. All of them
+    for qt-submit, whose job config's options: section they override."""
+    every = set(names) == set(OPTIONS)
+    group = parser.add_argument_group(
+        "job options (over the job config's options: section)" if every else "job options"
+    )
     helps = {
-        "service_account": "run the job as this service account (qt-submit: needed with --tensorboard)",
+        "service_account": "run the job as this service account"
+        + (" (needed with --tensorboard)" if "tensorboard" in names else ""),
         "labels": "KEY=VALUE: a label on the job; repeat for more",
         "timeout": "stop the job after this long: 90m, 12h, 2d (Vertex AI's default: 7 days)",
         "restart_job_on_worker_restart": "restart the whole job when one of its machines restarts",
