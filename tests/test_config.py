@@ -143,6 +143,11 @@ def test_a_resume_with_another_setting_names_a_default_as_default(tmp_path, capl
     assert "Resuming at step 100 with other settings than its run before: --learning-rate 0.0001 (was default)" in (
         caplog.text
     )
+    # A rerun of a finished run trains nothing: they were dropped without a word.
+    experiment._warn_of_changed_settings(Config(job_dir=str(tmp_path), learning_rate=0.01), trained=700, finished=True)
+    assert "Other settings than its run's, --learning-rate 0.01 (was default), change nothing: training already " in (
+        caplog.text
+    )
 
 
 def test_an_integer_beyond_int32_is_refused_naming_the_flag():

@@ -253,8 +253,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
-    _log_settings(config, metadata, settings)
     trained = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+    if trained < config.train_steps:
+        _log_settings(config, metadata, settings)
     if estimator.config.is_chief and not is_cluster(estimator.config):  # alone: no evaluator may be exporting
         for name in ("latest", "best"):
             export.remove_unfinished(posixpath.join(export.export_folder(config), name))  # a kill's, mid-export
@@ -263,6 +264,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     if estimator.config.is_chief and trained < config.train_steps:  # a run with steps to train: its settings
         _warn_of_changed_settings(config, trained)
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))
+    elif estimator.config.is_chief:
+        _warn_of_changed_settings(config, trained, finished=True)
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
     )
@@ -358,9 +361,10 @@ def _after_an_early_stop(config: Config, estimator, metadata: Metadata) -> None:
 NOT_COMPARED = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job's
 
 
-def _warn_of_changed_settings(config: Config, trained: int) -> None:
+def _warn_of_changed_settings(config: Config, trained: int, finished: bool = False) -> None:
     """A resume with settings other than config.yaml's (a learning rate) trains on with them, and config.yaml then
-    holds them alone: say which, where a rerun with the file would no longer repeat the job."""
+    holds them alone: say which, where a rerun with the file would no longer repeat the job. A rerun of a
+    `finished` one trains nothing: say that they change nothing."""
     path = posixpath.join(config.job_dir, config_module.CONFIG_FILE)
     if not trained or not tf.io.gfile.exists(path):
         return
@@ -374,7 +378,10 @@ def _warn_of_changed_settings(config: Config, trained: int) -> None:
         for item in dataclasses.fields(Config)
         if item.name not in NOT_COMPARED and getattr(config, item.name) != getattr(before, item.name)
     ]
-    if changed:
+    if changed and finished:
+        log.warning("Other settings than its run's, %s, change nothing: training already reached step %d (a "
+                    "new --job-dir trains with them)", ", ".join(changed), trained)  # fmt: skip
+    elif changed:
         log.warning(
             "Resuming at step %d with other settings than its run before: %s; %s will hold these, not those that "
             "trained the first %d steps",
