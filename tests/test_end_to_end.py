@@ -39,6 +39,8 @@ def test_training_writes_checkpoints_metrics_and_exports(trained_job):
     latest = os.path.join(job_dir, "export", "latest", os.path.basename(best))
     assert file_contents(latest) == file_contents(best) and "saved_model.pb" in file_contents(best)
     assert f"Exported {best} (a copy of {latest})" in result.stderr
+    with open(os.path.join(best, "assets.extra", "eval_metrics.json")) as file:  # an export holds its evaluation
+        assert json.load(file) == metrics
     assert f"accuracy:       {metrics['accuracy']:.4f}" in result.stdout
     assert "is deprecated" not in result.stderr
 

@@ -196,6 +196,33 @@ def test_binary_labels_get_roc_and_precision_recall_curves_and_a_threshold_table
     assert "accuracy **80.0%** (the majority class alone: 40.0%)" in (tmp_path / "multi" / "report.md").read_text()
 
 
+def test_a_best_export_of_an_earlier_evaluation_gets_its_own_report(tmp_path):
+    """report.md and its threshold are the last evaluation's; the best export, the model to deploy, was of another
+    step, and nothing said so."""
+    import json
+
+    from trainer import export
+
+    rng = np.random.default_rng(0)
+    job = str(tmp_path)
+    last = {**binary_metrics(rng.beta(3, 2, 300), rng.beta(2, 3, 700)), "global_step": 700}
+    better = {**binary_metrics(rng.beta(5, 2, 300), rng.beta(2, 5, 700)), "global_step": 300}
+    best = tmp_path / "export" / "best" / "1"
+    (best / "assets.extra").mkdir(parents=True)
+    (best / "assets.extra" / export.METRICS_FILE).write_text(json.dumps(export.json_numbers(better)))
+    figures.write_figures(job, last, ("no", "yes"), "auc")
+    for _ in range(2):  # a rerun with nothing to train writes it again
+        written = export.write_best_report(job, str(best), last, ("no", "yes"), "auc")
+    assert written == str(tmp_path / "best" / "report.md")
+    threshold = figures.at_thresholds(better)["threshold"][int(np.nanargmax(figures.at_thresholds(better)["f1"]))]
+    text = (tmp_path / "best" / "report.md").read_text()
+    assert "The best export's evaluation at step 300: auc" in text and f"threshold is **{threshold:.2f}**" in text
+    pointer = "The best export, by auc, is of step 300: see [its report](best/report.md)."
+    assert (tmp_path / "report.md").read_text().count(pointer) == 1
+    assert export.write_best_report(job, str(best), {**last, "global_step": 300}, ("no", "yes"), "auc") == ""
+    assert not (tmp_path / "best").exists()  # the best is the last evaluation's: report.md is its report
+
+
 def test_the_last_words_add_the_best_exports_figures(tmp_path, capsys, caplog):
     """A model that overfit (a date's values memorized) printed its last evaluation's worse figures beside the
     best export's path."""

@@ -292,8 +292,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
         # evaluation and export would stay without them: do them now.
         result = final_evaluation(estimator, eval_spec, config)
-    metrics = result[0] if result else None  # only a task that trains and evaluates alone gets them back
-    return export.json_numbers(metrics) if metrics else None
+    metrics = export.json_numbers(result[0]) if result and result[0] else None  # a task alone gets them back
+    if metrics:
+        lead = names.resolve_best(config.best_metric, metadata.num_classes)
+        best = export.latest_export(config, "best")
+        export.write_best_report(config.job_dir, best, metrics, metadata.class_names, lead)
+    return metrics
 
 
 def _log_settings(config: Config, metadata: Metadata, settings) -> None:

@@ -20,7 +20,8 @@ from trainer.vertex import environment
 
 log = logging.getLogger("trainer")
 
-METRICS_FILE = "eval_metrics.json"
+METRICS_FILE = "eval_metrics.json"  # in the job dir, the last evaluation's; in an export's assets.extra/, its own
+BEST_REPORT_DIR = "best"  # in the job dir: the best export's report, where it is not the last evaluation's
 LATEST_KEPT = 3
 
 
@@ -52,6 +53,7 @@ class ExportTo(tf.estimator.Exporter):
                 raise
             return self._skip_removed(folder, checkpoint_path, best_before)
         if path:  # the best exporter writes nothing when the evaluation is no better
+            _write_json(posixpath.join(_text(path), "assets.extra", METRICS_FILE), json_numbers(eval_result))
             log.info("Exported %s%s", _text(path), f" (a copy of {once.copied_from})" if once.copied_from else "")
         return path
 
@@ -179,8 +181,7 @@ class MetricsWriter(tf.estimator.Exporter):
         metrics = json_numbers(eval_result)
         LastEvaluation.metrics, LastEvaluation.shown = metrics, self._best_metric
         log.info("Evaluation at step %d: %s", metrics["global_step"], summary(metrics, self._best_metric))
-        with tf.io.gfile.GFile(self._path, "w") as file:
-            file.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        _write_json(self._path, metrics)
         if environment.reports_tuning_metric():
             metric = self._tuning_metric
             environment.report_tuning_metric(metric, metrics[metric], metrics["global_step"])
@@ -189,6 +190,34 @@ class MetricsWriter(tf.estimator.Exporter):
         if is_the_final_export or stop and metrics["global_step"] >= stop.step:  # the last evaluation
             write_figures(self._job_dir, metrics, self._class_names, self._best_metric)
         return None
+
+
+def write_best_report(job_dir: str, best: str | None, last: dict, class_names: tuple[str, ...], lead: str) -> str:
+    """Where the best export is of another evaluation than the last (the one report.md describes), that
+    evaluation's report and figures in JOB_DIR/best/, and a line in report.md pointing to it: a threshold
+    read off the last model's report did not fit the model to deploy. Returns its path, or "" where there is none
+    (the same evaluation, or an export from before exports held their evaluation)."""
+    folder = posixpath.join(job_dir, BEST_REPORT_DIR)
+    if tf.io.gfile.exists(folder):  # an earlier run's, of another best export
+        tf.io.gfile.rmtree(folder)
+    path = best and posixpath.join(best, "assets.extra", METRICS_FILE)
+    if not path or not tf.io.gfile.exists(path):
+        return ""
+    with tf.io.gfile.GFile(path) as file:
+        metrics = json.load(file)
+    if metrics["global_step"] == last["global_step"]:
+        return ""
+    written = figures.write_figures(job_dir, metrics, class_names, lead, folder)
+    figures.add_to_report(job_dir, f"This is the last evaluation's model, the latest export's. The best export, by "
+                          f"{lead}, is of step {metrics['global_step']}: see [its report]({BEST_REPORT_DIR}/"
+                          f"{figures.REPORT_FILE}).")  # fmt: skip
+    log.info("Wrote the best export's report: %s", written["report"])
+    return written["report"]
+
+
+def _write_json(path: str, value: dict) -> None:
+    with tf.io.gfile.GFile(path, "w") as file:
+        file.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def write_figures(job_dir: str, metrics: dict, class_names: tuple[str, ...], lead: str) -> None:

@@ -226,30 +226,49 @@ def _spans_decades(axes: Any) -> bool:
 
 
 def write_report(
-    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], figures: Mapping[str, str], lead: str = ""
+    job_dir: str,
+    metrics: Mapping[str, Any],
+    class_names: Sequence[str],
+    figures: Mapping[str, str],
+    lead: str = "",
+    folder: str = "",
 ) -> str:
-    """Writes JOB_DIR/report.md: the final step, accuracy and loss, image links to `figures` (name: path),
-    and per class the precision, recall and support (from the confusion matrix); returns its path."""
-    stop = early_stopping.read_stop(job_dir)
+    """Writes report.md in `folder` (the job dir by default): the final step, accuracy and loss, image links to
+    `figures` (name: path), and per class the precision, recall and support (from the confusion matrix); returns
+    its path."""
+    folder = folder or job_dir
+    stop = early_stopping.read_stop(job_dir) if folder == job_dir else None
     lines = [
-        f"# Report: {job_dir}",
+        f"# Report: {job_dir}" + ("" if folder == job_dir else ", its best export"),
         "",
-        _summary(metrics, lead),
+        _summary(metrics, lead, "Final evaluation" if folder == job_dir else "The best export's evaluation"),
         *(["", f"Training {stop.describe()}."] if stop else []),
-        *_figure_links(job_dir, figures),
+        *_figure_links(folder, figures),
         "",
         "## Per class",
         "",
         *_class_table(metrics, class_names),
         *_threshold_section(metrics, class_names),
     ]
-    path = posixpath.join(job_dir, REPORT_FILE)
+    path = posixpath.join(folder, REPORT_FILE)
     with tf.io.gfile.GFile(path, "w") as file:
         file.write("\n".join(lines) + "\n")
     return path
 
 
-def _summary(metrics: Mapping[str, Any], lead: str = "") -> str:
+def add_to_report(folder: str, text: str) -> None:
+    """A paragraph added to `folder`'s report.md below its summary line (GCS has no append: written again), once
+    (a rerun with nothing to train adds it again)."""
+    path = posixpath.join(folder, REPORT_FILE)
+    with tf.io.gfile.GFile(path) as file:
+        lines = file.read().split("\n")
+    if text in lines:
+        return
+    with tf.io.gfile.GFile(path, "w") as file:
+        file.write("\n".join([*lines[:3], "", text, *lines[3:]]))
+
+
+def _summary(metrics: Mapping[str, Any], lead: str = "", what: str = "Final evaluation") -> str:
     """The line with the final evaluation's step, the `lead` metric, accuracy (beside the majority class's alone:
     on imbalanced labels a constant model's accuracy looks good), log loss (the Estimator's `loss` where there is
     none: it averages each batch's mean) and example count."""
@@ -258,7 +277,7 @@ def _summary(metrics: Mapping[str, Any], lead: str = "") -> str:
     baseline = majority_rate(metrics)
     alone = f" (the majority class alone: {_percent(baseline)})" if baseline is not None else ""
     line = (
-        f"Final evaluation at step {_integer(metrics.get('global_step'))}: {led}"
+        f"{what} at step {_integer(metrics.get('global_step'))}: {led}"
         f"accuracy **{_percent(metrics.get('accuracy'))}**{alone}, {loss.replace('_', ' ')} "
         f"**{_number(metrics.get(loss))}**"
     )
@@ -387,30 +406,37 @@ def _integer(value: int | None) -> str:
 
 
 def write_figures(
-    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], lead: str = ""
+    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], lead: str = "", folder: str = ""
 ) -> dict[str, str]:
     """The one call at the end of a run: confusion_matrix.png and training_curves.png in the job dir (with
     matplotlib), then report.md linking them, its summary led by the `lead` metric (--best-metric's). Returns
     {"confusion matrix": path, "training curves": path, "report": path}, with only the report's path without
-    matplotlib."""
+    matplotlib. With another `folder` (the best export's evaluation), all but the job's training curves there."""
+    folder = folder or job_dir
+    tf.io.gfile.makedirs(folder)
     figures: dict[str, str] = {}
     if has_matplotlib():
-        figures = draw_figures(job_dir, metrics, class_names)
+        figures = draw_figures(job_dir, metrics, class_names, folder)
     else:
         log.info(SKIPPED)
-    return {**figures, "report": write_report(job_dir, metrics, class_names, figures, lead)}
+    return {**figures, "report": write_report(job_dir, metrics, class_names, figures, lead, folder)}
 
 
-def draw_figures(job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str]) -> dict[str, str]:
-    """Both PNGs in the job dir (the confusion matrix only when the metrics have one); {name: path}."""
+def draw_figures(
+    job_dir: str, metrics: Mapping[str, Any], class_names: Sequence[str], folder: str = ""
+) -> dict[str, str]:
+    """The PNGs in `folder` (the job dir by default; the training curves only there, the confusion matrix only
+    when the metrics have one); {name: path}."""
+    folder = folder or job_dir
     figures = {}
     if "confusion_matrix" in metrics:
-        path = posixpath.join(job_dir, CONFUSION_FILE)
+        path = posixpath.join(folder, CONFUSION_FILE)
         figures["confusion matrix"] = confusion_matrix_png(metrics["confusion_matrix"], class_names, path)
     else:
         log.warning("no confusion_matrix in the evaluation metrics: no %s", CONFUSION_FILE)
-    figures["training curves"] = training_curves_png(read_curves(job_dir), posixpath.join(job_dir, CURVES_FILE))
+    if folder == job_dir:
+        figures["training curves"] = training_curves_png(read_curves(job_dir), posixpath.join(job_dir, CURVES_FILE))
     if at_thresholds(metrics) is not None:
-        path = posixpath.join(job_dir, CURVES_OF_THRESHOLDS_FILE)
+        path = posixpath.join(folder, CURVES_OF_THRESHOLDS_FILE)
         figures["ROC and precision-recall curves"] = curves_of_thresholds_png(metrics, path)
     return figures

@@ -155,7 +155,7 @@ def _report(config: Config, metrics: dict | None) -> None:
 
     from trainer import early_stopping, figures
     from trainer import metrics as names
-    from trainer.export import METRICS_FILE, latest_export
+    from trainer.export import BEST_REPORT_DIR, METRICS_FILE, latest_export
 
     if metrics is None:
         log.info("This task does not evaluate; checkpoints are in %s", config.job_dir)
@@ -168,6 +168,7 @@ def _report(config: Config, metrics: dict | None) -> None:
         "checkpoints": config.job_dir,
         "metrics": posixpath.join(config.job_dir, METRICS_FILE),
         "report": posixpath.join(config.job_dir, figures.REPORT_FILE),
+        "best's report": _existing(posixpath.join(config.job_dir, BEST_REPORT_DIR, figures.REPORT_FILE)),
         "figures": ", ".join(_shown(path) for path in pictures if tf.io.gfile.exists(path)) or None,
         "latest export": latest_export(config, "latest"),
         "best export": best,
@@ -226,6 +227,12 @@ def _warn_if_learned_little(metrics: dict, lead: str, class_weights: bool) -> No
             metrics[names.ACCURACY],
             majority,
         )
+
+
+def _existing(path: str) -> str | None:
+    import tensorflow as tf
+
+    return path if tf.io.gfile.exists(path) else None
 
 
 def _shown(path: str) -> str:
