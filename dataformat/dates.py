@@ -63,6 +63,8 @@ FORMATS = (
     "%Y%m%dT%H%M",
     "%H:%M",
 )
+# Formats that read the same text with day and month swapped: 11/08/2023 is either, 13/08/2023 only one.
+SWAPPED = {"%m/%d/%Y": "%d/%m/%Y", "%d/%m/%Y": "%m/%d/%Y", "%m/%d/%y": "%d/%m/%y", "%d/%m/%y": "%m/%d/%y"}
 # Every value that one of FORMATS reads has a digit beside a separator and a digit or a month's name ("2017-01",
 # "5 Jan", "Sept. 5", "14:30", "20170105T1030"): a column whose values lack it is no dates, found with one
 # expression where trying every format took 30 ms a column (most of it compiling them), as on a click log's

@@ -81,6 +81,7 @@ class ColumnCount:
     date_files: tuple[tuple[str, str], ...] = ()
     not_dates: int = 0  # present values, in all rows, that are no date in that format
     not_dates_train: int = 0
+    days_over_12: int = 0  # dates of a day above 12, which only one order of dates.SWAPPED's formats reads
     date_spellings: tuple[str, ...] = ()  # the distinct values that are no dates, up to SPELLINGS_KEPT
     days: float = 0.0  # training rows' dates, as days since 1970
     days_squares: float = 0.0
@@ -131,6 +132,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.date_tried = total.date_tried or more.date_tried
     total.not_dates += more.not_dates
     total.not_dates_train += more.not_dates_train
+    total.days_over_12 += more.days_over_12
     total.date_spellings = _spellings_of_both(total.date_spellings, more.date_spellings)
     total.days += more.days
     total.days_squares += more.days_squares
@@ -226,7 +228,20 @@ def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
     tried = [form for form in formats if form not in dates.FORMATS or marked]  # a number may be a Unix time
     read = [int(np.count_nonzero(_read_as_dates(sample, form, len(formats) > 1))) for form in tried]
     best = int(np.argmax(read)) if read else 0
-    return tried[best] if read and read[best] >= enough else ""
+    if not read or read[best] < enough:
+        return ""
+    return _in_order(values, tried[best], tried[best] in dates.SWAPPED and read.count(read[best]) > 1)
+
+
+def _in_order(values: pa.Array, date_format: str, tied: bool) -> str:
+    """Where the first values read alike in a format and in its day-and-month swap (all days up to 12), the one of
+    the two that reads more of the block's `values` (a file sorted by day holds its 13ths further on); the first
+    tried (month first) if they still tie."""
+    if not tied:
+        return date_format
+    swapped = dates.SWAPPED[date_format]
+    read = [int(np.count_nonzero(_read_as_dates(values, form, False))) for form in (date_format, swapped)]
+    return swapped if read[1] > read[0] else date_format
 
 
 def _word_spelling(values: pa.Array) -> str:
@@ -267,6 +282,7 @@ def _count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, prese
     days = dates.days(fields)
     bad = present & np.isnan(days)
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
+    counts.days_over_12 = int(np.count_nonzero(fields[:, 2] > 12))  # NaN compares false
     if bad.any():
         counts.date_spellings = _spellings(values, bad)
     kept = days[~np.isnan(days) & train]

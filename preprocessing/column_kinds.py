@@ -88,6 +88,7 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
         mostly_dates = bool(count.date_format) and (
             count.not_dates <= BAD_CELLS_SHARE * count.present or bool(_date_spelling(count))
         )
+        _warn_of_date_order(name, count, plan, mostly_dates)
         if name in plan.options.dates and not mostly_dates:
             tried = dict.fromkeys((plan.options.date_format, *dates.FORMATS, *NUMBER_DATE_FORMATS))
             if count.date_format:
@@ -103,6 +104,22 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
         columns.append(_decide(name, count, plan, mostly_numbers, mostly_dates))
     _check_date_format(plan.options.date_format, columns)
     return _with_words(columns, plan, files)
+
+
+def _warn_of_date_order(name: str, count: ColumnCount, plan: TablePlan, mostly_dates: bool) -> None:
+    """A warning where a column's dates were read month first or day first by a guess: none had a day above 12,
+    or the file's first rows had none and later rows were no dates in the guessed order (its 13ths, day first)."""
+    swapped = dates.SWAPPED.get(count.date_format)
+    if not swapped or plan.options.date_format:
+        return
+    if mostly_dates and not count.days_over_12:
+        log.warning("column %s: no date has a day above 12, so %r and %r read them alike; read as %r: pass "
+                    "--date-format %r if the day comes first", plan.position(name), count.date_format, swapped,
+                    count.date_format, swapped)  # fmt: skip
+    elif not mostly_dates:
+        log.warning("column %s: its first values read as dates in %r, but %d of its values are no dates in it: if "
+                    "they read in %r, pass --date-format %r", plan.position(name), count.date_format,
+                    count.not_dates, swapped, swapped)  # fmt: skip
 
 
 def _check_date_format(date_format: str, columns: list[tables.Column]) -> None:

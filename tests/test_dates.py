@@ -243,6 +243,27 @@ def test_date_columns_are_found_in_their_format(tmp_path, caplog):
     assert (found.columns[0].kind, found.columns[0].date_format) == (tables.DATE, "%Y %b")
 
 
+def test_day_first_or_month_first_is_read_from_the_whole_block_and_a_guess_is_warned_of(tmp_path, caplog):
+    """A file sorted with its days up to 12 first read month first on its first values, and its 13ths then made
+    it a categorical column of rare values; a file of no day above 12 was read month first without a word."""
+    days = sorted((np.datetime64("2015-01-01") + np.arange(0, 2000, 3)).tolist(), key=lambda d: (d.day > 12, d))
+    rows = [f"{day:%d/%m/%Y},{i % 5},{'ab'[i % 2]}" for i, day in enumerate(days)]
+    source = write(tmp_path / "sorted.csv", "when,n,label", rows)
+    with caplog.at_level(logging.WARNING):
+        column = build_table_dataset(str(source), str(tmp_path / "sorted"), TableOptions()).columns[0]
+    assert (column.kind, column.date_format) == (tables.DATE, "%d/%m/%Y") and not caplog.text
+    early = [day for day in days if day.day <= 12]
+    rows = [f"{day:%m/%d/%Y},{i % 5},{'ab'[i % 2]}" for i, day in enumerate(early)]
+    source = write(tmp_path / "early.csv", "when,n,label", rows)
+    column = build_table_dataset(str(source), str(tmp_path / "early"), TableOptions()).columns[0]
+    assert column.date_format == "%m/%d/%Y"
+    said = "column 1 ('when'): no date has a day above 12, so '%m/%d/%Y' and '%d/%m/%Y' read them alike; read as"
+    assert f"{said} '%m/%d/%Y': pass --date-format '%d/%m/%Y' if the day comes first" in caplog.text
+    caplog.clear()
+    build_table_dataset(str(source), str(tmp_path / "given"), TableOptions(date_format="%m/%d/%Y"))
+    assert "read them alike" not in caplog.text  # the user said which
+
+
 def test_dates_with_two_digit_years_are_found(tmp_path):
     """Excel's short US dates (1/5/17) and Oracle's DD-MON-YY (05-JAN-17) were categories."""
     days = np.datetime64("1995-01-01") + np.random.default_rng(2).integers(0, 9000, 300)
