@@ -131,8 +131,8 @@ def _add_table_flags(group) -> None:
         "--label-column",
         type=commandline.name,
         default=LAST_COLUMN,
-        help="name or 0-based index of the label column (default: the column named label, if one is; else -1, the "
-        "last)",
+        help="name or 0-based index of the label column, as Python counts (messages number columns from 1, as "
+        "spreadsheets do) (default: the column named label, if one is; else -1, the last)",
     )
     add_reading_flags(group)
     group.add_argument(
