@@ -133,6 +133,25 @@ def test_globs_use_the_metadata_beside_the_shards(digits_dir):
     assert data.metadata.shape == (8, 8, 1)
 
 
+def test_shards_of_another_run_than_the_metadata_are_refused_or_warned_of(tmp_path, digits_dir, caplog):
+    """Shards with another dataset's --metadata trained silently: their names repeat across datasets."""
+    import shutil
+
+    for name in os.listdir(digits_dir):
+        shutil.copy(os.path.join(digits_dir, name), tmp_path / name)
+    metadata = os.path.join(digits_dir, "metadata.json")
+    given = {"eval_files": str(tmp_path / "eval-*"), "metadata": metadata, "job_dir": "unused"}
+    locate(Config(train_files=str(tmp_path / "train-*"), **given))  # the same shards, copied: as they are
+    assert "does not list" not in caplog.text
+    shard = sorted(tmp_path.glob("train-*"))[0]
+    shard.write_bytes(shard.read_bytes() + shard.read_bytes()[:100])  # another run's shard of that name
+    with pytest.raises(UserError, match=rf"{shard.name}: \d+ bytes, but .*metadata.json records \d+ for"):
+        locate(Config(train_files=str(tmp_path / "train-*"), **given))
+    shard.rename(tmp_path / "more.tfrecord")
+    locate(Config(train_files=f"{tmp_path}/train-*,{tmp_path}/more.tfrecord", **given))
+    assert "1 file(s) that " in caplog.text and "more.tfrecord); shards of another preprocessing run" in caplog.text
+
+
 def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path, digits_dir):
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "table.csv").write_text("x,label\n1,a\n")

@@ -109,7 +109,34 @@ def _pointed_at(config: Config) -> DataFiles:
     train = expand(config.train_files, "--train-files")
     evaluation = expand(config.eval_files, "--eval-files")
     metadata_path = config.metadata or posixpath.join(posixpath.dirname(train[0]), METADATA_FILE)
-    return DataFiles(read_metadata(metadata_path), metadata_path, train, evaluation)
+    metadata = read_metadata(metadata_path)
+    _check_listed(train + evaluation, metadata, metadata_path)
+    return DataFiles(metadata, metadata_path, train, evaluation)
+
+
+def _check_listed(files: list[str], metadata: Metadata, where: str) -> None:
+    """--train-files and --eval-files against the shards their metadata lists: one of a listed name but another
+    size is another preprocessing run's (shard names repeat across datasets), whose values this metadata would
+    read otherwise (a vocabulary's indices, a column's place), silently; one it does not list is warned of."""
+    listed = {
+        posixpath.basename(shard.file): shard.bytes for split in metadata.splits.values() for shard in split.shards
+    }
+    with ThreadPoolExecutor(STAT_THREADS) as pool:  # one round trip each on gs://: overlap them
+        sizes = list(pool.map(_size, files))
+    unlisted = []
+    for path, size in zip(files, sizes):
+        name = posixpath.basename(path)
+        if name not in listed:
+            unlisted.append(path)
+        elif size != listed[name]:
+            raise UserError(
+                f"{path}: {size} bytes, but {where} records {listed[name]} for {name}: a shard of another "
+                "preprocessing run, or truncated; pass the metadata.json written beside it (--metadata)"
+            )
+    if unlisted:
+        log.warning("--train-files, --eval-files: %d file(s) that %s does not list (the first: %s); shards of "
+                    "another preprocessing run are read as if they were its own", len(unlisted), where,
+                    unlisted[0])  # fmt: skip
 
 
 def check_data_dir(folder: str) -> None:
