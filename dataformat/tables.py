@@ -345,7 +345,8 @@ def in_another_case(names: list[str], among: list[str]) -> list[str]:
     return [name for name in names if name not in among and name.lower() in lowered]
 
 
-def is_number(text: str) -> bool:
+def parses_as_float(text: str) -> bool:
+    """Whether Python's float() reads the text ("1e3", " 2 ", "nan" and "inf" too)."""
     try:
         float(text)
     except ValueError:
@@ -421,9 +422,9 @@ def is_missing_in(value, column: Column) -> bool:
     return isinstance(value, str) and value.strip() in column.missing_spellings or is_missing_value(value)
 
 
-def is_a_number(value) -> bool:
+def is_numeric_value(value) -> bool:
     """Whether a value that is not missing can be a numeric column's (true and false are not numbers)."""
-    return not isinstance(value, bool) and is_number(str(value))
+    return not isinstance(value, bool) and parses_as_float(str(value))
 
 
 def in_float32_range(value) -> bool:
@@ -458,7 +459,7 @@ def instance_columns(
             missing = is_missing_in(value, column)
             if column.kind != NUMERIC:
                 values.append("" if missing else _request_text(value, column, name))
-            elif not missing and not is_a_number(value):
+            elif not missing and not is_numeric_value(value):
                 raise UserError(f"{name}: column {column.name!r}: {quoted(value)} is not a number")
             else:  # 1e200 too is missing, as preprocessing reads it (and serving's graph: trainer/serving.py)
                 values.append(float(value) if not missing and in_float32_range(value) else float("nan"))

@@ -462,7 +462,7 @@ def class_names(labels: Counter, label: str, positive: str = "") -> tuple[str, .
             f"{label}: every labeled row has the same value, {quoted(names[0])}; a classifier needs "
             "at least 2 classes (is it the label?)"
         )
-    numbers = all(tables.is_number(name) for name in names)
+    numbers = all(tables.parses_as_float(name) for name in names)
     fractions = [name for name in names if numbers and not float(name).is_integer()]
     if fractions and len(names) > MAX_FRACTION_LABELS:
         raise UserError(

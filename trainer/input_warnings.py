@@ -62,7 +62,7 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
-            number = tables.is_a_number(value)
+            number = tables.is_numeric_value(value)
             if tables.is_missing_value(value) or number and tables.in_float32_range(value):
                 continue
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
@@ -83,7 +83,7 @@ def far_numbers_warned(rows: Iterator[tuple[str, dict]], path: str, numeric) -> 
     for name, row in rows:
         for column in spanned if isinstance(row, dict) else ():
             value = row.get(column.name)
-            if value is not None and tables.is_a_number(value) and _far_outside(float(value), column.span):
+            if value is not None and tables.is_numeric_value(value) and _far_outside(float(value), column.span):
                 lowest, highest = column.span
                 far.warn("%s: column %r: %s is far outside the training rows' numbers (%g to %g); the model "
                          "extrapolates", name, column.name, quoted(value), lowest, highest)  # fmt: skip

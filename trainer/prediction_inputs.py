@@ -96,11 +96,11 @@ def _read_csv_rows(path: str, columns: int) -> np.ndarray:
     label column is dropped if there is one more column."""
     rows = []
     for number, fields in enumerate(_csv_lines(path), start=1):
-        if number == 1 and not any(tables.is_number(field) for field in fields):
+        if number == 1 and not any(tables.parses_as_float(field) for field in fields):
             continue
         if len(fields) == columns + 1:
             fields = fields[:-1]
-        if len(fields) != columns or not all(tables.is_number(field) for field in fields):
+        if len(fields) != columns or not all(tables.parses_as_float(field) for field in fields):
             raise UserError(f"{path}: line {number} is not {columns} numbers (with an optional label last)")
         rows.append([float(field) for field in fields])
     return np.array(rows, dtype=np.float32).reshape(len(rows), columns)

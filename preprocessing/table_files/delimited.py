@@ -124,7 +124,7 @@ def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
     files that `cat a.csv b.csv` joins give (a byte-order mark and blanks around a name allowed); None where
     none does."""
     named = [name for name in batch.schema.names if name]
-    if len(named) < 2 or all(tables.is_number(name) for name in named):
+    if len(named) < 2 or all(tables.parses_as_float(name) for name in named):
         return None  # one column's value, or a row of numbers, may well be what the header says
     return _rows_where_all(
         pc.is_in(pc.utf8_trim(batch.column(name), HEADER_MARKS), _header_spellings(name, named)) for name in named

@@ -272,7 +272,7 @@ def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
     if any(name in first for name in known if name) or _pandas_default_names(first):
         return True
     texts = plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
-    return not any(tables.is_number(text) and re.search(r"\d", text) for text in texts)
+    return not any(tables.parses_as_float(text) and re.search(r"\d", text) for text in texts)
 
 
 def _pandas_default_names(first: list[str]) -> bool:
