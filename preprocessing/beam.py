@@ -38,8 +38,6 @@ from dataformat.errors import UserError
 from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES, Metadata, ShardInfo
 from dataformat.tables import Column
 from preprocessing import tables
-from preprocessing.column_counts import ColumnCount, add_counts
-from preprocessing.column_kinds import decide_columns, write_vocabularies
 from preprocessing.sources import RawData
 from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
 from preprocessing.table_files import LateColumn, forget_kept_sheet
@@ -247,7 +245,7 @@ class _ReadTable(beam.DoFn):
     def process(self, path: str):
         try:
             for block in tables.read_blocks(path, self._plan):
-                yield beam.pvalue.TaggedOutput("counts", (block.counts, block.labels, block.rows, block.weighted))
+                yield beam.pvalue.TaggedOutput("counts", block.totals)
                 yield from block.parts
         except LateColumn as late:  # the local runner reads the files' keys and starts again; workers cannot
             raise UserError(
@@ -258,22 +256,17 @@ class _ReadTable(beam.DoFn):
 
 
 class _CombineCounts(beam.CombineFn):
-    """Every block's counts added up: (counts by column, rows by label, rows, training rows of a weight above 0)."""
+    """Every block's totals added up (tables.Totals)."""
 
     def __init__(self, plan: tables.TablePlan):
         self._plan = plan
 
     def create_accumulator(self):
-        return {name: ColumnCount() for name in self._plan.features}, Counter(), 0, 0
+        return tables.Totals.empty(self._plan)
 
     def add_input(self, accumulator, block):
-        counts, labels, rows, weighted = accumulator
-        more_counts, more_labels, more_rows, more_weighted = block
-        for name, more in more_counts.items():
-            add_counts(counts[name], more)
-        labels.update(more_labels)
-        tables.check_labels(labels, self._plan)
-        return counts, labels, rows + more_rows, weighted + more_weighted
+        accumulator.add(block, self._plan)
+        return accumulator
 
     def merge_accumulators(self, accumulators):
         merged = self.create_accumulator()
@@ -324,15 +317,11 @@ def build_table_dataset_with_beam(
     paths = tables.shard_paths(plan, output, compression)
     summary_path = storage.join(output, TABLE_SUMMARY)
 
-    def decide(summary) -> ShardWriter:
-        counts, labels, rows, weighted = summary
-        tables.check_rows(rows, labels, path, plan, weighted)
-        columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        classes = tables.class_names(labels, tables.label_said(plan), plan.options.positive_class)
-        return ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
+    def decide(totals: tables.Totals) -> ShardWriter:
+        return tables.decide_writer(plan, totals, path, files, output, compression, examples_per_record)
 
-    def keep(writer: ShardWriter, summary) -> None:
-        kept = {"writer": _writer_json(writer), "labels": summary[1], "rows": summary[2]}
+    def keep(writer: ShardWriter, totals: tables.Totals) -> None:
+        kept = {"writer": _writer_json(writer), "labels": totals.labels, "rows": totals.rows}
         storage.write_text_atomically(summary_path, json.dumps(kept))
 
     with quiet_beam(), beam.Pipeline(options=beam_options) as pipeline:

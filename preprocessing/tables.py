@@ -179,15 +179,36 @@ class TablePlan:
 
 
 @dataclass
-class Block:
-    """What one block of a file adds: counts by column, labels, and its rows by (split, shard)."""
+class Totals:
+    """Pass 1's counts, of a block or of every block added up: counts by column, rows by label, rows (with a label
+    or not), and training rows of a weight above 0 (--weight-column)."""
 
     counts: dict[str, ColumnCount]
-    labels: Counter  # of its rows with a label
-    rows: int  # all its rows, with a label or not
+    labels: Counter
+    rows: int = 0
+    weighted: int = 0
+
+    @classmethod
+    def empty(cls, plan: TablePlan) -> Totals:
+        return cls({name: ColumnCount() for name in plan.features}, Counter())
+
+    def add(self, more: Totals, plan: TablePlan) -> None:
+        """`more` added, the labels checked as they grow (a column of IDs stops here, not after the last block)."""
+        for name, count in more.counts.items():
+            add_counts(self.counts[name], count)
+        self.labels.update(more.labels)
+        check_labels(self.labels, plan)
+        self.rows += more.rows
+        self.weighted += more.weighted
+
+
+@dataclass
+class Block:
+    """What one block of a file adds: its totals, and its rows by (split, shard)."""
+
+    totals: Totals
     parts: list[tuple[tuple[str, int], pa.RecordBatch]]
     first_unlabeled: int = 0  # the line of its first row without a label, if any
-    weighted: int = 0  # its training rows of a weight above 0 (--weight-column)
 
 
 def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> np.ndarray:
@@ -223,7 +244,7 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
                     plan.position(plan.label),
                 )
                 unlabeled_seen = True
-            earlier = block.counts or earlier  # a block of only unlabeled rows counted nothing
+            earlier = block.totals.counts or earlier  # a block of only unlabeled rows counted nothing
             yield block
 
 
@@ -238,7 +259,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         labeled = ~missing_mask(label)
     first_unlabeled = 0 if labeled.all() else int(lines[np.argmin(labeled)])
     if not labeled.any():
-        return Block({}, Counter(), batch.num_rows, [], first_unlabeled)
+        return Block(Totals({}, Counter(), batch.num_rows), [], first_unlabeled)
     if first_unlabeled:
         batch, lines, label = batch.filter(pa.array(labeled)), lines[labeled], label.filter(pa.array(labeled))
     passed = [name for name in (plan.key, plan.weight) if name]  # stored, never counted
@@ -281,7 +302,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         for index, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
-    return Block(counts, labels, len(labeled), parts, first_unlabeled, weighted)
+    return Block(Totals(counts, labels, len(labeled), weighted), parts, first_unlabeled)
 
 
 def label_said(plan: TablePlan) -> str:
@@ -307,24 +328,15 @@ def _one_spelling_a_class(labels: pa.Array) -> pa.Array:
 ROWS_BAR = "{desc}{n_fmt}{unit} [{elapsed}, {rate_fmt}]"  # pass 1's progress: rows read, their total unknown
 
 
-def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Counter, int, int]:
-    """Pass 1 over every file, each shard's rows into its temporary file in `folder`:
-    (counts by column, rows by label, rows read, training rows of a weight above 0)."""
-    counts = {name: ColumnCount() for name in plan.features}
-    labels: Counter = Counter()
-    rows = weighted = 0
+def _read_pass(files: list[str], plan: TablePlan, folder: str) -> Totals:
+    """Pass 1 over every file, each shard's rows into its temporary file in `folder`: every block's totals."""
+    totals = Totals.empty(plan)
 
     def keep(block: Block, writers: dict, bar: tqdm) -> None:
-        nonlocal rows, weighted
-        for name, more in block.counts.items():
-            add_counts(counts[name], more)
-        labels.update(block.labels)
-        check_labels(labels, plan)
-        rows += block.rows
-        weighted += block.weighted
+        totals.add(block.totals, plan)
         for shard, part in block.parts:
             writers[shard].write_batch(part)
-        bar.update(block.rows)
+        bar.update(block.totals.rows)
 
     try:
         with contextlib.ExitStack() as stack:
@@ -360,7 +372,18 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> tuple[dict, Co
             f"{folder}: cannot write the temporary shard files ({storage.describe_os_error(error)}); "
             "set TMPDIR to a folder with room for about the size of the input"
         ) from None
-    return counts, labels, rows, weighted
+    return totals
+
+
+def decide_writer(
+    plan: TablePlan, totals: Totals, path: str, files: list[str], output: str, compression: str, per_record: int
+) -> ShardWriter:
+    """After pass 1, locally or in Beam: the rows checked, each column decided (its vocabulary written to
+    `output`), the classes named, and the shard writer that encodes the rows so."""
+    check_rows(totals.rows, totals.labels, path, plan, totals.weighted)
+    columns = write_vocabularies(output, decide_columns(plan, totals.counts, files))
+    classes = class_names(totals.labels, label_said(plan), plan.options.positive_class)
+    return ShardWriter(plan.label, columns, classes, compression, per_record, plan.key, plan.weight)
 
 
 def _bucket(folder: str, split: str, index: int) -> str:
@@ -855,17 +878,14 @@ def build_table_dataset(
     clear_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         try:
-            counts, labels, rows, weighted = _read_pass(files, plan, folder)
+            totals = _read_pass(files, plan, folder)
         except LateColumn as late:  # sparse JSON: columns that the first objects lack, found only by reading all
             log.info("%s: finding every object's columns, then reading the rows again", late)
             files, plan = plan_table(path, options, eval_fraction, seed, shards, every_object=True)
-            counts, labels, rows, weighted = _read_pass(files, plan, folder)
-        check_rows(rows, labels, path, plan, weighted)
+            totals = _read_pass(files, plan, folder)
         release_memory()  # pass 1's blocks are gone
-        columns = write_vocabularies(output, decide_columns(plan, counts, files))
-        classes = class_names(labels, label_said(plan), plan.options.positive_class)
-        writer = ShardWriter(plan.label, columns, classes, compression, examples_per_record, plan.key, plan.weight)
-        log_read(rows, len(files), plan, columns)
+        writer = decide_writer(plan, totals, path, files, output, compression, examples_per_record)
+        log_read(totals.rows, len(files), plan, writer.columns)
         paths = shard_paths(plan, output, compression)
 
         def write(shard: tuple[str, int]) -> ShardInfo:
@@ -876,6 +896,6 @@ def build_table_dataset(
             infos = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)
             written = dict(zip(paths, infos))
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
-    metadata = table_metadata(plan, writer, written, labels, extra)
+    metadata = table_metadata(plan, writer, written, totals.labels, extra)
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())
     return metadata
