@@ -207,10 +207,11 @@ def test_measurements_stop_being_counted_value_by_value_codes_do_not(tmp_path, m
     files, plan = plan_table(str(source), TableOptions(label_column="label"), 0.2, 0, None)
     blocks = list(read_blocks(files[0], plan))
     assert len(blocks) > 5
-    assert all(block.totals.counts["x"].stopped and not block.totals.counts["x"].frequent.most_frequent()[0] for block in blocks)
-    assert all(len(block.totals.counts["code"].frequent.most_frequent()[0]) == 5 for block in blocks)
+    counts = [block.totals.counts for block in blocks]
+    assert all(count["x"].stopped and not count["x"].frequent.most_frequent()[0] for count in counts)
+    assert all(len(count["code"].frequent.most_frequent()[0]) == 5 for count in counts)
     # Integers may be codes: 500 of them, about 190 distinct in a block of 280 training rows, are all counted.
-    assert not any(block.totals.counts["region"].stopped for block in blocks)
+    assert not any(count["region"].stopped for count in counts)
 
 
 def test_near_unique_integers_that_rise_row_by_row_get_the_id_hint(tmp_path, caplog):

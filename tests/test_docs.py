@@ -328,3 +328,31 @@ def test_a_marked_block_runs_as_shown(where, block, workspace, cloud, tmp_path):
     assert (done.returncode != 0) == refused, f"{where}: exit {done.returncode}\n{output[-3000:]}"
     for shape in shapes(block):
         assert shape in output, f"{where}: the output has no {shape!r}\n{output[-3000:]}"
+
+
+def test_the_packages_import_each_other_as_how_it_works_says():
+    """dataformat imports neither preprocessing nor trainer, and trainer imports preprocessing only where qt-predict
+    reads raw files, as docs/how-it-works.md's layout says."""
+    import ast
+
+    def imported(path: Path) -> set[str]:
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+        return names
+
+    root = Path(__file__).resolve().parent.parent
+    upward = {
+        path.relative_to(root).as_posix()
+        for path in root.glob("dataformat/**/*.py")
+        if {"preprocessing", "trainer"} & imported(path)
+    }
+    raw_readers = {
+        path.relative_to(root).as_posix() for path in root.glob("trainer/**/*.py") if "preprocessing" in imported(path)
+    }
+    assert not upward
+    assert raw_readers == {"trainer/predict.py", "trainer/prediction_inputs.py"}
+    assert "trainer imports preprocessing only where qt-predict" in (root / "docs" / "how-it-works.md").read_text()
