@@ -98,7 +98,7 @@ MAX_FRACTION_LABELS = 20  # ... or labels with fractions (ratings of half stars,
 SHOWN_CLASSES = 10  # classes a message lists
 # The largest --weight-column weight: the loss sums a batch's weights times its losses (up to ~100) in float32,
 # whose largest is 3.4e38; at 1e30 that holds for batches of a million rows.
-WEIGHT_MAX = 1e30
+WEIGHT_MAX = 1e30  # as messages write it: 1e30
 # A binary label's first class by name that says the second is the one to find, whichever is the more frequent.
 NEGATIVES = ("0", "-1", "false", "no", "n", "negative", "neg", "f")
 RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
@@ -218,10 +218,11 @@ def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path:
     bad = ~finite | (numbers < 0) | (numbers > WEIGHT_MAX)
     if bad.any():
         row = int(np.argmax(bad))
+        large = finite[row] and numbers[row] > WEIGHT_MAX
+        why = " (the loss sums a batch's weights in float32, whose largest is 3.4e38: rescale the column)" * large
         raise UserError(
             f"{path}: line {int(lines[row])}, column {plan.position(plan.weight)}: the weight "
-            f"{quoted(values[row].as_py())} is not a number from 0 to {WEIGHT_MAX:g} (the loss sums a "
-            "batch's weights in float32, whose largest is 3.4e38: rescale the column)"
+            f"{quoted(values[row].as_py())} is not a number from 0 to 1e30{why}"
         )
     return numbers
 

@@ -112,6 +112,17 @@ def test_a_batch_above_the_training_examples_is_refused_before_any_step(vectors_
     assert not (tmp_path / "job" / "config.yaml").exists()
 
 
+def test_a_job_dir_that_is_its_own_export_dir_keeps_its_best_export(vectors_dir, tmp_path):
+    """The best export's report once went to JOB_DIR/best/, and removed it there: where --export-dir is the job dir
+    (as Vertex AI's AIP_MODEL_DIR alone sets both), the best exports themselves."""
+    from trainer.config import newest_export
+    from trainer.task import main
+
+    job = str(tmp_path / "job")
+    assert main(["--data-dir", vectors_dir, "--job-dir", job, "--export-dir", job, "--train-steps", "20"]) == 0
+    assert newest_export(f"{job}/best") and newest_export(f"{job}/latest")
+
+
 def test_a_value_given_to_a_switch_is_refused_not_ignored():
     """`--xla false` turned XLA on: the switch takes no value, and `false` was ignored as an unknown argument."""
     from trainer.config import check_no_switch_values
@@ -144,10 +155,10 @@ def test_a_resume_with_another_setting_names_a_default_as_default(tmp_path, capl
         caplog.text
     )
     # A rerun of a finished run trains nothing: they were dropped without a word.
-    experiment._warn_of_changed_settings(Config(job_dir=str(tmp_path), learning_rate=0.01), trained=700, finished=True)
-    assert "Other settings than its run's, --learning-rate 0.01 (was default), change nothing: training already " in (
-        caplog.text
-    )
+    rerun = Config(job_dir=str(tmp_path), learning_rate=0.01, export_dir=str(tmp_path / "other"))
+    experiment._warn_of_changed_settings(rerun, trained=700, finished=True)
+    said = "Other training settings than its run's, --learning-rate 0.01 (was default), change nothing: training"
+    assert said in caplog.text and "--export-dir" not in caplog.text.split(said)[1]  # it exports there
 
 
 def test_an_integer_beyond_int32_is_refused_naming_the_flag():

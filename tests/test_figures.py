@@ -213,14 +213,16 @@ def test_a_best_export_of_an_earlier_evaluation_gets_its_own_report(tmp_path):
     figures.write_figures(job, last, ("no", "yes"), "auc")
     for _ in range(2):  # a rerun with nothing to train writes it again
         written = export.write_best_report(job, str(best), last, ("no", "yes"), "auc")
-    assert written == str(tmp_path / "best" / "report.md")
+    assert written == str(tmp_path / "best_report" / "report.md")
     threshold = figures.at_thresholds(better)["threshold"][int(np.nanargmax(figures.at_thresholds(better)["f1"]))]
-    text = (tmp_path / "best" / "report.md").read_text()
+    text = (tmp_path / "best_report" / "report.md").read_text()
     assert "The best export's evaluation at step 300: auc" in text and f"threshold is **{threshold:.2f}**" in text
-    pointer = "The best export, by auc, is of step 300: see [its report](best/report.md)."
+    pointer = "The best export, by auc, is of step 300: see [its report](best_report/report.md)."
     assert (tmp_path / "report.md").read_text().count(pointer) == 1
+    # A rerun whose best is the last evaluation's (another --best-metric): report.md is its report, and says so.
     assert export.write_best_report(job, str(best), {**last, "global_step": 300}, ("no", "yes"), "auc") == ""
-    assert not (tmp_path / "best").exists()  # the best is the last evaluation's: report.md is its report
+    assert not list((tmp_path / "best_report").iterdir()) and pointer not in (tmp_path / "report.md").read_text()
+    assert (best / "assets.extra" / export.METRICS_FILE).exists()  # the best export itself untouched
 
 
 def test_the_last_words_add_the_best_exports_figures(tmp_path, capsys, caplog):

@@ -133,23 +133,28 @@ def test_globs_use_the_metadata_beside_the_shards(digits_dir):
     assert data.metadata.shape == (8, 8, 1)
 
 
-def test_shards_of_another_run_than_the_metadata_are_refused_or_warned_of(tmp_path, digits_dir, caplog):
-    """Shards with another dataset's --metadata trained silently: their names repeat across datasets."""
-    import shutil
+def test_a_tables_shards_of_another_run_than_its_metadata_are_refused_or_warned_of(tmp_path, digits_dir, caplog):
+    """A table's shards with another dataset's --metadata trained silently: shard names repeat across datasets, and
+    another run's vocabulary gives its values other indices. An image's shards read alike whatever run wrote them."""
+    from preprocessing.tables import TableOptions, build_table_dataset
 
-    for name in os.listdir(digits_dir):
-        shutil.copy(os.path.join(digits_dir, name), tmp_path / name)
-    metadata = os.path.join(digits_dir, "metadata.json")
-    given = {"eval_files": str(tmp_path / "eval-*"), "metadata": metadata, "job_dir": "unused"}
-    locate(Config(train_files=str(tmp_path / "train-*"), **given))  # the same shards, copied: as they are
-    assert "does not list" not in caplog.text
-    shard = sorted(tmp_path.glob("train-*"))[0]
+    rows = "".join(f"{i % 7},{'xyz'[i % 3]},{'ab'[i % 2]}\n" for i in range(300))
+    (tmp_path / "t.csv").write_text("n,c,label\n" + rows)
+    build_table_dataset(str(tmp_path / "t.csv"), str(tmp_path / "data"), TableOptions())
+    data = tmp_path / "data"
+    given = {"eval_files": f"{data}/eval-*", "metadata": f"{data}/metadata.json", "job_dir": "unused"}
+    locate(Config(train_files=f"{data}/train-*", **given))  # its own shards
+    shard = sorted(data.glob("train-*"))[0]
     shard.write_bytes(shard.read_bytes() + shard.read_bytes()[:100])  # another run's shard of that name
     with pytest.raises(UserError, match=rf"{shard.name}: \d+ bytes, but .*metadata.json records \d+ for"):
-        locate(Config(train_files=str(tmp_path / "train-*"), **given))
-    shard.rename(tmp_path / "more.tfrecord")
-    locate(Config(train_files=f"{tmp_path}/train-*,{tmp_path}/more.tfrecord", **given))
-    assert "1 file(s) that " in caplog.text and "more.tfrecord); shards of another preprocessing run" in caplog.text
+        locate(Config(train_files=f"{data}/train-*", **given))
+    shard.rename(data / "more.tfrecord")
+    locate(Config(train_files=f"{data}/train-*,{data}/more.tfrecord", **given))
+    assert "1 file(s) that " in caplog.text and "more.tfrecord; shards of another preprocessing run" in caplog.text
+    caplog.clear()
+    images = {"eval_files": f"{data}/eval-*", "metadata": os.path.join(digits_dir, "metadata.json")}
+    locate(Config(train_files=os.path.join(digits_dir, "train-*"), job_dir="unused", **images))
+    assert not caplog.text  # a table's eval shards beside the digits: no vocabulary to read otherwise
 
 
 def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path, digits_dir):

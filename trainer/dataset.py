@@ -115,26 +115,28 @@ def _pointed_at(config: Config) -> DataFiles:
 
 
 def _check_listed(files: list[str], metadata: Metadata, where: str) -> None:
-    """--train-files and --eval-files against the shards their metadata lists: one of a listed name but another
-    size is another preprocessing run's (shard names repeat across datasets), whose values this metadata would
-    read otherwise (a vocabulary's indices, a column's place), silently; one it does not list is warned of."""
-    listed = {
-        posixpath.basename(shard.file): shard.bytes for split in metadata.splits.values() for shard in split.shards
-    }
+    """A table's --train-files and --eval-files against the shards their metadata lists: one of a listed name but
+    another size is another preprocessing run's (shard names repeat across datasets), whose values this metadata
+    would read otherwise (a vocabulary's indices, a column's place), silently: refused; one not listed is warned of.
+    An image's or a vector's shards read alike whatever run wrote them."""
+    if not metadata.is_table:
+        return
+    shards = [shard for split in metadata.splits.values() for shard in split.shards]
+    listed = {posixpath.basename(shard.file): shard.bytes for shard in shards}
     with ThreadPoolExecutor(STAT_THREADS) as pool:  # one round trip each on gs://: overlap them
         sizes = list(pool.map(_size, files))
     unlisted = []
     for path, size in zip(files, sizes):
-        name = posixpath.basename(path)
-        if name not in listed:
+        recorded = listed.get(posixpath.basename(path))
+        if recorded is None:
             unlisted.append(path)
-        elif size != listed[name]:
+        elif size != recorded:
             raise UserError(
-                f"{path}: {size} bytes, but {where} records {listed[name]} for {name}: a shard of another "
-                "preprocessing run, or truncated; pass the metadata.json written beside it (--metadata)"
+                f"{path}: {size} bytes, but {where} records {recorded} for {posixpath.basename(path)}: a shard of "
+                "another preprocessing run, or truncated; pass the metadata.json written beside it (--metadata)"
             )
     if unlisted:
-        log.warning("--train-files, --eval-files: %d file(s) that %s does not list (the first: %s); shards of "
+        log.warning("--train-files, --eval-files: %d file(s) that %s does not list, the first %s; shards of "
                     "another preprocessing run are read as if they were its own", len(unlisted), where,
                     unlisted[0])  # fmt: skip
 

@@ -329,7 +329,9 @@ def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files
         SaveOnSigtermHook(config.job_dir, estimator.config.is_chief),
         StopAtTrainStepsHook(config.train_steps),
         StepsRunHook(
-            input_ends=config.num_epochs is not None, others=others if len(train_files) < len(data.train) else 0
+            input_ends=config.num_epochs is not None,
+            others=others if len(train_files) < len(data.train) else 0,
+            cluster=is_cluster(estimator.config),
         ),
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
@@ -363,6 +365,14 @@ def _after_an_early_stop(config: Config, estimator, metadata: Metadata) -> None:
 
 
 NOT_COMPARED = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job's
+# The settings that only shape training (the others act in a finished run's rerun too: its evaluation, exports and
+# reports): a rerun of a finished run changes nothing by them.
+TRAINING_ONLY = (
+    "warm_start_from", "batch_size", "learning_rate", "learning_rate_decay", "decay_steps", "steps_per_run", "seed",
+    "model", "conv_filters", "pretrained", "freeze_steps", "hidden_units", "dropout", "augment", "crosses",
+    "embedding_l2", "average_weights", "class_weights", "shuffle_buffer", "shuffle_block", "num_towers",
+    "mixed_precision", "save_checkpoints_steps", "early_stopping_evals",
+)  # fmt: skip
 
 
 def _warn_of_changed_settings(config: Config, trained: int, finished: bool = False) -> None:
@@ -377,14 +387,15 @@ def _warn_of_changed_settings(config: Config, trained: int, finished: bool = Fal
     except UserError as error:  # written by another version of this trainer: nothing to compare, and no reason to stop
         log.warning("Resuming at step %d; its settings before could not be read (%s)", trained, error)
         return
+    compared = TRAINING_ONLY if finished else [item.name for item in dataclasses.fields(Config)]
     changed = [
-        f"--{item.name.replace('_', '-')} {_said(getattr(config, item.name))} (was {_said(getattr(before, item.name))})"
-        for item in dataclasses.fields(Config)
-        if item.name not in NOT_COMPARED and getattr(config, item.name) != getattr(before, item.name)
+        f"--{name.replace('_', '-')} {_said(getattr(config, name))} (was {_said(getattr(before, name))})"
+        for name in compared
+        if name not in NOT_COMPARED and getattr(config, name) != getattr(before, name)
     ]
     if changed and finished:
-        log.warning("Other settings than its run's, %s, change nothing: training already reached step %d (a "
-                    "new --job-dir trains with them)", ", ".join(changed), trained)  # fmt: skip
+        log.warning("Other training settings than its run's, %s, change nothing: training already reached step %d "
+                    "(a new --job-dir trains with them)", ", ".join(changed), trained)  # fmt: skip
     elif changed:
         log.warning(
             "Resuming at step %d with other settings than its run before: %s; %s will hold these, not those that "

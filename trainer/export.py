@@ -21,7 +21,9 @@ from trainer.vertex import environment
 log = logging.getLogger("trainer")
 
 METRICS_FILE = "eval_metrics.json"  # in the job dir, the last evaluation's; in an export's assets.extra/, its own
-BEST_REPORT_DIR = "best"  # in the job dir: the best export's report, where it is not the last evaluation's
+# In the job dir: the best export's report, where it is not the last evaluation's (not "best": --export-dir may be
+# the job dir, and its best/ the best exports).
+BEST_REPORT_DIR = "best_report"
 LATEST_KEPT = 3
 
 
@@ -194,23 +196,24 @@ class MetricsWriter(tf.estimator.Exporter):
 
 def write_best_report(job_dir: str, best: str | None, last: dict, class_names: tuple[str, ...], lead: str) -> str:
     """Where the best export is of another evaluation than the last (the one report.md describes), that
-    evaluation's report and figures in JOB_DIR/best/, and a line in report.md pointing to it: a threshold
+    evaluation's report and figures in JOB_DIR/BEST_REPORT_DIR/, and a line in report.md pointing to it: a threshold
     read off the last model's report did not fit the model to deploy. Returns its path, or "" where there is none
-    (the same evaluation, or an export from before exports held their evaluation)."""
+    (the same evaluation, or an export from before exports held their evaluation), an earlier run's removed."""
     folder = posixpath.join(job_dir, BEST_REPORT_DIR)
-    if tf.io.gfile.exists(folder):  # an earlier run's, of another best export
-        tf.io.gfile.rmtree(folder)
     path = best and posixpath.join(best, "assets.extra", METRICS_FILE)
-    if not path or not tf.io.gfile.exists(path):
-        return ""
-    with tf.io.gfile.GFile(path) as file:
-        metrics = json.load(file)
-    if metrics["global_step"] == last["global_step"]:
+    metrics = None
+    if path and tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as file:
+            metrics = json.load(file)
+    if not metrics or metrics["global_step"] == last["global_step"]:
+        for name in (figures.REPORT_FILE, figures.CONFUSION_FILE, figures.CURVES_OF_THRESHOLDS_FILE):
+            if tf.io.gfile.exists(posixpath.join(folder, name)):  # an earlier run's, of another best export
+                tf.io.gfile.remove(posixpath.join(folder, name))
+        figures.point_to_best(job_dir, "")
         return ""
     written = figures.write_figures(job_dir, metrics, class_names, lead, folder)
-    figures.add_to_report(job_dir, f"This is the last evaluation's model, the latest export's. The best export, by "
-                          f"{lead}, is of step {metrics['global_step']}: see [its report]({BEST_REPORT_DIR}/"
-                          f"{figures.REPORT_FILE}).")  # fmt: skip
+    figures.point_to_best(job_dir, f"The best export, by {lead}, is of step {metrics['global_step']}: see [its "
+                                   f"report]({BEST_REPORT_DIR}/{figures.REPORT_FILE}).")  # fmt: skip
     log.info("Wrote the best export's report: %s", written["report"])
     return written["report"]
 

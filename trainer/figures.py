@@ -256,16 +256,22 @@ def write_report(
     return path
 
 
-def add_to_report(folder: str, text: str) -> None:
-    """A paragraph added to `folder`'s report.md below its summary line (GCS has no append: written again), once
-    (a rerun with nothing to train adds it again)."""
+BEST_POINTER = "This is the last evaluation's model, the latest export's."  # report.md's line on the best export's
+
+
+def point_to_best(folder: str, said: str) -> None:
+    """report.md in `folder` with its line on the best export's report (BEST_POINTER, then `said`) below the summary,
+    or with none where `said` is empty; an earlier run's line replaced (GCS has no append: the file is written
+    again)."""
     path = posixpath.join(folder, REPORT_FILE)
-    with tf.io.gfile.GFile(path) as file:
-        lines = file.read().split("\n")
-    if text in lines:
+    if not tf.io.gfile.exists(path):
         return
+    with tf.io.gfile.GFile(path) as file:
+        lines = [line for line in file.read().split("\n") if not line.startswith(BEST_POINTER)]
+    if said:
+        lines[3:3] = [f"{BEST_POINTER} {said}", ""]
     with tf.io.gfile.GFile(path, "w") as file:
-        file.write("\n".join([*lines[:3], "", text, *lines[3:]]))
+        file.write("\n".join(lines))
 
 
 def _summary(metrics: Mapping[str, Any], lead: str = "", what: str = "Final evaluation") -> str:

@@ -96,14 +96,16 @@ class StopAtTrainStepsHook(tf.estimator.SessionRunHook):
 
 
 class StepsRunHook(tf.estimator.SessionRunHook):
-    """Logs how many training steps this task ran itself: in a cluster, every worker's share. With
-    `input_ends` (--num-epochs, one machine only), the last run stops inside its loop when the input runs
-    out, and its steps are the global step's growth since the run before."""
+    """Logs how many training steps this task ran itself: in a `cluster`, every worker's share (scripts/local_cluster.py
+    reads it); alone, where it is not the global step (a resumed run). With `input_ends` (--num-epochs, one machine
+    only), the last run stops inside its loop when the input runs out, and its steps are the global step's growth
+    since the run before."""
 
-    def __init__(self, input_ends: bool = False, others: int = 0):
+    def __init__(self, input_ends: bool = False, others: int = 0, cluster: bool = False):
         self.steps = 0
         self._input_ends = input_ends
         self._others = others  # the other training tasks, each reading its own share of the training files
+        self._cluster = cluster
 
     def after_create_session(self, session, coord):
         self._last_step = self._first_step = int(session.run(tf.compat.v1.train.get_global_step()))
@@ -120,7 +122,7 @@ class StepsRunHook(tf.estimator.SessionRunHook):
         step = int(session.run(tf.compat.v1.train.get_global_step()))
         if self._input_ends:
             self.steps += step - self._last_step
-        if self.steps != step:  # a resumed run, or a cluster's worker: else the progress line said it
+        if self.steps != step or self._cluster:  # else the progress line said it
             log.info("This task ran %d training steps; the global step is %d", self.steps, step)
         if self._others and self.steps and step - self._first_step == self.steps:
             # The Estimator starts worker i (i + 1) x 5 s after the chief: a short run can end before any joins.
