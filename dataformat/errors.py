@@ -46,3 +46,13 @@ def quoted(value) -> str:
         return repr(value)
     cut = repr(text[:SHOWN_CHARACTERS]) if isinstance(value, str) else text[:SHOWN_CHARACTERS]
     return f"{cut}... ({len(text):,} characters)"
+
+
+def yaml_problem(error) -> str:
+    """A YAML parser's error in a few words, with its place where it has one: "line 1, column 13: expected ',' or
+    ']', but got '<stream end>' (while parsing a flow sequence)"."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    context = getattr(error, "context", None)
+    return where + problem + (f" ({context})" if context else "")

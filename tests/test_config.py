@@ -34,12 +34,14 @@ def test_an_empty_flag_means_no_layers():
         ("batch_size: 2.5\n", "batch_size: 2.5 is not a valid int"),
         ("hidden_units: [a]\n", "not a valid list of integers"),
         ("- 1\n", "expected a mapping"),
-        ("a: [\n", "not valid YAML"),
+        ("a: [\n", "not valid YAML: line 2, column 1: expected the node content"),
+        ("batch_size: [1, 2\nlr: 3\n", r"not valid YAML: line 2, column 3: expected ',' or ']'.*flow sequence"),
+        ("batch_size: 32\n".encode("utf-16"), "not UTF-8 text; save it as UTF-8"),  # Notepad's Unicode
     ],
 )
 def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):
     path = tmp_path / "c.yaml"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(UserError, match=message) as error:
         from_sources(str(path), {})
     assert str(path) in str(error.value)
@@ -65,6 +67,10 @@ def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):
         ({"class_weights": "0,0"}, "--class-weights 0,0: must weigh some class above 0"),
         ({"seed": "-1"}, r"--seed -1: must be in 0 to 2\*\*32 - 1"),
         ({"seed": "4294967296"}, "--seed 4294967296: must be in"),
+        # An OverflowError's traceback once training started; minutes of building 2**31 readers' ops, silently.
+        ({"steps_per_run": "99999999999999999999"}, "--steps-per-run 99999999999999999999: must be auto or a whole"),
+        ({"reader_threads": "2147483647"}, "--reader-threads 2147483647: must be at most 1024"),
+        ({"best_metric": "recall/class_01"}, "--best-metric recall/class_01: must be auto, accuracy"),  # a KeyError
     ],
 )
 def test_nonsense_flags_name_the_flag(flags, message):
@@ -110,6 +116,14 @@ def test_a_batch_above_the_training_examples_is_refused_before_any_step(vectors_
     expected = f"--batch-size {examples + 1}: 1 tower(s) x {examples + 1} is more than the {examples:,} training "
     assert f"{expected}examples; use at most {examples:,}" in caplog.text
     assert not (tmp_path / "job" / "config.yaml").exists()
+
+
+def test_an_empty_job_dir_is_refused_in_one_line(vectors_dir, caplog):
+    """--job-dir "" ended in a TypeError's traceback, logging the cloud's folders."""
+    from trainer.task import main
+
+    assert main(["--data-dir", vectors_dir, "--job-dir", "", "--train-steps", "1"]) == 2
+    assert "--job-dir is required" in caplog.text and "Traceback" not in caplog.text
 
 
 def test_a_job_dir_that_is_its_own_export_dir_keeps_its_best_export(vectors_dir, tmp_path):

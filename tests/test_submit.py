@@ -455,12 +455,13 @@ GOOD_POOL = "chief:\n  machine_type: n1-standard-8\n  replica_count: 1\n"
             "tuning.parameters.batch-size: values must be numbers in increasing order",
         ),
         ("- chief\n", "top level: expected a mapping"),
-        ("chief: [\n", "not valid YAML"),
+        ("chief: [\n", "not valid YAML: line 2, column 1"),
+        ("chief: {}\n".encode("utf-16"), "not UTF-8 text"),  # Notepad's Unicode: a traceback before
     ],
 )
 def test_bad_shape_is_one_line_naming_file_and_field(tmp_path, caplog, offline, text, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     assert (
         submit.main(["--dry-run", "--project", "p", "--job-dir", "gs://b/x", "--job-config", str(path), "--image", "I"])
         == 2

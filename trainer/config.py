@@ -16,7 +16,7 @@ from typing import Any, Optional
 import yaml
 
 from dataformat.commandline import MAX_INT
-from dataformat.errors import UserError
+from dataformat.errors import UserError, yaml_problem
 from trainer import metrics
 
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
@@ -212,6 +212,9 @@ _NON_NEGATIVE = (
 )
 
 
+MOST_READERS = 1024  # --reader-threads: more threads than any machine's cores many times over
+
+
 def check_values(config: Config) -> None:
     """Raises UserError naming the first flag whose value makes no sense."""
 
@@ -267,8 +270,10 @@ def check_values(config: Config) -> None:
         fail("serving_input", f"must be {', '.join(SERVING_INPUTS[:-1])} or {SERVING_INPUTS[-1]}")
     for name in ("steps_per_run", "num_towers"):
         value = getattr(config, name)
-        if value != "auto" and not (_is_int(value) and int(float(value)) >= 1):
-            fail(name, "must be auto or a whole number of at least 1")
+        if value != "auto" and not (_is_int(value) and 1 <= int(float(value)) <= MAX_INT):
+            fail(name, f"must be auto or a whole number from 1 to {MAX_INT:,}")
+    if config.reader_threads > MOST_READERS:  # 2,147,483,647 built readers' ops for minutes, silently
+        fail("reader_threads", f"must be at most {MOST_READERS}: a thread a reader")
     if any(n < 1 for n in config.conv_filters + config.hidden_units):
         fail("conv_filters" if any(n < 1 for n in config.conv_filters) else "hidden_units", "sizes must be positive")
     if config.data_dir and config.train_files:
@@ -334,7 +339,9 @@ def load_yaml(path: str) -> dict[str, Any]:
         with tf.io.gfile.GFile(path) as file:
             raw = yaml.safe_load(file) or {}
     except yaml.YAMLError as error:
-        raise UserError(f"--config {path}: not valid YAML ({str(error).splitlines()[0]})") from None
+        raise UserError(f"--config {path}: not valid YAML: {yaml_problem(error)}") from None
+    except UnicodeDecodeError:  # Notepad's UTF-16, or a file that is no text
+        raise UserError(f"--config {path}: not UTF-8 text; save it as UTF-8") from None
     except tf.errors.OpError as error:
         raise UserError(f"--config {path}: cannot read ({error.message})") from None
     if not isinstance(raw, dict):

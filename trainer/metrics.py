@@ -24,7 +24,10 @@ BINARY_ONLY = (AUC, PR_AUC, PRECISION, RECALL, BASELINE, LABEL_MEAN, PREDICTION_
 LOWER_IS_BETTER = (LOSS, LOG_LOSS)
 # What --best-metric and a tuning study may optimize: the figures of the model's quality, not the
 # data's (accuracy_baseline, label/mean) nor the predictions' mean.
-CHOOSABLE = re.compile(r"accuracy|loss|log_loss|auc|auc_precision_recall|precision|recall|(recall|precision)/class_\d+")
+# A class's index as the metrics name it: class_1, never class_01 (which passed, and failed after training).
+CHOOSABLE = re.compile(
+    r"accuracy|loss|log_loss|auc|auc_precision_recall|precision|recall|(recall|precision)/class_(0|[1-9]\d*)"
+)
 CHOOSABLE_TEXT = (
     "accuracy, loss, log_loss, auc, auc_precision_recall, precision, recall, recall/class_N or precision/class_N"
 )

@@ -41,7 +41,7 @@ def cloud_folders(config: Config) -> Config:
     if config.job_dir and trial_id() is not None:
         job_dir = posixpath.join(config.job_dir, f"trial-{trial_id()}")
     export_dir = config.export_dir or (None if config.job_dir else environ.get("AIP_MODEL_DIR"))
-    if (job_dir, export_dir) != (config.job_dir, config.export_dir):
+    if job_dir and (job_dir, export_dir) != (config.job_dir, config.export_dir):  # --job-dir "": None, refused later
         log.info("Job dir %s, exports in %s", job_dir, export_dir or posixpath.join(job_dir, "export"))
     return dataclasses.replace(config, job_dir=job_dir, export_dir=export_dir)
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import yaml
 
-from dataformat.errors import UserError
+from dataformat.errors import UserError, yaml_problem
 from trainer.vertex import options, tuning
 from trainer.vertex.fields import Invalid, check_fields
 
@@ -79,7 +79,9 @@ def load(path: str) -> JobShape:
     except OSError as error:
         raise UserError(f"--job-config {path}: cannot read ({error.strerror})") from None
     except yaml.YAMLError as error:
-        raise UserError(f"--job-config {path}: not valid YAML ({str(error).splitlines()[0]})") from None
+        raise UserError(f"--job-config {path}: not valid YAML: {yaml_problem(error)}") from None
+    except UnicodeDecodeError:  # Notepad's UTF-16, or a file that is no text
+        raise UserError(f"--job-config {path}: not UTF-8 text; save it as UTF-8") from None
     except Invalid as error:
         raise UserError(f"--job-config {path}: {error}") from None
 
