@@ -157,6 +157,16 @@ def test_a_tables_shards_of_another_run_than_its_metadata_are_refused_or_warned_
     assert not caplog.text  # a table's eval shards beside the digits: no vocabulary to read otherwise
 
 
+def test_evaluation_files_that_are_training_files_are_refused(digits_dir):
+    """--eval-files 'data/train-*' evaluated on the rows it trained on, and reported the figures as held out."""
+    for train, evaluation in (("train-*", "train-*"), ("train-00000-*", "train-00001-*")):
+        config = Config(
+            train_files=os.path.join(digits_dir, train), eval_files=os.path.join(digits_dir, evaluation), job_dir="x"
+        )
+        with pytest.raises(UserError, match=r"--eval-files: .*train-0000\d-of-00002.tfrecord is a training file"):
+            locate(config)
+
+
 def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path, digits_dir):
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "table.csv").write_text("x,label\n1,a\n")

@@ -107,6 +107,9 @@ def test_a_model_dir_may_be_an_export_its_folder_the_job_dir_or_its_export_folde
     # And a job dir that is the data dir: refused (its checkpoints went among the shards).
     assert task_main(["--data-dir", config.data_dir, "--job-dir", config.data_dir + "/", "--train-steps", "1"]) == 2
     assert f"--job-dir {config.data_dir}/: it is --data-dir, whose shards the checkpoints would mix with" in caplog.text
+    elsewhere = ["--job-dir", config.job_dir + "-other", "--export-dir", config.data_dir, "--train-steps", "1"]
+    assert task_main(["--data-dir", config.data_dir, *elsewhere]) == 2  # its best/ and latest/ went among them
+    assert f"--export-dir {config.data_dir}: it is --data-dir, whose shards the exports would mix with" in caplog.text
 
 
 def test_a_job_resumes_only_with_the_model_its_checkpoint_holds_crosses_and_all(table_job):

@@ -111,7 +111,19 @@ def _pointed_at(config: Config) -> DataFiles:
     metadata_path = config.metadata or posixpath.join(posixpath.dirname(train[0]), METADATA_FILE)
     metadata = read_metadata(metadata_path)
     _check_listed(train + evaluation, metadata, metadata_path)
+    _check_held_out(train, evaluation, metadata, metadata_path)
     return DataFiles(metadata, metadata_path, train, evaluation)
+
+
+def _check_held_out(train: list[str], evaluation: list[str], metadata: Metadata, where: str) -> None:
+    """--eval-files that are training files, or the training split's shards beside the metadata: evaluated on
+    the rows it learned, its figures were reported as held out, silently."""
+    shards = metadata.splits["train"].shards if "train" in metadata.splits else ()
+    trained = set(train) | {posixpath.join(posixpath.dirname(where), shard.file) for shard in shards}
+    both = [path for path in evaluation if path in trained]
+    if both:
+        raise UserError(f"--eval-files: {both[0]} is a training file ({len(both)} in all); evaluation needs rows "
+                        "that training never saw, such as the eval-* shards")  # fmt: skip
 
 
 def _check_listed(files: list[str], metadata: Metadata, where: str) -> None:

@@ -118,6 +118,8 @@ def _train(argv: list[str] | None) -> int:
         raise UserError("--job-dir is required when --data-dir or --train-files is given")
     if config.data_dir and storage.same_folder(config.job_dir, config.data_dir):
         raise UserError(f"--job-dir {config.job_dir}: it is --data-dir, whose shards the checkpoints would mix with")
+    if config.data_dir and config.export_dir and storage.same_folder(config.export_dir, config.data_dir):
+        raise UserError(f"--export-dir {config.export_dir}: it is --data-dir, whose shards the exports would mix with")
     check_access(config)
     try:
         with _lease_if_chief(config.job_dir):
