@@ -179,6 +179,20 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line(old_job, tmp_path, flags
         experiment.run(config)
 
 
+def test_a_cut_export_is_refused_in_one_line(old_job, tmp_path):
+    """An export whose variables' data file was cut short ended in an IndexError's traceback."""
+    import shutil
+
+    cut = tmp_path / "cut"
+    shutil.copytree(latest_export(old_job, "latest"), cut)
+    (data,) = (cut / "variables").glob("variables.data-*")
+    data.write_bytes(data.read_bytes()[:100])
+    table(tmp_path / "new", NEW_CITIES, seed=1, days=NEW_DAYS)
+    config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / "job"), warm_start_from=str(cut))
+    with pytest.raises(UserError, match=rf"--warm-start-from {cut}: its checkpoint .*: its data file is truncated"):
+        experiment.run(config)
+
+
 def test_a_folder_without_a_model_is_named(tmp_path):
     with pytest.raises(UserError, match="neither an export .* nor a job dir with a checkpoint"):
         warm_start.locate(str(tmp_path))

@@ -24,8 +24,8 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE, Metadata
+from trainer import checkpoints, networks
 from trainer import config as config_module
-from trainer import networks
 from trainer.config import Config
 from trainer.model import choose_network
 
@@ -58,6 +58,9 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
     """The WarmStartSettings for --warm-start-from, given the new model's weights (name -> shape); logs
     what is taken, remapped and left fresh."""
     source = locate(config.warm_start_from)
+    damage = checkpoints.find_damage(source.checkpoint)  # a cut file read as an IndexError's traceback
+    if damage:
+        raise UserError(f"--warm-start-from {source.path}: its checkpoint {source.checkpoint}: {damage.describe()}")
     check_fits(source, config, metadata)
     plan = make_plan(source, config, metadata, weights)
     if not plan.taken and not plan.remapped:
