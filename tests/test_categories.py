@@ -341,6 +341,10 @@ def test_a_cross_of_a_column_the_table_lacks_is_one_line():
         resolve_crosses("a", table)
     with pytest.raises(UserError, match=r"--crosses a:a: a:a: cross 2 to 8 different columns"):
         resolve_crosses("a:a", table)  # a column crossed with itself is the column
+    with pytest.raises(UserError, match="--crosses a:b,b:a: b:a is given twice"):
+        resolve_crosses("a:b,b:a", table)
+    with pytest.raises(UserError, match="crosses go in wide_deep's linear part, and --model table has none"):
+        resolve_crosses("a:b", table, "table")  # left out silently, config.yaml saying them
     with pytest.raises(UserError, match="crosses are for tables"):
         resolve_crosses("a:b", metadata)
 

@@ -94,13 +94,18 @@ def test_a_fraction_is_still_not_an_integer(value):
 
 def test_a_diverged_run_says_so_in_one_line(vectors_dir, tmp_path, caplog):
     """A loss of NaN ended in TensorFlow's NanLossDuringTrainingError traceback."""
+    from trainer.dataset import read_metadata
     from trainer.task import main
 
     argv = ["--data-dir", vectors_dir, "--job-dir", str(tmp_path / "job"), "--train-steps", "50"]
     assert main([*argv, "--learning-rate", "1e30"]) == 2
-    assert "the training loss became NaN (the model diverged); rerun with a lower --learning-rate (it was 1e+30)" in (
-        caplog.text
-    )
+    said = "the training loss became NaN (the model diverged); rerun with a lower --learning-rate (it was 1e+30), in"
+    assert said in caplog.text
+    caplog.clear()  # class weights past float32 were blamed on the learning rate alone
+    classes = len(read_metadata(vectors_dir + "/metadata.json").class_names)
+    weights = ",".join(["1e38"] * classes)
+    assert main([*argv[:3], str(tmp_path / "job2"), *argv[4:], "--class-weights", weights]) == 2
+    assert f"(it was its default), or check --class-weights {weights}, in a new --job-dir" in caplog.text
     assert "Traceback" not in caplog.text
 
 

@@ -100,7 +100,7 @@ class ModelSettings:
             embedding_l2=embedding_l2,
             logits_l2=resolve_logits_l2(embedding_l2, metadata),
             average_weights=resolve_average_weights(config.average_weights, network),
-            crosses=resolve_crosses(config.crosses, metadata),
+            crosses=resolve_crosses(config.crosses, metadata, network),
             augment=augment.resolve(config.augment, metadata),
             pretrained=resolve_pretrained(config, metadata),
             freeze_steps=resolve_freeze_steps(config, train_steps),
@@ -152,13 +152,16 @@ PAIRS = "pairs"  # --crosses pairs: every pair of the categorical columns with t
 MOST_PAIRED = 8  # of them: at most 28 crosses
 
 
-def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], ...]:
+def resolve_crosses(setting: str, metadata: Metadata, network: str = "wide_deep") -> tuple[tuple[str, ...], ...]:
     """`--crosses a:b,c:d:e`: the column names of each cross, checked against the table's columns;
-    `--crosses pairs`: each pair of the MOST_PAIRED categorical columns with the fewest values."""
+    `--crosses pairs`: each pair of the MOST_PAIRED categorical columns with the fewest values. Only wide_deep's
+    linear part takes them (another network left them out, silently, and config.yaml said them)."""
     if not setting:
         return ()
     if not metadata.is_table:
         raise UserError(f"--crosses {setting}: crosses are for tables, and this dataset is not one")
+    if network != "wide_deep":
+        raise UserError(f"--crosses {setting}: crosses go in wide_deep's linear part, and --model {network} has none")
     if setting == PAIRS:
         categorical = tables.columns_of(metadata.columns, tables.CATEGORICAL)
         fewest = sorted(categorical, key=lambda column: len(column.vocabulary) + column.hash_buckets)[:MOST_PAIRED]
@@ -178,6 +181,9 @@ def resolve_crosses(setting: str, metadata: Metadata) -> tuple[tuple[str, ...], 
             if wide:
                 why = f"{wide[0]!r} has no buckets to cross: a table of over {BUCKETED_MAX} numeric columns has none"
             raise UserError(f"--crosses {setting}: {':'.join(cross)}: {why}")
+    repeated = [cross for i, cross in enumerate(crosses) if set(cross) in map(set, crosses[:i])]
+    if repeated:  # built twice, silently
+        raise UserError(f"--crosses {setting}: {':'.join(repeated[0])} is given twice")
     return crosses
 
 

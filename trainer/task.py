@@ -130,9 +130,12 @@ def _train(argv: list[str] | None) -> int:
         ) from None
     except tf.compat.v1.train.NanLossDuringTrainingError:
         rate = f"{config.learning_rate:g}" if config.learning_rate else "its default"
+        given = [f"--{name.replace('_', '-')} {getattr(config, name)}" for name in DIVERGING
+                 if getattr(config, name) not in (None, 0, "none")]  # fmt: skip
+        also = f", or check {' and '.join(given)}" if given else ""  # --embedding-l2 1e30 was blamed on the rate
         raise UserError(
-            f"the training loss became NaN (the model diverged); rerun with a lower --learning-rate (it was {rate}) "
-            "in a new --job-dir"
+            f"the training loss became NaN (the model diverged); rerun with a lower --learning-rate (it was {rate})"
+            f"{also}, in a new --job-dir"
         ) from None
     except tf.errors.UnauthenticatedError as error:
         raise UserError(f"Not authenticated: {tensorflow_error_line(error)}; {gcs.CREDENTIALS_HELP}") from None
@@ -149,6 +152,10 @@ def _train(argv: list[str] | None) -> int:
         return 143  # 128 + SIGTERM, what a scheduler expects of a task it stopped
     _report(config, metrics)
     return 0
+
+
+# Settings besides the learning rate that can make the loss diverge when large.
+DIVERGING = ("embedding_l2", "class_weights")
 
 
 def _report(config: Config, metrics: dict | None) -> None:
