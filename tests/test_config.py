@@ -120,6 +120,12 @@ def test_a_batch_above_the_training_examples_is_refused_before_any_step(vectors_
     assert main([*argv, "--batch-size", str(examples + 1)]) == 2
     expected = f"--batch-size {examples + 1}: 1 tower(s) x {examples + 1} is more than the {examples:,} training "
     assert f"{expected}examples; use at most {examples:,}" in caplog.text
+    # A shuffle buffer of copies starved the input for minutes, blaming the storage; a queue past int32 failed in
+    # TensorFlow's words, naming no flag.
+    assert main([*argv, "--shuffle-buffer", "100000000"]) == 2
+    assert f"--shuffle-buffer 100000000: more than the {examples:,} training examples" in caplog.text
+    assert main([*argv, "--eval-batch-size", "2147483647"]) == 2
+    assert "--eval-batch-size and --read-batch-size: they make a queue of 4,294,967,550 examples" in caplog.text
     assert not (tmp_path / "job" / "config.yaml").exists()
 
 

@@ -13,6 +13,7 @@ import re
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
+from dataformat.commandline import MAX_INT
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
 from trainer import averaging, checkpoints, dataset, early_stopping, export, networks, serving, stuck, warm_start
@@ -20,7 +21,7 @@ from trainer import config as config_module
 from trainer import metrics as names
 from trainer.config import Config
 from trainer.devices import resolve_towers, towers_on_cpus
-from trainer.input import InputTimeoutHook, StagingHook, make_input_fn
+from trainer.input import InputTimeoutHook, StagingHook, eval_capacity, make_input_fn, shuffle_capacity
 from trainer.model import ModelSettings, model_fn, resolve_train_steps
 from trainer.preemption import SaveOnSigtermHook
 from trainer.progress import LastEvaluation, ProgressHook
@@ -163,16 +164,29 @@ def _warm_start(config: Config, metadata: Metadata) -> tf.estimator.WarmStartSet
     return warm_start.settings(config, metadata, network_weights(config, metadata))
 
 
-def check_batch_fits(config: Config, metadata: Metadata, towers: int) -> None:
-    """A global batch above the training examples repeats each example in every step, and one of 1e8 fails after
-    a minute of allocating, in TensorFlow's words: refused where --batch-size asks for more than the default
-    (which, on a dataset smaller than it, trains as before)."""
+def check_sizes_fit(config: Config, metadata: Metadata, towers: int) -> None:
+    """Sizes that the data cannot fill or TensorFlow's queues cannot hold, refused before any step, where they
+    failed late in TensorFlow's words or starved the input: a global batch above the training examples, asked for
+    by a --batch-size above the default (which, on a dataset smaller than it, trains as before; one of 1e8 failed
+    after a minute of allocating), a shuffle buffer above them (filled with their copies for minutes), and queues
+    past int32."""
     examples = metadata.splits["train"].examples
     if config.batch_size > Config.batch_size and towers * config.batch_size > examples:
         raise UserError(
             f"--batch-size {config.batch_size}: {towers} tower(s) x {config.batch_size} is more than the "
             f"{examples:,} training examples; use at most {max(1, examples // towers):,}"
         )
+    most = max(Config.shuffle_buffer, examples)
+    if config.shuffle_buffer > most:
+        raise UserError(f"--shuffle-buffer {config.shuffle_buffer}: more than the {examples:,} training examples, "
+                        f"whose copies would fill it before a first batch; use at most {most:,}")  # fmt: skip
+    queues = {
+        "--shuffle-buffer, --reader-threads and --batch-size": shuffle_capacity(config),
+        "--eval-batch-size and --read-batch-size": eval_capacity(config),
+    }
+    for sizes, capacity in queues.items():
+        if capacity > MAX_INT:
+            raise UserError(f"{sizes}: they make a queue of {capacity:,} examples, more than TensorFlow's {MAX_INT:,}")
 
 
 def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
@@ -249,7 +263,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata, _warm_start(config, metadata))
     settings = estimator.params["settings"]
-    check_batch_fits(config, metadata, settings.towers)
+    check_sizes_fit(config, metadata, settings.towers)
     if config.num_epochs is not None and is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")

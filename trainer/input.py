@@ -210,6 +210,10 @@ def shuffle_capacity(config: Config) -> int:
     return config.shuffle_buffer + (config.reader_threads + QUEUE_MARGIN) * config.batch_size
 
 
+def eval_capacity(config: Config) -> int:
+    return 2 * config.eval_batch_size + config.read_batch_size
+
+
 class InputTimeoutHook(tf.estimator.SessionRunHook):
     """Gives every step a deadline, so that a queue that can never fill raises
     DeadlineExceededError instead of blocking the job forever."""
@@ -262,7 +266,7 @@ def make_input_fn(files: list[str], metadata: Metadata, config: Config, training
                 _read_batch(filename_queue, metadata, config.read_batch_size),
                 batch_size=config.eval_batch_size,
                 num_threads=1,  # one thread keeps file order
-                capacity=2 * config.eval_batch_size + config.read_batch_size,
+                capacity=eval_capacity(config),
                 enqueue_many=True,
                 allow_smaller_final_batch=True,
             )
