@@ -229,6 +229,17 @@ EUROPE = "projects/p/locations/europe-west4/endpoints/7"
             "--machine-type g2-standard-24: it comes with 2 x NVIDIA_L4; add --accelerator-type NVIDIA_L4 "
             "--accelerator-count 2",
         ),
+        # Offline, these passed a dry run: a misspelt series, GPUs left out without their type, no name.
+        (
+            ["--model-dir", "{export}", "--project", "p", "--display-name", "d", "--machine-type", "n1-nope-4"],
+            "--machine-type n1-nope-4: no machine series 'n1-nope' (Vertex AI's: e2-standard,",
+        ),
+        (
+            ["--model-dir", "{export}", "--project", "p", "--display-name", "d", "--accelerator-count", "2"],
+            "--accelerator-count 2: give the GPUs' --accelerator-type too",
+        ),
+        (["--model-dir", "{export}", "--project", "p", "--display-name", ""], "0 characters; Vertex AI takes 1 to 128"),
+        (["--model-dir", "{export}", "--project", "p", "--display-name", "d", "--region", ""], "is not a Google Cloud"),
         (["--display-name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # a value
         (["--display_name", "delete", "--model-dir", "{tmp}", "--project", "p"], "not an export"),  # spelt so too
     ],

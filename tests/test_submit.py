@@ -818,6 +818,9 @@ def test_a_study_whose_trials_would_fail_is_refused_before_it_starts(tmp_path, c
         (["--scheduling", "cheap"], "argument --scheduling: invalid choice: 'cheap'"),
         (["--tensorboard", "projects/p/locations/r/tensorboards/1"], "--tensorboard needs --service-account"),
         (["--service-account", "me"], "--service-account me: 'me' is not an e-mail address"),
+        (["--label", "a=b", "--label", "a=c"], "--label a=...: the key is given twice"),  # a=c won, silently
+        (["--region", "mars"], "'mars' is not a Google Cloud region, such as us-central1"),
+        (["--display-name", "x" * 129], "129 characters; Vertex AI takes 1 to 128"),
     ],
 )
 def test_bad_option_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
@@ -872,6 +875,12 @@ def test_a_batch_job_runs_in_its_models_region(capsys, caplog, offline):
     (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert error.startswith("--project other: --model is in p,")
     assert batch.main([*argv, "--project", "123456"]) == 0  # a project's number: it may name the same project
+    caplog.clear()  # these passed a dry run, for Vertex AI to refuse
+    assert batch.main([*argv, "--machine-type", "n1-nope-4"]) == 2
+    assert batch.main([*argv[:6], "gs://", *argv[7:]]) == 2
+    errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert errors[0].startswith("--machine-type n1-nope-4: no machine series 'n1-nope'")
+    assert errors[1] == "--input gs://: must be a gs:// path, bucket and all, that Vertex AI can reach"
 
 
 def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):

@@ -19,7 +19,7 @@ import time
 
 from dataformat import commandline, gcs, json_text, storage, tables
 from dataformat.errors import UserError
-from trainer.vertex import client, endpoints, follow, options
+from trainer.vertex import client, endpoints, follow, jobs, options
 
 log = logging.getLogger("trainer.vertex.batch")
 
@@ -59,7 +59,10 @@ def parse_args(argv: list[str] | None):
         "--project", default=None, help="Google Cloud project (default: --model's; a batch job runs in its model's)"
     )
     parser.add_argument(
-        "--region", default=None, help="Vertex AI region (default: --model's; a batch job runs in its model's region)"
+        "--region",
+        type=options.region,
+        default=None,
+        help="Vertex AI region (default: --model's; a batch job runs in its model's region)",
     )
     parser.add_argument("--model", required=True, help="the uploaded model: projects/P/locations/REGION/models/ID")
     parser.add_argument(
@@ -78,7 +81,11 @@ def parse_args(argv: list[str] | None):
     parser.add_argument(
         "--max-replica-count", type=commandline.positive_int, help="machines at most (default: --replica-count)"
     )
-    parser.add_argument("--display-name", help="the job's name in Vertex AI (default: queue-trainer-batch-TIMESTAMP)")
+    parser.add_argument(
+        "--display-name",
+        type=options.display_name,
+        help="the job's name in Vertex AI (default: queue-trainer-batch-TIMESTAMP)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the request body; touch nothing")
     follow.add_flags(parser, wait=True, trials=False)
     options.add_flags(parser, OPTIONS)
@@ -96,8 +103,9 @@ def plan(args) -> tuple[str, dict]:
             raise UserError(f"{flag} {value}: --model is in {models}, where a batch prediction job must run")
     for flag, paths in (("--input", args.input), ("--output", [args.output])):
         for path in paths:
-            if not gcs.is_gcs(path):
-                raise UserError(f"{flag} {path}: must be a gs:// path that Vertex AI can reach")
+            if not gcs.is_gcs(path) or not path[len("gs://") :].split("/")[0]:
+                raise UserError(f"{flag} {path}: must be a gs:// path, bucket and all, that Vertex AI can reach")
+    jobs.check_machine_series("--machine-type", args.machine_type)
     most = args.max_replica_count or args.replica_count
     if most < args.replica_count:
         raise UserError(f"--max-replica-count {most}: below --replica-count {args.replica_count}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from dataformat import commandline, gcs, tables
 from dataformat.errors import UserError
 from trainer.exported_model import Export, read_export
-from trainer.vertex import client, endpoints, jobs
+from trainer.vertex import client, endpoints, jobs, options
 
 log = logging.getLogger("trainer.vertex.deploy")
 
@@ -87,8 +87,15 @@ def _deploy_parser() -> commandline.ArgumentParser:
         "export/best/), local or gs://",
     )
     parser.add_argument("--project", default=None, help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT)")
-    parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
-    parser.add_argument("--display-name", required=True, help="the Model's name, and the endpoint's unless --endpoint")
+    parser.add_argument(
+        "--region", type=options.region, default="us-central1", help="Vertex AI region (default: us-central1)"
+    )
+    parser.add_argument(
+        "--display-name",
+        type=options.display_name,
+        required=True,
+        help="the Model's name, and the endpoint's unless --endpoint",
+    )
     parser.add_argument("--staging-dir", help="gs:// folder a local export is copied to first (needed for one)")
     parser.add_argument(
         "--endpoint", help="deploy to this endpoint (default: the one named --display-name, or a new one)"
@@ -96,7 +103,9 @@ def _deploy_parser() -> commandline.ArgumentParser:
     parser.add_argument("--machine-type", default="n1-standard-4", help="serving machines (default: n1-standard-4)")
     parser.add_argument("--accelerator-type", help="e.g. NVIDIA_TESLA_T4: a GPU on each machine, and the GPU image")
     parser.add_argument(
-        "--accelerator-count", type=commandline.positive_int, default=1, help="GPUs a machine (default: 1)"
+        "--accelerator-count",
+        type=commandline.positive_int,
+        help="GPUs a machine, with --accelerator-type (default: 1)",
     )
     parser.add_argument(
         "--min-replicas", type=commandline.positive_int, default=1, help="machines at least (default: 1)"
@@ -271,7 +280,10 @@ def plan(args) -> Plan:
 def machine_spec(args) -> dict:
     """The serving machine, its GPUs checked as a training pool's are: Vertex AI would refuse them only after
     the upload."""
+    jobs.check_machine_series("--machine-type", args.machine_type)
     machine = {"machineType": args.machine_type}
+    if args.accelerator_count is not None and not args.accelerator_type:  # the GPUs were left out, silently
+        raise UserError(f"--accelerator-count {args.accelerator_count}: give the GPUs' --accelerator-type too")
     if not args.accelerator_type:
         series = args.machine_type.rpartition("-")[0]
         if series in jobs.BUILT_IN_GPUS and jobs.gpus_for(args.machine_type):  # a known size of a GPU series
@@ -281,11 +293,12 @@ def machine_spec(args) -> dict:
                 f"--accelerator-count {count}"
             )
         return machine
-    problem = jobs.accelerator_problem(args.machine_type, args.accelerator_type, args.accelerator_count)
+    count = args.accelerator_count or 1
+    problem = jobs.accelerator_problem(args.machine_type, args.accelerator_type, count)
     if problem:
         field, why = problem
-        raise UserError(f"--{field.replace('_', '-')} {getattr(args, field)}: {why}")
-    return machine | {"acceleratorType": args.accelerator_type, "acceleratorCount": args.accelerator_count}
+        raise UserError(f"--{field.replace('_', '-')} {getattr(args, field) or count}: {why}")
+    return machine | {"acceleratorType": args.accelerator_type, "acceleratorCount": count}
 
 
 def stage(local: str, uri: str) -> None:

@@ -119,6 +119,14 @@ def _check_accelerator(name: str, pool: dict) -> None:
         raise Invalid(f"{name}.{problem[0]}", problem[1])
 
 
+def check_machine_series(flag: str, machine: str) -> None:
+    """A serving or prediction machine of a series the catalog knows (its sizes differ from training's: n1-standard-2
+    serves), else UserError naming `flag`: a misspelt one was refused only by Vertex AI, after the upload."""
+    series = machine.rpartition("-")[0]
+    if series not in MACHINE_TYPES:
+        raise UserError(f"{flag} {machine}: no machine series {series!r} (Vertex AI's: {', '.join(MACHINE_TYPES)})")
+
+
 def accelerator_problem(machine: str, kind: str, count: int) -> Optional[tuple[str, str]]:
     """What is wrong with `count` x `kind` on `machine`, as (the field at fault, why); None if nothing is.
     Training pools and serving machines take GPUs alike."""

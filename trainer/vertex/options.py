@@ -113,7 +113,12 @@ def from_flags(args: argparse.Namespace, names: tuple[str, ...] = tuple(OPTIONS)
         if value is None:
             continue
         if name == "labels":
-            value = dict(_label(text) for text in value)
+            pairs = [_label(text) for text in value]
+            keys = [key for key, _ in pairs]
+            twice = [key for i, key in enumerate(keys) if key in keys[:i]]
+            if twice:  # the last one won, silently
+                raise UserError(f"--label {twice[0]}=...: the key is given twice")
+            value = dict(pairs)
         why = problem(name, value)
         if why:
             shown = "--label" if name == "labels" else f"--{name.replace('_', '-')} {value}"
@@ -164,3 +169,21 @@ def _put(target: dict, path: str, value: Any) -> None:
     for parent in parents:
         target = target.setdefault(parent, {})
     target[last] = value
+
+
+REGION = re.compile(r"[a-z]+(-[a-z]+)+\d+")  # us-central1, europe-west4, northamerica-northeast1
+MOST_NAME_CHARACTERS = 128  # in a display name, which Vertex AI takes as UTF-8 of up to 128 characters
+
+
+def region(text: str) -> str:
+    """--region, an argparse type: a Google Cloud region's form, checked before any request is planned."""
+    if not REGION.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Google Cloud region, such as us-central1 or europe-west4")
+    return text
+
+
+def display_name(text: str) -> str:
+    """--display-name, an argparse type: 1 to 128 characters, as Vertex AI takes them."""
+    if not 1 <= len(text) <= MOST_NAME_CHARACTERS:
+        raise argparse.ArgumentTypeError(f"{len(text)} characters; Vertex AI takes 1 to {MOST_NAME_CHARACTERS}")
+    return text

@@ -115,7 +115,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=os.environ.get("GOOGLE_CLOUD_PROJECT"),
         help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT)",
     )
-    parser.add_argument("--region", default="us-central1", help="Vertex AI region (default: us-central1)")
+    parser.add_argument(
+        "--region", type=options.region, default="us-central1", help="Vertex AI region (default: us-central1)"
+    )
     parser.add_argument(
         "--job-config",
         required=True,
@@ -125,7 +127,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--job-dir", required=True, help="gs:// folder for checkpoints, exports and metrics (baseOutputDirectory)"
     )
     parser.add_argument("--staging-dir", help="gs:// folder to upload the package to (needed with --executor-image)")
-    parser.add_argument("--display-name", help="the job's name in Vertex AI (default: queue-trainer-SHAPE-TIMESTAMP)")
+    parser.add_argument(
+        "--display-name",
+        type=options.display_name,
+        help="the job's name in Vertex AI (default: queue-trainer-SHAPE-TIMESTAMP)",
+    )
     code = parser.add_mutually_exclusive_group(required=True)
     code.add_argument("--image", help="container image whose entrypoint is python -m trainer.task (see ./Dockerfile)")
     code.add_argument("--executor-image", help="image to run this package's sdist on (a Vertex AI prebuilt image)")
