@@ -38,6 +38,11 @@ def read_export(model_dir: str) -> Export:
     found = storage.join(extra, METADATA_FILE)
     if not storage.exists(found):
         raise UserError(f"--model-dir {model_dir}: not an export of this trainer (no {found})")
+    weights = storage.list_names(storage.join(path, "variables"))
+    if "variables.index" not in weights or not any(name.startswith("variables.data-") for name in weights):
+        # qt-deploy planned, and would have uploaded, an export that no server could load
+        raise UserError(f"--model-dir {path}: the export's weights are missing (variables/ holds "
+                        f"{', '.join(weights) or 'nothing'}); export it again")  # fmt: skip
     with storage.open_read(found) as file:
         metadata = Metadata.from_json(file.read().decode("utf-8"), found)
     settings = storage.join(extra, config_module.CONFIG_FILE)
