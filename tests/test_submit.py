@@ -784,6 +784,9 @@ def test_bad_options_and_tuning_are_one_line_naming_file_and_field(tmp_path, cap
         ("batch-size: {type: DOUBLE, min: 16, max: 256}", [], "a trial given 104.8 would fail: --batch-size: '104.8'"),
         ("xla: {type: CATEGORICAL, values: ['true', 'false']}", [], "argument --xla/--no-xla: ignored explicit"),
         ("num-towers: {type: DISCRETE, values: [1, 2]}", [], "a trial given 2 would fail: --num-towers 2: "),
+        # Each trial given resnet9000 failed after its machine's minutes of start-up.
+        ("model: {type: CATEGORICAL, values: [cnn, resnet9000]}", [], "a trial given resnet9000 would fail: --model "
+         "resnet9000 (after --): not a network; choose auto or one of"),
         ("model: {type: CATEGORICAL, values: [mlp, cnn], conditional: {learning-rate: {when: [cnn], type: DOUBLE, "
          "min: -0.1, max: 0.1}}}", [], "tuning.parameters.model.conditional.learning-rate: a trial given -0.1"),
         ("learning-rate: {type: DOUBLE, min: 0.001, max: 0.1}", ["--learning-rate", "0.5"],

@@ -200,6 +200,12 @@ def check_trainer_flags(trainer_args: list[str], in_image: bool) -> None:
         for path in filter(None, paths):
             if not gcs.is_gcs(path):
                 raise UserError(f"{flag} {path} (after --): must be a gs:// path that Vertex AI can reach")
+    if config.model != "auto":  # the data decides which network reads it, in the job; the name is known here
+        from trainer.networks import NETWORKS  # TensorFlow's import, only where a network is named
+
+        if config.model not in NETWORKS:
+            raise UserError(f"--model {config.model} (after --): not a network; choose auto or one of "
+                            f"{', '.join(NETWORKS)}")  # fmt: skip
 
 
 def read_trainer_flags(trainer_args: list[str]):
