@@ -72,7 +72,9 @@ def test_a_run_resumed_with_more_steps_averages_its_own_schedules_snapshots():
             weight = tf.compat.v1.get_variable("w", [], tf.float32, tf.compat.v1.zeros_initializer())
             averages = Averages.create([weight], train_steps)
             mean = averages.pairs[0][1]
-            update = tf.group(step.assign_add(1), weight.assign(tf.cast(step + 1, tf.float32)))  # the weight: its step
+            # The weight: its step, read from the increment itself (a group of the two ops read the step before or
+            # after it, as TensorFlow ran them: 31.1 for 31.0 once, on a loaded machine).
+            update = weight.assign(tf.cast(step.assign_add(1), tf.float32))
             train = averages.after(update)
             with tf.compat.v1.Session() as session:
                 session.run(tf.compat.v1.global_variables_initializer())
