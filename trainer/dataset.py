@@ -57,6 +57,11 @@ def expand(patterns: str, flag: str) -> list[str]:
     return sorted(set(files))
 
 
+def _sizes(files: list[str]) -> list[int | None]:
+    with ThreadPoolExecutor(STAT_THREADS) as pool:  # one round trip each on gs://: overlap them
+        return list(pool.map(_size, files))
+
+
 def _size(path: str) -> int | None:
     try:
         return tf.io.gfile.stat(path).length
@@ -70,8 +75,7 @@ def _listed_shards(data_dir: str, metadata: Metadata, split: str, where: str) ->
         raise UserError(f"{where}: has no {split} shards")
     shards = metadata.splits[split].shards
     files = [posixpath.join(data_dir, shard.file) for shard in shards]
-    with ThreadPoolExecutor(STAT_THREADS) as pool:  # one round trip each on gs://: overlap them
-        sizes = list(pool.map(_size, files))
+    sizes = _sizes(files)
     for path, shard, size in zip(files, shards, sizes):
         if size is None:
             raise UserError(f"{where}: lists {path}, which does not exist")
@@ -135,8 +139,7 @@ def _check_listed(files: list[str], metadata: Metadata, where: str) -> None:
         return
     shards = [shard for split in metadata.splits.values() for shard in split.shards]
     listed = {posixpath.basename(shard.file): shard.bytes for shard in shards}
-    with ThreadPoolExecutor(STAT_THREADS) as pool:  # one round trip each on gs://: overlap them
-        sizes = list(pool.map(_size, files))
+    sizes = _sizes(files)
     unlisted = []
     for path, size in zip(files, sizes):
         recorded = listed.get(posixpath.basename(path))

@@ -200,11 +200,7 @@ def write_best_report(job_dir: str, best: str | None, last: dict, class_names: t
     read off the last model's report did not fit the model to deploy. Returns its path, or "" where there is none
     (the same evaluation, or an export from before exports held their evaluation), an earlier run's removed."""
     folder = posixpath.join(job_dir, BEST_REPORT_DIR)
-    path = best and posixpath.join(best, "assets.extra", METRICS_FILE)
-    metrics = None
-    if path and tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as file:
-            metrics = json.load(file)
+    metrics = read_metrics(posixpath.join(best, "assets.extra")) if best else None
     if not metrics or metrics["global_step"] == last["global_step"]:
         for name in (figures.REPORT_FILE, figures.CONFUSION_FILE, figures.CURVES_OF_THRESHOLDS_FILE):
             if tf.io.gfile.exists(posixpath.join(folder, name)):  # an earlier run's, of another best export
@@ -271,9 +267,10 @@ def json_numbers(metrics: dict) -> dict:
     return {key: value.tolist() if hasattr(value, "tolist") else value for key, value in metrics.items()}
 
 
-def read_metrics(job_dir: str) -> dict | None:
-    """The last evaluation's metrics (METRICS_FILE), None without one."""
-    path = posixpath.join(job_dir, METRICS_FILE)
+def read_metrics(folder: str) -> dict | None:
+    """The metrics in `folder`'s METRICS_FILE (a job dir's last evaluation, or an export's assets.extra/ own), None
+    without one."""
+    path = posixpath.join(folder, METRICS_FILE)
     if not tf.io.gfile.exists(path):
         return None
     with tf.io.gfile.GFile(path) as file:
