@@ -87,7 +87,7 @@ setup(
     entry_points={
         "console_scripts": [
             # qt- for queue-trainer: each is also `python -m MODULE`.
-            "qt-preprocess=preprocessing.cli:main",
+            "qt-preprocess=preprocessing.cli:cli",
             "qt-train=trainer.task:main",
             "qt-predict=trainer.predict:cli",
             "qt-submit=trainer.vertex.submit:main",

@@ -1,5 +1,3 @@
-import sys
+from preprocessing.cli import cli
 
-from preprocessing.cli import main
-
-sys.exit(main())
+cli()

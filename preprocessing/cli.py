@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import sys
 import time
+from typing import NoReturn
 
 from dataformat import commandline, gcs, lease, storage
 from dataformat.errors import UserError
@@ -467,5 +467,11 @@ def _summarize(metadata, output: str, start: float) -> None:
     print(storage.join(output, METADATA_FILE))
 
 
+def cli() -> NoReturn:
+    """qt-preprocess, and python -m preprocessing: exits at once after the run's last line, since the interpreter's
+    teardown sometimes met pyarrow's or TensorFlow's threads and aborted (exit 134 in place of a SIGTERM's 143)."""
+    commandline.exit_at_once(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()
