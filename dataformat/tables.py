@@ -54,7 +54,7 @@ NUMERIC, CATEGORICAL, DATE = "numeric", "categorical", "date"  # a date column's
 TEXT = "text"  # free text: word IDs in the records, its words' vocabulary in a file beside metadata.json
 LENGTHS = "/lengths"  # a text column's feature of its rows' word counts is named after it with this suffix
 NUMERIC_KEY = "/numeric"  # the records' feature of every numeric column's values; a name no column may take
-DAY = "/day"  # a timestamp's day's category is named after its column with this suffix (trainer/networks.py)
+DAY = "/day"  # a timestamp's day's category is named after its column with this suffix (trainer/columns/categorical.py)
 MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
 # Values that mean "missing" in any column, compared after trimming spaces and lower-casing: R's, SQL's and
 # spreadsheets' spellings, MySQL's and Hive's \N (IMDb's files), the World Bank's "..", SAS's and Stata's "."

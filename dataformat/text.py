@@ -19,7 +19,7 @@ A word's ID is its place in the column's vocabulary plus FIRST_ID: PADDING (0) f
 `max_length`, OUT_OF_VOCABULARY (1) is any word outside the vocabulary. The vocabulary is a text file,
 one word a line, most frequent first, that TensorFlow's lookup tables read directly; an export carries
 it as an asset. Word bigrams are not stored: the network hashes each pair of neighbouring IDs into the
-column's bigram buckets (trainer/networks.py), as fastText hashes word n-grams.
+column's bigram buckets (trainer/columns/text.py), as fastText hashes word n-grams.
 """
 
 from __future__ import annotations

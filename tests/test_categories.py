@@ -293,7 +293,8 @@ def test_numeric_columns_get_quantile_boundaries_from_the_training_rows(tmp_path
 
 
 def test_the_linear_part_buckets_numbers_and_crosses_columns():
-    from trainer.networks import CROSS_BUCKETS, QuantileBuckets, cross_bucket
+    from trainer.columns.crosses import CROSS_BUCKETS, cross_bucket
+    from trainer.columns.numeric import QuantileBuckets
 
     columns = (
         tables.Column("amount", tables.NUMERIC, missing=1, boundaries=(10.0, 20.0)),
@@ -310,7 +311,7 @@ def test_the_linear_part_buckets_numbers_and_crosses_columns():
 
 
 def test_the_dense_layers_see_each_bucketed_numbers_quantile_rank():
-    from trainer.networks import QuantileBuckets, QuantileRanks
+    from trainer.columns.numeric import QuantileBuckets, QuantileRanks
 
     amount = tables.Column("amount", tables.NUMERIC, mean=15.0, boundaries=(10.0, 20.0, 40.0))
     size = tables.Column("size", tables.NUMERIC, mean=3.0, boundaries=(5.0,))  # one boundary: no segment to rank in
@@ -353,8 +354,9 @@ def test_a_table_of_over_64_numeric_columns_has_no_buckets_in_its_linear_part():
     from tiny import VECTORS
 
     from dataformat.errors import UserError
+    from trainer.columns.numeric import BUCKETED_MAX
     from trainer.model import ModelSettings, build_network, resolve_crosses
-    from trainer.networks import BUCKETED_MAX, row_labels
+    from trainer.networks import row_labels
 
     def table(numeric: int):
         columns = [tables.Column(f"x{i}", tables.NUMERIC, boundaries=(0.0, 1.0)) for i in range(numeric)]
@@ -407,8 +409,8 @@ def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_c
     """The one-hots are made as one block and put in place among the embeddings: as one a column would be."""
     from tiny import VECTORS
 
+    from trainer.columns.categorical import embedding_size
     from trainer.model import ModelSettings, build_network
-    from trainer.networks import embedding_size
 
     def categorical(name: str, values: int) -> tables.Column:
         return tables.Column(name, tables.CATEGORICAL, vocabulary=tuple(map(str, range(values))))
@@ -438,7 +440,8 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
     from tiny import VECTORS
 
     from trainer.model import ModelSettings, build_network
-    from trainer.networks import COLUMN_WEIGHT_TABLES_MAX, row_labels
+    from trainer.networks import row_labels
+    from trainer.wide import COLUMN_WEIGHT_TABLES_MAX
 
     def table(count: int):
         columns = tuple(

@@ -21,11 +21,13 @@ from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
 from trainer import augment, backbones, step_loop
 from trainer.averaging import Averages
+from trainer.columns.numeric import BUCKETED_MAX, bucketed_columns
+from trainer.columns.text import text_columns
 from trainer.config import Config
 from trainer.devices import has_gpu, resolve_towers
 from trainer.head import ClassificationHead
 from trainer.input import training_batches
-from trainer.networks import BUCKETED_MAX, NETWORKS, bucketed_columns, text_columns
+from trainer.networks import NETWORKS
 from trainer.towers import SUMMARY_EXAMPLES, build_variables, train_step
 
 AUTO_STEPS_PER_RUN = 32  # see resolve_steps_per_run

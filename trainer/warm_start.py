@@ -24,8 +24,9 @@ import tensorflow as tf
 
 from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE, Metadata
-from trainer import checkpoints, networks
+from trainer import checkpoints, networks, wide
 from trainer import config as config_module
+from trainer.columns import numeric
 from trainer.config import Config
 from trainer.model import choose_network
 
@@ -91,7 +92,7 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
 def _new_rows(name: str, seed: int):
     """How a weight's new rows start: the linear part's at zero, as a fresh one does; every other's (an
     embedding's, or a dense kernel's rows) uniform in [-NEW_ROWS_RANGE, NEW_ROWS_RANGE]."""
-    if name.startswith(networks.LINEAR_PREFIX):
+    if name.startswith(wide.LINEAR_PREFIX):
         return tf.compat.v1.zeros_initializer()
     return tf.compat.v1.random_uniform_initializer(-NEW_ROWS_RANGE, NEW_ROWS_RANGE, seed)
 
@@ -166,7 +167,7 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     stored = dict(tf.train.list_variables(source.checkpoint))
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
-    ranks = set(networks.rank_labels(source.metadata))
+    ranks = set(numeric.rank_labels(source.metadata))
     old_labels = {
         name: _as_stored(labels, stored[name][0], ranks)
         for name, labels in networks.row_labels(source.metadata, old_hidden).items()
@@ -212,7 +213,7 @@ def _bigrams_fresh_where_words_moved(plan: Plan) -> None:
 
 def _as_stored(labels: list[str], rows: int, ranks: set[str]) -> list[str]:
     """A weight's row labels as its checkpoint has them: a model trained before the dense layers took each
-    numeric column's quantile rank (networks.QuantileRanks, labelled `ranks`) has no rows for the ranks."""
+    numeric column's quantile rank (numeric.QuantileRanks, labelled `ranks`) has no rows for the ranks."""
     if len(labels) != rows:
         without_ranks = [label for label in labels if label not in ranks]
         if len(without_ranks) == rows:
