@@ -1,6 +1,6 @@
 """What numbers look like as spreadsheets, locales and pandas write them, as regular expressions: one home for
 preprocessing's reading (preprocessing/table_files/number_text.py, in pyarrow) and the serving graph's
-(dataformat/tables.numbers, in TensorFlow). Both run them with RE2, so each pattern means the same in both (the
+(dataformat/numeric.numbers, in TensorFlow). Both run them with RE2, so each pattern means the same in both (the
 sniffing of a file's decimal mark also runs a few with Python's re)."""
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import numpy as np
 
 from dataformat import tables, wire
 from dataformat.errors import UserError
+from dataformat.numeric import NUMERIC_KEY
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -281,7 +282,7 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
     numeric = tables.columns_of(columns, tables.NUMERIC)
     block = numeric and metadata.format_version >= NUMERIC_BLOCK_SINCE
     stored = [column for column in columns if not (block and column.kind == tables.NUMERIC)]
-    keys = [tables.NUMERIC_KEY] * bool(block) + [column.name for column in stored]
+    keys = [NUMERIC_KEY] * bool(block) + [column.name for column in stored]
     keys += [column.name + tables.LENGTHS for column in texts] + weights + [LABEL_KEY]
     record_type = {tables.NUMERIC: tf.float32, tables.TEXT: tf.int64}  # the others: strings
     types = [tf.float32] * bool(block) + [record_type.get(column.kind, tf.string) for column in stored]
@@ -303,12 +304,12 @@ def _parse_table_records(serialized: tf.Tensor, metadata: Metadata) -> tuple[tf.
     # Every column's row splits are the labels' times its values a row (a text column's: its lengths'; the
     # block's: k times the labels'): one comparison of them all.
     counted = [key for key in keys[:-1] if key not in {column.name for column in texts}]
-    per_row = tf.constant([len(numeric) if key == tables.NUMERIC_KEY else 1 for key in counted], tf.int64)
+    per_row = tf.constant([len(numeric) if key == NUMERIC_KEY else 1 for key in counted], tf.int64)
     expected = splits[LABEL_KEY][None, :] * per_row[:, None]
     check = tf.debugging.assert_equal(tf.stack([splits[key] for key in counted]), expected, message=COUNTS_DIFFER)
     with tf.control_dependencies([check]):
         if block:
-            values[tables.NUMERIC_KEY] = tf.reshape(values[tables.NUMERIC_KEY], [-1, len(numeric)])
+            values[NUMERIC_KEY] = tf.reshape(values[NUMERIC_KEY], [-1, len(numeric)])
         for column in texts:  # a row's word IDs, by the row lengths its record holds
             words = tf.RaggedTensor.from_row_lengths(values[column.name], values[column.name + tables.LENGTHS])
             values[column.name] = words.to_tensor(shape=[None, column.width])
@@ -344,7 +345,7 @@ def table_example_values(
     import tensorflow as tf
 
     numeric = [column.name for column in tables.columns_of(columns, tables.NUMERIC)]
-    keys = [column.name for column in columns] + [key] * bool(key) + [tables.NUMERIC_KEY] * bool(numeric)
+    keys = [column.name for column in columns] + [key] * bool(key) + [NUMERIC_KEY] * bool(numeric)
     nan, empty = tf.constant(np.nan, tf.float32), tf.constant("")  # shared: not a constant op a column
     defaults = [nan if column.kind == tables.NUMERIC else empty for column in columns] + [empty] * bool(key)
     parsed = tf.raw_ops.ParseExampleV2(
@@ -362,8 +363,8 @@ def table_example_values(
     )
     values = dict(zip(keys, parsed.dense_values))
     if numeric:
-        block, named = values[tables.NUMERIC_KEY], tf.stack([values.pop(name) for name in numeric], axis=1)
-        values[tables.NUMERIC_KEY] = tf.where(tf.math.is_nan(block), named, block)
+        block, named = values[NUMERIC_KEY], tf.stack([values.pop(name) for name in numeric], axis=1)
+        values[NUMERIC_KEY] = tf.where(tf.math.is_nan(block), named, block)
     return values
 
 

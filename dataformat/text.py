@@ -30,8 +30,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dataformat.missing import is_missing
+
 if TYPE_CHECKING:
     import tensorflow as tf
+
+    from dataformat.tables import Column
 
 PADDING, OUT_OF_VOCABULARY, FIRST_ID = 0, 1, 2
 CHARS_A_TOKEN = 16  # characters read for each word a row keeps: room for long words and markup
@@ -182,3 +186,14 @@ def padded(ids: tf.RaggedTensor, max_length: int) -> tf.Tensor:
     import tensorflow as tf
 
     return tf.cast(ids.to_tensor(default_value=PADDING, shape=[None, max_length]), tf.float32)
+
+
+def word_ids(value: tf.Tensor, column: Column) -> tf.Tensor:
+    """A text column's [n, width] word IDs, as float32: from its raw strings, or as records hold them."""
+    import tensorflow as tf
+
+    if value.dtype != tf.string:
+        return tf.cast(value, tf.float32)
+    lookup = vocabulary_lookup(column.vocabulary or column.vocabulary_file)
+    value = tf.where(is_missing(value), "", value)  # "NA" is a missing text, as preprocessing reads it
+    return padded(token_ids(value, lookup, column.max_length), column.width)

@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataformat import dates, tables, text
+from dataformat import dates, missing, text
+from dataformat.numeric import FLOAT32_MAX
 from preprocessing import frequent
 from preprocessing.frequent import FrequentValues
 from preprocessing.table_files import NUMBER
@@ -151,7 +152,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.longest = max(total.longest, more.longest)
 
 
-MISSING_SPELLINGS = pa.array(tables.MISSING_SPELLINGS)
+MISSING_SPELLINGS = pa.array(missing.MISSING_SPELLINGS)
 
 
 def missing_mask(column: pa.Array) -> np.ndarray:
@@ -168,7 +169,7 @@ def read_numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.
         looks = present & pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
         numbers[looks] = pc.cast(values.filter(pa.array(looks)), pa.float64()).to_numpy(zero_copy_only=False)
     with np.errstate(invalid="ignore"):
-        finite = np.abs(numbers) <= tables.FLOAT32_MAX  # NaN compares false
+        finite = np.abs(numbers) <= FLOAT32_MAX  # NaN compares false
     numbers[~finite] = np.nan
     return numbers, finite
 

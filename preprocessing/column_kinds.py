@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataformat import dates, storage, tables
+from dataformat.categorical import BOOLEANS, WHOLE_FRACTION
 from dataformat.errors import UserError, quoted
 from dataformat.number_patterns import COMMA_NUMBER
 from dataformat.text import CHARS_A_TOKEN
@@ -371,7 +372,7 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
         )
     # Integer codes written as 12 and 12.0 (pandas writes an integer column that lacks a value so) are one
     # value, here and in the model (Column.integer_codes); so are True and true (Column.booleans).
-    frequent = _one_spelling_of_booleans(count.frequent.replaced(tables.WHOLE_FRACTION, r"\1"))
+    frequent = _one_spelling_of_booleans(count.frequent.replaced(WHOLE_FRACTION, r"\1"))
     least = _least_seen(name, count, plan.options)
     vocabulary, buckets, hashed = _vocabulary(count, frequent, plan.options, least)
     repeated = count.distinct <= MOSTLY_RARE * count.distinct_of  # its values come back: not an ID's nor a name's
@@ -405,7 +406,7 @@ def _categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> table
 def _one_spelling_of_booleans(summary: FrequentValues) -> FrequentValues:
     """A summary of true and false in any case (pandas writes True, JSON and Parquet true) in lower case."""
     values, _ = summary.most_frequent()
-    if not len(values) or not pc.all(pc.is_in(pc.utf8_lower(values), pa.array(tables.BOOLEANS))).as_py():
+    if not len(values) or not pc.all(pc.is_in(pc.utf8_lower(values), pa.array(BOOLEANS))).as_py():
         return summary
     return summary.replaced("(?i)^true$", "true").replaced("(?i)^false$", "false")
 

@@ -43,7 +43,9 @@ import pyarrow.ipc as ipc
 from tqdm import tqdm
 
 from dataformat import dates, storage, tables
+from dataformat.categorical import BOOLEANS, WHOLE_FRACTION
 from dataformat.errors import UserError, quoted, shortened
+from dataformat.numeric import parses_as_float
 from dataformat.schema import (
     EXAMPLES_PER_RECORD,
     LABEL_KEY,
@@ -317,9 +319,9 @@ def _one_spelling_a_class(labels: pa.Array) -> pa.Array:
     and false in any case in lower case, as a categorical column reads them (pandas writes True, JSON and Parquet
     true: a table of both had four classes)."""
     distinct = pc.unique(labels)  # most tables: only the few distinct labels are looked at
-    if pc.any(pc.match_substring_regex(distinct, tables.WHOLE_FRACTION)).as_py():
-        labels = pc.replace_substring_regex(labels, tables.WHOLE_FRACTION, r"\1")
-    booleans = pa.array(tables.BOOLEANS)
+    if pc.any(pc.match_substring_regex(distinct, WHOLE_FRACTION)).as_py():
+        labels = pc.replace_substring_regex(labels, WHOLE_FRACTION, r"\1")
+    booleans = pa.array(BOOLEANS)
     if pc.any(pc.and_(pc.is_in(pc.utf8_lower(distinct), booleans), pc.invert(pc.is_in(distinct, booleans)))).as_py():
         lowered = pc.utf8_lower(labels)
         labels = pc.if_else(pc.is_in(lowered, booleans), lowered, labels)
@@ -486,7 +488,7 @@ def class_names(labels: Counter, label: str, positive: str = "") -> tuple[str, .
             f"{label}: every labeled row has the same value, {quoted(names[0])}; a classifier needs "
             "at least 2 classes (is it the label?)"
         )
-    numbers = all(tables.parses_as_float(name) for name in names)
+    numbers = all(parses_as_float(name) for name in names)
     fractions = [name for name in names if numbers and not float(name).is_integer()]
     if fractions and len(names) > MAX_FRACTION_LABELS:
         raise UserError(

@@ -19,6 +19,7 @@ from test_tables import read_rows
 import preprocessing.column_counts
 import preprocessing.table_files
 from dataformat import tables
+from dataformat.categorical import MISSING_INDEX, OOV_INDEX
 from preprocessing import column_kinds
 from preprocessing.column_kinds import MIN_FREQUENCY, ROWS_PER_BUCKET
 from preprocessing.frequent import FrequentValues
@@ -113,12 +114,12 @@ def test_values_outside_the_vocabulary_and_never_seen_hash_into_the_columns_buck
     column = tables.Column("user", tables.CATEGORICAL, vocabulary=("a", "b"), hash_buckets=50)
     strings = ["a", "b", " b ", "", "NA", "never seen", "never seen", "another", "ünïcødé 🙂", "x" * 10_000]
     indices = category_indices(column, strings)
-    assert indices[:5] == [2, 3, 3, tables.MISSING_INDEX, tables.MISSING_INDEX]
+    assert indices[:5] == [2, 3, 3, MISSING_INDEX, MISSING_INDEX]
     buckets = tf.strings.to_hash_bucket_fast(strings[5:], 50).numpy()
     assert indices[5:] == (4 + buckets).tolist()  # the vocabulary's 2 + 2 indices, then the bucket
     assert indices[5] == indices[6] and all(4 <= index < column.size for index in indices[5:])
     no_buckets = tables.Column("user", tables.CATEGORICAL, vocabulary=("a", "b"))
-    assert category_indices(no_buckets, ["never seen", "a"]) == [tables.OOV_INDEX, 2]
+    assert category_indices(no_buckets, ["never seen", "a"]) == [OOV_INDEX, 2]
 
 
 def test_integer_ids_are_categories_at_any_cardinality(tmp_path, caplog):

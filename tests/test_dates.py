@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from dataformat import dates, tables
+from dataformat.categorical import OOV_INDEX
 from dataformat.errors import UserError
 from preprocessing.tables import TableOptions, build_table_dataset
 
@@ -100,12 +101,12 @@ def test_one_instant_written_two_ways_is_one_value_of_a_date_columns_vocabulary(
     written = ["2020-01-05", "2020-01-05T00:00:00Z", " 2020-01-05 00:00:00+00 ", "2020-01-05T01:00", "never"]
     slot = day.category_slot
     found = tables.to_vector({"day": tf.constant(written)}, (day,)).numpy()[:, slot]
-    assert found[0] == found[1] == found[2] > tables.OOV_INDEX and found[3] == found[4] == tables.OOV_INDEX
+    assert found[0] == found[1] == found[2] > OOV_INDEX and found[3] == found[4] == OOV_INDEX
     before = tables.Column.from_json({k: v for k, v in day.to_json().items() if k != "iso_keys"})
     assert not before.iso_keys
     assert tables.to_vector({"day": tf.constant(written[:2])}, (before,)).numpy()[:, slot].tolist() == [
         found[0],
-        tables.OOV_INDEX,
+        OOV_INDEX,
     ]
 
 

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import preprocessing.table_files
 from dataformat import tables, wire
+from dataformat.categorical import OOV_INDEX
 from dataformat.errors import UserError
+from dataformat.numeric import NUMERIC_KEY
 from dataformat.schema import LABEL_KEY, Metadata, decode_record, parse_records
 from preprocessing.tables import TableOptions, build_table_dataset
 
@@ -123,7 +125,7 @@ def test_record_encoding_matches_tensorflow_with_long_values_and_large_labels():
     for index, record in enumerate(records):
         chosen = slice(index * per_record, (index + 1) * per_record)
         feature = {
-            tables.NUMERIC_KEY: tf.train.Feature(float_list=tf.train.FloatList(value=numbers[chosen].ravel())),
+            NUMERIC_KEY: tf.train.Feature(float_list=tf.train.FloatList(value=numbers[chosen].ravel())),
             "w": tf.train.Feature(float_list=tf.train.FloatList(value=weights[chosen])),
             "word": tf.train.Feature(bytes_list=tf.train.BytesList(value=words[chosen])),
             LABEL_KEY: tf.train.Feature(int64_list=tf.train.Int64List(value=labels[chosen])),
@@ -164,8 +166,8 @@ def test_records_of_version_6_with_a_feature_a_numeric_column_still_read_alike(t
     for record in records:
         example = tf.train.Example.FromString(record)
         features = example.features.feature
-        block = np.array(features[tables.NUMERIC_KEY].float_list.value).reshape(-1, 3)
-        del features[tables.NUMERIC_KEY]
+        block = np.array(features[NUMERIC_KEY].float_list.value).reshape(-1, 3)
+        del features[NUMERIC_KEY]
         for j, name in enumerate(["age", "education_num", "hours"]):
             features[name].float_list.value.extend(block[:, j])
         old_records.append(example.SerializeToString())
@@ -187,8 +189,8 @@ def test_a_numeric_block_of_another_length_than_its_rows_is_refused(tmp_path):
     shard = tmp_path / "out" / metadata.splits["train"].shards[0].file
     records = list(tf.data.TFRecordDataset(str(shard)).as_numpy_iterator())[:2]
     shifted = [tf.train.Example.FromString(record) for record in records]
-    moved = shifted[0].features.feature[tables.NUMERIC_KEY].float_list.value.pop()  # 2 rows of 3, less one value
-    shifted[1].features.feature[tables.NUMERIC_KEY].float_list.value.append(moved)  # and one more: 12 in all
+    moved = shifted[0].features.feature[NUMERIC_KEY].float_list.value.pop()  # 2 rows of 3, less one value
+    shifted[1].features.feature[NUMERIC_KEY].float_list.value.append(moved)  # and one more: 12 in all
     with tf.Graph().as_default():
         rows, _ = parse_records(tf.constant([example.SerializeToString() for example in shifted]), metadata)
         with tf.compat.v1.Session() as session:
@@ -199,7 +201,7 @@ def test_a_numeric_block_of_another_length_than_its_rows_is_refused(tmp_path):
         decode_record(shifted[0].SerializeToString(), metadata)
 
 
-@pytest.mark.parametrize("name", [LABEL_KEY, tables.NUMERIC_KEY, "review" + tables.LENGTHS, "hired" + tables.DAY])
+@pytest.mark.parametrize("name", [LABEL_KEY, NUMERIC_KEY, "review" + tables.LENGTHS, "hired" + tables.DAY])
 def test_a_column_named_as_the_records_features_is_refused(tmp_path, name):
     source = write_table(tmp_path / "t.csv", header=HEADER.replace("hours", name))
     with pytest.raises(UserError, match=f"a column is named '{name}', a name the records reserve"):
@@ -230,7 +232,7 @@ def test_unseen_and_rare_values_share_the_out_of_vocabulary_index(tmp_path):
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.tables_initializer())
             encoded = session.run(vector)
-    assert list(encoded[:, 1]) == [tables.OOV_INDEX, tables.OOV_INDEX]
+    assert list(encoded[:, 1]) == [OOV_INDEX, OOV_INDEX]
     assert np.isnan(encoded[0, 3])
 
 

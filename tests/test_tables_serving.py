@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from dataformat import dates, tables
 from dataformat.errors import UserError
+from dataformat.numeric import NUMERIC_KEY, numbers
 from dataformat.schema import METADATA_FILE, decode_record
 from preprocessing.table_files import reading_options
 from preprocessing.tables import TableOptions, build_table_dataset
@@ -503,7 +504,7 @@ def test_a_columns_missing_spelling_is_missing_in_every_serving_signature():
     with pytest.raises(Exception, match="row 1: column 'hours': '-' is not a number"):
         tables.instance_columns([{"rain": "-", "hours": "-"}], columns, ["row 1"])
     with tf.Graph().as_default():
-        block = tables.parse_csv_lines(tf.constant(["-,2", "0.5,", " T ,3"]), columns)[tables.NUMERIC_KEY]
+        block = tables.parse_csv_lines(tf.constant(["-,2", "0.5,", " T ,3"]), columns)[NUMERIC_KEY]
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.tables_initializer())
             found = session.run(block)
@@ -533,7 +534,7 @@ def test_csv_lines_read_numbers_as_preprocessing_reads_a_tables_and_bad_cells_as
     durations = ["0 days 00:12:34", "-1 days +23:59:50", "PT4M13S", "P1DT2H", "PT", "P1M"]  # 754, -10, 253, 93600
     texts = formatted + others + durations
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        read = tables.numbers(tf.constant(texts))
+        read = numbers(tf.constant(texts))
         session.run(tf.compat.v1.tables_initializer())
         found = session.run(read)
     plain = plain_number_texts(pa.array(texts), ".").to_pylist()

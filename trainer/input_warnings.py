@@ -13,6 +13,8 @@ import numpy as np
 
 from dataformat import tables
 from dataformat.errors import quoted
+from dataformat.missing import is_missing_value
+from dataformat.numeric import in_float32_range, is_numeric_value
 from trainer.exported_model import Model
 
 log = logging.getLogger("trainer.predict")
@@ -62,8 +64,8 @@ def bad_numbers_as_missing(rows: Iterator[tuple[str, dict]], path: str, numeric)
     for name, row in rows:
         for column in numeric if isinstance(row, dict) else ():
             value = row.get(column.name)
-            number = tables.is_numeric_value(value)
-            if tables.is_missing_value(value) or number and tables.in_float32_range(value):
+            number = is_numeric_value(value)
+            if is_missing_value(value) or number and in_float32_range(value):
                 continue
             if not tables.is_missing_in(value, column):  # a bad cell, not the column's own missing spelling
                 what = "is beyond float32's range" if number else "is not a number"
@@ -83,7 +85,7 @@ def far_numbers_warned(rows: Iterator[tuple[str, dict]], path: str, numeric) -> 
     for name, row in rows:
         for column in spanned if isinstance(row, dict) else ():
             value = row.get(column.name)
-            if value is not None and tables.is_numeric_value(value) and _far_outside(float(value), column.span):
+            if value is not None and is_numeric_value(value) and _far_outside(float(value), column.span):
                 lowest, highest = column.span
                 far.warn("%s: column %r: %s is far outside the training rows' numbers (%g to %g); the model "
                          "extrapolates", name, column.name, quoted(value), lowest, highest)  # fmt: skip
@@ -117,7 +119,7 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
         texts, unread, distant = {}, {}, {}  # by column: each row's value, as text or None; no date; a far date
         for column in dated:
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
-            texts[column.name] = [None if tables.is_missing_value(value) else str(value) for value in values]
+            texts[column.name] = [None if is_missing_value(value) else str(value) for value in values]
             found = pa.array(texts[column.name], pa.string())
             fields = dates.fields_arrow(found, column.date_format)
             seen = pc.or_(pc.is_null(found), pc.is_in(found, value_set=known[column.name]))

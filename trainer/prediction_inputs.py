@@ -17,6 +17,7 @@ import numpy as np
 
 from dataformat import json_text, storage, tables
 from dataformat.errors import NotFound, UserError, tensorflow_error_line
+from dataformat.numeric import parses_as_float
 from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 from trainer.exported_model import EXAMPLES_SIGNATURE, IMAGES_SIGNATURE, Model
 from trainer.input_warnings import bad_numbers_as_missing, warned
@@ -96,11 +97,11 @@ def _read_csv_rows(path: str, columns: int) -> np.ndarray:
     label column is dropped if there is one more column."""
     rows = []
     for number, fields in enumerate(_csv_lines(path), start=1):
-        if number == 1 and not any(tables.parses_as_float(field) for field in fields):
+        if number == 1 and not any(parses_as_float(field) for field in fields):
             continue
         if len(fields) == columns + 1:
             fields = fields[:-1]
-        if len(fields) != columns or not all(tables.parses_as_float(field) for field in fields):
+        if len(fields) != columns or not all(parses_as_float(field) for field in fields):
             raise UserError(f"{path}: line {number} is not {columns} numbers (with an optional label last)")
         rows.append([float(field) for field in fields])
     return np.array(rows, dtype=np.float32).reshape(len(rows), columns)

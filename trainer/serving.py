@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from dataformat import tables
 from dataformat.errors import UserError
+from dataformat.numeric import NUMERIC_KEY, numeric_block
 from dataformat.schema import KEY, Metadata, parse_examples, table_example_values
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
@@ -161,7 +162,7 @@ def _as_block(named: dict[str, tf.Tensor], columns: tuple[tables.Column, ...]) -
     """`serving_default`'s inputs with the numbers as one block, as the other inputs give them."""
     numeric = tables.columns_of(columns, tables.NUMERIC)
     values = {column.name: named[column.name] for column in columns if column.kind != tables.NUMERIC}
-    return {tables.NUMERIC_KEY: tables.numeric_block(named, numeric), **values} if numeric else values
+    return {NUMERIC_KEY: numeric_block(named, numeric), **values} if numeric else values
 
 
 def _one_after_another(sources: list[dict[str, tf.Tensor]]) -> dict[str, tf.Tensor]:
@@ -174,10 +175,10 @@ def _one_after_another(sources: list[dict[str, tf.Tensor]]) -> dict[str, tf.Tens
 def _finite_or_missing(values: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The requests' numbers beyond float32's range (1e200, inf) as missing, as preprocessing reads them
     (preprocessing/column_counts.py, read_numbers); its records hold none, so training needs no such op."""
-    if tables.NUMERIC_KEY not in values:
+    if NUMERIC_KEY not in values:
         return values
-    block = values[tables.NUMERIC_KEY]
-    return {**values, tables.NUMERIC_KEY: tf.where(tf.math.is_finite(block), block, float("nan"))}
+    block = values[NUMERIC_KEY]
+    return {**values, NUMERIC_KEY: tf.where(tf.math.is_finite(block), block, float("nan"))}
 
 
 def _column_inputs(columns: tuple[tables.Column, ...]) -> dict[str, tf.Tensor]:

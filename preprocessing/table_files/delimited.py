@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from dataformat import tables
 from dataformat.errors import UserError
+from dataformat.numeric import parses_as_float
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.locate import (
@@ -124,7 +124,7 @@ def _header_repeats(batch: pa.RecordBatch) -> np.ndarray | None:
     files that `cat a.csv b.csv` joins give (a byte-order mark and blanks around a name allowed); None where
     none does."""
     named = [name for name in batch.schema.names if name]
-    if len(named) < 2 or all(tables.parses_as_float(name) for name in named):
+    if len(named) < 2 or all(parses_as_float(name) for name in named):
         return None  # one column's value, or a row of numbers, may well be what the header says
     return _rows_where_all(
         pc.is_in(pc.utf8_trim(batch.column(name), HEADER_MARKS), _header_spellings(name, named)) for name in named

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from dataformat import commandline, tables
+from dataformat import commandline
 from dataformat.errors import UserError
 from dataformat.number_patterns import COMMA_NUMBER, GROUPED, POINT_GROUPED, POINT_NUMBER, POINT_THOUSANDS, THOUSANDS
+from dataformat.numeric import parses_as_float
 from preprocessing.table_files import locate
 from preprocessing.table_files.dialect import Dialect
 from preprocessing.table_files.headers import distinct_names, header_names, label_of, named_label
@@ -272,7 +273,7 @@ def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
     if any(name in first for name in known if name) or _pandas_default_names(first):
         return True
     texts = plain_number_texts(pa.array(first, pa.string()), decimal).to_pylist()
-    return not any(tables.parses_as_float(text) and re.search(r"\d", text) for text in texts)
+    return not any(parses_as_float(text) and re.search(r"\d", text) for text in texts)
 
 
 def _pandas_default_names(first: list[str]) -> bool:
