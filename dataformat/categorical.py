@@ -63,10 +63,10 @@ def category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf.
 
 
 def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
-    """A categorical or date column's values spelt as preprocessing counted them (preprocessing/column_kinds.py,
-    _categorical_column): in a column of integer codes, whole numbers written as fractions (12.0) as integers
-    (12); in a column of true and false, any case (True, TRUE) as lower case; a date as ISO 8601 (dates.keys_tf).
-    Other columns' values as they are."""
+    """A categorical or date column's values spelt as preprocessing counted them (preprocessing/columns/, its
+    categorical_column and date_column): in a column of integer codes, whole numbers written as fractions (12.0) as
+    integers (12); in a column of true and false, any case (True, TRUE) as lower case; a date as ISO 8601
+    (dates.keys_tf). Other columns' values as they are."""
     import tensorflow as tf
 
     if column.iso_keys:

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from dataformat import tables, text
 from dataformat.schema import LABEL_KEY, ShardInfo
 from dataformat.tfrecord import frame
-from preprocessing.column_counts import read_numbers
+from preprocessing.columns.numeric import read_numbers
 from preprocessing.memory import release_memory
 from preprocessing.writer import shard_output
 

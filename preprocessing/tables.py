@@ -6,11 +6,12 @@ columns, the flags) and drives its three steps; each step's work a column at a t
           split by class, --eval-fraction of each to evaluation, chosen by a hash of their
           file and line (split.py), which also gives their shard: nothing depends on the order
           of the files. Per column, the training rows' missing values, numbers, dates and most
-          frequent values (a Misra-Gries summary, frequent.py) are counted (column_counts.py);
+          frequent values (a Misra-Gries summary, frequent.py) are counted (column_counts.py,
+          with a module a kind in columns/);
           the block's rows go to their shard's temporary Arrow file.
   decide  each column is numeric, a date, text or categorical (the data, then the flags);
           vocabularies and hash buckets, means, standard deviations and quantile boundaries,
-          from the training rows only (column_kinds.py); a text column's words are counted as
+          from the training rows only (column_kinds.py, columns/); a text column's words are counted as
           it is read, once its file's first block looks like text (or --text-columns names
           it), and its vocabulary is written beside metadata.json.
   pass 2  each shard's rows, from its temporary file, are put in a seeded random order,
@@ -55,15 +56,10 @@ from dataformat.schema import (
     ShardInfo,
     SplitInfo,
 )
-from preprocessing.column_counts import (
-    NUMBER_DATE_FORMATS,
-    ColumnCount,
-    add_counts,
-    count_column,
-    missing_mask,
-    read_numbers,
-)
-from preprocessing.column_kinds import CODE_NAME, decide_columns, describe, write_vocabularies
+from preprocessing.column_counts import ColumnCount, add_counts, count_column, missing_mask
+from preprocessing.column_kinds import decide_columns, describe, write_vocabularies
+from preprocessing.columns.categorical import CODE_NAME
+from preprocessing.columns.numeric import NUMBER_DATE_FORMATS, read_numbers
 from preprocessing.memory import release_memory
 from preprocessing.split import file_key, row_hashes, shard_name, stratified_train
 from preprocessing.table_files import (
@@ -107,7 +103,7 @@ RELEASE_BLOCKS = 8  # pass 1 hands freed memory back every this many blocks
 
 
 # Columns named like times (timestamp, created_at, eventTime, date) whose values are numbers are tried as dates in
-# NUMBER_DATE_FORMATS (column_counts.py) too, as are the columns --date-columns names: 20180305, and Unix times
+# NUMBER_DATE_FORMATS (columns/numeric.py) too, as are the columns --date-columns names: 20180305, and Unix times
 # (MovieLens' ratings).
 TIME_NAME = re.compile(r"(^|[^A-Za-z])(?i:time|timestamp|ts|date|datetime|epoch|at)$|[a-z](Time|Timestamp|Date|At|TS)$")
 
@@ -129,7 +125,7 @@ class TableOptions:
     date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
     ignore: tuple[str, ...] = ()  # columns to leave out
     min_frequency: int | None = None  # a value or word seen fewer times in training is left out of the vocabulary
-    # (None: column_kinds.MIN_FREQUENCY[kind])
+    # (None: the MIN_FREQUENCY of the kind's module in preprocessing/columns/)
     max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
     hash_buckets: int = 1000  # at most this many buckets a column for the values outside its vocabulary
     text: tuple[str, ...] = ()  # columns of free text whatever they look like

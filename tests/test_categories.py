@@ -21,7 +21,7 @@ import preprocessing.table_files
 from dataformat import tables
 from dataformat.categorical import MISSING_INDEX, OOV_INDEX
 from preprocessing import column_kinds
-from preprocessing.column_kinds import MIN_FREQUENCY, ROWS_PER_BUCKET
+from preprocessing.columns.categorical import MIN_FREQUENCY, ROWS_PER_BUCKET
 from preprocessing.frequent import FrequentValues
 from preprocessing.tables import TableOptions, build_table_dataset, plan_table, read_blocks
 
@@ -95,7 +95,7 @@ def test_a_column_of_thousands_of_values_keeps_the_frequent_ones_and_hashes_the_
     assert user.vocabulary == tuple(value for value, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:kept])
     outside = sum(n for value, n in counts.items() if value not in user.vocabulary)
     assert user.hashed == round(outside / len(train), 4)
-    least = MIN_FREQUENCY[tables.CATEGORICAL]
+    least = MIN_FREQUENCY
     left_out = sum(n for value, n in counts.items() if value not in user.vocabulary and n >= least)  # frequent ones
     assert user.hash_buckets == min(1000, left_out // ROWS_PER_BUCKET) > 0
     assert user.size == 2 + kept + user.hash_buckets
@@ -161,7 +161,7 @@ def test_an_id_column_whose_values_repeat_keeps_every_value_seen(tmp_path, caplo
     seen = Counter(row["child_id"] for row in train)
     assert set(child.vocabulary) == set(seen) and min(seen.values()) == 1
     titles = Counter(row["title"] for row in train)
-    assert set(title.vocabulary) == {value for value, n in titles.items() if n >= MIN_FREQUENCY[tables.CATEGORICAL]}
+    assert set(title.vocabulary) == {value for value, n in titles.items() if n >= MIN_FREQUENCY}
     assert order.kind == tables.CATEGORICAL and order.vocabulary == ()  # nearly every value distinct
     rare = "of its training rows hold a value seen fewer than 10 times, and those share one index"
     assert re.search(rf"column 2 \('title'\): \d\d% {rare}", caplog.text) and "'order_id'): 1" not in caplog.text

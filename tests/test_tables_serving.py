@@ -257,7 +257,7 @@ def test_a_missing_key_an_unseen_category_and_a_null_are_missing_values_not_erro
     assert answers[0]["classes"] == ">50K"
     with pytest.raises(UserError, match=r"instance 0: 'age': a server takes a number there, not \"old\""):
         respond(model, {"instances": [{**SENT, "age": "old"}]})
-    # A number beyond float32's range is missing, as preprocessing reads it (preprocessing/column_counts.py).
+    # A number beyond float32's range is missing, as preprocessing reads it (preprocessing/columns/numeric.py).
     huge, none = model.predict("serving_default", [{**full, "age": "1e200"}, {**full, "age": None}])
     assert huge["probabilities"] == pytest.approx(none["probabilities"])
     names = [column.name for column in locate(config).metadata.columns]  # csv_lines: the columns in order

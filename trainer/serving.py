@@ -174,7 +174,7 @@ def _one_after_another(sources: list[dict[str, tf.Tensor]]) -> dict[str, tf.Tens
 
 def _finite_or_missing(values: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The requests' numbers beyond float32's range (1e200, inf) as missing, as preprocessing reads them
-    (preprocessing/column_counts.py, read_numbers); its records hold none, so training needs no such op."""
+    (preprocessing/columns/numeric.py, read_numbers); its records hold none, so training needs no such op."""
     if NUMERIC_KEY not in values:
         return values
     block = values[NUMERIC_KEY]

@@ -1,0 +1,178 @@
+"""Date columns: a block's date format found and its dates counted, and a date column's format, vocabulary and
+days decided from its counts (dataformat/dates.py reads the formats)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataformat import dates, tables
+from dataformat.errors import UserError, quoted
+from preprocessing.columns.categorical import choose_vocabulary
+from preprocessing.columns.numeric import (
+    BAD_CELLS_SHARE,
+    LIKELY_YEARS,
+    few_spellings,
+    first_spellings,
+    in_likely_years,
+    mean_and_std,
+    sums,
+)
+
+if TYPE_CHECKING:
+    from preprocessing.column_counts import ColumnCount
+    from preprocessing.tables import TablePlan
+
+log = logging.getLogger(__name__)
+# By default, how many times a date's value (a timestamp's hour, a day) must be seen in training to enter its
+# vocabulary: 3, where a category's is 10, as their few rows carry weather and schedules (flights: -0.4 points
+# of accuracy at 10).
+MIN_FREQUENCY = 3
+DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
+
+
+def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
+    """The format of `formats` that reads the most of the first DATE_SAMPLE values as dates, if it reads
+    all but BAD_CELLS_SHARE of them, leaving aside one word that may spell a missing date (_word_spelling); ""
+    otherwise. Where formats are tried (more than one), a number counts as a date only in its LIKELY_YEARS."""
+    sample = values[:DATE_SAMPLE]
+    spelling = _word_spelling(sample)
+    if spelling:
+        sample = sample.filter(pc.not_equal(sample, spelling))
+    enough = (1 - BAD_CELLS_SHARE) * len(sample)
+    # Every format reads digits: a column of words is no dates, found at once (trying every format on each
+    # column of words was 75% of converting a table of 500 of them).
+    if not len(sample) or _count_matching(sample, r"\d") < enough:
+        return ""
+    marked = _count_matching(sample, dates.FORMATS_MARK) >= enough
+    tried = [form for form in formats if form not in dates.FORMATS or marked]  # a number may be a Unix time
+    read = [int(np.count_nonzero(_read_as_dates(sample, form, len(formats) > 1))) for form in tried]
+    best = int(np.argmax(read)) if read else 0
+    if not read or read[best] < enough:
+        return ""
+    return _in_order(values, tried[best], tried[best] in dates.SWAPPED and read.count(read[best]) > 1)
+
+
+def _in_order(values: pa.Array, date_format: str, tied: bool) -> str:
+    """Where the first values read alike in a format and in its day-and-month swap (all days up to 12), the one of
+    the two that reads more of the block's `values` (a file sorted by day holds its 13ths further on); the first
+    tried (month first) if they still tie."""
+    if not tied:
+        return date_format
+    swapped = dates.SWAPPED[date_format]
+    read = [int(np.count_nonzero(_read_as_dates(values, form, False))) for form in (date_format, swapped)]
+    return swapped if read[1] > read[0] else date_format
+
+
+def _word_spelling(values: pa.Array) -> str:
+    """The value without a digit that fills more than BAD_CELLS_SHARE and at most half of `values`, the most
+    frequent such: a date column's word for a missing date ("never", "present", "unknown"). Else ""."""
+    words = values.filter(pc.invert(pc.match_substring_regex(values, r"\d")))
+    if not len(words):
+        return ""
+    found = pc.value_counts(words)
+    most = int(np.argmax(found.field("counts").to_numpy()))
+    word = found.field("values")[most].as_py()
+    return "".join(few_spellings((word,), int(found.field("counts")[most].as_py()), len(values), 1))
+
+
+def _count_matching(values: pa.Array, expression: str) -> int:
+    return int(pc.sum(pc.match_substring_regex(values, expression)).as_py() or 0)
+
+
+def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.ndarray:
+    years = dates.fields_arrow(values, date_format, exact=True)[:, 0]  # each format by what it reads itself
+    if likely_only and date_format in LIKELY_YEARS:
+        return in_likely_years(years, date_format)
+    return ~np.isnan(years)
+
+
+def count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str):
+    """Counts a block of a column as dates in `date_format`: the values that are none, the days' statistics.
+    Returns the values as the column's vocabulary counts them (dates.keys_of), or None without a format."""
+    counts.date_tried, counts.date_format = True, date_format
+    if not date_format:
+        return None
+    fields = dates.fields_arrow(values, date_format)
+    days = dates.days(fields)
+    bad = present & np.isnan(days)
+    counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
+    counts.days_over_12 = int(np.count_nonzero(fields[:, 2] > 12))  # NaN compares false
+    if bad.any():
+        counts.date_spellings = first_spellings(values, bad)
+    kept = days[~np.isnan(days) & train]
+    counts.days, counts.days_squares, counts.days_counted = sums(kept)
+    counts.timed = bool(np.any(kept != np.floor(kept)))
+    if len(kept):
+        counts.first_day, counts.last_day = float(np.floor(kept.min())), float(np.floor(kept.max()))
+    return dates.keys_of(fields, values)
+
+
+# A timestamp's days are categories when its training rows span at most MOST_DAYS days, ROWS_A_DAY or more
+# of them a day on average (a day seen once teaches nothing about the next row of that day).
+MOST_DAYS, ROWS_A_DAY = 4000, 10
+
+
+def warn_of_date_order(name: str, count: ColumnCount, plan: TablePlan, mostly_dates: bool) -> None:
+    """A warning where a column's dates were read month first or day first by a guess: none had a day above 12,
+    or the file's first rows had none and later rows were no dates in the guessed order (its 13ths, day first)."""
+    swapped = dates.SWAPPED.get(count.date_format)
+    if not swapped or plan.options.date_format:
+        return
+    if mostly_dates and not count.days_over_12:
+        log.warning("column %s: no date has a day above 12, so %r and %r read them alike; read as %r: pass "
+                    "--date-format %r if the day comes first", plan.position(name), count.date_format, swapped,
+                    count.date_format, swapped)  # fmt: skip
+    elif not mostly_dates:
+        log.warning("column %s: its first values read as dates in %r, but %d of its values are no dates in it: if "
+                    "they read in %r, pass --date-format %r", plan.position(name), count.date_format,
+                    count.not_dates, swapped, swapped)  # fmt: skip
+
+
+def check_date_format(date_format: str, columns: list[tables.Column]) -> None:
+    """A UserError where --date-format reads no column's dates: a mistyped format left the column it was for a
+    category of distinct values, with a warning about IDs at most."""
+    if date_format and not any(column.kind == tables.DATE and column.date_format == date_format for column in columns):
+        found = [f"{column.name} ({column.date_format})" for column in columns if column.kind == tables.DATE]
+        also = f"; the date columns found read in other formats: {', '.join(found)}" if found else ""
+        raise UserError(f"--date-format {date_format}: no column's values read as dates in it{also}")
+
+
+def date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    spelling = date_spelling(count)
+    if spelling:  # a value of the vocabulary too, as the model's category input reads every value of the column
+        log.info(
+            "column %s: its %d values %s are read as missing dates, its dates as dates",
+            plan.position(name),
+            count.not_dates,
+            quoted(spelling),
+        )
+    elif count.not_dates:
+        log.warning(
+            "column %s: %d value(s) are no dates in %r and are read as missing",
+            plan.position(name),
+            count.not_dates,
+            count.date_format,
+        )
+    mean, std = mean_and_std(count.days, count.days_squares, count.days_counted)
+    missing = count.missing + count.not_dates_train
+    least = plan.options.min_frequency or MIN_FREQUENCY
+    vocabulary, buckets, hashed = choose_vocabulary(count, count.frequent, plan.options, least)
+    # A timestamp's day is a category too (dates.day_index), one index a day of the training rows' span; a time
+    # of day alone has no day.
+    timestamp = count.timed and not dates.is_time_of_day(count.date_format)
+    span = int(count.last_day - count.first_day + 1) if timestamp else 0
+    dense = 0 < span <= MOST_DAYS and count.days_counted >= ROWS_A_DAY * span
+    first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
+    kept = {"vocabulary": vocabulary, "hash_buckets": buckets, "hashed": hashed, "date_format": count.date_format}
+    days = {"first_day": first_day, "day_count": day_count}
+    return tables.Column(name, tables.DATE, missing, mean, std, **kept, **days, iso_keys=True)
+
+
+def date_spelling(count: ColumnCount) -> str:
+    """The one value beside a column's dates ("never"): a missing date, and a category of its own. Else ""."""
+    return "".join(few_spellings(count.date_spellings, count.not_dates, count.present, 1))

