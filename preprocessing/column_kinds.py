@@ -1,8 +1,8 @@
 """Deciding each column from its counts (decide_columns): numeric, a date, text or categorical, by the data and
-then the flags, with what its kind needs to be converted the same way in training and serving: a numeric
-column's mean, standard deviation, quantile boundaries and missing spelling; a date's format and its days'
-categories; a categorical column's vocabulary and hash buckets; a text's words, which write_vocabularies writes
-beside metadata.json. describe gives the summary line's words for each."""
+then the flags. What its kind needs to be converted the same way in training and serving is decided in the kind's
+module (preprocessing/columns/): a numeric column's mean, standard deviation, quantile boundaries and missing
+spellings; a date's format and its days' categories; a categorical column's vocabulary and hash buckets; a text's
+words, which write_vocabularies writes beside metadata.json. describe gives the summary line's words for each."""
 
 from __future__ import annotations
 

