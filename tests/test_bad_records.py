@@ -3,8 +3,10 @@
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -137,7 +139,7 @@ def test_corrupt_shard_is_named_and_can_be_skipped(tmp_path):
     damaged = bytearray(shard.read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF  # same size, so only reading it finds the damage
     shard.write_bytes(bytes(damaged))
-    assert "corrupt after" in first_problem(str(shard), DIGITS_LIKE)
+    assert "damaged or cut short after" in first_problem(str(shard), DIGITS_LIKE)
 
     # A second, good training shard, so that something is left after skipping.
     extra = b"".join(frame(r) for r in good_records(100))
@@ -145,7 +147,7 @@ def test_corrupt_shard_is_named_and_can_be_skipped(tmp_path):
     args = ["--train-files", f"{data_dir}/train-*", "--eval-files", f"{data_dir}/eval-*", "--train-steps", "30"]
     failed = run_task(*args, "--job-dir", str(tmp_path / "job1"))
     assert failed.returncode == 2
-    assert "train-00000-of-00001.tfrecord: corrupt after" in failed.stderr.strip().splitlines()[-1]
+    assert "train-00000-of-00001.tfrecord: damaged or cut short after" in failed.stderr.strip().splitlines()[-1]
     assert "--skip-corrupt" in failed.stderr.strip().splitlines()[-1]
 
     skipped = run_task(*args, "--job-dir", str(tmp_path / "job2"), "--skip-corrupt")
@@ -171,6 +173,33 @@ def test_a_starved_queue_stops_the_job_instead_of_hanging(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert "no batch reached the model for 3 s (--input-timeout-secs)" in last
     assert "for training, all 1 file(s) are empty" in last
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timeout", ["600", "0"])  # a deadline far off, and none: the step would wait for good
+def test_ctrl_c_stops_a_step_that_waits_for_its_input(tmp_path, timeout):
+    """Ctrl-C while the input queue starves (a slow bucket, an empty shard) was acted on only when the step's
+    deadline passed, and never with --input-timeout-secs 0: Python's handler waits for the blocked session.run."""
+    data_dir = write_dataset(tmp_path / "data", [], [])
+    args = ["--data-dir", data_dir, "--job-dir", str(tmp_path / "job"), "--input-timeout-secs", timeout]
+    log_path = tmp_path / "task.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "trainer.task", *args, "--verbosity", "debug"],
+                                   stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while "Done running local_init_op" not in log_path.read_text() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(2)  # the first step waits for a batch that never comes
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=60) == 130
+        finally:
+            process.kill()
+    text = log_path.read_text()
+    assert "Ctrl-C: a step is waiting for its input; closing the input queues" in text
+    assert "RuntimeError" not in text and "Starting evaluation" not in text  # no evaluation after a Ctrl-C
+    assert text.strip().splitlines()[-1].endswith("ERROR Interrupted: rerun the same command to resume (from the "
+                                                 "last checkpoint, if one was saved)")  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -129,6 +129,19 @@ def test_a_batch_above_the_training_examples_is_refused_before_any_step(vectors_
     assert not (tmp_path / "job" / "config.yaml").exists()
 
 
+def test_a_model_larger_than_the_machines_memory_is_refused_before_its_session(vectors_dir, tmp_path, caplog):
+    """--hidden-units 1000000000 was killed by the system as the session made its variables: no line, exit 137."""
+    from trainer.devices import memory_bytes
+    from trainer.task import main
+
+    argv = ["--data-dir", vectors_dir, "--job-dir", str(tmp_path / "job"), "--train-steps", "1"]
+    assert main([*argv, "--hidden-units", "2147483647"]) == 2  # 16 inputs: 550 GB, more than any CI machine
+    line = caplog.records[-1].getMessage()
+    assert line.startswith("the model's variables need ") and "more than this machine's" in line
+    assert f"{memory_bytes() / 1e9:,.1f} GB of memory (the largest, classifier/dense/kernel, " in line
+    assert line.endswith("; lower --hidden-units, or the network's other sizes") and "Traceback" not in caplog.text
+
+
 def test_an_empty_job_dir_is_refused_in_one_line(vectors_dir, caplog):
     """--job-dir "" ended in a TypeError's traceback, logging the cloud's folders."""
     from trainer.task import main

@@ -138,7 +138,7 @@ class Config:
         "(1: one by one; made a divisor of --batch-size; 1 with --num-epochs)",
     )
     input_timeout_secs: int = _option(
-        300, "stop with an error when a step waits this long for its batch (0: wait forever)"
+        300, "stop with an error when a step waits this long for its batch (0: wait forever, or until Ctrl-C)"
     )
     skip_corrupt: bool = _option(False, "check every shard first and leave out those with corrupt or malformed records")
     # Device tuning: these matter on GPUs, and are left as they are on a CPU.

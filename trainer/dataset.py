@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
-from dataformat import gcs
+from dataformat import gcs, tfrecord
 from dataformat.errors import UserError, tensorflow_error_line
 from dataformat.schema import METADATA_FILE, Metadata, SplitInfo, decode_record
 from trainer.config import Config
@@ -186,13 +186,15 @@ def first_problem(path: str, metadata: Metadata) -> str | None:
     """
     good = 0  # records, not examples: a record may pack many
     try:
-        for record in tf.data.TFRecordDataset(path, metadata.compression).as_numpy_iterator():
+        for record in tfrecord.records(path, metadata.compression):
             decode_record(record, metadata)
             good += 1
+    except tfrecord.DamagedFile as error:
+        return str(error)
     except UserError as error:
         return f"{path}, record {good}: {error}"
-    except tf.errors.OpError as error:  # DataLossError: a bad checksum or a truncated record
-        return f"{path}: corrupt after {good} readable record(s) ({tensorflow_error_line(error)})"
+    except tf.errors.OpError as error:  # the file gone, or out of reach, since it was listed
+        return f"{path}: cannot be read after {good} record(s) ({tensorflow_error_line(error)})"
     return None
 
 

@@ -39,3 +39,24 @@ def resolve_towers(setting: str) -> int:
 def tower_device(tower: int) -> str:
     """The device of tower `tower`: its own GPU (the CPU without GPUs; a virtual CPU under TOWERS_ON_CPUS)."""
     return f"/gpu:{tower}" if has_gpu() and not towers_on_cpus() else f"/cpu:{tower}"
+
+
+# Where a container's memory limit is written: cgroup v2, then v1 (whose "no limit" is a huge number).
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def memory_bytes() -> int | None:
+    """The memory this process may use: the machine's, or its container's limit where lower; None where unknown."""
+    try:
+        found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # a system without these names
+        return None
+    for path in CGROUP_LIMITS:
+        try:
+            with open(path) as file:
+                text = file.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            found = min(found, int(text))
+    return found

@@ -87,6 +87,9 @@ def run(config: Config) -> dict | None:
     _log_dataset(data)
     try:
         metrics = _train_and_evaluate(config, data, since)
+    except tf.errors.OutOfRangeError:  # a step that waited for its input as the session started (StagingHook)
+        stuck.raise_if_interrupted()
+        raise
     except tf.errors.DeadlineExceededError:
         raise UserError(
             f"no batch reached the model for {config.input_timeout_secs} s (--input-timeout-secs): the input "
@@ -283,7 +286,9 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
     )
-    hooks = [InputTimeoutHook(config.input_timeout_secs)] if config.input_timeout_secs else []
+    hooks = [stuck.StopOnCtrlCHook()]  # training's and evaluation's
+    if config.input_timeout_secs:
+        hooks.append(InputTimeoutHook(config.input_timeout_secs))
     train_files = worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(
         make_input_fn(train_files, metadata, config, training=True),

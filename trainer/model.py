@@ -24,7 +24,7 @@ from trainer.averaging import Averages
 from trainer.columns.numeric import BUCKETED_MAX, bucketed_columns
 from trainer.columns.text import text_columns
 from trainer.config import Config
-from trainer.devices import has_gpu, resolve_towers
+from trainer.devices import has_gpu, memory_bytes, resolve_towers
 from trainer.head import ClassificationHead
 from trainer.input import training_batches
 from trainer.networks import NETWORKS
@@ -373,6 +373,8 @@ def model_fn(features, labels, mode, params, config=None):
         tf.TensorSpec([None, *metadata.shape], metadata.dtype),
     )
     _summaries(settings, metadata, result.examples)
+    if not (config and config.num_ps_replicas):  # else the parameter servers hold the variables
+        check_fits_in_memory(tf.compat.v1.global_variables())
     scaffold = None
     if settings.pretrained and settings.load_pretrained:  # the weights, into a job dir without a checkpoint yet
         scaffold = tf.compat.v1.train.Scaffold(
@@ -380,6 +382,22 @@ def model_fn(features, labels, mode, params, config=None):
         )
     hooks = _checkpoint_hooks(config, settings)
     return head.training_spec(result.loss, result.accuracy, result.train_op, hooks, scaffold)
+
+
+def check_fits_in_memory(variables: list[tf.Variable]) -> None:
+    """A UserError where the training graph's variables (the weights, the optimizer's slots, the averages) are
+    more than this machine's memory: the system would kill the process as the session makes them, with no
+    line (--hidden-units 1000000000 on 8x8 digits: 64 billion weights)."""
+    memory = memory_bytes()
+    sizes = {variable.name: variable.shape.num_elements() * variable.dtype.size for variable in variables}
+    if memory is None or sum(sizes.values()) <= memory:
+        return
+    largest = max(sizes, key=sizes.get)
+    raise UserError(
+        f"the model's variables need {sum(sizes.values()) / 1e9:,.1f} GB, more than this machine's "
+        f"{memory / 1e9:,.1f} GB of memory (the largest, {largest.removesuffix(':0')}, "
+        f"{sizes[largest] / 1e9:,.1f} GB); lower --hidden-units, or the network's other sizes"
+    )
 
 
 def _summaries(settings: ModelSettings, metadata: Metadata, examples: tf.Tensor) -> None:

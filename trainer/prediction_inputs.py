@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dataformat import json_text, storage, tables
-from dataformat.errors import NotFound, UserError, tensorflow_error_line
+from dataformat import json_text, storage, tables, tfrecord
+from dataformat.errors import NotFound, UserError
 from dataformat.numeric import parses_as_float
 from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
 from trainer.exported_model import EXAMPLES_SIGNATURE, IMAGES_SIGNATURE, Model
@@ -318,17 +318,7 @@ def _text_example_requests(path: str, model: Model, texts: list[str]) -> Iterato
 def _records(path: str) -> Iterator[bytes]:
     """A TFRecord file's records (gzipped where its name ends in .gz); a damaged or cut one is a UserError naming
     the file, where it ended in TensorFlow's DataLossError and a traceback."""
-    import tensorflow as tf
-
-    compression = "GZIP" if path.lower().endswith(".gz") else ""
-    read = 0
-    try:
-        for record in tf.data.TFRecordDataset(path, compression).as_numpy_iterator():
-            yield record
-            read += 1
-    except tf.errors.DataLossError as error:
-        said = tensorflow_error_line(error)
-        raise UserError(f"{path}: damaged or cut short after {read} record(s) ({said})") from None
+    return tfrecord.records(path, "GZIP" if path.lower().endswith(".gz") else "")
 
 
 UTF8_HEAD = 1 << 16  # bytes of a file whose decoding tells whether it is UTF-8

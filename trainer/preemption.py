@@ -39,7 +39,7 @@ class SaveOnSigtermHook(tf.estimator.SessionRunHook):
     def after_create_session(self, session, coord):
         if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             signal.signal(signal.SIGTERM, lambda signum, frame: self._signalled.set())
-            stuck.end_if_stuck_after_sigterm()
+            stuck.watch_signals()
 
     def after_run(self, run_context, run_values):
         if not self._signalled.is_set():
