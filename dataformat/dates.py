@@ -338,7 +338,7 @@ def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     parts = tf.strings.split(rewritten, "|").to_tensor(default_value="", shape=[None, len(FIELDS)])
     digits = tf.strings.regex_full_match(parts, r"\d+")
     numbers = tf.strings.to_number(tf.where(digits, parts, "0"), tf.float64)
-    with tf.control_dependencies(None):  # a table is initialized before any queue runs (see tables.py)
+    with tf.control_dependencies(None):  # a table is initialized before any queue runs (see categorical.py)
         month_names = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(tf.constant(MONTHS), tf.constant(list(range(1, 13)), tf.int64)), -1
         )

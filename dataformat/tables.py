@@ -18,8 +18,9 @@ for training, evaluation and serving alike, so they can never disagree. Indices 
 where float32 is exact.
 
 This module holds what every kind shares: Column, the records, the vector and the requests. Each kind's
-own reading is in its module, found by the kind's name here and in preprocessing/columns/ and
-trainer/columns/: numeric.py, categorical.py, dates.py and text.py; missing.py says what a missing value is.
+own encoding and reading is in its module, named as in preprocessing/columns/ and trainer/columns/:
+numeric.py, categorical.py, dates.py and text.py (trainer/columns/ has no dates.py: a date's features reach
+the network as numbers and categories); missing.py says what a missing value is.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataformat import missing
+from dataformat.missing import MISSING_SPELLINGS
 from preprocessing.columns.dates import count_dates, find_date_format
 from preprocessing.columns.numeric import (
     BAD_CELLS_SHARE,
@@ -136,11 +136,11 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.longest = max(total.longest, more.longest)
 
 
-MISSING_SPELLINGS = pa.array(missing.MISSING_SPELLINGS)
+MISSING_ARRAY = pa.array(MISSING_SPELLINGS)  # as Arrow compares them
 
 
 def missing_mask(column: pa.Array) -> np.ndarray:
-    return pc.is_in(column, value_set=MISSING_SPELLINGS).to_numpy(zero_copy_only=False)
+    return pc.is_in(column, value_set=MISSING_ARRAY).to_numpy(zero_copy_only=False)
 
 
 def _lowest(first: tuple, second: tuple) -> tuple:
@@ -192,7 +192,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     present = ~missing
     nulled = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
     if is_text or earlier.text:
-        return count_text(_new_count(missing, present, train), values, present, train, options, where), nulled
+        return count_text(_new_count(missing, present, train), values, train, present, options, where), nulled
     counts = _new_count(missing, present, train)
     text_before = earlier.not_numbers > BAD_CELLS_SHARE * earlier.present and len(earlier.spellings) == SPELLINGS_KEPT
     if codes or text_before:  # no number is looked for
@@ -218,7 +218,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
         date_format = find_date_format(values.filter(pa.array(present)), date_formats)
     first_text = bad.any() and is_text is None and not earlier.text_tried and not date_format
     if first_text and looks_like_text(values.filter(pa.array(bad))):
-        return count_text(_new_count(missing, present, train), values, present, train, options, where), nulled
+        return count_text(_new_count(missing, present, train), values, train, present, options, where), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]

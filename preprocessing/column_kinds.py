@@ -13,7 +13,6 @@ from dataformat import dates, storage, tables
 from dataformat.errors import UserError, quoted
 from dataformat.text import CHARS_A_TOKEN
 from preprocessing.column_counts import ColumnCount
-from preprocessing.columns import text as text_columns
 from preprocessing.columns.categorical import CODE_NAME, categorical_column
 from preprocessing.columns.dates import check_date_format, date_column, date_spelling, warn_of_date_order
 from preprocessing.columns.numeric import (
@@ -23,6 +22,7 @@ from preprocessing.columns.numeric import (
     missing_spellings,
     numeric_column,
 )
+from preprocessing.columns.text import MIN_FREQUENCY as MIN_WORD_FREQUENCY
 from preprocessing.columns.text import text_column
 from preprocessing.table_files import WORKBOOK
 
@@ -170,7 +170,7 @@ def _with_words(columns: list[tables.Column], plan: TablePlan, files: list[str])
     if not wordless:
         return tuple(columns)
     where = _where(files)
-    least = plan.options.min_frequency or text_columns.MIN_FREQUENCY
+    least = plan.options.min_frequency or MIN_WORD_FREQUENCY
     named = ", ".join(plan.position(column.name) for column in wordless)
     because = f"no word of theirs is seen {least} or more times in training (--min-frequency)"
     if len(wordless) == len(columns):

@@ -175,6 +175,24 @@ def test_a_starved_queue_stops_the_job_instead_of_hanging(tmp_path):
     assert "for training, all 1 file(s) are empty" in last
 
 
+def test_a_ctrl_c_noted_during_a_step_that_failed_is_raised_in_place_of_its_error():
+    """A Ctrl-C noted while a session was open, whose step then failed (a bad record, the closed queues as a
+    session started), came after the error's handling (a scan of every shard) or was lost; afterwards no session
+    of the run counted as open, so the next Ctrl-C is raised at once."""
+    from trainer import stuck
+
+    coordinator = tf.train.Coordinator()
+    stuck._sessions.add(coordinator)  # a session that failed as it started: never closed
+    stuck._noted.set()
+    with pytest.raises(KeyboardInterrupt), stuck.ctrl_c_between_steps():
+        raise tf.errors.InvalidArgumentError(None, None, "a bad record")
+    assert not stuck._noted.is_set() and not stuck._open()
+    with pytest.raises(tf.errors.InvalidArgumentError), stuck.ctrl_c_between_steps():  # no Ctrl-C: the error
+        raise tf.errors.InvalidArgumentError(None, None, "a bad record")
+    with pytest.raises(KeyboardInterrupt):
+        stuck._on_ctrl_c(2, None)  # no session open: raised, as Python's own handler does
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("timeout", ["600", "0"])  # a deadline far off, and none: the step would wait for good
 def test_ctrl_c_stops_a_step_that_waits_for_its_input(tmp_path, timeout):
@@ -196,7 +214,7 @@ def test_ctrl_c_stops_a_step_that_waits_for_its_input(tmp_path, timeout):
         finally:
             process.kill()
     text = log_path.read_text()
-    assert "Ctrl-C: a step is waiting for its input; closing the input queues" in text
+    assert "Ctrl-C: the session has not stopped in 2 s (its step waiting for input?); closing its input queues" in text
     assert "RuntimeError" not in text and "Starting evaluation" not in text  # no evaluation after a Ctrl-C
     assert text.strip().splitlines()[-1].endswith("ERROR Interrupted: rerun the same command to resume (from the "
                                                  "last checkpoint, if one was saved)")  # fmt: skip

@@ -86,10 +86,8 @@ def run(config: Config) -> dict | None:
     since = early_stopping.counted_since(config.job_dir) if config.early_stopping_evals else 0
     _log_dataset(data)
     try:
-        metrics = _train_and_evaluate(config, data, since)
-    except tf.errors.OutOfRangeError:  # a step that waited for its input as the session started (StagingHook)
-        stuck.raise_if_interrupted()
-        raise
+        with stuck.ctrl_c_between_steps():
+            metrics = _train_and_evaluate(config, data, since)
     except tf.errors.DeadlineExceededError:
         raise UserError(
             f"no batch reached the model for {config.input_timeout_secs} s (--input-timeout-secs): the input "

@@ -389,7 +389,7 @@ def check_fits_in_memory(variables: list[tf.Variable]) -> None:
     more than this machine's memory: the system would kill the process as the session makes them, with no
     line (--hidden-units 1000000000 on 8x8 digits: 64 billion weights)."""
     memory = memory_bytes()
-    sizes = {variable.name: variable.shape.num_elements() * variable.dtype.size for variable in variables}
+    sizes = {variable.name: (variable.shape.num_elements() or 0) * variable.dtype.size for variable in variables}
     if memory is None or sum(sizes.values()) <= memory:
         return
     largest = max(sizes, key=sizes.get)

@@ -4,13 +4,13 @@ A training task whose parameter server died waits in the session's close, in C++
 a step whose input queue starves waits there until --input-timeout-secs, or for good without one. Its main
 thread does not return to Python, so it cannot run a signal handler either. Python's C handler writes each
 signal to a wakeup fd as it arrives, and watchers, each a thread, act on it:
-- after Ctrl-C: while a session runs, the handler only notes it, and StopOnCtrlCHook raises KeyboardInterrupt
-  after the step (exit 130, as after any Ctrl-C). A session still running CTRL_C_SECS later (a step waiting
-  for its input) is asked to stop with KeyboardInterrupt as its coordinator's exception: its input queues
-  close, the step fails, and the session raises the coordinator's exception in place of the step's error,
-  before any hook's end (which would save a checkpoint and evaluate, as at the end of the input). Raised by
-  the handler itself, KeyboardInterrupt could land while TensorFlow turns the step's error into Python's,
-  which then fails with a RuntimeError and a traceback.
+- after Ctrl-C: while a session is open, the handler only notes it, and StopOnCtrlCHook raises KeyboardInterrupt
+  after the step (exit 130, as after any Ctrl-C). A session still open CTRL_C_SECS later (a step waiting for
+  its input) is asked to stop with KeyboardInterrupt as its coordinator's exception: its input queues close,
+  the step fails, and the session raises the coordinator's exception in place of the step's error, before any
+  hook's end (which would save a checkpoint and evaluate, as at the end of the input). Raised by the handler
+  itself, KeyboardInterrupt could land while TensorFlow turns the step's error into Python's, which then fails
+  with a RuntimeError and a traceback. A second Ctrl-C before the first was raised ends the task at once.
 - after SIGTERM: a task that has not stopped STUCK_SECS later is ended (exit 143, as SIGTERM's);
 - in a cluster: a task that has taken no step for twice --input-timeout-secs (each step's input deadline, so
   no input stall lasts that long) is ended (exit 1), so that the job fails rather than waits for its timeout.
@@ -19,6 +19,7 @@ The chief's checkpoints stay: a rerun resumes from the last one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -26,6 +27,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 
 import tensorflow as tf
 
@@ -34,30 +36,33 @@ log = logging.getLogger(__name__)
 # Seconds a task may take after SIGTERM to save its checkpoint and stop; the environment shortens it for tests.
 STUCK_SECS = float(os.environ.get("QUEUE_TRAINER_STUCK_SECS", 90))
 LOOK_SECS = 5  # how often the step watcher looks
-# Seconds after Ctrl-C before a running session is asked to stop: a step that is not waiting ends within them,
-# and Python raises KeyboardInterrupt on its own.
+# Seconds after Ctrl-C before an open session is asked to stop: a step that is not waiting ends within them, and
+# StopOnCtrlCHook raises KeyboardInterrupt after it.
 CTRL_C_SECS = 2
 _watched = threading.Event()  # one watcher a process
-_sessions = weakref.WeakSet()  # the coordinators of the sessions started (training, evaluation)
-_interrupted = threading.Event()  # Ctrl-C while a session ran, not yet raised
-_handler_before = []  # the SIGINT handler that ours replaced
+_sessions = weakref.WeakSet()  # the coordinators of this run's sessions (training, evaluation)
+_noted = threading.Event()  # a Ctrl-C that came while a session was open, not yet raised
 
 
 def watch_signals() -> None:
-    """Starts the watcher of Ctrl-C and SIGTERM, and handles Ctrl-C as the module's docstring says (main thread
-    only: it sets the wakeup fd and the handler)."""
+    """Starts the watcher of Ctrl-C and SIGTERM (main thread only: it sets the wakeup fd), and takes Ctrl-C as the
+    module's docstring says where Python's own handler had it (not where SIGINT is ignored, as for `cmd &`)."""
     if _watched.is_set() or threading.current_thread() is not threading.main_thread():
         return
     _watched.set()
     read, write = os.pipe()
     os.set_blocking(write, False)
     signal.set_wakeup_fd(write)
-    _handler_before.append(signal.signal(signal.SIGINT, _on_ctrl_c))
+    takes_ctrl_c = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if takes_ctrl_c:
+        signal.signal(signal.SIGINT, _on_ctrl_c)
 
     def watch() -> None:
         while True:
             for signum in os.read(read, 64):
-                if signum == signal.SIGINT:
+                if signum == signal.SIGINT and takes_ctrl_c:
+                    if _noted.is_set():  # a second Ctrl-C before the first was raised: stop now
+                        _end("Ctrl-C twice", 130, stuck=False)
                     threading.Thread(target=_stop_sessions, name="stop-after-ctrl-c", daemon=True).start()
                 elif signum == signal.SIGTERM:
                     threading.Thread(target=_end_after_sigterm, name="stuck-after-sigterm", daemon=True).start()
@@ -65,37 +70,53 @@ def watch_signals() -> None:
     threading.Thread(target=watch, name="signal-watcher", daemon=True).start()
 
 
-def _running() -> list:
+@contextlib.contextmanager
+def ctrl_c_between_steps() -> Iterator[None]:
+    """Around a run's sessions: a Ctrl-C noted during a step that then failed (its closed queues' OutOfRangeError
+    as a session starts, a bad record's error) is raised in place of that error; afterwards, Ctrl-C raises at once
+    again, and no session of this run counts as open (one that failed as it started was never closed)."""
+    try:
+        yield
+    except Exception:
+        if _noted.is_set():
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        _noted.clear()
+        _sessions.clear()
+
+
+def _open() -> list:
     return [coord for coord in list(_sessions) if not coord.should_stop()]
 
 
 def _on_ctrl_c(signum: int, frame) -> None:
-    if _interrupted.is_set() or _running():  # (run late, where _stop_sessions stopped them first)
-        _interrupted.set()
-    elif _handler_before[0] is not signal.SIG_IGN:  # as before: Python's default raises KeyboardInterrupt
+    if _noted.is_set() or _open():  # (run late, after _stop_sessions stopped them: noted there)
+        _noted.set()
+    else:
         raise KeyboardInterrupt
 
 
-def raise_if_interrupted() -> None:
-    """KeyboardInterrupt where Ctrl-C came while a session ran: after a step, after a session, or where a step
-    that the session's start ran failed because its input queues were closed (OutOfRangeError)."""
-    if _interrupted.is_set():
-        _interrupted.clear()
+def raise_if_noted() -> None:
+    """KeyboardInterrupt where Ctrl-C came while a session was open."""
+    if _noted.is_set():
+        _noted.clear()
         raise KeyboardInterrupt
 
 
 def _stop_sessions() -> None:
     time.sleep(CTRL_C_SECS)
-    running = _running()
-    if not running:
+    sessions = _open()
+    if not sessions:
         return
-    log.info("Ctrl-C: a step is waiting for its input; closing the input queues")
-    _interrupted.set()  # before they stop: the handler runs only once the step has ended
+    log.info("Ctrl-C: the session has not stopped in %d s (its step waiting for input?); closing its input queues",
+             CTRL_C_SECS)  # fmt: skip
+    _noted.set()  # first: the handler runs only once the step has ended, the sessions stopped
     try:
         raise KeyboardInterrupt
-    except KeyboardInterrupt:  # as the coordinator takes an exception: being handled
+    except KeyboardInterrupt:  # the coordinator takes an exception being handled
         stop = sys.exc_info()
-    for coord in running:
+    for coord in sessions:
         coord.request_stop(stop)
 
 
@@ -106,19 +127,18 @@ def _end_after_sigterm() -> None:
 
 class StopOnCtrlCHook(tf.estimator.SessionRunHook):
     """Lets Ctrl-C stop a training or evaluation session whose step waits for its input (see the module's
-    docstring). First among a session's hooks: the next may wait for input already as the session starts
+    docstring). First among the trainer's hooks: the next may wait for input already as the session starts
     (trainer/input.py's StagingHook)."""
 
     def after_create_session(self, session, coord):
         watch_signals()
-        _interrupted.clear()  # a Ctrl-C noted for a session before, which its coordinator raised
         _sessions.add(coord)
 
     def after_run(self, run_context, run_values):
-        raise_if_interrupted()
+        raise_if_noted()
 
     def end(self, session):  # a waiting step ended by the closed queues ends the session as its input's end does
-        raise_if_interrupted()
+        raise_if_noted()
 
 
 class NoStepHook(tf.estimator.SessionRunHook):
@@ -145,7 +165,7 @@ class NoStepHook(tf.estimator.SessionRunHook):
                 _end(f"no training step for {idle:.0f} s (twice --input-timeout-secs)", 1)
 
 
-def _end(what: str, code: int) -> None:
-    log.error("%s: stuck in TensorFlow (a parameter server lost?); ending this task. The chief's last checkpoint "
-              "stays: rerun the job to resume", what)  # fmt: skip
+def _end(what: str, code: int, stuck: bool = True) -> None:
+    because = "stuck in TensorFlow (a parameter server lost?); ending this task" if stuck else "ending this task now"
+    log.error("%s: %s. The chief's last checkpoint stays: rerun the job to resume", what, because)
     os._exit(code)

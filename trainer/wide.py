@@ -32,7 +32,8 @@ ZEROS = "zeros"
 class LinearPart(layers.Layer):
     """The wide part of wide_deep: logits linear in the standardized numbers, in every categorical (and
     date) column's index, in each numeric column's quantile bucket (its boundaries from metadata.json;
-    missing values a bucket of their own; see bucketed_columns), and in each hashed cross of --crosses.
+    missing values a bucket of their own; see bucketed_columns in trainer/columns/numeric.py), and in each
+    hashed cross of --crosses.
     Each categorical column's weights are an embedding as wide as the classes: its one-hot times a matrix,
     without making the one-hot. Past COLUMN_WEIGHT_TABLES_MAX category inputs they are rows of one table, each
     column's from its own offset: one lookup and one sparse update a step, where a table a column took 500 of

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 # of accuracy at 10).
 MIN_FREQUENCY = 3
 DATE_SAMPLE = 200  # values of a text column's first block that its date format is looked for in
+# A timestamp's days are categories when its training rows span at most MOST_DAYS days, ROWS_A_DAY or more
+# of them a day on average (a day seen once teaches nothing about the next row of that day).
+MOST_DAYS, ROWS_A_DAY = 4000, 10
 
 
 def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
@@ -110,11 +113,6 @@ def count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, presen
     if len(kept):
         counts.first_day, counts.last_day = float(np.floor(kept.min())), float(np.floor(kept.max()))
     return dates.keys_of(fields, values)
-
-
-# A timestamp's days are categories when its training rows span at most MOST_DAYS days, ROWS_A_DAY or more
-# of them a day on average (a day seen once teaches nothing about the next row of that day).
-MOST_DAYS, ROWS_A_DAY = 4000, 10
 
 
 def warn_of_date_order(name: str, count: ColumnCount, plan: TablePlan, mostly_dates: bool) -> None:

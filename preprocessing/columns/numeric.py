@@ -1,6 +1,7 @@
 """Numeric columns: a block's numbers and bad cells counted, and a numeric column's statistics (mean, standard
 deviation, quantile boundaries, missing spellings) decided from its counts. Numbers may be dates (20180305, Unix
-times) in their likely years."""
+times) in their likely years. The rules for a few values that are not numbers (few_spellings, BAD_CELLS_SHARE)
+serve the dates too, whose few values that are not dates follow them."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ import pyarrow.compute as pc
 
 from dataformat import dates, tables
 from dataformat.errors import quoted
-from dataformat.number_patterns import COMMA_NUMBER
+from dataformat.number_patterns import COMMA_NUMBER, NUMBER
 from dataformat.numeric import FLOAT32_MAX
-from preprocessing.table_files import NUMBER
 
 if TYPE_CHECKING:
     from preprocessing.column_counts import ColumnCount
@@ -82,8 +82,8 @@ def in_likely_years(years: np.ndarray, date_format: str) -> np.ndarray:
 
 def zero_led(distinct: pa.StructArray, counted: int) -> bool:
     """Whether ZERO_LED_SHARE or more of a block's `counted` values (`distinct`: value_counts) have leading zeros."""
-    zero_led = pc.match_substring_regex(distinct.field("values"), ZERO_LED).to_numpy(zero_copy_only=False)
-    return int(distinct.field("counts").to_numpy()[zero_led].sum()) >= max(1, ZERO_LED_SHARE * counted)
+    led = pc.match_substring_regex(distinct.field("values"), ZERO_LED).to_numpy(zero_copy_only=False)
+    return int(distinct.field("counts").to_numpy()[led].sum()) >= max(1, ZERO_LED_SHARE * counted)
 
 
 def few_spellings(spellings: tuple[str, ...], count: int, present: int, most: int) -> tuple[str, ...]:

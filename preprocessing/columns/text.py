@@ -49,7 +49,7 @@ def looks_like_text(values: pa.Array) -> bool:
 
 
 def count_text(
-    counts: ColumnCount, values: pa.Array, present: np.ndarray, train: np.ndarray, options: TableOptions, where
+    counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions, where
 ) -> ColumnCount:
     """A block of a text column counted into `counts` (of its missing and present values): its training rows'
     words (text.words, as the records will hold them), how many, the rows cut at --max-length words (or its

@@ -1,4 +1,4 @@
-"""A table's categorical columns (and a date column's day and a timestamp's day) as a network's inputs: each
+"""A table's categorical columns (and a date column's value, and a timestamp's day) as a network's inputs: each
 category index's place in the row's vector, and its embedding's width."""
 
 from __future__ import annotations
