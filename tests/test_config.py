@@ -199,6 +199,22 @@ def test_a_resume_with_another_setting_names_a_default_as_default(tmp_path, capl
     assert said in caplog.text and "--export-dir" not in caplog.text.split(said)[1]  # it exports there
 
 
+def test_a_finished_job_dir_without_its_config_yaml_reruns_and_exports(vectors_dir, tmp_path):
+    """Checkpoints without their config.yaml (copied, or of an older trainer) evaluated, then failed to export:
+    "TensorFlow stopped: .../config.yaml; No such file or directory", exit 1."""
+    from trainer.export import latest_export
+    from trainer.task import main
+
+    job_dir = tmp_path / "job"
+    argv = ["--data-dir", vectors_dir, "--job-dir", str(job_dir), "--train-steps", "20"]
+    assert main(argv) == 0
+    (job_dir / "config.yaml").unlink()
+    assert main(argv) == 0
+    assert (job_dir / "config.yaml").exists()
+    export = latest_export(Config(job_dir=str(job_dir)), "best")
+    assert (tmp_path / export / "assets.extra" / "config.yaml").exists()
+
+
 def test_an_integer_beyond_int32_is_refused_naming_the_flag():
     """--train-steps 99999999999999999999 ended in OverflowError, --batch-size in ValueError, with tracebacks."""
     from trainer.config import check_values

@@ -281,6 +281,10 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     elif estimator.config.is_chief:
         _warn_of_changed_settings(config, trained, finished=True)
+        if not tf.io.gfile.exists(posixpath.join(config.job_dir, config_module.CONFIG_FILE)):
+            # Checkpoints without their settings (copied, or of an older trainer): the exports carry this run's,
+            # where the export failed, after its evaluation, on the missing file.
+            log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
     )
