@@ -10,7 +10,7 @@ signal to a wakeup fd as it arrives, and watchers, each a thread, act on it:
   the step fails, and the session raises the coordinator's exception in place of the step's error, before any
   hook's end (which would save a checkpoint and evaluate, as at the end of the input). Raised by the handler
   itself, KeyboardInterrupt could land while TensorFlow turns the step's error into Python's, which then fails
-  with a RuntimeError and a traceback. A second Ctrl-C before the first was raised ends the task at once.
+  with a RuntimeError and a traceback.
 - after SIGTERM: a task that has not stopped STUCK_SECS later is ended (exit 143, as SIGTERM's);
 - in a cluster: a task that has taken no step for twice --input-timeout-secs (each step's input deadline, so
   no input stall lasts that long) is ended (exit 1), so that the job fails rather than waits for its timeout.
@@ -61,8 +61,6 @@ def watch_signals() -> None:
         while True:
             for signum in os.read(read, 64):
                 if signum == signal.SIGINT and takes_ctrl_c:
-                    if _noted.is_set():  # a second Ctrl-C before the first was raised: stop now
-                        _end("Ctrl-C twice", 130, stuck=False)
                     threading.Thread(target=_stop_sessions, name="stop-after-ctrl-c", daemon=True).start()
                 elif signum == signal.SIGTERM:
                     threading.Thread(target=_end_after_sigterm, name="stuck-after-sigterm", daemon=True).start()
@@ -105,8 +103,9 @@ def raise_if_noted() -> None:
 
 
 def _stop_sessions() -> None:
+    sessions = _open()  # those open as Ctrl-C came: not one a process that goes on opens after
     time.sleep(CTRL_C_SECS)
-    sessions = _open()
+    sessions = [coord for coord in sessions if not coord.should_stop()]
     if not sessions:
         return
     log.info("Ctrl-C: the session has not stopped in %d s (its step waiting for input?); closing its input queues",
@@ -165,7 +164,7 @@ class NoStepHook(tf.estimator.SessionRunHook):
                 _end(f"no training step for {idle:.0f} s (twice --input-timeout-secs)", 1)
 
 
-def _end(what: str, code: int, stuck: bool = True) -> None:
-    because = "stuck in TensorFlow (a parameter server lost?); ending this task" if stuck else "ending this task now"
-    log.error("%s: %s. The chief's last checkpoint stays: rerun the job to resume", what, because)
+def _end(what: str, code: int) -> None:
+    log.error("%s: stuck in TensorFlow (a parameter server lost?); ending this task. The chief's last checkpoint "
+              "stays: rerun the job to resume", what)  # fmt: skip
     os._exit(code)
