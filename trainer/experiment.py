@@ -276,14 +276,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
             export.remove_unfinished(posixpath.join(export.export_folder(config), name))  # a kill's, mid-export
     if trained:
         log.info("Resuming from the checkpoint of step %d", trained)
-    if estimator.config.is_chief and trained < config.train_steps:  # a run with steps to train: its settings
-        _warn_of_changed_settings(config, trained)
-        log.info("Settings saved to %s", config_module.save(config, config.job_dir))
-    elif estimator.config.is_chief:
-        _warn_of_changed_settings(config, trained, finished=True)
-        if not tf.io.gfile.exists(posixpath.join(config.job_dir, config_module.CONFIG_FILE)):
-            # Checkpoints without their settings (copied, or of an older trainer): the exports carry this run's,
-            # where the export failed, after its evaluation, on the missing file.
+    if estimator.config.is_chief:
+        finished = trained >= config.train_steps
+        _warn_of_changed_settings(config, trained, finished)
+        # A run with steps to train saves its settings; so does a finished one whose checkpoints came without them
+        # (copied, or of an older trainer), as the exports carry them (the export failed on the missing file).
+        if not finished or not tf.io.gfile.exists(posixpath.join(config.job_dir, config_module.CONFIG_FILE)):
             log.info("Settings saved to %s", config_module.save(config, config.job_dir))
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)

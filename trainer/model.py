@@ -390,11 +390,12 @@ def check_fits_in_memory(variables: list[tf.Variable]) -> None:
     line (--hidden-units 1000000000 on 8x8 digits: 64 billion weights)."""
     memory = memory_bytes()
     sizes = {variable.name: (variable.shape.num_elements() or 0) * variable.dtype.size for variable in variables}
-    if memory is None or sum(sizes.values()) <= memory:
+    need = sum(sizes.values())
+    if memory is None or need <= memory:
         return
     largest = max(sizes, key=sizes.get)
     raise UserError(
-        f"the model's variables need {sum(sizes.values()) / 1e9:,.1f} GB, more than this machine's "
+        f"the model's variables need {need / 1e9:,.1f} GB, more than this machine's "
         f"{memory / 1e9:,.1f} GB of memory (the largest, {largest.removesuffix(':0')}, "
         f"{sizes[largest] / 1e9:,.1f} GB); lower --hidden-units, or the network's other sizes"
     )
