@@ -3,10 +3,8 @@
 import dataclasses
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -191,33 +189,6 @@ def test_a_ctrl_c_noted_during_a_step_that_failed_is_raised_in_place_of_its_erro
         raise tf.errors.InvalidArgumentError(None, None, "a bad record")
     with pytest.raises(KeyboardInterrupt):
         stuck._on_ctrl_c(2, None)  # no session open: raised, as Python's own handler does
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("timeout", ["600", "0"])  # a deadline far off, and none: the step would wait for good
-def test_ctrl_c_stops_a_step_that_waits_for_its_input(tmp_path, timeout):
-    """Ctrl-C while the input queue starves (a slow bucket, an empty shard) was acted on only when the step's
-    deadline passed, and never with --input-timeout-secs 0: Python's handler waits for the blocked session.run."""
-    data_dir = write_dataset(tmp_path / "data", [], [])
-    args = ["--data-dir", data_dir, "--job-dir", str(tmp_path / "job"), "--input-timeout-secs", timeout]
-    log_path = tmp_path / "task.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen([sys.executable, "-m", "trainer.task", *args, "--verbosity", "debug"],
-                                   stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-        try:
-            deadline = time.monotonic() + 120
-            while "Done running local_init_op" not in log_path.read_text() and time.monotonic() < deadline:
-                time.sleep(0.2)
-            time.sleep(2)  # the first step waits for a batch that never comes
-            process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=60) == 130
-        finally:
-            process.kill()
-    text = log_path.read_text()
-    assert "Ctrl-C: the session has not stopped in 2 s (its step waiting for input?); closing its input queues" in text
-    assert "RuntimeError" not in text and "Starting evaluation" not in text  # no evaluation after a Ctrl-C
-    assert text.strip().splitlines()[-1].endswith("ERROR Interrupted: rerun the same command to resume (from the "
-                                                 "last checkpoint, if one was saved)")  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

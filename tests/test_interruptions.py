@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from test_bad_records import write_dataset
 
 from trainer.config import Config
 from trainer.devices import TOWERS_ON_CPUS
@@ -169,6 +170,27 @@ def test_sigterm_stops_a_table_preprocessing_as_ctrl_c_does(tmp_path):
     assert finish(process, log, timeout=60) == 143
     assert "Interrupted: no metadata.json was written" in (tmp_path / "p.log").read_text()
     assert os.listdir(tmp_path / "tmp") == []
+
+
+@pytest.mark.parametrize("timeout", ["600", "0"])  # a deadline far off, and none: the step would wait for good
+def test_ctrl_c_stops_a_step_that_waits_for_its_input(tmp_path, timeout):
+    """Ctrl-C while the input queue starves (a slow bucket, an empty shard) was acted on only when the step's
+    deadline passed, and never with --input-timeout-secs 0: Python's handler waits for the blocked session.run."""
+    data_dir = write_dataset(tmp_path / "data", [], [])
+    args = ["--data-dir", data_dir, "--job-dir", str(tmp_path / "job"), "--input-timeout-secs", timeout]
+    process, log = start("trainer.task", *args, "--verbosity", "debug", log_path=tmp_path / "task.log")
+    try:
+        wait_for(tmp_path / "task.log", "Done running local_init_op")
+        time.sleep(2)  # the first step waits for a batch that never comes
+        process.send_signal(signal.SIGINT)
+        assert finish(process, log, timeout=60) == 130
+    finally:
+        process.kill()
+    text = (tmp_path / "task.log").read_text()
+    assert "Ctrl-C: the session has not stopped in 2 s (its step waiting for input?); closing its input queues" in text
+    assert "RuntimeError" not in text and "Starting evaluation" not in text  # no evaluation after a Ctrl-C
+    assert text.strip().splitlines()[-1].endswith("ERROR Interrupted: rerun the same command to resume (from the "
+                                                 "last checkpoint, if one was saved)")  # fmt: skip
 
 
 def free_address() -> str:
