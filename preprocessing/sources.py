@@ -15,6 +15,8 @@ import io
 import itertools
 import logging
 import re
+import struct
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -197,6 +199,7 @@ class BrokenImage(UserError):
 MAX_BROKEN_SHARE = 0.01
 BROKEN_FLOOR = 10
 SHAPE_SAMPLE = 20  # the readable images whose sizes and colors choose the shape all are stored in
+EXIF_ORIENTATION = 0x0112  # the EXIF tag that says how a photo's stored pixels are turned
 
 
 @contextlib.contextmanager
@@ -208,7 +211,7 @@ def _opened_image(path: str, where: str = "") -> Iterator:
     named = f"{where}: {path}" if where else path
     try:
         with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
-            yield image
+            yield upright(image)
     except (FileNotFoundError, NotFound):
         raise BrokenImage(f"{named}: no such image file") from None
     except UserError as error:  # Cloud Storage's own line: a refused read, no credentials
@@ -217,6 +220,24 @@ def _opened_image(path: str, where: str = "") -> Iterator:
         raise BrokenImage(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
     except (OSError, ValueError, Image.DecompressionBombError) as error:  # damaged, or too many pixels to decode
         raise BrokenImage(f"{named}: cannot decode image ({error})") from None
+
+
+def _orientation(image) -> int:
+    """The photo's EXIF orientation (1-8; 1 is upright), 1 where its EXIF block is missing or does not read."""
+    try:
+        with warnings.catch_warnings():  # Pillow warns of each damaged block: one a photo would flood the log
+            warnings.simplefilter("ignore")
+            return int(image.getexif().get(EXIF_ORIENTATION, 1))
+    except (OSError, ValueError, TypeError, SyntaxError, struct.error):  # a damaged EXIF block: the pixels still decode
+        return 1
+
+
+def upright(image):
+    """The photo turned as its EXIF orientation says (a phone stores a portrait photo's pixels sideways), as the
+    export does in serving (trainer/exif.py); one already upright as it is, its pixels not yet decoded."""
+    from PIL import ImageOps
+
+    return ImageOps.exif_transpose(image) if _orientation(image) in range(2, 9) else image
 
 
 def _eight_bit(image):

@@ -350,6 +350,71 @@ def test_served_photos_are_decoded_as_preprocessing_stored_the_training_ones(tmp
             assert served[0, 0].tolist() == [255.0] * shape[2], name  # the transparent corner: white
 
 
+# How each EXIF orientation's stored pixels come from the upright photo (Pillow's names; exif_transpose undoes it)
+STORED_TURNED = {
+    1: None,
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_90,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_270,
+}
+
+
+@pytest.mark.parametrize("file_format, byte_order", [("JPEG", "<"), ("JPEG", ">"), ("PNG", "<"), ("WEBP", "<")])
+def test_a_photo_stored_sideways_is_turned_upright_in_training_and_in_serving(tmp_path, file_format, byte_order):
+    """Phones store a portrait photo's pixels sideways, with an EXIF orientation that says so; TensorFlow's decoders
+    ignore it, so serving saw sideways what Pillow would have turned. Preprocessing, the export (a JPEG's or PNG's
+    EXIF block, in either byte order) and qt-predict (which sends a WebP as PNG) now all turn it upright."""
+    from types import SimpleNamespace
+
+    from preprocessing.sources import ImageLoader, first_image_shape
+    from trainer.prediction_inputs import _image_bytes
+    from trainer.serving import decode_images
+
+    rng = np.random.default_rng(0)
+    upright = np.kron(rng.integers(0, 256, (5, 7, 3)), np.ones((8, 8, 1))).astype(np.uint8)  # 40x56, blocks of 8
+    for orientation, turn in STORED_TURNED.items():
+        image = Image.fromarray(upright)
+        stored = image if turn is None else image.transpose(turn)
+        path = tmp_path / f"{orientation}.{file_format.lower()}"
+        stored.save(path, exif=_exif(orientation, byte_order), quality=95, subsampling=0, lossless=True)
+        assert first_image_shape([(str(path), "")], None) == upright.shape, orientation
+        trained = ImageLoader(upright.shape, resize=False)(str(path)).astype(np.float32)
+        assert np.abs(trained - upright).mean() < 2.0, orientation
+        sent = _image_bytes(str(path))  # as qt-predict sends the file
+        served = decode_images(tf.constant([sent]), SimpleNamespace(shape=upright.shape)).numpy()[0]
+        assert np.abs(trained - served).max() <= 8 and np.abs(trained - served).mean() < 1.0, orientation
+
+
+def test_a_damaged_exif_block_leaves_a_photo_as_it_is_stored(tmp_path):
+    from types import SimpleNamespace
+
+    from preprocessing.sources import ImageLoader
+    from trainer.serving import decode_images
+
+    pixels = np.arange(40 * 56 * 3, dtype=np.uint32).reshape(40, 56, 3).astype(np.uint8)
+    for name, block in {"cut": _exif(6, "<")[:15], "directory-past-the-end": _exif(6, "<")[:10] + b"\xff" * 4}.items():
+        path = tmp_path / f"{name}.png"
+        Image.fromarray(pixels).save(path, exif=block)
+        np.testing.assert_array_equal(ImageLoader(pixels.shape, resize=False)(str(path)), pixels)
+        served = decode_images(tf.constant([path.read_bytes()]), SimpleNamespace(shape=pixels.shape)).numpy()[0]
+        np.testing.assert_array_equal(served, pixels)
+
+
+def _exif(orientation: int, byte_order: str) -> bytes:
+    """An EXIF block as cameras write one, "II" (little-endian) or "MM": a make, then the orientation."""
+    import struct
+
+    entries = struct.pack(f"{byte_order}HHI4s", 0x010F, 2, 4, b"ACM\0") + struct.pack(
+        f"{byte_order}HHIHH", 0x0112, 3, 1, orientation, 0
+    )
+    header = (b"II*\0" if byte_order == "<" else b"MM\0*") + struct.pack(f"{byte_order}I", 8)
+    return b"Exif\0\0" + header + struct.pack(f"{byte_order}H", 2) + entries + b"\0\0\0\0"
+
+
 def _bmp32(rgb: np.ndarray) -> bytes:
     """A 32-bit BI_RGB BMP of the pixels, each pixel's fourth byte 0, as some Windows tools write them."""
     import struct

@@ -234,17 +234,20 @@ def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -
 
 
 def _image_bytes(path: str) -> bytes:
-    """A photo's file as the export's image input takes it: as it is, or as PNG, its transparency kept, a WebP
-    file (TensorFlow 2.15 decodes none) or a GIF (TensorFlow reads no GIF's transparency, which preprocessing
-    puts on white). One that Pillow cannot read goes as it is, for the model to reject and qt-predict to name."""
+    """A photo's file as the export's image input takes it: as it is, or as PNG, its transparency kept and turned
+    upright, a WebP file (TensorFlow 2.15 decodes none) or a GIF (TensorFlow reads no GIF's transparency, which
+    preprocessing puts on white). One that Pillow cannot read goes as it is, for the model to reject and qt-predict
+    to name."""
     from PIL import Image
+
+    from preprocessing.sources import upright
 
     with storage.open_read(path) as file:
         data = file.read()
     if path.lower().endswith(AS_PNG):
         try:
             with Image.open(io.BytesIO(data)) as image, io.BytesIO() as png:
-                image.save(png, format="PNG")
+                upright(image).save(png, format="PNG")  # the PNG keeps no EXIF orientation to turn it by
                 return png.getvalue()
         except (OSError, ValueError, Image.DecompressionBombError):
             pass

@@ -26,6 +26,7 @@ from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.numeric import NUMERIC_KEY, numeric_block
 from dataformat.schema import KEY, Metadata, parse_examples, table_example_values
+from trainer import exif
 
 EXAMPLES = "examples"  # signature "examples:serving_default", input "examples"
 CSV_LINES = "csv_lines"  # tables: signature "csv_lines:serving_default", a row's values without the label
@@ -40,16 +41,17 @@ def takes_encoded_images(metadata: Metadata) -> bool:
 
 def decode_images(encoded: tf.Tensor, metadata: Metadata) -> tf.Tensor:
     """PNG/JPEG/GIF/BMP strings to float32 (N, H, W, C) pixels as preprocessing stored the training photos
-    (preprocessing/sources.py's ImageLoader, with Pillow): a PNG's transparent parts on white, then gray or color,
-    then resized with antialiasing, each step's pixels whole numbers as uint8 held them. Decoding straight
-    to the model's channels dropped the alpha, so a transparent PNG's background came out black where
-    training saw white, and an unfiltered resize of a large photo differed by 15 levels a pixel. A 32-bit BMP's
-    fourth byte is no alpha, as Pillow reads it; TensorFlow reads no GIF's transparency (qt-predict sends a
-    GIF as PNG)."""
+    (preprocessing/sources.py's ImageLoader, with Pillow): turned upright as its EXIF orientation says, a PNG's
+    transparent parts on white, then gray or color, then resized with antialiasing, each step's pixels whole
+    numbers as uint8 held them. Decoding straight to the model's channels dropped the alpha, so a transparent
+    PNG's background came out black where training saw white, and an unfiltered resize of a large photo differed
+    by 15 levels a pixel. A 32-bit BMP's fourth byte is no alpha, as Pillow reads it; TensorFlow reads no GIF's
+    transparency (qt-predict sends a GIF as PNG)."""
     height, width, channels = metadata.shape
 
     def decode(data: tf.Tensor) -> tf.Tensor:
         image = tf.cast(tf.io.decode_image(data, expand_animations=False), tf.float32)  # its own 1 to 4 channels
+        image = exif.upright(data, image)
         alpha = tf.equal(tf.strings.substr(data, 0, 4), PNG_MAGIC) & tf.equal(tf.shape(image)[-1] % 2, 0)
         image = tf.cond(alpha, lambda: _on_white(image), lambda: image[..., :3])
         image = _with_channels(image, channels)
