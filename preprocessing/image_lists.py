@@ -89,8 +89,9 @@ def _without_repeats(rows: list[Listed]) -> list[Listed]:
 
 def is_image_list(path: str) -> bool:
     """Whether a .csv or .jsonl file is an image list, by its first line: an object with imageGcsUri, or
-    [ML_USE,]PATH,LABEL whose PATH names an image file (after a header line, if it has one)."""
-    if not path.lower().endswith(LIST_SUFFIXES) or not storage.exists(path):
+    [ML_USE,]PATH,LABEL whose PATH names an image file (after a header line, if it has one). A pipe is none:
+    reading its first line would wait for a writer, or take the line from the reader that follows."""
+    if not path.lower().endswith(LIST_SUFFIXES) or not storage.exists(path) or storage.is_stream(path):
         return False
     with storage.open_read(path) as file:
         head = file.read(HEAD_BYTES).decode("utf-8-sig", errors="replace")

@@ -1133,6 +1133,17 @@ def test_a_pipe_as_input_is_refused_in_one_line(tmp_path):
         build(tmp_path, tmp_path / "rows.csv")
 
 
+def test_a_named_pipe_without_a_writer_is_refused_and_not_waited_on(tmp_path, caplog):
+    """qt-preprocess opened a .csv FIFO to see whether it was an image list, and so waited for a writer for good."""
+    import os
+
+    from preprocessing.cli import main as preprocess
+
+    os.mkfifo(tmp_path / "rows.csv")
+    assert preprocess(["--input", str(tmp_path / "rows.csv"), "--output", str(tmp_path / "out")]) == 2
+    assert "rows.csv: a pipe or device, not a file" in caplog.text
+
+
 def test_a_dataset_folder_given_as_input_is_named_a_dataset(tmp_path):
     """Its metadata.json was read as a JSON table: '--label-column vocabulary holds lists'."""
     (tmp_path / "t.csv").write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(40)))
