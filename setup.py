@@ -29,7 +29,7 @@ setup(
         "google-crc32c>=1.5",  # TFRecord checksums when writing shards without TensorFlow's file layer
         "PyYAML>=6",
         "scikit-learn>=1.2",  # ships the built-in digits dataset
-        "Pillow>=9",  # decodes PNG/JPEG for the images source
+        "Pillow>=9.1",  # decodes PNG/JPEG for the images source (9.1: Image.Transpose)
         "tqdm>=4.60",
         # Streams CSV tables: a multi-threaded C++ parser, block by block (below 24 for the beam extra).
         "pyarrow>=14,<24",

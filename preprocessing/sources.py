@@ -15,7 +15,6 @@ import io
 import itertools
 import logging
 import re
-import struct
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -200,6 +199,9 @@ MAX_BROKEN_SHARE = 0.01
 BROKEN_FLOOR = 10
 SHAPE_SAMPLE = 20  # the readable images whose sizes and colors choose the shape all are stored in
 EXIF_ORIENTATION = 0x0112  # the EXIF tag that says how a photo's stored pixels are turned
+# Pillow's turn that makes each orientation upright, as ImageOps.exif_transpose has it (1: none)
+EXIF_TURNS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE", 6: "ROTATE_270",
+              7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -223,21 +225,36 @@ def _opened_image(path: str, where: str = "") -> Iterator:
 
 
 def _orientation(image) -> int:
-    """The photo's EXIF orientation (1-8; 1 is upright), 1 where its EXIF block is missing or does not read."""
+    """The photo's EXIF orientation (1-8; 1 is upright), read where the export reads it (trainer/exif.py): the block
+    Pillow keeps on opening a file, a JPEG's Exif segment or a PNG's eXIf chunk before its pixels (WebP's too,
+    which qt-predict sends turned). 1 where there is none, or it does not read."""
+    from PIL import Image
+
+    block = image.info.get("exif")
+    if not block:
+        return 1
+    exif = Image.Exif()
     try:
         with warnings.catch_warnings():  # Pillow warns of each damaged block: one a photo would flood the log
             warnings.simplefilter("ignore")
-            return int(image.getexif().get(EXIF_ORIENTATION, 1))
-    except (OSError, ValueError, TypeError, SyntaxError, struct.error):  # a damaged EXIF block: the pixels still decode
+            exif.load(block)
+            return int(exif.get(EXIF_ORIENTATION, 1))
+    except Exception:  # Pillow's parser raises many kinds on a damaged block, whose photo still decodes
         return 1
 
 
 def upright(image):
     """The photo turned as its EXIF orientation says (a phone stores a portrait photo's pixels sideways), as the
-    export does in serving (trainer/exif.py); one already upright as it is, its pixels not yet decoded."""
-    from PIL import ImageOps
+    export does in serving; one already upright as it is. The turned photo keeps no EXIF block, so that nothing
+    turns it again (a PNG that qt-predict writes of it)."""
+    from PIL import Image
 
-    return ImageOps.exif_transpose(image) if _orientation(image) in range(2, 9) else image
+    turn = EXIF_TURNS.get(_orientation(image))
+    if turn is None:
+        return image
+    turned = image.transpose(Image.Transpose[turn])
+    turned.info.pop("exif", None)
+    return turned
 
 
 def _eight_bit(image):

@@ -404,14 +404,71 @@ def test_a_damaged_exif_block_leaves_a_photo_as_it_is_stored(tmp_path):
         np.testing.assert_array_equal(served, pixels)
 
 
-def _exif(orientation: int, byte_order: str) -> bytes:
+def _segment(marker: int, payload: bytes) -> bytes:
+    """A JPEG segment."""
+    import struct
+
+    return bytes([0xFF, marker]) + struct.pack(">H", len(payload) + 2) + payload
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    """A PNG chunk."""
+    import struct
+    import zlib
+
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _files_as_other_tools_write_them() -> dict[str, tuple[bytes, int]]:
+    """Encoded photos whose EXIF block sits where cameras and editors put it, each with the orientation that turns
+    it: after a JFIF segment, after 130 KB of ICC profile, a directory not at byte 8, a LONG orientation; and blocks
+    that preprocessing and the export both leave unread (a PNG's eXIf chunk after its pixels, a cut block)."""
+    jpeg, png = io.BytesIO(), io.BytesIO()
+    Image.fromarray(np.full((40, 56, 3), 90, np.uint8)).save(jpeg, "JPEG")
+    Image.fromarray(np.full((40, 56, 3), 90, np.uint8)).save(png, "PNG")
+    jpeg, png = jpeg.getvalue(), png.getvalue()
+    start, pixels = png.index(b"IHDR") + 21, png.index(b"IEND") - 4  # after IHDR's chunk; before IEND's
+
+    def in_jpeg(*segments: bytes) -> bytes:
+        return jpeg[:2] + b"".join(segments) + jpeg[2:]
+
+    def exif(block: bytes) -> bytes:
+        return _segment(0xE1, block)
+
+    icc = b"".join(_segment(0xE2, b"ICC_PROFILE\0" + bytes([part, 2]) + b"\x11" * 65_000) for part in (1, 2))
+    return {
+        "after JFIF": (in_jpeg(_segment(0xE0, b"JFIF\0\1\1\0\0\1\0\1\0\0"), exif(_exif(6, "<"))), 6),
+        "after 130 KB of ICC profile": (in_jpeg(icc, exif(_exif(8, ">"))), 8),
+        "directory at byte 26, LONG": (in_jpeg(exif(_exif(5, ">", directory=26, long=True))), 5),
+        "a PNG's eXIf chunk, JPEG's prefix": (png[:start] + _chunk(b"eXIf", _exif(7, "<")) + png[start:], 7),
+        "a PNG's eXIf chunk after its pixels": (png[:pixels] + _chunk(b"eXIf", _exif(6, "<")[6:]) + png[pixels:], 1),
+        "a directory past the block's end": (in_jpeg(exif(_exif(6, "<", directory=2**32 - 16))), 1),
+        "cut": (in_jpeg(exif(_exif(6, "<")[:16])), 1),
+    }
+
+
+def test_the_export_reads_a_photos_orientation_where_preprocessing_does():
+    from preprocessing.sources import _orientation
+    from trainer import exif
+
+    for name, (data, orientation) in _files_as_other_tools_write_them().items():
+        with Image.open(io.BytesIO(data)) as image:
+            assert _orientation(image) == orientation, name
+        assert exif.orientation(tf.constant(data)).numpy() == orientation, name
+
+
+def _exif(orientation: int, byte_order: str, directory: int = 8, long: bool = False) -> bytes:
     """An EXIF block as cameras write one, "II" (little-endian) or "MM": a make, then the orientation."""
     import struct
 
-    entries = struct.pack(f"{byte_order}HHI4s", 0x010F, 2, 4, b"ACM\0") + struct.pack(
-        f"{byte_order}HHIHH", 0x0112, 3, 1, orientation, 0
+    value = (
+        struct.pack(f"{byte_order}HHII", 0x0112, 4, 1, orientation)
+        if long
+        else struct.pack(f"{byte_order}HHIHH", 0x0112, 3, 1, orientation, 0)
     )
-    header = (b"II*\0" if byte_order == "<" else b"MM\0*") + struct.pack(f"{byte_order}I", 8)
+    entries = struct.pack(f"{byte_order}HHI4s", 0x010F, 2, 4, b"ACM\0") + value
+    header = (b"II*\0" if byte_order == "<" else b"MM\0*") + struct.pack(f"{byte_order}I", directory)
+    header += b"\0" * (directory - 8) if directory < 1000 else b""
     return b"Exif\0\0" + header + struct.pack(f"{byte_order}H", 2) + entries + b"\0\0\0\0"
 
 
