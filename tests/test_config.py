@@ -109,6 +109,21 @@ def test_a_diverged_run_says_so_in_one_line(vectors_dir, tmp_path, caplog):
     assert "Traceback" not in caplog.text
 
 
+def test_running_out_of_memory_names_the_batch_sizes_in_one_line(vectors_dir, tmp_path, caplog, monkeypatch):
+    """A GPU's memory, filled by a batch's activations, ended in TensorFlow's ResourceExhaustedError and its trace
+    of allocations. No GPU here: the run meets a real allocation too large for any machine."""
+    import tensorflow as tf
+
+    from trainer import experiment
+    from trainer.task import main
+
+    monkeypatch.setattr(experiment, "run", lambda config: tf.zeros([2**60]))  # 4 EiB: past any address space
+    assert main(["--data-dir", vectors_dir, "--job-dir", str(tmp_path / "job"), "--batch-size", "64"]) == 2
+    said = "out of memory: OOM when allocating tensor with shape[1152921504606846976] and type float on "
+    assert said in caplog.text and "lower --batch-size (it was 64) or --eval-batch-size (256)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
 def test_a_batch_above_the_training_examples_is_refused_before_any_step(vectors_dir, tmp_path, caplog):
     """--batch-size 100000000 failed after 35 s of allocating, in TensorFlow's words; the default batch on a smaller
     dataset trains as before."""

@@ -139,6 +139,12 @@ def _train(argv: list[str] | None) -> int:
         ) from None
     except tf.errors.UnauthenticatedError as error:
         raise UserError(f"Not authenticated: {tensorflow_error_line(error)}; {gcs.CREDENTIALS_HELP}") from None
+    except tf.errors.ResourceExhaustedError as error:  # a GPU's memory, mostly: a batch's activations fill it
+        raise UserError(
+            f"out of memory: {tensorflow_error_line(error)}; rerun with a lower --batch-size (it was "
+            f"{config.batch_size}) or --eval-batch-size ({config.eval_batch_size}), or a smaller network, to resume "
+            "from the last checkpoint"
+        ) from None
     except tf.errors.OpError as error:
         if "No space left on device" in error.message:  # nothing to debug: say what to do
             raise UserError(
