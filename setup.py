@@ -30,6 +30,10 @@ setup(
         "PyYAML>=6",
         "scikit-learn>=1.2",  # ships the built-in digits dataset
         "Pillow>=9.1",  # decodes PNG/JPEG for the images source (9.1: Image.Transpose)
+        # Adds HEIF to Pillow, decoding only: iPhones store their photos as HEIC. LGPL libheif and libde265 in its
+        # wheels; 1.1.1 is the last with wheels for Python 3.9 (pip would build a later one from source, and fail).
+        "pi-heif>=0.18; python_version >= '3.10'",
+        "pi-heif>=0.18,<1.2; python_version < '3.10'",
         "tqdm>=4.60",
         # Streams CSV tables: a multi-threaded C++ parser, block by block (below 24 for the beam extra).
         "pyarrow>=14,<24",

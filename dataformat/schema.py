@@ -47,7 +47,7 @@ KEY = "key"  # a table's keys among the model's features and outputs (see Metada
 WEIGHT = "weight"  # a table's row weights among the training input's features (see Metadata.weight_column)
 DTYPES = ("uint8", "float32")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp")  # what TensorFlow decodes (the export's image input)
-PHOTO_SUFFIXES = (*IMAGE_SUFFIXES, ".webp")  # what preprocessing reads, with Pillow, and qt-predict
+PHOTO_SUFFIXES = (*IMAGE_SUFFIXES, ".webp", ".heic", ".heif")  # what preprocessing reads, with Pillow, and qt-predict
 # Shard compression (as TensorFlow's TFRecordOptions names it) -> shard file suffix.
 SHARD_SUFFIXES = {"": ".tfrecord", "GZIP": ".tfrecord.gz"}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import gzip
 import io
 import itertools
@@ -212,7 +213,7 @@ def _opened_image(path: str, where: str = "") -> Iterator:
 
     named = f"{where}: {path}" if where else path
     try:
-        with storage.open_read(path) as file, Image.open(io.BytesIO(file.read())) as image:
+        with storage.open_read(path) as file, open_photo(file.read()) as image:
             yield upright(image)
     except (FileNotFoundError, NotFound):
         raise BrokenImage(f"{named}: no such image file") from None
@@ -222,6 +223,22 @@ def _opened_image(path: str, where: str = "") -> Iterator:
         raise BrokenImage(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
     except (OSError, ValueError, Image.DecompressionBombError) as error:  # damaged, or too many pixels to decode
         raise BrokenImage(f"{named}: cannot decode image ({error})") from None
+
+
+def open_photo(data: bytes):
+    """Pillow's image of a photo file's bytes, an iPhone's HEIC among them (pi-heif adds HEIF to Pillow)."""
+    from PIL import Image
+
+    _add_heif()
+    return Image.open(io.BytesIO(data))
+
+
+@functools.cache
+def _add_heif() -> None:
+    """Once a process (preprocessing writes its shards in several)."""
+    import pi_heif
+
+    pi_heif.register_heif_opener()
 
 
 def _orientation(image) -> int:

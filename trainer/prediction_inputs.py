@@ -25,7 +25,7 @@ from trainer.instances import named
 
 log = logging.getLogger("trainer.predict")
 JSON_LINES = (".jsonl", ".json")  # one instance a line
-AS_PNG = (".webp", ".gif")  # photos qt-predict sends as PNG (_image_bytes)
+AS_PNG = (".webp", ".gif", ".heic", ".heif")  # photos qt-predict sends as PNG (_image_bytes)
 
 
 def requests_for(path: str, model: Model, table_options=None, missing=None) -> Iterator[tuple[str, str, object]]:
@@ -235,18 +235,18 @@ def _table_requests(rows: Iterator[tuple[str, dict]], path: str, model: Model) -
 
 def _image_bytes(path: str) -> bytes:
     """A photo's file as the export's image input takes it: as it is, or as PNG, its transparency kept and turned
-    upright, a WebP file (TensorFlow 2.15 decodes none) or a GIF (TensorFlow reads no GIF's transparency, which
-    preprocessing puts on white). One that Pillow cannot read goes as it is, for the model to reject and qt-predict
-    to name."""
+    upright, a WebP or HEIC file (TensorFlow 2.15 decodes neither) or a GIF (TensorFlow reads no GIF's transparency,
+    which preprocessing puts on white). One that Pillow cannot read goes as it is, for the model to reject and
+    qt-predict to name."""
     from PIL import Image
 
-    from preprocessing.sources import upright
+    from preprocessing.sources import open_photo, upright
 
     with storage.open_read(path) as file:
         data = file.read()
     if path.lower().endswith(AS_PNG):
         try:
-            with Image.open(io.BytesIO(data)) as image, io.BytesIO() as png:
+            with open_photo(data) as image, io.BytesIO() as png:
                 upright(image).save(png, format="PNG")  # the PNG keeps no EXIF orientation to turn it by
                 return png.getvalue()
         except (OSError, ValueError, Image.DecompressionBombError):
