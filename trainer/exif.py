@@ -16,9 +16,9 @@ JPEG_START, PNG_START = b"\xff\xd8", b"\x89PNG"
 JPEG_EXIF = b"Exif\0\0"  # an APP1 segment's start; the TIFF header follows
 PNG_EXIF, PNG_PIXELS = b"eXIf", b"IDAT"  # chunk types; an eXIf chunk's data is the TIFF header
 ORIENTATION = 0x0112  # the TIFF tag
-SHORT, LONG = 3, 4  # the TIFF types a number is written in: 2 or 4 bytes
+LONG = 4  # the TIFF type of a 4-byte number; the orientation is read as 2 bytes (a SHORT) in any other
 MAX_ENTRIES = 128  # a directory's entries looked at; cameras write a dozen or two
-SEARCHED_BYTES = 1 << 20  # a file's first bytes, where its EXIF block is looked for: 64 KiB a segment before it
+SEARCHED_BYTES = 1 << 20  # a file's first bytes, where its EXIF block is looked for (past a few segments before it)
 BLOCK_BYTES = 4096  # of the block, read: the TIFF header, then the directory (cameras start it at byte 8)
 
 
@@ -85,6 +85,6 @@ def _orientation_entry(block: tf.Tensor) -> tf.Tensor:
     entries = directory + 2 + 12 * tf.range(MAX_ENTRIES)  # each: tag (2 bytes), type (2), count (4), value (4)
     wanted = (tf.range(MAX_ENTRIES) < number(directory, 2)) & tf.equal(number(entries, 2), ORIENTATION)
     types = number(entries + 2, 2)
-    values = tf.where(tf.equal(types, LONG), number(entries + 8, 4), number(entries + 8, 2))  # SHORT, as written
+    values = tf.where(tf.equal(types, LONG), number(entries + 8, 4), number(entries + 8, 2))
     first = tf.argmax(tf.cast(wanted, tf.int32))
     return tf.where(readable & tf.reduce_any(wanted), tf.gather(values, first), 0)
