@@ -230,7 +230,17 @@ def open_photo(data: bytes):
     from PIL import Image
 
     _add_heif()
-    return Image.open(io.BytesIO(data))
+    with _exif_warnings_off():  # a JPEG's EXIF block is read as it opens, for its resolution
+        return Image.open(io.BytesIO(data))
+
+
+@contextlib.contextmanager
+def _exif_warnings_off() -> Iterator[None]:
+    """Pillow warns of each damaged EXIF block it reads, often every photo of one camera's: a flood in the log, of
+    a block whose photo still decodes."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, module="PIL.TiffImagePlugin")
+        yield
 
 
 @functools.cache
@@ -252,8 +262,7 @@ def _orientation(image) -> int:
         return 1
     exif = Image.Exif()
     try:
-        with warnings.catch_warnings():  # Pillow warns of each damaged block: one a photo would flood the log
-            warnings.simplefilter("ignore")
+        with _exif_warnings_off():
             exif.load(block)
             return int(exif.get(EXIF_ORIENTATION, 1))
     except Exception:  # Pillow's parser raises many kinds on a damaged block, whose photo still decodes

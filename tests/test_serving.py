@@ -474,11 +474,11 @@ def _files_as_other_tools_write_them() -> dict[str, tuple[bytes, int]]:
 
 
 def test_the_export_reads_a_photos_orientation_where_preprocessing_does():
-    from preprocessing.sources import _orientation
+    from preprocessing.sources import _orientation, open_photo
     from trainer import exif
 
     for name, (data, orientation) in _files_as_other_tools_write_them().items():
-        with Image.open(io.BytesIO(data)) as image:
+        with open_photo(data) as image:
             assert _orientation(image) == orientation, name
         assert exif.orientation(tf.constant(data)).numpy() == orientation, name
 
