@@ -92,7 +92,7 @@ def _add_input_flags(parser: argparse.ArgumentParser) -> None:
         "Excel or LibreOffice, SQLite, ARFF, Stata, SPSS or SAS) of numeric, categorical, date and free-text columns "
         "with missing values, in one or many files, of any size (streamed); text = a folder with one sub-folder of "
         ".txt files per class (streamed); "
-        "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP) per class, or "
+        "npz = arrays x and y; images = one sub-folder of image files (PNG, JPEG, GIF, BMP, WebP, HEIC) per class, or "
         "an image list in Vertex AI's import format: a .csv of [ML_USE,]PATH,LABEL lines or a .jsonl of "
         "imageGcsUri, classificationAnnotation and ml_use, whose ML_USE decides the split (default: what --input "
         "holds, told by its name and its first line or files; digits without --input)",

@@ -209,7 +209,7 @@ EXIF_TURNS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "T
 def _opened_image(path: str, where: str = "") -> Iterator:
     """The image at `path` (local or gs://), opened with Pillow; a file that is missing or does not decode,
     now or while it is used, is a BrokenImage naming it (after `where`, e.g. an image list's file and line)."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import UnidentifiedImageError
 
     named = f"{where}: {path}" if where else path
     try:
@@ -221,7 +221,7 @@ def _opened_image(path: str, where: str = "") -> Iterator:
         raise UserError(f"{where}: {error}" if where else str(error)) from None
     except UnidentifiedImageError:
         raise BrokenImage(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
-    except (OSError, ValueError, Image.DecompressionBombError) as error:  # damaged, or too many pixels to decode
+    except undecodable() as error:
         raise BrokenImage(f"{named}: cannot decode image ({error})") from None
 
 
@@ -245,10 +245,21 @@ def _exif_warnings_off() -> Iterator[None]:
 
 @functools.cache
 def _add_heif() -> None:
-    """Once a process (preprocessing writes its shards in several)."""
-    import pi_heif
-
+    """Once a process (preprocessing writes its shards in several). An install from before pi-heif was required
+    (an editable one, updated by git pull) still reads every other format."""
+    try:
+        import pi_heif
+    except ImportError:
+        return
     pi_heif.register_heif_opener()
+
+
+def undecodable() -> tuple[type[Exception], ...]:
+    """What Pillow raises on a photo that does not decode: damaged (OSError, ValueError; EOFError from pi-heif's
+    decoder), or of too many pixels."""
+    from PIL import Image
+
+    return (OSError, ValueError, EOFError, Image.DecompressionBombError)
 
 
 def _orientation(image) -> int:

@@ -120,7 +120,7 @@ def test_running_out_of_memory_names_the_batch_sizes_in_one_line(vectors_dir, tm
     monkeypatch.setattr(experiment, "run", lambda config: tf.zeros([2**60]))  # 4 EiB: past any address space
     assert main(["--data-dir", vectors_dir, "--job-dir", str(tmp_path / "job"), "--batch-size", "64"]) == 2
     said = "out of memory: OOM when allocating tensor with shape[1152921504606846976] and type float on "
-    assert said in caplog.text and "lower --batch-size (it was 64) or --eval-batch-size (256)" in caplog.text
+    assert said in caplog.text and "lower --batch-size (it was 64) or --eval-batch-size (256) to" in caplog.text
     assert "Traceback" not in caplog.text
 
 

@@ -390,12 +390,13 @@ def test_a_photo_stored_sideways_is_turned_upright_in_training_and_in_serving(tm
 
 
 def test_an_iphones_heic_photo_is_read_upright_and_sent_to_the_export_as_png(tmp_path):
-    """iPhones store photos as HEIC, which a class folder left out and qt-predict refused. tests/data/sideways.heic
+    """iPhones store photos as HEIC, which a class folder left out and qt-predict refused; a damaged one is skipped
+    and named, as other photos are (pi-heif raises EOFError). tests/data/sideways.heic
     is the test scene above stored turned, with the turn (orientation 6) in its HEIF header, written by pillow-heif
     1.9.0: `Image.fromarray(scene).transpose(ROTATE_90).save(path, "HEIF", quality=95, exif=exif_of_orientation_6)`."""
     from types import SimpleNamespace
 
-    from preprocessing.sources import ImageLoader, class_files, first_image_shape
+    from preprocessing.sources import BrokenImage, ImageLoader, class_files, first_image_shape
     from trainer.prediction_inputs import _image_bytes
     from trainer.serving import decode_images
 
@@ -413,6 +414,13 @@ def test_an_iphones_heic_photo_is_read_upright_and_sent_to_the_export_as_png(tmp
     assert sent.startswith(b"\x89PNG")  # TensorFlow decodes no HEIF
     served = decode_images(tf.constant([sent]), SimpleNamespace(shape=upright.shape)).numpy()[0]
     np.testing.assert_array_equal(served, trained)
+    data = (tmp_path / "cats" / "IMG_0001.HEIC").read_bytes()
+    pixels = data.index(b"mdat") + 4
+    damaged = data[:pixels] + b"\xff" * (len(data) - pixels)
+    (tmp_path / "damaged.heic").write_bytes(damaged)
+    with pytest.raises(BrokenImage, match="damaged.heic: cannot decode image"):  # skipped and named, as any photo
+        ImageLoader(upright.shape, resize=False)(str(tmp_path / "damaged.heic"))
+    assert _image_bytes(str(tmp_path / "damaged.heic")) == damaged  # as it is, for the model to reject
 
 
 def test_a_damaged_exif_block_leaves_a_photo_as_it_is_stored(tmp_path):

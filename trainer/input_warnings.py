@@ -4,7 +4,6 @@ reads, and images scaled otherwise. Each kind warns of its first few by name, th
 
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 from collections.abc import Iterator
@@ -209,10 +208,10 @@ def _highest_value(value) -> float | None:
     (the model then names it)."""
     if not isinstance(value, bytes):
         return float(np.max(value))
-    from PIL import Image
+    from preprocessing.sources import open_photo, undecodable
 
     try:
-        with Image.open(io.BytesIO(value)) as image:
+        with open_photo(value) as image:
             return float(np.asarray(image).max())
-    except (OSError, ValueError, Image.DecompressionBombError):
+    except undecodable():
         return None

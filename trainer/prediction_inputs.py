@@ -238,9 +238,7 @@ def _image_bytes(path: str) -> bytes:
     upright, a WebP or HEIC file (TensorFlow 2.15 decodes neither) or a GIF (TensorFlow reads no GIF's transparency,
     which preprocessing puts on white). One that Pillow cannot read goes as it is, for the model to reject and
     qt-predict to name."""
-    from PIL import Image
-
-    from preprocessing.sources import open_photo, upright
+    from preprocessing.sources import open_photo, undecodable, upright
 
     with storage.open_read(path) as file:
         data = file.read()
@@ -249,7 +247,7 @@ def _image_bytes(path: str) -> bytes:
             with open_photo(data) as image, io.BytesIO() as png:
                 upright(image).save(png, format="PNG")  # the PNG keeps no EXIF orientation to turn it by
                 return png.getvalue()
-        except (OSError, ValueError, Image.DecompressionBombError):
+        except undecodable():
             pass
     return data
 

@@ -139,17 +139,17 @@ def _train(argv: list[str] | None) -> int:
         ) from None
     except tf.errors.UnauthenticatedError as error:
         raise UserError(f"Not authenticated: {tensorflow_error_line(error)}; {gcs.CREDENTIALS_HELP}") from None
-    except tf.errors.ResourceExhaustedError as error:  # a GPU's memory, mostly: a batch's activations fill it
-        raise UserError(
-            f"out of memory: {tensorflow_error_line(error)}; rerun with a lower --batch-size (it was "
-            f"{config.batch_size}) or --eval-batch-size ({config.eval_batch_size}), or a smaller network, to resume "
-            "from the last checkpoint"
-        ) from None
     except tf.errors.OpError as error:
         if "No space left on device" in error.message:  # nothing to debug: say what to do
             raise UserError(
                 f"--job-dir {config.job_dir}: the disk is full ({tensorflow_error_line(error)}); free some space "
                 "and rerun the same command to resume from the last checkpoint"
+            ) from None
+        if "OOM when allocating" in error.message:  # a GPU's memory, mostly, that a batch's activations fill
+            raise UserError(
+                f"out of memory: {tensorflow_error_line(error)}; rerun with a lower --batch-size (it was "
+                f"{config.batch_size}) or --eval-batch-size ({config.eval_batch_size}) to resume from the last "
+                "checkpoint, or with a smaller network in a new --job-dir"
             ) from None
         log.error("TensorFlow stopped: %s", tensorflow_error_line(error))
         return 1
