@@ -92,10 +92,20 @@ def test_channels_first_graph_builds_with_the_same_variables():
     def variable_shapes(data_format):
         with tf.Graph().as_default():
             features = {"image": tf.zeros([2, 8, 8, 1], tf.uint8)}
-            model_fn(features, None, MODES.PREDICT, params(IMAGES, data_format=data_format))
+            model_fn(features, tf.zeros([2], tf.int64), MODES.EVAL, params(IMAGES, data_format=data_format))
             return [(v.name, v.shape.as_list()) for v in tf.compat.v1.global_variables()]
 
     assert variable_shapes("channels_first") == variable_shapes("channels_last")
+
+
+def test_a_model_trained_in_channels_first_exports_in_channels_last():
+    """A GPU trains the CNN in NCHW; its export held NCHW pooling, which a CPU without oneDNN (TF Serving's CPU
+    builds, macOS) cannot run: "Default MaxPoolingOp only supports NHWC on device type CPU"."""
+    with tf.Graph().as_default() as graph:
+        features = {"image": tf.zeros([2, 8, 8, 1], tf.uint8)}
+        model_fn(features, None, MODES.PREDICT, params(IMAGES, data_format="channels_first"))
+        formats = {op.get_attr("data_format") for op in graph.get_operations() if "data_format" in op.node_def.attr}
+    assert formats == {b"NHWC"}
 
 
 def test_auto_picks_the_cnn_for_images_and_the_mlp_for_vectors():

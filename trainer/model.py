@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import tensorflow as tf
 
@@ -347,6 +347,10 @@ def model_fn(features, labels, mode, params, config=None):
     `config` is the Estimator's RunConfig (None outside an Estimator)."""
     settings: ModelSettings = params["settings"]
     metadata: Metadata = params["metadata"]
+    if mode == tf.estimator.ModeKeys.PREDICT:  # exports, which serve anywhere: channels_last, whatever trained
+        # NCHW pooling has no CPU kernel without oneDNN (TF Serving's CPU builds, macOS); on a GPU, TensorFlow's
+        # layout optimizer turns NHWC into what cuDNN is fastest with itself. The variables are the same.
+        settings = replace(settings, data_format="channels_last")
     head = ClassificationHead(metadata.class_names, settings.class_weights)
     network = build_network(settings, metadata)
     if mode != tf.estimator.ModeKeys.TRAIN:
