@@ -163,9 +163,11 @@ class QueueBatches:
         return Batch.of(self._prefetch.shaped(parts), self._stage(tower))
 
     def _stage(self, tower: int) -> tf.Operation:
-        """Copies the next ready batch into tower `tower`'s staging area."""
+        """Copies the next ready batch into tower `tower`'s staging area. The dequeue stays beside its queue, on
+        the CPU: a queue has no GPU kernels (placed on the GPU, it ran there only by soft placement)."""
+        batch = self._prefetch.dequeue()
         with tf.device(self._devices[tower]):
-            return tf.raw_ops.Stage(values=self._prefetch.dequeue(), shared_name=f"{STAGING_AREA}_{tower}")
+            return tf.raw_ops.Stage(values=batch, shared_name=f"{STAGING_AREA}_{tower}")
 
 
 class FixedBatches:
