@@ -10,13 +10,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import functools
 import gzip
 import io
 import itertools
 import logging
 import re
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -24,6 +22,7 @@ import numpy as np
 from dataformat import storage
 from dataformat.errors import NotFound, UserError
 from dataformat.schema import PHOTO_SUFFIXES
+from preprocessing.photos import open_photo, undecodable, upright
 
 log = logging.getLogger(__name__)
 MNIST_IMAGES = r"(.+)-images[.-]idx3-ubyte(\.gz)?$"  # an IDX file of images, PREFIX-images-idx3-ubyte[.gz]
@@ -199,10 +198,6 @@ class BrokenImage(UserError):
 MAX_BROKEN_SHARE = 0.01
 BROKEN_FLOOR = 10
 SHAPE_SAMPLE = 20  # the readable images whose sizes and colors choose the shape all are stored in
-EXIF_ORIENTATION = 0x0112  # the EXIF tag that says how a photo's stored pixels are turned
-# Pillow's turn that makes each orientation upright, as ImageOps.exif_transpose has it (1: none)
-EXIF_TURNS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE", 6: "ROTATE_270",
-              7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -223,75 +218,6 @@ def _opened_image(path: str, where: str = "") -> Iterator:
         raise BrokenImage(f"{named}: cannot decode image (not a format Pillow reads, e.g. PNG or JPEG)") from None
     except undecodable() as error:
         raise BrokenImage(f"{named}: cannot decode image ({error})") from None
-
-
-def open_photo(data: bytes):
-    """Pillow's image of a photo file's bytes, an iPhone's HEIC among them (pi-heif adds HEIF to Pillow)."""
-    from PIL import Image
-
-    _add_heif()
-    with _exif_warnings_off():  # a JPEG's EXIF block is read as it opens, for its resolution
-        return Image.open(io.BytesIO(data))
-
-
-@contextlib.contextmanager
-def _exif_warnings_off() -> Iterator[None]:
-    """Pillow warns of each damaged EXIF block it reads, often every photo of one camera's: a flood in the log, of
-    a block whose photo still decodes."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=UserWarning, module="PIL.TiffImagePlugin")
-        yield
-
-
-@functools.cache
-def _add_heif() -> None:
-    """Once a process (preprocessing writes its shards in several). An install from before pi-heif was required
-    (an editable one, updated by git pull) still reads every other format."""
-    try:
-        import pi_heif
-    except ImportError:
-        return
-    pi_heif.register_heif_opener()
-
-
-def undecodable() -> tuple[type[Exception], ...]:
-    """What Pillow raises on a photo that does not decode: damaged (OSError, ValueError; EOFError from pi-heif's
-    decoder), or of too many pixels."""
-    from PIL import Image
-
-    return (OSError, ValueError, EOFError, Image.DecompressionBombError)
-
-
-def _orientation(image) -> int:
-    """The photo's EXIF orientation (1-8; 1 is upright), read where the export reads it (trainer/exif.py): the block
-    Pillow keeps on opening a file, a JPEG's Exif segment or a PNG's eXIf chunk before its pixels (WebP's too,
-    which qt-predict sends turned). 1 where there is none, or it does not read."""
-    from PIL import Image
-
-    block = image.info.get("exif")
-    if not block:
-        return 1
-    exif = Image.Exif()
-    try:
-        with _exif_warnings_off():
-            exif.load(block)
-            return int(exif.get(EXIF_ORIENTATION, 1))
-    except Exception:  # Pillow's parser raises many kinds on a damaged block, whose photo still decodes
-        return 1
-
-
-def upright(image):
-    """The photo turned as its EXIF orientation says (a phone stores a portrait photo's pixels sideways), as the
-    export does in serving; one already upright as it is. The turned photo keeps no EXIF block, so that nothing
-    turns it again (a PNG that qt-predict writes of it)."""
-    from PIL import Image
-
-    turn = EXIF_TURNS.get(_orientation(image))
-    if turn is None:
-        return image
-    turned = image.transpose(Image.Transpose[turn])
-    turned.info.pop("exif", None)
-    return turned
 
 
 def _eight_bit(image):

@@ -482,7 +482,7 @@ def _files_as_other_tools_write_them() -> dict[str, tuple[bytes, int]]:
 
 
 def test_the_export_reads_a_photos_orientation_where_preprocessing_does():
-    from preprocessing.sources import _orientation, open_photo
+    from preprocessing.photos import _orientation, open_photo
     from trainer import exif
 
     for name, (data, orientation) in _files_as_other_tools_write_them().items():

@@ -1,5 +1,5 @@
 """A photo's EXIF orientation, read and applied in the graph, so that the export turns a phone's photo upright as
-preprocessing did (preprocessing/sources.py's `upright`). Phones store a portrait photo's pixels sideways and say
+preprocessing did (preprocessing/photos.py's `upright`). Phones store a portrait photo's pixels sideways and say
 so in the EXIF block; TensorFlow's decoders ignore that block.
 
 Both read the block where Pillow keeps it as `info["exif"]` when it opens a file: a JPEG's APP1 segment after

@@ -208,7 +208,7 @@ def _highest_value(value) -> float | None:
     (the model then names it)."""
     if not isinstance(value, bytes):
         return float(np.max(value))
-    from preprocessing.sources import open_photo, undecodable
+    from preprocessing.photos import open_photo, undecodable
 
     try:
         with open_photo(value) as image:

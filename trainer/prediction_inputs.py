@@ -238,7 +238,7 @@ def _image_bytes(path: str) -> bytes:
     upright, a WebP or HEIC file (TensorFlow 2.15 decodes neither) or a GIF (TensorFlow reads no GIF's transparency,
     which preprocessing puts on white). One that Pillow cannot read goes as it is, for the model to reject and
     qt-predict to name."""
-    from preprocessing.sources import open_photo, undecodable, upright
+    from preprocessing.photos import open_photo, undecodable, upright
 
     with storage.open_read(path) as file:
         data = file.read()
