@@ -339,7 +339,9 @@ def _beam():
 
 def main(argv: list[str] | None = None) -> int:
     output: list[str] = []  # --output, once read: what a Ctrl-C left there
-    return commandline.run(lambda: _convert(argv, output), lambda: _left_after_ctrl_c(output), stop_signals=True)
+    return commandline.run(
+        lambda: _convert(argv, output), lambda: _left_after_ctrl_c(output), stop_signals=commandline.STOP_SIGNALS
+    )
 
 
 def _left_after_ctrl_c(output: list[str]) -> str:

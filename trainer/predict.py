@@ -148,7 +148,9 @@ def parse_args(argv: list[str] | None):
 
 def main(argv: list[str] | None = None) -> int:
     return commandline.run(
-        lambda: _predict(argv), "the predictions written so far are complete lines", stop_signals=True
+        lambda: _predict(argv),
+        "the predictions written so far are complete lines",
+        stop_signals=commandline.STOP_SIGNALS,
     )
 
 

@@ -6,8 +6,9 @@ raises Preempted. A rerun of the same command resumes from that checkpoint.
 
 The handler is installed only once the session exists. Python runs signal handlers between
 bytecodes, so a handler installed earlier would leave a task that waits in session creation
-(for a parameter server or the chief) deaf to SIGTERM; until then the default action ends the
-task at once, and there is nothing to save yet.
+(for a parameter server or the chief) deaf to SIGTERM; until then a cluster's task keeps the
+default action, which ends it at once, and there is nothing to save yet. A task alone takes
+SIGTERM as Ctrl-C until then (trainer/task.py's main).
 
 A task stuck in TensorFlow's C++ code never runs a Python handler: trainer/stuck.py ends it.
 """
