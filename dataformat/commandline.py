@@ -228,7 +228,8 @@ def _terminated(signum: int, frame) -> NoReturn:
 def run(command: Callable[[], int], interrupted: str | Callable[[], str], stop_signals: tuple[int, ...] = ()) -> int:
     """Runs a command's body with logging set up; returns its exit code. `interrupted` (or what it returns) says,
     after Ctrl-C, what state the work was left in; after each of `stop_signals` too (exit 128 + the signal), unless
-    the process was started to ignore it (`nohup` ignores SIGHUP: a closed terminal stopped a nohup'd run)."""
+    the process was started to ignore it (`nohup` ignores SIGHUP: a closed terminal stopped a nohup'd run). The
+    trainer keeps their default action until its session exists (trainer/preemption.py)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     # Google's libraries warn on import, years ahead, that they will drop this Python: not the user's concern today.
     warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)

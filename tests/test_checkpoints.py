@@ -354,3 +354,45 @@ def test_each_kind_of_damage_on_gcs(gcs_server):
         "model.ckpt-9999 is damaged (the checkpoint state file names it, but none of its files exist); "
         "resuming from model.ckpt-1500"
     ), output
+
+
+CTRL_C_WHILE_READING = """
+import collections, os, signal, sys, threading, time
+import tensorflow as tf
+from trainer import checkpoints
+
+prefix = sys.argv[1] + "/model.ckpt-10"
+tf.train.Checkpoint(v=tf.Variable(tf.zeros([1000]))).write(prefix)
+done, seen = threading.Event(), collections.Counter()
+
+def ctrl_c_again_and_again():
+    for i in range(400):
+        time.sleep(0.003 + i % 7 / 1000)
+        os.kill(os.getpid(), signal.SIGINT)
+    done.set()
+
+threading.Thread(target=ctrl_c_again_and_again, daemon=True).start()
+while True:
+    try:
+        if done.is_set():
+            break
+        damage = checkpoints._read_damage(prefix)
+        seen["damaged" if damage else "intact"] += 1
+    except KeyboardInterrupt:
+        seen["KeyboardInterrupt"] += 1
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+print(seen["damaged"], seen["KeyboardInterrupt"])
+"""
+
+
+def test_a_ctrl_c_while_a_checkpoint_is_read_is_no_damage(tmp_path):
+    """A Ctrl-C that landed while TensorFlow turned a C++ error into Python's (load_checkpoint does inside) came as a
+    RuntimeError, which the check took for damage: 472 of 135,000 reads of an intact checkpoint, under a Ctrl-C
+    every 3-10 ms, said "its index file is unreadable"; a run would have resumed from an older checkpoint, its
+    Ctrl-C lost. 400 Ctrl-Cs here (in a process of its own: one that lands outside the loop ends it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_READING, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    damaged, interrupts = map(int, done.stdout.split())
+    assert damaged == 0 and interrupts > 100

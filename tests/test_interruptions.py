@@ -189,19 +189,6 @@ def test_a_run_started_with_nohup_goes_on_when_its_terminal_closes(tmp_path):
     assert (tmp_path / "out" / "metadata.json").exists()
 
 
-def test_sigterm_before_training_starts_ends_a_lone_run_in_one_line(tmp_path, digits_dir):
-    """Before its session exists, a run alone took SIGTERM's default action: it ended with no line, and its job dir's
-    lease on gs:// stayed until it expired. A cluster's task keeps that action (the test above)."""
-    args = ["--data-dir", digits_dir, "--job-dir", str(tmp_path / "job")]
-    process, log = start("trainer.task", *args, log_path=tmp_path / "task.log")
-    wait_for(tmp_path / "task.log", "Network:")  # the graph is being built; the session comes next
-    process.send_signal(signal.SIGTERM)
-    assert finish(process, log, timeout=60) == 143
-    last = (tmp_path / "task.log").read_text().strip().splitlines()[-1]
-    interrupted = "Interrupted: rerun the same command to resume (from the last checkpoint, if one was saved)"
-    assert last.endswith(interrupted) or "SIGTERM at step" in last  # the latter where the session came first
-
-
 @pytest.mark.parametrize("timeout", ["600", "0"])  # a deadline far off, and none: the step would wait for good
 def test_ctrl_c_stops_a_step_that_waits_for_its_input(tmp_path, timeout):
     """Ctrl-C while the input queue starves (a slow bucket, an empty shard) was acted on only when the step's

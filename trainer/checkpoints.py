@@ -166,13 +166,23 @@ def _read_damage(prefix: str) -> Damage | None:
         reader = tf.train.load_checkpoint(prefix)
         names = sorted(reader.get_variable_to_shape_map())
     except _READ_ERRORS as error:
+        _raise_a_ctrl_c_inside(error)
         return Damage(prefix, "its index file is unreadable", _error_line(error))
     for name in names:
         try:
             reader.get_tensor(name)
         except _READ_ERRORS as error:
+            _raise_a_ctrl_c_inside(error)
             return Damage(prefix, _read_problem(error), _error_line(error))
     return None
+
+
+def _raise_a_ctrl_c_inside(error: Exception) -> None:
+    """A Ctrl-C that lands while TensorFlow's C++ code turns an error into Python's (load_checkpoint looks for a
+    folder that way inside) comes as a RuntimeError that names it: raised as what it was. Taken for damage, it
+    made an intact checkpoint look damaged, rewrote the state file to an older one, and the Ctrl-C was lost."""
+    if isinstance(error, RuntimeError) and "REPLACED BY KeyboardInterrupt" in str(error):
+        raise KeyboardInterrupt from None
 
 
 def _read_problem(error: Exception) -> str:

@@ -6,9 +6,11 @@ raises Preempted. A rerun of the same command resumes from that checkpoint.
 
 The handler is installed only once the session exists. Python runs signal handlers between
 bytecodes, so a handler installed earlier would leave a task that waits in session creation
-(for a parameter server or the chief) deaf to SIGTERM; until then a cluster's task keeps the
-default action, which ends it at once, and there is nothing to save yet. A task alone takes
-SIGTERM as Ctrl-C until then (trainer/task.py's main).
+(for a parameter server or the chief) deaf to SIGTERM; until then the default action ends the
+task at once, and there is nothing to save yet. Nor is SIGTERM raised as Ctrl-C until then: a
+KeyboardInterrupt raised by a handler while TensorFlow turns a C++ error into Python's (as
+tf.train.load_checkpoint does inside) becomes a RuntimeError, which the checkpoint check took for
+a damaged checkpoint, and resumed from an older one.
 
 A task stuck in TensorFlow's C++ code never runs a Python handler: trainer/stuck.py ends it.
 """

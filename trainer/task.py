@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import logging
 import os
 import posixpath
-import signal
 import sys
 
 from dataformat import commandline, gcs, lease, storage
@@ -91,22 +89,8 @@ def _lease_if_chief(job_dir: str):
 
 def main(argv: list[str] | None = None) -> int:
     return commandline.run(
-        lambda: _train(argv),
-        "rerun the same command to resume (from the last checkpoint, if one was saved)",
-        stop_signals=() if _in_cluster() else (signal.SIGTERM,),
+        lambda: _train(argv), "rerun the same command to resume (from the last checkpoint, if one was saved)"
     )
-
-
-def _in_cluster() -> bool:
-    """Whether TF_CONFIG names other tasks (or does not read; the Estimator then says why). Alone, SIGTERM before the
-    session exists ends the run as Ctrl-C does: a line, and the job dir's lease let go (then trainer/preemption.py
-    saves a checkpoint first). A cluster's task may wait for the others in TensorFlow's C++ code before its session
-    exists, where a Python handler would leave it deaf to SIGTERM, so it keeps the default action until then."""
-    try:
-        cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
-        return sum(len(tasks) for tasks in cluster.values()) > 1
-    except (ValueError, AttributeError, TypeError):
-        return True
 
 
 def _train(argv: list[str] | None) -> int:
