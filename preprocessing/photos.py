@@ -14,6 +14,7 @@ EXIF_ORIENTATION = 0x0112  # the EXIF tag that says how a photo's stored pixels 
 # Pillow's turn that makes each orientation upright, as ImageOps.exif_transpose has it (1: none)
 EXIF_TURNS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE", 6: "ROTATE_270",
               7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
+SIDEWAYS = (5, 6, 7, 8)  # the orientations whose upright photo has its width and height swapped
 
 
 def open_photo(data: bytes):
@@ -69,6 +70,13 @@ def _orientation(image) -> int:
             return int(exif.get(EXIF_ORIENTATION, 1))
     except Exception:  # Pillow's parser raises many kinds on a damaged block, whose photo still decodes
         return 1
+
+
+def upright_size(image) -> tuple[int, int]:
+    """upright(image).size, without decoding the pixels that turning them takes (the size probe of a folder's
+    first photos, most of them a phone's portraits, stored sideways)."""
+    width, height = image.size
+    return (height, width) if _orientation(image) in SIDEWAYS else (width, height)
 
 
 def upright(image):

@@ -22,7 +22,7 @@ import numpy as np
 from dataformat import storage
 from dataformat.errors import NotFound, UserError
 from dataformat.schema import PHOTO_SUFFIXES
-from preprocessing.photos import open_photo, undecodable, upright
+from preprocessing.photos import open_photo, undecodable, upright, upright_size
 
 log = logging.getLogger(__name__)
 MNIST_IMAGES = r"(.+)-images[.-]idx3-ubyte(\.gz)?$"  # an IDX file of images, PREFIX-images-idx3-ubyte[.gz]
@@ -209,7 +209,7 @@ def _opened_image(path: str, where: str = "") -> Iterator:
     named = f"{where}: {path}" if where else path
     try:
         with storage.open_read(path) as file, open_photo(file.read()) as image:
-            yield upright(image)
+            yield image
     except (FileNotFoundError, NotFound):
         raise BrokenImage(f"{named}: no such image file") from None
     except UserError as error:  # Cloud Storage's own line: a refused read, no credentials
@@ -255,7 +255,7 @@ class ImageLoader:
 
         path, where = item if isinstance(item, tuple) else (item, "")
         with _opened_image(path, where) as image:
-            image = _on_white(_eight_bit(image)).convert("L" if self.shape[2] == 1 else "RGB")
+            image = _on_white(_eight_bit(upright(image))).convert("L" if self.shape[2] == 1 else "RGB")
             if self.resize:
                 image = image.resize((self.shape[1], self.shape[0]), Image.BILINEAR)
             pixels = np.asarray(image, dtype=np.uint8)
@@ -279,7 +279,7 @@ def first_image_shape(images: Iterable[tuple[str, str]], size: tuple[int, int] |
         try:
             with _opened_image(path, where) as image:
                 color = color or image.mode not in GRAY_MODES
-                sizes.append(image.size[::-1])
+                sizes.append(upright_size(image)[::-1])
         except BrokenImage as error:
             first = first or error
         if len(sizes) == SHAPE_SAMPLE or not sizes and tried > BROKEN_FLOOR:

@@ -350,6 +350,12 @@ def test_served_photos_are_decoded_as_preprocessing_stored_the_training_ones(tmp
             assert served[0, 0].tolist() == [255.0] * shape[2], name  # the transparent corner: white
 
 
+def _scene() -> np.ndarray:
+    """The upright photo the orientation tests store turned: 40x56, in blocks of 8 that JPEG keeps."""
+    rng = np.random.default_rng(0)
+    return np.kron(rng.integers(0, 256, (5, 7, 3)), np.ones((8, 8, 1))).astype(np.uint8)
+
+
 # How each EXIF orientation's stored pixels come from the upright photo (Pillow's names; exif_transpose undoes it)
 STORED_TURNED = {
     1: None,
@@ -374,8 +380,7 @@ def test_a_photo_stored_sideways_is_turned_upright_in_training_and_in_serving(tm
     from trainer.prediction_inputs import _image_bytes
     from trainer.serving import decode_images
 
-    rng = np.random.default_rng(0)
-    upright = np.kron(rng.integers(0, 256, (5, 7, 3)), np.ones((8, 8, 1))).astype(np.uint8)  # 40x56, blocks of 8
+    upright = _scene()
     for orientation, turn in STORED_TURNED.items():
         image = Image.fromarray(upright)
         stored = image if turn is None else image.transpose(turn)
@@ -400,8 +405,7 @@ def test_an_iphones_heic_photo_is_read_upright_and_sent_to_the_export_as_png(tmp
     from trainer.prediction_inputs import _image_bytes
     from trainer.serving import decode_images
 
-    rng = np.random.default_rng(0)
-    upright = np.kron(rng.integers(0, 256, (5, 7, 3)), np.ones((8, 8, 1))).astype(np.uint8)
+    upright = _scene()
     (tmp_path / "cats").mkdir()
     shutil.copy(os.path.join(os.path.dirname(__file__), "data", "sideways.heic"), tmp_path / "cats" / "IMG_0001.HEIC")
     _, files = class_files(str(tmp_path), PHOTO_SUFFIXES, "image")
