@@ -375,12 +375,21 @@ def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tu
     It accepts what the trainer's parser accepts, so it can point at the record that stopped a
     run; TensorFlow's own errors name neither the file nor the record.
     """
+    return decode_example(parse_record(record), metadata, labeled)
+
+
+def parse_record(record: bytes):
+    """One serialized record as its tf.train.Example, or UserError."""
     import tensorflow as tf
 
     try:
-        example = tf.train.Example.FromString(record)
+        return tf.train.Example.FromString(record)
     except Exception:  # protobuf raises its own DecodeError, or others on odd bytes
         raise UserError("not a serialized tf.train.Example") from None
+
+
+def decode_example(example, metadata: Metadata, labeled: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """decode_record of a record already parsed (parse_record)."""
     features = example.features.feature
     if metadata.is_table:
         return _decode_table_record(example, metadata, labeled)
@@ -417,13 +426,12 @@ def decode_record(record: bytes, metadata: Metadata, labeled: bool = True) -> tu
     return values.reshape(-1, *metadata.shape), labels
 
 
-def stored_keys(record: bytes, metadata: Metadata) -> list[str]:
-    """The keys a record stores beside its examples (--key-column), one an example; none where it stores none."""
-    import tensorflow as tf
-
+def stored_keys(example, metadata: Metadata) -> list[str]:
+    """The keys a parsed record (parse_record) stores beside its examples (--key-column), one an example; none
+    where it stores none."""
     if not metadata.key_column:
         return []
-    features = tf.train.Example.FromString(record).features.feature
+    features = example.features.feature
     stored = features[metadata.key_column].bytes_list.value if metadata.key_column in features else []
     return [key.decode("utf-8", "replace") for key in stored]
 

@@ -18,7 +18,7 @@ import numpy as np
 from dataformat import json_text, storage, tables, tfrecord
 from dataformat.errors import NotFound, UserError
 from dataformat.numeric import parses_as_float
-from dataformat.schema import PHOTO_SUFFIXES, decode_record, stored_keys
+from dataformat.schema import PHOTO_SUFFIXES, decode_example, parse_record, stored_keys
 from trainer.exported_model import EXAMPLES_SIGNATURE, IMAGES_SIGNATURE, Model
 from trainer.input_warnings import bad_numbers_as_missing, warned
 from trainer.instances import named
@@ -278,11 +278,12 @@ def _shard_requests(path: str, model: Model) -> Iterator[tuple[str, str, object]
     i = 0
     for number, record in enumerate(_records(path)):
         try:
-            data, _ = decode_record(record, model.metadata, labeled=False)
+            example = parse_record(record)
+            data, _ = decode_example(example, model.metadata, labeled=False)
         except UserError as error:
             raise UserError(f"{path}, record {number}: {error}") from None
         rows = data if model.metadata.is_table else model.values(data, path)
-        keys = stored_keys(record, model.metadata)  # the examples' own keys (--key-column), where stored
+        keys = stored_keys(example, model.metadata)  # the examples' own keys (--key-column), where stored
         for j, row in enumerate(rows):
             name = f"{path}#{i}"
             if j < len(keys) and model.metadata.is_table:
