@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -271,3 +273,21 @@ def test_a_list_whose_ml_use_leaves_a_split_empty_says_so(photos, tmp_path, capl
     argv = ["--source", "images", "--input", str(photos / "all-training.csv"), "--output", str(tmp_path / "d")]
     assert preprocess([*argv, "--image-size", "8x8"]) == 2
     assert "the list's ML_USE (every image has one) leaves 10 training and 0 evaluation examples" in caplog.text
+
+
+def test_a_list_from_a_named_pipe_is_read_once_as_its_writer_writes_it(photos, tmp_path):
+    """A list is read once, so a pipe serves (a table, read more than once, is refused); with no writer yet, it
+    waits for one, as `cat` does."""
+    good = [f"{name},{'warm' if i % 2 else 'cold'}" for i, (name, _, _) in enumerate(IMAGES[:6])]
+    pipe = photos / "piped.csv"  # beside the images its lines name
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("\n".join(good) + "\n"))
+    writer.start()
+    try:
+        argv = ["--source", "images", "--input", str(pipe), "--output", str(tmp_path / "data"), "--workers", "1"]
+        assert preprocess([*argv, "--image-size", "8x8", "--eval-fraction", "0.5"]) == 0
+    finally:
+        writer.join(timeout=10)
+        pipe.unlink()
+    counts = json.loads((tmp_path / "data" / "metadata.json").read_text())["splits"]
+    assert sum(split["examples"] for split in counts.values()) == 6
