@@ -110,32 +110,38 @@ TIME_NAME = re.compile(r"(^|[^A-Za-z])(?i:time|timestamp|ts|date|datetime|epoch|
 
 @dataclass(frozen=True)
 class TableOptions:
-    """The flags that say how to read a table."""
+    """qt-preprocess's table flags, in three groups: how the files are read, which columns play which part, and
+    how the other columns' kinds and vocabularies are decided."""
 
-    label_column: str = LAST_COLUMN  # a name, or an index (negative counts from the end)
+    # How the files are read (preprocessing/table_files/)
     delimiter: str = ""  # "" to sniff it (a tab for .tsv)
     decimal: str = ""  # the numbers' decimal mark, "." or ","; "" to sniff it
     skip_rows: int = 0  # CSV files' lines before the header (or the first row)
     sheet: str = ""  # a spreadsheet's worksheet that holds the table ("": the one it opens on, or names the label)
     encoding: str = "utf-8"
     column_names: tuple[str, ...] = ()  # the names of a headerless file's columns
+    text_folder: bool = False  # --source text: --input is a folder of .txt files, a sub-folder a class
+
+    # Which columns play which part
+    label_column: str = LAST_COLUMN  # a name, or an index (negative counts from the end)
+    positive_class: str = ""  # of a binary label, the class to find (--positive-class): class 1 ("": the second sorted)
+    key: str = ""  # the column of each row's key (--key-column): stored and passed through, never a feature
+    weight: str = ""  # the column of each row's weight in the training loss (--weight-column), never a feature
+    ignore: tuple[str, ...] = ()  # columns to leave out
+
+    # How the features' kinds and vocabularies are decided (preprocessing/columns/)
     categorical: tuple[str, ...] = ()  # columns to treat as categorical whatever they hold
     numeric: tuple[str, ...] = ()  # columns that must be numbers
     dates: tuple[str, ...] = ()  # columns that must be dates or timestamps
     date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
-    ignore: tuple[str, ...] = ()  # columns to leave out
+    text: tuple[str, ...] = ()  # columns of free text whatever they look like
     min_frequency: int | None = None  # a value or word seen fewer times in training is left out of the vocabulary
     # (None: the MIN_FREQUENCY of the kind's module in preprocessing/columns/)
     max_categories: int = 10_000  # a vocabulary keeps at most this many values, the most frequent
     hash_buckets: int = 1000  # at most this many buckets a column for the values outside its vocabulary
-    text: tuple[str, ...] = ()  # columns of free text whatever they look like
     max_tokens: int = 20_000  # a text column's vocabulary keeps at most this many words, the most frequent
     max_length: int = 300  # a text keeps its first this many words
     bigram_buckets: int | None = None  # a text column's buckets of hashed word pairs (None: by its words)
-    text_folder: bool = False  # --source text: --input is a folder of .txt files, a sub-folder a class
-    key: str = ""  # the column of each row's key (--key-column): stored and passed through, never a feature
-    weight: str = ""  # the column of each row's weight in the training loss (--weight-column), never a feature
-    positive_class: str = ""  # of a binary label, the class to find (--positive-class): class 1 ("": the second sorted)
 
 
 @dataclass(frozen=True)
