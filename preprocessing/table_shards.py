@@ -21,7 +21,6 @@ from preprocessing.writer import shard_output
 
 WRITE_ROWS = 32768  # rows of a shard converted and encoded at a time
 TEXT_WRITE_ROWS = 4096  # the same for a table with text, whose words take far more memory than its rows
-ORDER_COLUMN = "__order__"  # the temporary files' column of each row's random order within its shard
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class ShardWriter:
     weight: str = ""  # the weight column, stored under its name as a float feature
 
     def __call__(self, rows: pa.Table, path: str) -> ShardInfo:
-        order = pc.sort_indices(rows, [(ORDER_COLUMN, "ascending")])
+        order = pc.sort_indices(rows.column(rows.num_columns - 1))  # the temporary files' last column (order_column)
         rows_a_piece = TEXT_WRITE_ROWS if any(c.kind == tables.TEXT for c in self.columns) else WRITE_ROWS
         piece = self.per_record * max(1, rows_a_piece // self.per_record)  # whole records a piece
         with shard_output(path, self.compression) as (out, counted):
@@ -71,6 +70,15 @@ class ShardWriter:
         labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
         labels = labels.astype(np.int64)
         return tables.encode_table_records(block, floats, strings, words, labels, self.per_record, LABEL_KEY)
+
+
+def order_column(names: list[str]) -> str:
+    """The name of the temporary files' last column, each row's random order within its shard: one no column of
+    the table has (a table may hold a column named __order__)."""
+    name = "__order__"
+    while name in names:
+        name += "_"
+    return name
 
 
 def _word_ids(texts: np.ndarray, column: tables.Column) -> tuple[np.ndarray, np.ndarray]:

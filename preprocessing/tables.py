@@ -86,7 +86,7 @@ from preprocessing.table_files import (
     with_partition_columns,
 )
 from preprocessing.table_files.headers import LAST_COLUMN, label_of
-from preprocessing.table_shards import ORDER_COLUMN, ShardWriter
+from preprocessing.table_shards import ShardWriter, order_column
 from preprocessing.writer import clear_output, usable_cores
 
 log = logging.getLogger(__name__)
@@ -176,7 +176,8 @@ class TablePlan:
     @property
     def bucket_schema(self) -> pa.Schema:
         """The rows a shard receives: the trimmed text of the kept columns, and their order."""
-        return pa.schema([(name, pa.string()) for name in self.kept] + [(ORDER_COLUMN, pa.uint64())])
+        kept = self.kept
+        return pa.schema([(name, pa.string()) for name in kept] + [(order_column(kept), pa.uint64())])
 
     def position(self, name: str) -> str:
         return f"{self.names.index(name) + 1} ({name!r})"

@@ -1168,3 +1168,13 @@ def test_a_header_after_numpys_comment_mark_names_the_columns(tmp_path, delimite
     assert read[0] == (f"{tmp_path}/t.txt:2", {"a": "0.5"})  # as qt-predict reads it
     (tmp_path / "n.csv").write_text("# of items,price,label\n" + rows.replace(delimiter, ","))
     assert [c.name for c in build(tmp_path, tmp_path / "n.csv", label_column="label").columns][0] == "# of items"
+
+
+def test_a_column_named_as_the_temporary_files_order_column_is_a_feature_like_any(tmp_path):
+    """Pass 1's temporary files add a column of each row's order, named apart from the table's own columns: a
+    column named __order__ stopped the run in a traceback."""
+    rows = [f"{i},{i * 10},{i % 3},{'ab'[i % 2]}" for i in range(60)]
+    (tmp_path / "t.csv").write_text("n,__order__,__order___,label\n" + "\n".join(rows) + "\n")
+    metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
+    found = sorted(all_rows(tmp_path, metadata), key=lambda row: row["n"])
+    assert [(row["n"], row["__order__"], row["__order___"]) for row in found] == [(i, i * 10, i % 3) for i in range(60)]
