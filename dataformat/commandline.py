@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import signal
+import stat
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -243,6 +244,20 @@ def run(command: Callable[[], int], interrupted: str | Callable[[], str], stop_s
     except KeyboardInterrupt as error:
         log.error("Interrupted: %s", interrupted() if callable(interrupted) else interrupted)
         return 128 + error.signum if isinstance(error, Terminated) else 130
+    except BrokenPipeError:
+        if not _stdout_is_a_pipe():
+            raise
+        # The output's reader stopped reading (`qt-predict ... | head`): it has what it wanted. Stop quietly, as a
+        # shell tool that SIGPIPE stops does; what is left in stdout's buffer goes nowhere, not into a second error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     finally:
         for signum, handler in before.items():  # as they were: a test runs commands in its own process
             signal.signal(signum, handler)
+
+
+def _stdout_is_a_pipe() -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(sys.stdout.fileno()).st_mode)
+    except (OSError, ValueError):  # no file behind it (a test's captured output)
+        return False

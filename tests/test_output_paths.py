@@ -47,7 +47,7 @@ def test_preprocessing_output_without_permission_is_one_line(tmp_path, caplog):
 def test_predict_output_under_a_file_is_one_line(tmp_path, caplog, monkeypatch):
     model = SimpleNamespace(metadata=SimpleNamespace(extra={}))  # a model of no recorded encoding
     monkeypatch.setattr("trainer.predict.Model", lambda model_dir: model)
-    monkeypatch.setattr("trainer.predict.predict_files", lambda *_, **__: iter([{"x": 1}]))
+    monkeypatch.setattr("trainer.predict.predictions", lambda *_, **__: iter([("x.csv:2", None, {"x": 1})]))
     (tmp_path / "a-file").write_text("")
     assert predict(["--model-dir", "m", "--input", "x.csv", "--output", str(tmp_path / "a-file" / "p.jsonl")]) == 2
     assert errors(caplog) == [
@@ -58,7 +58,7 @@ def test_predict_output_under_a_file_is_one_line(tmp_path, caplog, monkeypatch):
 def test_predict_output_that_is_an_input_is_refused_before_it_is_erased(tmp_path, caplog, monkeypatch):
     model = SimpleNamespace(metadata=SimpleNamespace(extra={}))
     monkeypatch.setattr("trainer.predict.Model", lambda model_dir: model)
-    monkeypatch.setattr("trainer.predict.predict_files", lambda *_, **__: iter([{"x": 1}]))
+    monkeypatch.setattr("trainer.predict.predictions", lambda *_, **__: iter([("x.csv:2", None, {"x": 1})]))
     (tmp_path / "rows.csv").write_text("a,b\n1,2\n")
     rows = str(tmp_path / "rows.csv")
     assert predict(["--model-dir", "m", "--input", rows, "--output", rows]) == 2  # it was emptied, and read empty

@@ -4,6 +4,7 @@ CSV lines, the predict CLI's tables and JSON lines) against Estimator.predict on
 from __future__ import annotations
 
 import base64
+import csv
 import dataclasses
 import json
 import logging
@@ -557,3 +558,38 @@ def test_table_columns_of_instances_say_which_row_is_wrong():
         tables.instance_columns([{"size": 1, "color": "red"}], columns, ["row 1"])
     arrays = tables.instance_columns([{"age": 2, "id": "x7"}], columns, ["row 1"])
     assert arrays["age"][0] == 2 and list(arrays["kind"]) == [""]
+
+
+def test_predictions_to_a_csv_file_are_a_table_of_each_inputs_class_and_probabilities(table_job, tmp_path, caplog):
+    """--output NAME.csv: a table a spreadsheet opens, where it held JSON lines under a .csv name."""
+    config, _, folder = table_job
+    export = latest_export(config, "latest")
+    rows = folder / "census.csv"
+    assert predict_main(["--model-dir", export, "--input", str(rows), "--output", str(tmp_path / "p.csv")]) == 0
+    with open(tmp_path / "p.csv", newline="") as file:
+        table = list(csv.reader(file))
+    classes = Model(export).metadata.class_names
+    assert table[0] == ["input", "class", *(f"probability_{name}" for name in classes)]
+    lines = list(predict_files(Model(export), [str(rows)], batch_size=128))
+    assert len(table) == 801 and f"Wrote 800 prediction(s) to {tmp_path / 'p.csv'}" in caplog.text
+    assert [row[:2] for row in table[1:]] == [[line["input"], line["classes"]] for line in lines]
+    assert [[float(p) for p in row[2:]] for row in table[1:]] == [line["probabilities"] for line in lines]
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"instances": [{"age": 60, "workclass": "Private", "hours": 40}]}))
+    flags = ["--model-dir", export, "--instances-json", str(request), "--output", str(tmp_path / "r.csv")]
+    assert predict_main(flags) == 2 and "a response body, which is JSON; name a .json" in caplog.text
+
+
+def test_predictions_piped_to_a_reader_that_stops_reading_end_quietly(table_job, tmp_path):
+    """`qt-predict ... | head -1` ended in a BrokenPipeError's traceback; now it ends as a shell tool that SIGPIPE
+    stops does: exit 141, no error."""
+    config, _, folder = table_job
+    command = [sys.executable, "-m", "trainer.predict", "--model-dir", latest_export(config, "latest")]
+    with open(tmp_path / "stderr", "w") as stderr:  # 800 lines of some 200 bytes: more than a pipe holds
+        child = subprocess.Popen(
+            [*command, "--input", str(folder / "census.csv")], stdout=subprocess.PIPE, stderr=stderr
+        )
+        assert json.loads(child.stdout.readline())["input"].endswith("census.csv:2")
+        child.stdout.close()
+        assert child.wait(timeout=300) == 141
+    assert "Traceback" not in (tmp_path / "stderr").read_text() and "ERROR" not in (tmp_path / "stderr").read_text()

@@ -12,6 +12,8 @@ body the server would return.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import logging
 import os
@@ -45,7 +47,15 @@ class LeftOut(UserError):
 def predict_files(
     model: Model, paths: list[str], batch_size: int, table_options=None, encoding_given: bool = True
 ) -> Iterator[dict]:
-    """Batches consecutive inputs of the same signature; yields one JSON-ready line per input. An input the
+    """One JSON-ready line per input (json_line) of predictions()."""
+    for name, value, prediction in predictions(model, paths, batch_size, table_options, encoding_given):
+        yield json_line(name, value, prediction)
+
+
+def predictions(
+    model: Model, paths: list[str], batch_size: int, table_options=None, encoding_given: bool = True
+) -> Iterator[tuple[str, object, dict]]:
+    """Batches consecutive inputs of the same signature; yields (name, value, outputs) per input. An input the
     model rejects (a broken image) is named in an error and left out, and the run fails at the end, once the
     others are predicted: one broken photo among thousands stopped them all. Without --encoding
     (`encoding_given`), a file in UTF-8 is read so, whatever the training files' encoding (in_utf8_if_so)."""
@@ -74,10 +84,9 @@ def predict_files(
                       f"{rejected[0]}")  # fmt: skip
 
 
-def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iterator[dict]:
-    """One line per input: {"input": name, outputs...}, or for a row of JSON lines the line
-    Vertex AI batch prediction writes, {"instance": ..., "prediction": {outputs...}}. A batch with an input
-    the model rejects is predicted one input at a time, each rejected one named in an error and in `rejected`."""
+def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iterator[tuple[str, object, dict]]:
+    """(name, value, outputs) per input of a batch. A batch with an input the model rejects is predicted one
+    input at a time, each rejected one named in an error and in `rejected`."""
     names, values = zip(*batch)
     try:
         predictions = model.predict(signature, list(values), list(names))
@@ -91,12 +100,42 @@ def _run(model: Model, signature: str, batch: list, rejected: list[str]) -> Iter
                 rejected.append(name)
                 predictions.append(None)
     for name, value, prediction in zip(names, values, predictions):
-        if prediction is None:
-            continue
-        if name.rsplit(":", 1)[0].lower().endswith(JSON_LINES):  # "FILE:LINE", where FILE may be gs://...
-            yield {"instance": value.tolist() if isinstance(value, np.ndarray) else value, "prediction": prediction}
-        else:
-            yield {"input": name, **prediction}
+        if prediction is not None:
+            yield name, value, prediction
+
+
+def json_line(name: str, value, prediction: dict) -> dict:
+    """An input's output line: {"input": name, outputs...}, or for a row of JSON lines the line Vertex AI batch
+    prediction writes, {"instance": ..., "prediction": {outputs...}}."""
+    if name.rsplit(":", 1)[0].lower().endswith(JSON_LINES):  # "FILE:LINE", where FILE may be gs://...
+        return {"instance": value.tolist() if isinstance(value, np.ndarray) else value, "prediction": prediction}
+    return {"input": name, **prediction}
+
+
+def csv_lines(found: Iterator[tuple[str, object, dict]], class_names: list[str]) -> Iterator[str]:
+    """--output FILE.csv: a header, then a line per input: its name, its class, the probability of each class, and
+    any other output (a key, explanations; as JSON where not one value). The logits and class IDs are left out."""
+    others = None
+    for name, _, prediction in found:
+        header = ""
+        if others is None:  # written with the first line, so that each line written is an input's
+            others = [key for key in prediction if key not in CSV_LEFT_OUT]
+            header = _csv_line(["input", *others, "class", *(f"probability_{label}" for label in class_names)])
+        cells = [prediction[key] if _is_scalar(prediction[key]) else json.dumps(prediction[key]) for key in others]
+        yield header + _csv_line([name, *cells, prediction["classes"], *prediction["probabilities"]])
+
+
+CSV_LEFT_OUT = ("class_ids", "classes", "logits", "probabilities")
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float))
+
+
+def _csv_line(cells: list) -> str:
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerow(cells)
+    return text.getvalue()
 
 
 def parse_args(argv: list[str] | None):
@@ -139,7 +178,11 @@ def parse_args(argv: list[str] | None):
         "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
     )
     add_reading_flags(parser.add_argument_group("tables, as qt-preprocess reads them"), predicting=True)
-    parser.add_argument("--output", help="write JSON lines here instead of standard output")
+    parser.add_argument(
+        "--output",
+        help="write the predictions here instead of standard output: JSON lines, or for a name ending in .csv a "
+        "table of each input's name, class and probability of each class",
+    )
     parser.add_argument(
         "--batch-size", type=commandline.positive_int, default=128, help="inputs per call to the model (default: 128)"
     )
@@ -166,8 +209,11 @@ def _predict(argv: list[str] | None) -> int:
         model = OnlineModel(args.endpoint, args.explain)
     else:
         model = Model(args.model_dir)
+    as_csv = bool(args.output) and args.output.lower().endswith(".csv")
+    if args.instances_json and as_csv:
+        raise UserError(f"--output {args.output}: --instances-json writes a response body, which is JSON; name a .json")
     if args.instances_json:
-        lines = [respond(model, _read_request(args.instances_json))]
+        lines = [json.dumps(respond(model, _read_request(args.instances_json))) + "\n"]
     else:
         _check_output_is_no_input(args.output, args.input)
         from preprocessing.table_files import reading_options
@@ -175,7 +221,11 @@ def _predict(argv: list[str] | None) -> int:
 
         trained_in = model.metadata.extra.get("encoding", "utf-8")  # new rows come as the training files came
         options = TableOptions(**reading_options(args, trained_in))
-        lines = predict_files(model, args.input, args.batch_size, options, encoding_given=bool(args.encoding))
+        found = predictions(model, args.input, args.batch_size, options, encoding_given=bool(args.encoding))
+        if as_csv:
+            lines = csv_lines(found, model.metadata.class_names)
+        else:
+            lines = (json.dumps(json_line(*each)) + "\n" for each in found)
     count = _write(lines, args.output)
     if args.output:
         log.info("Wrote %d prediction(s) to %s", count, args.output)
@@ -208,14 +258,14 @@ def _read_request(path: str) -> dict:
         raise UserError(f"--instances-json {path}: not JSON ({error})") from None
 
 
-def _write(lines, output: str | None) -> int:
-    """Writes the prediction lines to --output (a file, local or gs://) or stdout; returns how many. Inputs left out
+def _write(lines: Iterator[str], output: str | None) -> int:
+    """Writes the output's lines to --output (a file, local or gs://) or stdout; returns how many. Inputs left out
     at the end (a rejected image) leave the others' lines written, then fail the run."""
     count, left_out = 0, None
     with _output(output) as write:
         try:
             for line in lines:
-                write(json.dumps(line) + "\n")
+                write(line)
                 count += 1
         except LeftOut as error:  # the others' lines stay written; any other error leaves a gs:// --output unwritten
             left_out = error
