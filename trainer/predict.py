@@ -112,6 +112,9 @@ def json_line(name: str, value, prediction: dict) -> dict:
     return {"input": name, **prediction}
 
 
+CSV_LEFT_OUT = ("class_ids", "classes", "logits", "probabilities")  # outputs a .csv --output has no column of
+
+
 def csv_lines(found: Iterator[tuple[str, object, dict]], class_names: list[str]) -> Iterator[str]:
     """--output FILE.csv: a header, then a line per input: its name, its class, the probability of each class, and
     any other output (a key, explanations; as JSON where not one value). The logits and class IDs are left out."""
@@ -123,9 +126,6 @@ def csv_lines(found: Iterator[tuple[str, object, dict]], class_names: list[str])
             header = _csv_line(["input", *others, "class", *(f"probability_{label}" for label in class_names)])
         cells = [prediction[key] if _is_scalar(prediction[key]) else json.dumps(prediction[key]) for key in others]
         yield header + _csv_line([name, *cells, prediction["classes"], *prediction["probabilities"]])
-
-
-CSV_LEFT_OUT = ("class_ids", "classes", "logits", "probabilities")
 
 
 def _is_scalar(value) -> bool:
