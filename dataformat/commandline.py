@@ -168,10 +168,11 @@ def fraction(text: str) -> float:
 def encoding(text: str) -> str:
     """A text encoding's name, as Python knows it (--encoding)."""
     try:
+        "".encode(text)  # a codec of bytes to bytes (hex, base64) or text to text (rot13) is no text encoding
         return codecs.lookup(text).name
     except LookupError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not an encoding Python knows (e.g. utf-8, latin-1, cp1252)"
+            f"{text!r} is not a text encoding Python knows (e.g. utf-8, latin-1, cp1252)"
         ) from None
 
 

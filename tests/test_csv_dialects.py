@@ -250,6 +250,31 @@ def test_excels_unicode_text_utf16_with_its_byte_order_mark_reads_without_flags(
         assert rows[0][1] == {"size": "0", "color": "café"} and len(rows) == 60
 
 
+def test_encoding_utf16_or_utf32_without_a_byte_order_mark_reads_by_its_zero_bytes(tmp_path, caplog):
+    """--encoding utf-16 on a file with no byte-order mark (the hint for binary-looking data says to pass it) ended
+    in Python's "UTF-16 stream does not start with BOM" traceback; its byte order is now the one its zero bytes show.
+    JSON lines in UTF-16 split at newlines only once decoded (a newline's second byte began every next line)."""
+    text = "size,color,label\n" + "".join(f"{i},{'rouge' if i % 3 else 'café'},{'ab'[i % 2]}\n" for i in range(60))
+    lines = "".join(json.dumps({"size": i, "color": "café", "label": "ab"[i % 2]}) + "\n" for i in range(60))
+    files = {f"{codec}.csv": text.encode(codec) for codec in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")}
+    files["16.jsonl"] = lines.encode("utf-16-be")
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        encoding = "utf-32" if "32" in name else "utf-16"
+        metadata = build(tmp_path, tmp_path / name, label_column="label", encoding=encoding)
+        assert "café" in metadata.columns[1].vocabulary and metadata.class_names == ("a", "b"), name
+        assert sum(split.examples for split in metadata.splits.values()) == 60
+        rows = list(table_rows(str(tmp_path / name), "label", ("size", "color"), TableOptions(encoding=encoding)))
+        assert rows[0][1]["color"] == "café" and len(rows) == 60  # as qt-predict reads it
+    # A codec of bytes to bytes, or of text to text, is no text encoding: refused as a flag, where it was a TypeError.
+    for codec in ("rot13", "hex"):
+        assert (
+            preprocess(["--input", str(tmp_path / "16.jsonl"), "--output", str(tmp_path / "o"), "--encoding", codec])
+            == 2
+        )
+        assert f"argument --encoding: '{codec}' is not a text encoding" in caplog.text
+
+
 def test_a_headerless_file_takes_its_names_from_the_flag(tmp_path):
     (tmp_path / "t.csv").write_text("".join(f"{i},blue,{'ab'[i % 2]}\n" for i in range(30)))
     metadata = build(tmp_path, tmp_path / "t.csv", column_names=("size", "color", "label"), label_column="label")
@@ -265,7 +290,7 @@ def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):
     flags += ["--delimiter", ";", "--encoding", "latin-1", "--column-names", "n,accent,y", "--label-column", "y"]
     assert preprocess(flags) == 0
     assert preprocess([*flags[:-8], "--encoding", "klingon", "--overwrite"]) == 2
-    assert "argument --encoding: 'klingon' is not an encoding Python knows" in caplog.text
+    assert "argument --encoding: 'klingon' is not a text encoding Python knows" in caplog.text
     # A name as pandas shows it from a padded header ('Name, Medal' gives ' Medal'): headers' names are trimmed, so
     # the flags' are too; it stopped at "no column ' Medal' (did you mean 'Medal'?)".
     (tmp_path / "m.csv").write_text("Name, Medal, Time\n" + "".join(f"p{i}, {'ab'[i % 2]}, 9.{i}\n" for i in range(30)))

@@ -138,9 +138,9 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         return workbook_dialect(path, options, (*known, *label))
     head = read_head(path, options.skip_rows + 4)  # the header and the lines under it (Orange's), Excel's sep= above
     refuse_binary(path, head, options.encoding)
-    if kind == JSON_LINES:
-        return json_dialect(path, head, options.encoding)  # JSON is UTF-8 unless --encoding says otherwise
     encoding = encoding_of(head, options.encoding)
+    if kind == JSON_LINES:
+        return json_dialect(path, head, encoding)  # JSON is UTF-8 unless --encoding or a byte-order mark says otherwise
     if plain_name(table_name(path)).endswith(".arff"):
         return arff_dialect(path, encoding)
     return csv_dialect(path, head, encoding, options, known)

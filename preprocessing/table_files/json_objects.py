@@ -122,17 +122,22 @@ def _with_seconds_of_durations(batch: pa.RecordBatch, verbatim: str) -> pa.Recor
 
 
 def _json_lines_rows(path: str, encoding: str, block_bytes: int) -> Iterator[Iterator[tuple[int, dict]]]:
-    """A JSON lines file's objects, with their lines, in pieces of about `block_bytes` of text."""
-    line, rest = 1, b""
+    """A JSON lines file's objects, with their lines, in pieces of about `block_bytes` of text. Decoded before it is
+    split at newlines: in UTF-16 a newline's bytes are two, and a line's next byte its second."""
+    text_of = codecs.getincrementaldecoder(without_bom(encoding))()
+    line, rest = 1, ""
     with opened(path) as stream:
         while True:
             chunk = _read(stream, block_bytes, path)
-            text = rest + chunk
-            cut = len(text) if not chunk else text.rfind(b"\n") + 1
+            try:
+                text = rest + text_of.decode(chunk, final=not chunk)
+            except UnicodeDecodeError:
+                raise UserError(f"{path}: {not_text(path, encoding)}") from None
+            cut = len(text) if not chunk else text.rfind("\n") + 1
             whole, rest = text[:cut], text[cut:]
             if whole:
-                yield _objects_of_lines(_decoded(whole, path, encoding), path, line)
-                line += whole.count(b"\n") + (0 if whole.endswith(b"\n") else 1)
+                yield _objects_of_lines(whole, path, line)
+                line += whole.count("\n") + (0 if whole.endswith("\n") else 1)
             if not chunk:
                 return
 

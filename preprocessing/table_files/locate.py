@@ -408,13 +408,29 @@ def refuse_binary(path: str, head: bytes, encoding: str) -> None:
 
 def encoding_of(head: bytes, encoding: str) -> str:
     """`encoding`, but UTF-16 (or UTF-32) for a CSV file whose `head` begins with its byte-order mark, which no UTF-8
-    file can: Excel's "Unicode text" export (tab-separated) is such a file."""
-    if codecs.lookup(encoding).name != "utf-8":
+    file can: Excel's "Unicode text" export (tab-separated) is such a file. --encoding utf-16 (or utf-32) without a
+    byte-order mark is the byte order the head's zero bytes show, as Python's decoder takes no such file."""
+    name = codecs.lookup(encoding).name
+    if name in ("utf-16", "utf-32"):
+        return _byte_order(head, name)
+    if name != "utf-8":
         return encoding
     start = head[:4]
     if start in (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):  # FF FE 00 00 starts UTF-32 before UTF-16
         return "utf-32"
     return "utf-16" if start[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else encoding
+
+
+def _byte_order(head: bytes, name: str) -> str:
+    """UTF-16 or UTF-32 (`name`) as `head` holds it: with its byte-order mark, or without one, little-endian unless
+    its characters' zero bytes come first (big-endian): ASCII text in UTF-16 is "a\0" little-endian, "\0a" big."""
+    marks = {"utf-16": (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-32": (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)}
+    if head.startswith(marks[name]):
+        return name
+    width = 2 if name == "utf-16" else 4
+    sample = head[: len(head) // width * width]
+    zeros_first = sample[0::width].count(0) > sample[width - 1 :: width].count(0)
+    return f"{name}-be" if zeros_first else f"{name}-le"
 
 
 def without_bom(encoding: str) -> str:
