@@ -825,6 +825,14 @@ def shard_paths(plan: TablePlan, output: str, compression: str) -> dict[tuple[st
     }
 
 
+def _reading_of(plan: TablePlan) -> dict:
+    """How the training files were read, which qt-predict reads new rows by unless told otherwise: their encoding,
+    and a CSV table's decimal mark (a file of a few rows to predict for may say nothing of it: 4.000 is 4000 where the
+    training files had decimal commas)."""
+    decimal = {"decimal": plan.dialect.decimal} if plan.dialect.format == CSV else {}
+    return {"encoding": plan.options.encoding, **decimal}
+
+
 def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: Counter, extra: dict) -> Metadata:
     """The dataset's metadata, from the plan, the columns, every shard written (by (split, index)) and the
     rows of each label."""
@@ -851,7 +859,7 @@ def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: 
         source="text" if plan.options.text_folder else "csv",
         compression=writer.compression,
         examples_per_record=writer.per_record,
-        extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, "encoding": plan.options.encoding, **extra},
+        extra={"seed": plan.seed, "eval_fraction": plan.eval_fraction, **_reading_of(plan), **extra},
         columns=columns,
         label_column=plan.label,
         key_column=plan.key,

@@ -9,6 +9,8 @@ import json
 import logging
 import re
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
 from test_tables import read_rows
@@ -18,7 +20,7 @@ import preprocessing.tables
 from dataformat import tables
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
-from preprocessing.table_files import blocks, dialect_of
+from preprocessing.table_files import blocks, dialect_of, reading_options
 from preprocessing.table_files.sniffing import sniff_decimal, sniff_delimiter
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer.prediction_inputs import table_rows
@@ -1203,3 +1205,27 @@ def test_a_column_named_as_the_temporary_files_order_column_is_a_feature_like_an
     metadata = build(tmp_path, tmp_path / "t.csv", label_column="label")
     found = sorted(all_rows(tmp_path, metadata), key=lambda row: row["n"])
     assert [(row["n"], row["__order__"], row["__order___"]) for row in found] == [(i, i * 10, i % 3) for i in range(60)]
+
+
+def test_rows_to_predict_for_are_read_with_the_training_files_decimal_mark(tmp_path):
+    """A file of a few rows says nothing of its decimal mark: qt-predict read 4.000 as 4.0 from a one-row file and as
+    4000 beside 4.000,00, for a model trained on decimal commas (4.000 was 4000 there). metadata.json now records a
+    CSV table's mark, and qt-predict reads by it unless --decimal says otherwise."""
+    from trainer.predict import parse_args as predict_args
+
+    rows = "".join(f"{i * 1000 + 0.5:,.2f}".replace(",", " ").replace(".", ",").replace(" ", ".") + f";{'ab'[i % 2]}\n"
+                   for i in range(40))  # fmt: skip
+    (tmp_path / "eu.csv").write_text("betrag;label\n" + rows)
+    assert build(tmp_path, tmp_path / "eu.csv", label_column="label").extra["decimal"] == ","
+    (tmp_path / "one.csv").write_text("betrag\n4.000\n")
+    for flags, read in (([], "4000"), (["--decimal", "."], "4.000")):
+        args = predict_args(["--model-dir", "m", "--input", "x", *flags])
+        options = TableOptions(**reading_options(args, "utf-8", ","))
+        assert list(table_rows(str(tmp_path / "one.csv"), "label", ("betrag",), options)) == [
+            (f"{tmp_path}/one.csv:2", {"betrag": read})
+        ]
+    (tmp_path / "us.csv").write_text("amount,label\n" + "".join(f"{i}.5,{'ab'[i % 2]}\n" for i in range(40)))
+    assert build(tmp_path, tmp_path / "us.csv", label_column="label").extra["decimal"] == "."
+    pq.write_table(pa.table({"amount": [float(i) for i in range(40)], "label": ["ab"[i % 2] for i in range(40)]}),
+                   tmp_path / "t.parquet")  # fmt: skip
+    assert "decimal" not in build(tmp_path, tmp_path / "t.parquet", label_column="label").extra  # no text to say it
