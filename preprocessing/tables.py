@@ -116,6 +116,7 @@ class TableOptions:
     # How the files are read (preprocessing/table_files/)
     delimiter: str = ""  # "" to sniff it (a tab for .tsv)
     decimal: str = ""  # the numbers' decimal mark, "." or ","; "" to sniff it
+    unclear_decimal: str = "."  # the mark of a file whose first lines show neither (qt-predict: the training files')
     skip_rows: int = 0  # CSV files' lines before the header (or the first row)
     sheet: str = ""  # a spreadsheet's worksheet that holds the table ("": the one it opens on, or names the label)
     encoding: str = "utf-8"

@@ -1208,21 +1208,27 @@ def test_a_column_named_as_the_temporary_files_order_column_is_a_feature_like_an
 
 
 def test_rows_to_predict_for_are_read_with_the_training_files_decimal_mark(tmp_path):
-    """A file of a few rows says nothing of its decimal mark: qt-predict read 4.000 as 4.0 from a one-row file and as
-    4000 beside 4.000,00, for a model trained on decimal commas (4.000 was 4000 there). metadata.json now records a
-    CSV table's mark, and qt-predict reads by it unless --decimal says otherwise."""
+    """A file of a few rows may show no decimal mark: qt-predict read 4.000 as 4.0 from a one-row file and as 4000
+    beside 4.000,00, for a model trained on decimal commas (4.000 was 4000 there). metadata.json now records a CSV
+    table's mark, and qt-predict reads by it a file that shows none, unless --decimal says otherwise."""
     from trainer.predict import parse_args as predict_args
 
     rows = "".join(f"{i * 1000 + 0.5:,.2f}".replace(",", " ").replace(".", ",").replace(" ", ".") + f";{'ab'[i % 2]}\n"
                    for i in range(40))  # fmt: skip
     (tmp_path / "eu.csv").write_text("betrag;label\n" + rows)
     assert build(tmp_path, tmp_path / "eu.csv", label_column="label").extra["decimal"] == ","
-    (tmp_path / "one.csv").write_text("betrag\n4.000\n")
-    for flags, read in (([], "4000"), (["--decimal", "."], "4.000")):
+    (tmp_path / "one.csv").write_text("betrag;farbe\n4.000;rot\n")
+    (tmp_path / "said.csv").write_text("betrag;farbe\n4.5;rot\n")  # a file that shows its mark is read by it
+    for name, trained, flags, read in (
+        ("one.csv", ",", [], "4000"),
+        ("one.csv", ",", ["--decimal", "."], "4.000"),
+        ("one.csv", ".", [], "4.000"),
+        ("said.csv", ",", [], "4.5"),
+    ):
         args = predict_args(["--model-dir", "m", "--input", "x", *flags])
-        options = TableOptions(**reading_options(args, "utf-8", ","))
-        assert list(table_rows(str(tmp_path / "one.csv"), "label", ("betrag",), options)) == [
-            (f"{tmp_path}/one.csv:2", {"betrag": read})
+        options = TableOptions(**reading_options(args, "utf-8", trained))
+        assert list(table_rows(str(tmp_path / name), "label", ("betrag", "farbe"), options)) == [
+            (f"{tmp_path}/{name}:2", {"betrag": read, "farbe": "rot"})
         ]
     (tmp_path / "us.csv").write_text("amount,label\n" + "".join(f"{i}.5,{'ab'[i % 2]}\n" for i in range(40)))
     assert build(tmp_path, tmp_path / "us.csv", label_column="label").extra["decimal"] == "."

@@ -220,7 +220,7 @@ def _predict(argv: list[str] | None) -> int:
         from preprocessing.tables import TableOptions
 
         trained = model.metadata.extra  # new rows come as the training files came: their encoding and decimal mark
-        options = TableOptions(**reading_options(args, trained.get("encoding", "utf-8"), trained.get("decimal", "")))
+        options = TableOptions(**reading_options(args, trained.get("encoding", "utf-8"), trained.get("decimal", ".")))
         found = predictions(model, args.input, args.batch_size, options, encoding_given=bool(args.encoding))
         if as_csv:
             lines = csv_lines(found, model.metadata.class_names)

@@ -70,7 +70,7 @@ def add_reading_flags(group, predicting: bool = False) -> None:
         "text does"
     )
     wanted = "one of the model's columns" if predicting else "the label's column"
-    trained_decimal = "the model's training CSV files' mark; for a model trained on other files, " if predicting else ""
+    unclear = "the model's training CSV files' mark, or '.'" if predicting else "'.'"
     group.add_argument(
         "--delimiter",
         type=commandline.delimiter,
@@ -89,9 +89,9 @@ def add_reading_flags(group, predicting: bool = False) -> None:
     group.add_argument(
         "--decimal",
         choices=(".", ","),
-        help=f"the numbers' decimal mark (default: {trained_decimal}',' where the file is not comma-separated and its "
-        "first lines hold numbers like 3,14 and none like 3.14, as spreadsheets write CSV in much of Europe; otherwise "
-        "'.')",
+        help="the numbers' decimal mark (default: ',' where the file is not comma-separated and its first lines "
+        "hold numbers like 3,14 and none like 3.14 or 1,234,567, as spreadsheets write CSV in much of Europe; '.' "
+        f"where they hold such numbers; where they hold neither (4.000), {unclear})",
     )
     group.add_argument(
         "--encoding",
@@ -119,13 +119,14 @@ def add_reading_flags(group, predicting: bool = False) -> None:
     )
 
 
-def reading_options(args, encoding: str = "utf-8", decimal: str = "") -> dict:
-    """The TableOptions fields of add_reading_flags' flags; `encoding` and `decimal` where --encoding and --decimal
-    are not given ("": sniffed)."""
+def reading_options(args, encoding: str = "utf-8", unclear_decimal: str = ".") -> dict:
+    """The TableOptions fields of add_reading_flags' flags; `encoding` where --encoding is not given, and without
+    --decimal, `unclear_decimal` where a file's first lines show no decimal mark."""
     return {
         "delimiter": args.delimiter or "",
         "skip_rows": args.skip_rows,
-        "decimal": args.decimal or decimal,
+        "decimal": args.decimal or "",
+        "unclear_decimal": unclear_decimal,
         "encoding": args.encoding or encoding,
         "column_names": args.column_names,
         "sheet": args.sheet,

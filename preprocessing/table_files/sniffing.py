@@ -86,7 +86,7 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
         delimiter = read_as
     else:
         escape = sniff_escape(text, delimiter)
-    decimal = options.decimal or sniff_decimal(text, delimiter)
+    decimal = options.decimal or sniff_decimal(text, delimiter, options.unclear_decimal)
     header = csv_reader(io.StringIO(text, newline=""), delimiter=delimiter, escapechar=escape or None)
     first = [name.strip() for name in next(header, [])]  # split at line breaks only (splitlines splits at \x85 too)
     if not first and options.skip_rows and any(line.strip() for line in every_line[: options.skip_rows]):
@@ -298,19 +298,21 @@ def _marked_header(text: str, escape: str) -> bool:
     return " " not in rows[0][0].strip() or _rows_width(_head_rows(text, delimiter, escape)) != len(rows[0])
 
 
-def sniff_decimal(text: str, delimiter: str) -> str:
+def sniff_decimal(text: str, delimiter: str, unclear: str = ".") -> str:
     """The decimal mark of the numbers in a file's first lines: "," where some are written with a decimal
     comma, or with points between thousands twice or more (1.234.567: German integers), and none with a decimal
-    point (Excel's CSV where the comma is the decimal mark: "3,14;blue"); only in files whose delimiter is not the
-    comma."""
+    point or commas between thousands (Excel's CSV where the comma is the decimal mark: "3,14;blue"); "." where some
+    are; `unclear` where none is either (4.000;red), in files whose delimiter is not the comma."""
     if delimiter == ",":
         return "."
     rows = csv_reader(io.StringIO("\n".join(whole_lines(text))), delimiter=delimiter)
     fields = undecorated(pa.array([field.strip() for row in rows for field in row], pa.string())).to_pylist()
     shown = f"{COMMA_NUMBER}|{GROUPED},\\d+"  # 3,14 and 1.234,5
     comma = any(re.fullmatch(shown, field, re.ASCII) or _point_thousands(field) for field in fields)
-    point = any(_has_decimal_point(field) for field in fields)
-    return "," if comma and not point and not any(re.fullmatch(THOUSANDS, field) for field in fields) else "."
+    point = any(_has_decimal_point(field) or re.fullmatch(THOUSANDS, field) for field in fields)
+    if comma or point:
+        return "," if comma and not point else "."
+    return unclear
 
 
 def _point_thousands(field: str) -> bool:
