@@ -176,6 +176,12 @@ def encoding(text: str) -> str:
         ) from None
 
 
+def path(text: str) -> str:
+    """A local path or gs:// URI flag, with ~ as the shell expands it (--job-dir=~/runs, and a YAML file's ~/data,
+    which no shell sees: taken as is, they made a folder named ~ in the current one)."""
+    return os.path.expanduser(text)
+
+
 WHITESPACE = "whitespace"  # --delimiter's word for runs of spaces and tabs between fields
 
 

@@ -99,11 +99,14 @@ def _add_input_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--input",
+        type=commandline.path,
         help=f"the raw data: a file (npz); a file, a glob or a folder of {', '.join(SUFFIXES)} files, "
         "CSV and JSON compressed (.gz, .bz2, .zst, .xz, or a .zip of one) or not (csv); "
         "a folder (mnist, images, text); an image list, .csv or .jsonl (images)",
     )
-    parser.add_argument("--output", required=True, help="folder to write the shards and metadata.json into")
+    parser.add_argument(
+        "--output", type=commandline.path, required=True, help="folder to write the shards and metadata.json into"
+    )
     parser.add_argument(
         "--shards",
         type=commandline.positive_int,

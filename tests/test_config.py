@@ -238,3 +238,13 @@ def test_an_integer_beyond_int32_is_refused_naming_the_flag():
         with pytest.raises(UserError, match=r"--(train-steps|hidden-units) .*: must be at most 2,147,483,647"):
             check_values(from_sources(None, flags))
     check_values(from_sources(None, {"train_steps": "2147483647", "seed": "4000000000"}))  # a seed may be larger
+
+
+def test_a_tilde_in_a_path_setting_is_the_home_folder_as_the_shell_expands_it(tmp_path, monkeypatch):
+    """No shell sees ~ in a YAML file or after --job-dir=: taken as is, it made a folder named ~ in the current one."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = tmp_path / "settings.yaml"
+    path.write_text("job_dir: ~/runs/a\nexport_dir: gs://bucket/~exports\n")
+    config = from_sources(str(path), {"train_files": "~/d/train-*,/abs/t-*", "eval_files": "e-*"})
+    assert config.job_dir == f"{tmp_path}/runs/a" and config.export_dir == "gs://bucket/~exports"
+    assert config.train_files == f"{tmp_path}/d/train-*,/abs/t-*" and config.eval_files == "e-*"

@@ -120,3 +120,11 @@ def test_preprocessing_refuses_an_output_folder_another_run_writes(tmp_path, cap
     (error,) = errors(caplog)
     assert error.startswith(f"--output {tmp_path / 'data'} is in use by another preprocessing run (host ")
     assert preprocess(["--source", "digits", "--output", str(tmp_path / "data")]) == 0  # free again
+
+
+def test_a_tilde_in_an_output_flag_is_the_home_folder(tmp_path, monkeypatch):
+    """`qt-preprocess --output=~/data/x` (a shell leaves that ~ alone) wrote ./~/data/x."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert preprocess(["--source", "digits", "--output=~/data/digits"]) == 0
+    assert (tmp_path / "home" / "data" / "digits" / "metadata.json").exists() and not (tmp_path / "~").exists()

@@ -15,10 +15,13 @@ from typing import Any, Optional
 
 import yaml
 
+from dataformat import commandline
 from dataformat.commandline import MAX_INT
 from dataformat.errors import UserError, yaml_problem
 from trainer import metrics
 
+# The settings that name local folders or files (or gs:// ones); the shards' globs, comma-separated.
+PATHS = ("data_dir", "train_files", "eval_files", "metadata", "job_dir", "export_dir", "warm_start_from", "pretrained")
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
 EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
 SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
@@ -394,6 +397,9 @@ def from_sources(yaml_path: Optional[str], flags: dict[str, Any]) -> Config:
     settings = load_yaml(yaml_path) if yaml_path else {}
     for name, value in flags.items():
         settings[name] = _convert(name, value, "--" + name.replace("_", "-"))
+    for name in PATHS:  # ~ as the shell expands it, which it never sees in a YAML file or after --job-dir=
+        if isinstance(settings.get(name), str):
+            settings[name] = ",".join(commandline.path(part) for part in settings[name].split(","))
     return Config(**settings)
 
 

@@ -153,6 +153,7 @@ def parse_args(argv: list[str] | None):
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument(
         "--model-dir",
+        type=commandline.path,
         help="an export (holds saved_model.pb), a folder of numbered exports (the newest), or a job dir (its "
         "export/best/)",
     )
@@ -169,17 +170,22 @@ def parse_args(argv: list[str] | None):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--input",
+        type=commandline.path,
         nargs="+",
         metavar="FILE",
         help="images (.png, .jpg), .npz, .csv, .jsonl or .tfrecord files; for a text model, .txt files; for a "
         "table, also .tsv, .parquet, .feather, .arrow, .xlsx, .xls, .ods, .arff and any file its preprocessing reads",
     )
     source.add_argument(
-        "--instances-json", metavar="FILE", help='a predict request body ({"instances": [...]}); - reads stdin'
+        "--instances-json",
+        type=commandline.path,
+        metavar="FILE",
+        help='a predict request body ({"instances": [...]}); - reads stdin',
     )
     add_reading_flags(parser.add_argument_group("tables, as qt-preprocess reads them"), predicting=True)
     parser.add_argument(
         "--output",
+        type=commandline.path,
         help="write the predictions here instead of standard output: JSON lines, or for a name ending in .csv a "
         "table of each input's name, class and probability of each class",
     )

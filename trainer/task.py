@@ -44,7 +44,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "--job-dir resumes from its last checkpoint.",
         examples=EXAMPLES,
     )
-    parser.add_argument("--config", help="YAML file of settings (keys as the flags, with - or _)")
+    parser.add_argument(
+        "--config", type=commandline.path, help="YAML file of settings (keys as the flags, with - or _)"
+    )
     config_module.add_flags(parser)
     # Cloud services add flags of their own; they must not crash the job.
     return parser.parse_known_args(argv)
