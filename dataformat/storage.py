@@ -58,10 +58,16 @@ def exists(path: str) -> bool:
 
 
 def same_folder(one: str, other: str) -> bool:
-    """Whether two folders are one: local ones by their absolute paths, gs:// ones by their names."""
+    """Whether two folders are one: local ones by their real paths (a link to a folder is that folder), gs:// ones by
+    their names."""
     if gcs.is_gcs(one) or gcs.is_gcs(other):
         return one.rstrip("/") == other.rstrip("/")
-    return os.path.abspath(one) == os.path.abspath(other)
+    return os.path.realpath(one) == os.path.realpath(other)
+
+
+def is_pattern(path: str) -> bool:
+    """Whether `path` is a glob: it holds *, ? or [ and names no file or folder as it is (runs[1]/ may be a folder)."""
+    return any(char in path for char in "*?[") and not exists(path) and not is_folder(path)
 
 
 def is_stream(path: str) -> bool:

@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
+from trainer.config import Config, check_values
 from trainer.predict import main as predict
 
 
@@ -128,3 +130,29 @@ def test_a_tilde_in_an_output_flag_is_the_home_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert preprocess(["--source", "digits", "--output=~/data/digits"]) == 0
     assert (tmp_path / "home" / "data" / "digits" / "metadata.json").exists() and not (tmp_path / "~").exists()
+
+
+def test_an_output_that_links_to_the_input_folder_is_refused(tmp_path, caplog):
+    """The guard compared absolute paths: a link to the input folder as --output wrote the shards among the rows."""
+    (tmp_path / "rows").mkdir()
+    (tmp_path / "rows" / "t.csv").write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(20)))
+    (tmp_path / "link").symlink_to(tmp_path / "rows")
+    flags = ["--input", str(tmp_path / "rows"), "--output", str(tmp_path / "link"), "--overwrite"]
+    assert preprocess(flags) == 2 and "the folder --input reads" in errors(caplog)[0]
+    assert sorted(path.name for path in (tmp_path / "rows").iterdir()) == ["t.csv"]
+
+
+def test_a_path_with_brackets_is_read_as_it_is_where_it_names_a_file_and_refused_where_tensorflow_globs_it(
+    tmp_path, caplog
+):
+    """A folder named runs[1] is no glob: --input read it as one ("no file matches"), and TensorFlow's checkpoints
+    and shards, found by glob, ended training in a traceback."""
+    folder = tmp_path / "runs[1]"
+    folder.mkdir()
+    (folder / "t.csv").write_text("x,label\n" + "".join(f"{i},{'ab'[i % 2]}\n" for i in range(20)))
+    for given in (folder / "t.csv", folder):
+        assert preprocess(["--input", str(given), "--output", str(tmp_path / "data"), "--overwrite"]) == 0
+    assert preprocess(["--input", str(tmp_path / "runs[2]"), "--output", str(tmp_path / "data")]) == 2
+    assert "runs[2]: no file matches" in errors(caplog)[-1]
+    with pytest.raises(UserError, match=r"--job-dir .*runs\[1\]/j: TensorFlow reads \[ \] in a folder's path"):
+        check_values(Config(data_dir=str(tmp_path / "data"), job_dir=str(folder / "j")))

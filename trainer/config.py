@@ -279,6 +279,9 @@ def check_values(config: Config) -> None:
         fail("reader_threads", f"must be at most {MOST_READERS}: a thread a reader")
     if any(n < 1 for n in config.conv_filters + config.hidden_units):
         fail("conv_filters" if any(n < 1 for n in config.conv_filters) else "hidden_units", "sizes must be positive")
+    for name in ("data_dir", "job_dir", "export_dir", "warm_start_from"):
+        if "[" in (getattr(config, name) or ""):  # TensorFlow finds shards and checkpoints by glob
+            fail(name, "TensorFlow reads [ ] in a folder's path as a pattern and finds nothing there; name one without")
     if config.data_dir and config.train_files:
         fail("train_files", "give either --data-dir or --train-files, not both")
     if bool(config.train_files) != bool(config.eval_files):

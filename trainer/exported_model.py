@@ -43,6 +43,9 @@ def read_export(model_dir: str) -> Export:
         # qt-deploy planned, and would have uploaded, an export that no server could load
         raise UserError(f"--model-dir {path}: the export's weights are missing (variables/ holds "
                         f"{', '.join(weights) or 'nothing'}); export it again")  # fmt: skip
+    if "[" in path:  # TensorFlow finds the weights by glob
+        raise UserError(f"--model-dir {path}: TensorFlow reads [ ] in an export's path as a pattern and finds no "
+                        "weights there; move or copy it to a folder without them")  # fmt: skip
     with storage.open_read(found) as file:
         metadata = Metadata.from_json(file.read().decode("utf-8"), found)
     settings = storage.join(extra, config_module.CONFIG_FILE)

@@ -146,7 +146,7 @@ csv.field_size_limit(MAX_PARSE_BYTES)
 def input_files(path: str) -> list[str]:
     """The table files of --input: a file, a glob, or a folder's files of the known suffixes, with those of its
     partitions' folders (year=2020/) where it is a partitioned dataset."""
-    if any(char in path for char in "*?["):
+    if storage.is_pattern(path):
         files = storage.matching(path)
         if not files:
             raise UserError(f"--input {path}: no file matches")
@@ -214,7 +214,7 @@ def _files_in_sub_folders(folder: str, listed: list[str]) -> list[str]:
 def input_root(path: str) -> str:
     """The folder of --input that its files' keys and partitions are below: itself, a glob's folder before its
     first wildcard, or "" for one file."""
-    if any(char in path for char in "*?["):
+    if storage.is_pattern(path):
         return posixpath.dirname(path[: min(path.index(char) for char in "*?[" if char in path)]) or "."
     return path if storage.is_folder(path) else ""
 
@@ -254,7 +254,7 @@ def _table_names(listed: list[str]) -> list[str]:
 def is_table_input(path: str) -> bool:
     """Whether --input names table files: a table file, a glob, or a folder that holds table files (in its
     partitions' folders too)."""
-    if any(char in path for char in "*?[") or plain_name(path).endswith(tuple(SUFFIXES)) or _zipped(path):
+    if storage.is_pattern(path) or plain_name(path).endswith(tuple(SUFFIXES)) or _zipped(path):
         return True
     if not storage.is_folder(path):
         return False
