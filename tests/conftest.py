@@ -89,6 +89,9 @@ def vectors_dir(tmp_path_factory) -> str:
     return output
 
 
+JOB = "the job"  # trained_job's folder: a space, as users' folders have, in every path its tests use
+
+
 @pytest.fixture(scope="session")
 def trained_job(tmp_path_factory, digits_dir):
     """A short training run on the preprocessed digits, through the command line: (job dir, its arguments, the
@@ -103,15 +106,15 @@ def trained_job(tmp_path_factory, digits_dir):
             shared.mkdir(exist_ok=True)
             train_digits(shared, digits_dir)
     run = json.loads((shared / RUN_FILE).read_text())
-    return str(shared / "job"), run["args"], subprocess.CompletedProcess(**run, returncode=0)
+    return str(shared / JOB), run["args"], subprocess.CompletedProcess(**run, returncode=0)
 
 
 RUN_FILE = "run.json"  # trained_job's process, for the other workers
 
 
 def train_digits(folder, digits_dir: str) -> tuple[str, list[str], subprocess.CompletedProcess]:
-    """trained_job's run, in FOLDER/job, its process written to FOLDER/RUN_FILE."""
-    job_dir = str(folder / "job")
+    """trained_job's run, in FOLDER/JOB, its process written to FOLDER/RUN_FILE."""
+    job_dir = str(folder / JOB)
     args = ["--data-dir", digits_dir, "--job-dir", job_dir, "--train-steps", "800", "--save-checkpoints-steps", "400"]
     result = subprocess.run([sys.executable, "-m", "trainer.task", *args], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -69,7 +69,9 @@ def test_training_leaves_figures_a_report_and_its_settings(trained_job, digits_d
         assert os.path.join(job_dir, name) in result.stdout  # listed in the summary
     with open(os.path.join(job_dir, "report.md")) as file:
         assert "(confusion_matrix.png)" in file.read()
-    assert f"report:         {job_dir}/report.md" in result.stdout and "next:           qt-predict" in result.stdout
+    assert f"report:         {job_dir}/report.md" in result.stdout
+    best = latest_export(Config(job_dir=job_dir), "best")
+    assert f"next:           qt-predict --model-dir '{best}' --input FILE" in result.stdout  # quoted, to be pasted
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import gc
 import logging
 import os
 import posixpath
+import shlex
 import sys
 
 from dataformat import commandline, gcs, lease, storage
@@ -201,9 +202,9 @@ def _report(config: Config, metrics: dict | None) -> None:
     if stop:
         print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f}, at step "
               f"{stop.best_step}")  # fmt: skip
-    if best:
-        job = _shown(config.job_dir)
-        print(f"{'next:':15} qt-predict --model-dir {_shown(best)} --input FILE   (or: tensorboard --logdir {job})")
+    if best:  # commands to paste: a path with a space or a quote, quoted as the shell reads it
+        job, model = shlex.quote(_shown(config.job_dir)), shlex.quote(_shown(best))
+        print(f"{'next:':15} qt-predict --model-dir {model} --input FILE   (or: tensorboard --logdir {job})")
     sys.stdout.flush()
 
 
