@@ -258,7 +258,10 @@ def test_a_model_that_learned_little_is_warned_of_by_auc_for_two_classes_else_by
     three = {"accuracy": 0.487, metric_names.CONFUSION: [[40, 30, 30], [20, 9, 1], [5, 5, 10]]}
     with caplog.at_level(logging.WARNING):
         _warn_if_learned_little(three, "log_loss", class_weights=False)
-    assert "The last evaluation's accuracy, 0.4870, is below always answering the majority class, 0.6667" in caplog.text
+    assert "accuracy, 0.4870, is no better than always answering the majority class, 0.6667" in caplog.text
+    caplog.clear()
+    _warn_if_learned_little({**three, "accuracy": 0.6666667}, "log_loss", class_weights=False)  # a constant model's
+    assert "accuracy, 0.6667, is no better than always answering the majority class, 0.6667" in caplog.text
     caplog.clear()
     _warn_if_learned_little(three, "log_loss", class_weights=True)  # --class-weights balanced
     two = {"accuracy": 0.938, "auc": 0.72, metric_names.CONFUSION: [[940, 0], [62, 0]]}

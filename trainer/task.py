@@ -238,10 +238,11 @@ def _warn_if_learned_little(metrics: dict, lead: str, class_weights: bool) -> No
                         "(see report.md's curves)", metrics[names.AUC])  # fmt: skip
         return
     majority = names.majority_rate(metrics)
-    if majority is not None and metrics[names.ACCURACY] < majority and not class_weights:
+    # At the majority's rate, it learned nothing; the metric is a float32 (0.6666667 for 2/3), hence the tolerance.
+    if majority is not None and metrics[names.ACCURACY] <= majority + 1e-6 and not class_weights:
         log.warning(
-            "The last evaluation's accuracy, %.4f, is below always answering the majority class, %.4f: the model "
-            "learned little, or overfit (see report.md's curves)",
+            "The last evaluation's accuracy, %.4f, is no better than always answering the majority class, %.4f: the "
+            "model learned little, or overfit (see report.md's curves)",
             metrics[names.ACCURACY],
             majority,
         )
