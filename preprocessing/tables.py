@@ -79,6 +79,7 @@ from preprocessing.table_files import (
     input_files,
     input_root,
     line_naming,
+    splits_none,
     table_below_notes,
     text_bytes,
     text_files,
@@ -567,11 +568,21 @@ def _table_elsewhere(path: str, options: TableOptions) -> str:
         return "; if another of the database's tables holds the data, --table names it"
     if kind != CSV:
         return ""
+    wrong = _wrong_delimiter(path, options)
+    if wrong:
+        return wrong
     below = table_below_notes(path, options.encoding)
     if below:
         return f"; {below}"
     uneven = uneven_lines(path, options.encoding) if not options.delimiter else ""
     return f"; no delimiter splits its first lines alike ({uneven}): --delimiter names the one to use" if uneven else ""
+
+
+def _wrong_delimiter(path: str, options: TableOptions) -> str:
+    """The hint where --delimiter splits none of a CSV file's first lines (the flag names another file's), or ""."""
+    if options.delimiter and file_format(path) == CSV and splits_none(path, options.encoding, options.delimiter):
+        return f"; --delimiter {options.delimiter!r} splits none of its first lines: leave it out to find its own"
+    return ""
 
 
 def _marked_columns(options: TableOptions, dialect: Dialect, where: str) -> TableOptions:
@@ -630,6 +641,7 @@ def _label_column(names: list[str], options: TableOptions, where: str, own: int)
         except ValueError:
             below = line_naming(where, options.encoding, options.label_column) if file_format(where) == CSV else 0
             hint = f"; line {below} names it: pass --skip-rows {below - 1}" if below > 1 else ""
+            hint = _wrong_delimiter(where, options) or hint
             raise UserError(
                 f"{where}: --label-column: {tables.no_such_column(options.label_column, names)}{hint}"
             ) from None

@@ -21,6 +21,7 @@ from dataformat import tables
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
 from preprocessing.table_files import blocks, dialect_of, reading_options
+from preprocessing.table_files.headers import LAST_COLUMN
 from preprocessing.table_files.sniffing import sniff_decimal, sniff_delimiter
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer.prediction_inputs import table_rows
@@ -1235,3 +1236,17 @@ def test_rows_to_predict_for_are_read_with_the_training_files_decimal_mark(tmp_p
     pq.write_table(pa.table({"amount": [float(i) for i in range(40)], "label": ["ab"[i % 2] for i in range(40)]}),
                    tmp_path / "t.parquet")  # fmt: skip
     assert "decimal" not in build(tmp_path, tmp_path / "t.parquet", label_column="label").extra  # no text to say it
+
+
+def test_a_delimiter_flag_that_splits_none_of_the_first_lines_is_named_as_the_fault(tmp_path):
+    """--delimiter ',' on a tab-separated file read one column, and the error pointed at --skip-rows instead."""
+    (tmp_path / "t.csv").write_text("size\tcolor\tlabel\n" + "".join(f"{i}\tred\t{'ab'[i % 2]}\n" for i in range(20)))
+    wrong = "--delimiter ',' splits none of its first lines: leave it out to find its own"
+    for label in ("size", LAST_COLUMN):  # a label named, not found; or the last column's, and no feature left
+        with pytest.raises(UserError, match=wrong):
+            build(tmp_path, tmp_path / "t.csv", label_column=label, delimiter=",")
+    assert build(tmp_path, tmp_path / "t.csv", label_column="label").class_names == ("a", "b")
+    (tmp_path / "notes.csv").write_text("exported by a tool\n\n" + (tmp_path / "t.csv").read_text())
+    for label, hint in (("size", "line 3 names it"), (LAST_COLUMN, "line 3 starts a table")):  # the flag right
+        with pytest.raises(UserError, match=f"{hint}.*pass --skip-rows 2"):
+            build(tmp_path, tmp_path / "notes.csv", label_column=label, delimiter="\t")

@@ -75,6 +75,7 @@ from preprocessing.table_files.sniffing import (
     arff_dialect,
     csv_dialect,
     line_naming,
+    splits_none,
     table_below_notes,
     uneven_lines,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "iso_duration_text",
     "line_naming",
     "reading_options",
+    "splits_none",
     "table_below_notes",
     "text_bytes",
     "text_files",

@@ -395,6 +395,14 @@ def uneven_lines(path: str, encoding: str) -> str:
     return ""
 
 
+def splits_none(path: str, encoding: str, delimiter: str) -> bool:
+    """Whether `delimiter` (--delimiter's) splits none of the file's first lines: the flag names another file's."""
+    lines = [line.strip() for line in _first_lines(path, encoding)]
+    if delimiter == WHITESPACE:
+        return not any(re.search(r"\s", line) for line in lines)
+    return not any(delimiter in line for line in lines)
+
+
 def _first_lines(path: str, encoding: str) -> list[str]:
     """A CSV file's first SNIFF_LINES lines, as text (what cannot be decoded replaced), for hints in errors."""
     head = read_head(path)
