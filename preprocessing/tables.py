@@ -692,8 +692,11 @@ def _check_column_flags(names: list[str], options: TableOptions, where: str, lab
             raise UserError(f"{flag} names {label!r}, the label column (--label-column): leave it out of {flag}")
     if options.key in (label, LABEL_KEY):
         raise UserError(f"--key-column {options.key}: it is the label column, or named as the records' labels")
-    if options.key in named:
-        raise UserError(f"--key-column {options.key}: a key is never a feature; leave it out of the other flags")
+    if options.key and options.key in (*named, *options.ignore):  # ignored, it was kept as the key all the same
+        raise UserError(
+            f"--key-column {options.key}: a key is kept beside each row and is never a feature; leave it out of the "
+            "other flags"
+        )
     if options.weight and options.weight in (label, LABEL_KEY, options.key):
         raise UserError(
             f"--weight-column {options.weight}: it is the label or the key column, or named as the records' labels"

@@ -42,8 +42,9 @@ def test_the_key_is_stored_beside_the_row_and_is_no_feature(tmp_path):
     assert key.startswith("order-")
     with pytest.raises(UserError, match="--key-column label: it is the label column"):
         build(tmp_path, key="label")
-    with pytest.raises(UserError, match="--key-column order: a key is never a feature"):
-        build(tmp_path, categorical=("order",))
+    for flags in ({"categorical": ("order",)}, {"ignore": ("order",)}):  # ignored, it was the key all the same
+        with pytest.raises(UserError, match="--key-column order: a key is kept beside each row and is never a feature"):
+            build(tmp_path, **flags)
 
 
 def test_qt_predict_of_a_shard_gives_each_row_its_stored_key(tmp_path):
