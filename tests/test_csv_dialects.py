@@ -1250,3 +1250,13 @@ def test_a_delimiter_flag_that_splits_none_of_the_first_lines_is_named_as_the_fa
     for label, hint in (("size", "line 3 names it"), (LAST_COLUMN, "line 3 starts a table")):  # the flag right
         with pytest.raises(UserError, match=f"{hint}.*pass --skip-rows 2"):
             build(tmp_path, tmp_path / "notes.csv", label_column=label, delimiter="\t")
+
+
+def test_numbers_closer_together_than_float32_tells_apart_are_warned_of(tmp_path, caplog):
+    """10**12 + 0..999 stored as float32 (65,536 apart there) is one value to the model: the AUC was chance's, and
+    nothing named the column."""
+    rows = "".join(f"{10**12 + i * 3},{1990 + i % 30},{'ab'[i % 2]}\n" for i in range(40))
+    (tmp_path / "t.csv").write_text("stamp,year,label\n" + rows)
+    build(tmp_path, tmp_path / "t.csv", label_column="label")
+    assert "column 1 ('stamp'): its numbers, 1000000000000.0 to 1000000000117.0, lie closer together" in caplog.text
+    assert "('year'): its numbers" not in caplog.text

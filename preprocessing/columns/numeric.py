@@ -118,6 +118,9 @@ def missing_spellings(count: ColumnCount) -> tuple[str, ...]:
     return few_spellings(count.spellings, count.not_numbers, count.present, MOST_MISSING_SPELLINGS)
 
 
+FLOAT32_LEVELS = 256  # the fewest float32 values a numeric column's range may span before it is warned of
+
+
 def numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
     spellings = missing_spellings(count)
     if spellings:
@@ -154,12 +157,29 @@ def numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Col
             name,
             name,
         )
+    if count.counted and _finer_than_float32(count.lowest, count.highest):
+        log.warning(
+            "column %s: its numbers, %r to %r, lie closer together than a float32 (as the records hold numbers) tells "
+            "apart at their size, so the model sees a few values at most: subtract an offset from them, or pass "
+            "--categorical-columns %s if they are codes",
+            plan.position(name),
+            count.lowest,
+            count.highest,
+            name,
+        )
     mean, std = mean_and_std(count.total, count.squares, count.counted)
     missing = count.missing + count.not_numbers_train
     span = (count.lowest, count.highest) if count.counted else ()
     return tables.Column(
         name, tables.NUMERIC, missing, mean, std, boundaries=boundaries(count), missing_spellings=spellings, span=span
     )
+
+
+def _finer_than_float32(lowest: float, highest: float) -> bool:
+    """Whether numbers from `lowest` to `highest` span fewer than FLOAT32_LEVELS float32 values: 10**12 + 0..1000 is
+    one (float32 keeps 24 bits, 65,536 apart at 10**12)."""
+    size = max(abs(lowest), abs(highest))
+    return highest > lowest and highest - lowest < size * 2.0**-23 * FLOAT32_LEVELS
 
 
 def _likely_unix_times(count: ColumnCount) -> bool:
