@@ -171,6 +171,7 @@ def test_a_data_dir_that_is_no_dataset_says_how_to_make_one(tmp_path, digits_dir
     (tmp_path / "raw").mkdir()
     (tmp_path / "raw" / "table.csv").write_text("x,label\n1,a\n")
     (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / ".lease").write_text("")  # what a failed or stopped qt-preprocess leaves: no raw data
     table, metadata = tmp_path / "raw" / "table.csv", os.path.join(digits_dir, "metadata.json")
     for path, message in (
         (table, f"a file, not a dataset folder; make one with: qt-preprocess --input {table} --output data/NAME"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
-from dataformat import gcs, tfrecord
+from dataformat import gcs, lease, tfrecord
 from dataformat.errors import UserError, tensorflow_error_line
 from dataformat.schema import METADATA_FILE, Metadata, SplitInfo, decode_record
 from trainer.config import Config
@@ -171,7 +171,7 @@ def check_data_dir(folder: str) -> None:
             raise UserError(f"--data-dir {folder}: a file of a dataset; pass its folder, --data-dir "
                             f"{posixpath.dirname(folder) or '.'}")  # fmt: skip
         raise UserError(f"--data-dir {folder}: a file, not a dataset folder; {from_raw}")
-    names = tf.io.gfile.listdir(folder)
+    names = [name for name in tf.io.gfile.listdir(folder) if name != lease.LEASE_NAME]  # a failed qt-preprocess's
     if not any(".tfrecord" in name for name in names) and METADATA_FILE not in names:
         empty = f"make one with: qt-preprocess --input RAW_DATA --output {folder}"
         raise UserError(
