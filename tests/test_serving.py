@@ -348,6 +348,12 @@ def test_served_photos_are_decoded_as_preprocessing_stored_the_training_ones(tmp
         assert np.abs(stored - served).mean() < 1.0 and np.abs(stored - served).max() <= 4, name
         if "stamp" in name:
             assert served[0, 0].tolist() == [255.0] * shape[2], name  # the transparent corner: white
+    # A 16-bit PNG at the stored size: the same levels exactly (scaled and cut, 40000 was 155 stored and 156 served).
+    levels = np.linspace(0, 65535, shape[0] * shape[1]).astype(np.uint16).reshape(shape[:2])
+    Image.fromarray(levels, "I;16").save(tmp_path / "gray16.png")
+    stored = ImageLoader(shape, resize=False)(str(tmp_path / "gray16.png"))
+    served = decode_images(tf.constant([(tmp_path / "gray16.png").read_bytes()]), SimpleNamespace(shape=shape))
+    assert np.array_equal(stored, served.numpy()[0].astype(np.uint8))
 
 
 def _scene() -> np.ndarray:
