@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dataformat import gcs, json_text, storage
-from dataformat.errors import UserError
+from dataformat.errors import UserError, quoted
 from dataformat.schema import PHOTO_SUFFIXES
 from preprocessing.sources import ImageLoader, RawData, SourceOptions, encode_labels, first_image_shape
 from preprocessing.split import EVAL, FREE, TRAIN
@@ -141,8 +141,11 @@ def _csv_rows(path: str, text: str) -> list[Listed]:
             log.info("%s: a header (%s), left out", where, ",".join(fields))
             continue
         use = FREE
-        if fields[0].lower() in ML_USES:
-            use, fields = ML_USES[fields[0].lower()], fields[1:]
+        if fields[0].lower() in ML_USES or (len(fields) == 3 and not fields[0]):  # empty, as pandas writes none
+            use, fields = ML_USES.get(fields[0].lower(), FREE), fields[1:]
+        elif len(fields) == 3:
+            raise UserError(f"{where}: {quoted(fields[0])} is no ML_USE (training, validation, test, unassigned or "
+                            "empty)")  # fmt: skip
         if len(fields) > 2 or not fields or not fields[0]:
             raise UserError(
                 f"{where}: expected [ML_USE,]PATH,LABEL (one label: single-label classification), found "

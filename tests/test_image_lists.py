@@ -155,7 +155,8 @@ def test_a_missing_or_broken_image_is_skipped_and_named_by_list_line_and_path(ph
             [f"missing-{i}.png,warm" for i in range(11)],
             r"list.csv line \d+: .*missing-\d+.png: no such image file; and 10 more of 17 images could not be read",
         ),
-        (["a.png,cold,warm"], "list.csv line 7: expected \\[ML_USE,\\]PATH,LABEL"),
+        (["a.png,cold,warm"], "list.csv line 7: 'a.png' is no ML_USE \\(training, validation, test, unassigned or"),
+        (["test,a.png,cold,warm"], "list.csv line 7: expected \\[ML_USE,\\]PATH,LABEL"),
     ],
 )
 def test_many_broken_images_or_a_bad_line_stop_the_run_in_one_line(photos, tmp_path, caplog, lines, message):
@@ -291,3 +292,10 @@ def test_a_list_from_a_named_pipe_is_read_once_as_its_writer_writes_it(photos, t
         pipe.unlink()
     counts = json.loads((tmp_path / "data" / "metadata.json").read_text())["splits"]
     assert sum(split["examples"] for split in counts.values()) == 6
+
+
+def test_an_empty_ml_use_is_unassigned(photos, tmp_path):
+    """pandas writes a missing ML_USE as an empty field: ",b.jpg,warm" was "found 3 field(s) after the ML_USE"."""
+    assert convert_list(photos, tmp_path, [f",{IMAGES[6][0]},warm", f"unassigned,{IMAGES[7][0]},cold"]) == 0
+    counts = json.loads((tmp_path / "data" / "metadata.json").read_text())["splits"]
+    assert sum(split["examples"] for split in counts.values()) == 8
