@@ -301,6 +301,9 @@ def _source(source: str | None, path: str | None) -> str:
     """--source, or the kind of --input where it names none: never digits when --input names a file."""
     if source == "digits" and path:
         raise UserError(f"--input {path}: --source digits is built in and reads no input; name its kind with --source")
+    if source == "csv" and path and image_lists.is_image_list(path):  # its one column of paths teaches nothing
+        raise UserError(f"--input {path}: an image list (its lines name image files and their labels): read it with "
+                        "--source images, or leave --source out")  # fmt: skip
     if source:
         return source
     if not path:

@@ -299,3 +299,11 @@ def test_an_empty_ml_use_is_unassigned(photos, tmp_path):
     assert convert_list(photos, tmp_path, [f",{IMAGES[6][0]},warm", f"unassigned,{IMAGES[7][0]},cold"]) == 0
     counts = json.loads((tmp_path / "data" / "metadata.json").read_text())["splits"]
     assert sum(split["examples"] for split in counts.values()) == 8
+
+
+def test_an_image_list_read_as_a_table_is_refused(photos, tmp_path, caplog):
+    """--source csv read a list's paths as a categorical column of no kept values, and trained on nothing: exit 0."""
+    (photos / "named.csv").write_text("path,label\n" + "".join(f"{name},warm\n" for name, _, _ in IMAGES[:4]))
+    argv = ["--source", "csv", "--input", str(photos / "named.csv"), "--output", str(tmp_path / "data")]
+    assert preprocess(argv) == 2
+    assert "named.csv: an image list (its lines name image files and their labels): read it with" in caplog.text
