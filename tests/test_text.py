@@ -163,6 +163,12 @@ def test_a_text_of_megabytes_reads_only_what_its_words_need(tmp_path, caplog):
     column = next(c for c in metadata.columns if c.kind == tables.TEXT)
     assert column.max_length == 16 and column.cut > 0
     assert max(len(ids) for ids in record_ids(tmp_path / "data", metadata, "review")) == 16
+    # In a folder of texts, a file is a row: the warning names the file ("raw: line 68" named none).
+    folder = write_folder(tmp_path / "raw")
+    (folder / "neg" / "huge.txt").write_text(huge)
+    options = TableOptions(label_column="label", text=("text",), text_folder=True)
+    build_table_dataset(str(folder), str(tmp_path / "folder-data"), options)
+    assert f"{folder}/neg/huge.txt: a text of 10.0 MB (and 0 more in this block)" in caplog.text
 
 
 def test_rows_whose_characters_outrun_max_length_count_as_cut(tmp_path, caplog):

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataformat import tables, text
+from dataformat import storage, tables, text
 from preprocessing import frequent
 from preprocessing.frequent import FrequentValues
 
@@ -48,6 +48,15 @@ def looks_like_text(values: pa.Array) -> bool:
     return np.count_nonzero(words >= TEXT_WORDS) >= len(sample) / 2 and distinct >= len(sample) / 2
 
 
+def _text_named(path: str, line: int) -> str:
+    """Where a text is: its file in a folder of texts (--source text, a file a row), else its table's line."""
+    from preprocessing.table_files import text_files
+
+    if storage.is_folder(path):
+        return text_files(path, warn=False)[line - 1][0]
+    return f"{path}: line {line}"
+
+
 def count_text(
     counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions, where
 ) -> ColumnCount:
@@ -61,9 +70,8 @@ def count_text(
     if len(large):
         path, lines, _ = where
         log.warning(
-            "%s: line %d: a text of %.1f MB (and %d more in this block); its first %d characters are read",
-            path,
-            lines[large[0]],
+            "%s: a text of %.1f MB (and %d more in this block); its first %d characters are read",
+            _text_named(path, int(lines[large[0]])),
             len(values[int(large[0])].as_py().encode()) / 1e6,
             len(large) - 1,
             options.max_length * text.CHARS_A_TOKEN,
