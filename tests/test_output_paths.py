@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from dataformat import commandline
 from dataformat.errors import UserError
 from preprocessing.cli import main as preprocess
 from trainer.config import Config, check_values
@@ -156,3 +157,18 @@ def test_a_path_with_brackets_is_read_as_it_is_where_it_names_a_file_and_refused
     assert "runs[2]: no file matches" in errors(caplog)[-1]
     with pytest.raises(UserError, match=r"--job-dir .*runs\[1\]/j: TensorFlow reads \[ \] in a folder's path"):
         check_values(Config(data_dir=str(tmp_path / "data"), job_dir=str(folder / "j")))
+
+
+def test_a_command_whose_output_reader_stops_reading_ends_quietly(tmp_path, monkeypatch, caplog):
+    """`qt-predict ... | head -1` ended in a BrokenPipeError's traceback; it now ends as a tool that SIGPIPE stops
+    does: exit 141, no error. Where stdout is no pipe, such an error is another fault's, and is raised."""
+    read, write = os.pipe()
+    os.close(read)  # the reader has stopped reading
+    with open(write, "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert commandline.run(lambda: print("{}\n" * 100_000) or 0, "") == 141
+    assert not caplog.records
+    with open(tmp_path / "out", "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        with pytest.raises(BrokenPipeError):
+            commandline.run(lambda: (_ for _ in ()).throw(BrokenPipeError()), "")
