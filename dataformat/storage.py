@@ -65,9 +65,12 @@ def same_folder(one: str, other: str) -> bool:
     return os.path.realpath(one) == os.path.realpath(other)
 
 
+WILDCARDS = "*?["  # what makes a path a glob
+
+
 def is_pattern(path: str) -> bool:
-    """Whether `path` is a glob: it holds *, ? or [ and names no file or folder as it is (runs[1]/ may be a folder)."""
-    return any(char in path for char in "*?[") and not exists(path) and not is_folder(path)
+    """Whether `path` is a glob: it holds WILDCARDS and names no file or folder as it is (runs[1]/ may be a folder)."""
+    return any(char in path for char in WILDCARDS) and not exists(path) and not is_folder(path)
 
 
 def is_stream(path: str) -> bool:

@@ -248,3 +248,4 @@ def test_a_tilde_in_a_path_setting_is_the_home_folder_as_the_shell_expands_it(tm
     config = from_sources(str(path), {"train_files": "~/d/train-*,/abs/t-*", "eval_files": "e-*"})
     assert config.job_dir == f"{tmp_path}/runs/a" and config.export_dir == "gs://bucket/~exports"
     assert config.train_files == f"{tmp_path}/d/train-*,/abs/t-*" and config.eval_files == "e-*"
+    assert from_sources(None, {"job_dir": "runs/a,~root"}).job_dir == "runs/a,~root"  # one folder: its , splits none

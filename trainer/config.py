@@ -20,8 +20,9 @@ from dataformat.commandline import MAX_INT
 from dataformat.errors import UserError, yaml_problem
 from trainer import metrics
 
-# The settings that name local folders or files (or gs:// ones); the shards' globs, comma-separated.
-PATHS = ("data_dir", "train_files", "eval_files", "metadata", "job_dir", "export_dir", "warm_start_from", "pretrained")
+# The settings that name a local folder or file (or a gs:// one), and those that name several, comma-separated.
+PATHS = ("data_dir", "metadata", "job_dir", "export_dir", "warm_start_from", "pretrained")
+PATH_LISTS = ("train_files", "eval_files")  # the shards' globs
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
 EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
 SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
@@ -400,9 +401,10 @@ def from_sources(yaml_path: Optional[str], flags: dict[str, Any]) -> Config:
     settings = load_yaml(yaml_path) if yaml_path else {}
     for name, value in flags.items():
         settings[name] = _convert(name, value, "--" + name.replace("_", "-"))
-    for name in PATHS:  # ~ as the shell expands it, which it never sees in a YAML file or after --job-dir=
+    for name in (*PATHS, *PATH_LISTS):  # ~ as the shell expands it, which no shell does in YAML or after --job-dir=
         if isinstance(settings.get(name), str):
-            settings[name] = ",".join(commandline.path(part) for part in settings[name].split(","))
+            paths = settings[name].split(",") if name in PATH_LISTS else [settings[name]]  # a folder's name may hold ,
+            settings[name] = ",".join(map(commandline.path, paths))
     return Config(**settings)
 
 

@@ -215,7 +215,7 @@ def input_root(path: str) -> str:
     """The folder of --input that its files' keys and partitions are below: itself, a glob's folder before its
     first wildcard, or "" for one file."""
     if storage.is_pattern(path):
-        return posixpath.dirname(path[: min(path.index(char) for char in "*?[" if char in path)]) or "."
+        return posixpath.dirname(path[: min(path.index(char) for char in storage.WILDCARDS if char in path)]) or "."
     return path if storage.is_folder(path) else ""
 
 
