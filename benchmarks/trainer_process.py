@@ -2,7 +2,7 @@
 with the rows measured inside the benchmark's own process.
 
 The trainer keeps its defaults: its hooks, summaries every 100 steps and a checkpoint every 500.
-It evaluates once, at its first checkpoint after step 0, before any window. Between its windows
+It evaluates and exports once, at its first checkpoint after step 0, before any window. Between its windows
 it is paused (SIGSTOP), so it never shares the cores with another row. Its speed comes from the
 events file TensorFlow writes in the job dir: the StepCounterHook records the global step and the
 wall time every 100 steps. Only the intervals between two such records that both fall inside one
@@ -23,6 +23,8 @@ import time
 import tensorflow as tf
 
 from benchmarks.common import ROOT, stats
+from trainer.config import EXPORT_DIR
+from trainer.export import METRICS_FILE
 
 STEP_TAG = "global_step/sec"  # the StepCounterHook's summary: a global step and its wall time, every 100 steps
 SUMMARY_STEPS = 100
@@ -73,10 +75,12 @@ class TrainerProcess:
             self._process.wait()
 
     def pause_when_warm(self, warmup_seconds: float) -> None:
-        """Waits until the run has evaluated once (its one evaluation before the end: at its first
-        checkpoint after step 0), lets it train `warmup_seconds` more, then pauses it."""
+        """Waits until the run has evaluated and exported once (its one evaluation before the end: at
+        its first checkpoint after step 0), lets it train `warmup_seconds` more, then pauses it. The
+        exports take seconds on a busy machine: a window that began before their end could hold too
+        few steps to time."""
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not evaluated_steps(self.job_dir):
+        while not exported(self.job_dir):
             if self._process.poll() is not None or time.monotonic() > deadline:
                 self._fail("did not train and evaluate")
             time.sleep(0.1)
@@ -140,6 +144,11 @@ def step_times(job_dir: str) -> list[tuple[int, float]]:
 def evaluated_steps(job_dir: str) -> set[int]:
     """The global steps at which the run evaluated (and exported): its eval folder's summaries."""
     return {event.step for event in events(os.path.join(job_dir, "eval")) if event.summary.value}
+
+
+def exported(job_dir: str) -> bool:
+    """Whether the run's best export, its last after an evaluation, is written: its metrics file is."""
+    return bool(glob.glob(os.path.join(job_dir, EXPORT_DIR, "best", "*", "assets.extra", METRICS_FILE)))
 
 
 def window_rate(steps: list[tuple[int, float]], evaluated: set[int], start: float, end: float) -> float | None:

@@ -149,9 +149,11 @@ def train_model(name: str, fields: dict, bench: Bench, has_steps_per_run: bool) 
         runs = {**loops, **{KERAS.format(n): keras_loop(data, config, n) for n in size.keras_steps_per_execution}}
         for trainer in trainers.values():
             trainer.pause_when_warm(size.trainer_warmup_seconds)
-        # Three of the trainer's 100-step summary intervals at the constant batch's pace: one whole
-        # interval at least, for a trainer at 2/3 of that pace or faster.
-        seconds = max(size.trainer_window_seconds, 3 * SUMMARY_STEPS / probe(loops["constant"], size))
+        # Two of the trainer's summary intervals at half the constant batch's pace. An interval is 100
+        # steps rounded up to whole session.runs (of up to 32 steps), and a window that spans two of
+        # them holds two summaries, so one whole interval, in any phase, for a trainer that fast.
+        interval = SUMMARY_STEPS + model.AUTO_STEPS_PER_RUN
+        seconds = max(size.trainer_window_seconds, 2 * interval / (0.5 * probe(loops["constant"], size)))
         windows = [partial(trainer.window, seconds) for trainer in trainers.values()]
         rates = dict(zip(runs, measure(list(runs.values()), 1, size, others=windows)))
         fills = {feed: mean_fill(loop, size.repeats * rates[feed]["steps_per_window"]) for feed, loop in loops.items()}
