@@ -3,19 +3,23 @@
 Each shard streams into a resumable upload as it is written, so no shard is held in memory,
 and the object appears only when the upload completes: an interrupted upload leaves nothing
 under the final name. Requests are retried with exponential backoff on 429, 5xx and dropped
-connections (the library's DEFAULT_RETRY). Errors become one-line UserErrors that say what
-to do and never contain a credential.
+connections (the library's DEFAULT_RETRY), for up to 2 minutes; the first retry is logged, so a run
+without a network does not look hung. Errors become one-line UserErrors that say what to do and never
+contain a credential.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from dataformat.errors import NotFound, UserError
+
+log = logging.getLogger(__name__)
 
 SCHEME = "gs://"
 UPLOAD_CHUNK_BYTES = 8 * 2**20  # resumable-upload chunk: a multiple of 256 KiB, as the API requires
@@ -43,9 +47,27 @@ def _client():
     what to do. Commands that write to gs:// call check_credentials first."""
     from google.cloud import storage
 
+    retries = logging.getLogger("google.api_core.retry")
+    retries.setLevel(logging.DEBUG)  # its records are made, for the filter to see
+    retries.addFilter(_SayRetrying())
     if _stood_in() or credentials_found():
         return storage.Client()
     return storage.Client.create_anonymous_client()
+
+
+class _SayRetrying(logging.Filter):
+    """On the client library's retry logger, which says each retry only at DEBUG: says the process's
+    first retry at WARNING. The library's own records show at --verbosity debug only."""
+
+    said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.said:
+            self.said = True
+            log.warning(
+                "a request to Cloud Storage failed (no network? busy?); retrying with backoff for up to 2 minutes"
+            )
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
 def _stood_in() -> bool:

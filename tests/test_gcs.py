@@ -305,6 +305,18 @@ def test_data_out_of_reach_names_the_flag(gcs_server, tmp_path):
     assert f"--data-dir gs://{BUCKET}/d: cannot read it (" in last_line(trainer)
 
 
+def test_unreachable_storage_is_said_while_the_client_retries(tmp_path):
+    """The client library retries for 2 minutes; without a network, nothing was said until the error."""
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"}  # a port where nothing listens
+    command = [sys.executable, "-m", "preprocessing", "--input", "gs://b/x.csv", "--output", str(tmp_path / "o")]
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as child:
+        try:
+            said = next((line for line in child.stderr if "WARNING" in line or "ERROR" in line), "")
+        finally:
+            child.kill()
+    assert said.rstrip().endswith("failed (no network? busy?); retrying with backoff for up to 2 minutes")
+
+
 def test_missing_credentials_say_what_to_do_and_print_no_secret(gcs_server, tmp_path):
     key = tmp_path / "key.json"
     key.write_text(json.dumps({"type": "service_account", "private_key": "SECRET-KEY-MATERIAL", "client_email": "x"}))
