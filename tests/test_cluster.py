@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from dataformat.errors import UserError
 from preprocessing.sources import from_arrays
 from preprocessing.writer import build_dataset
 from trainer import averaging
+from trainer.cluster import SHAPE, check_tf_config
 from trainer.devices import TOWERS_ON_CPUS
 
 pytestmark = pytest.mark.slow  # end to end: real processes, servers or pipelines
@@ -45,6 +47,39 @@ def test_num_epochs_is_refused_in_a_cluster_instead_of_leaving_the_evaluator_wai
     )
     assert result.returncode == 2
     assert "--num-epochs: not for a TF_CONFIG cluster" in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "tf_config, said",
+    [
+        ("not json", "TF_CONFIG: not JSON (Expecting value"),
+        (" ", "TF_CONFIG is set but empty: unset it to train on one machine"),
+        ("[]", "TF_CONFIG: a JSON list, where it is {"),
+        ('{"cluster": {"chief": "a:1"}, "task": {"type": "chief", "index": 0}}', "cluster chief must be a list of"),
+        ('{"cluster": {"chief": ["a:1"]}, "task": {"type": "worker", "index": 0}}', "task worker 0 is not in its"),
+        ('{"cluster": {"chief": ["a:1"]}, "task": {"type": "chief", "index": 3}}', "task chief 3 is not in its"),
+        ('{"cluster": {"chief": ["a:1"]}, "task": {"type": "chief"}}', "its task needs a type (a job's name) and"),
+        ('{"cluster": {"chief": ["a:1", "b:2"]}, "task": {"type": "chief", "index": 1}}', 'only one "chief" node'),
+    ],
+)
+def test_a_tf_config_the_estimator_cannot_read_is_one_line(monkeypatch, tf_config, said):
+    """Each of these ended in a traceback: a JSONDecodeError, an AttributeError, a TypeError or a ValueError."""
+    monkeypatch.setenv("TF_CONFIG", tf_config)
+    with pytest.raises(UserError) as refused:
+        check_tf_config()
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_wrong_tf_config_stops_the_trainer_with_exit_2_before_it_writes(tmp_path, digits_dir, monkeypatch):
+    job = tmp_path / "job"
+    command = [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--job-dir", str(job)]
+    result = subprocess.run(command, env={**os.environ, "TF_CONFIG": "[]"}, capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(f"TF_CONFIG: a JSON list, where it is {SHAPE}")
+    assert not job.exists()
+    fine = {"cluster": {"chief": ["a:1"], "ps": ["b:2"]}, "task": {"type": "evaluator", "index": "0"}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(fine))  # an index as a string, which the Estimator reads too
+    check_tf_config()
 
 
 def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster_of_towers(tmp_path):

@@ -1,6 +1,6 @@
 """Wires the Estimator: RunConfig, TrainSpec, EvalSpec and exporters, then train_and_evaluate.
 
-Also runs under TF_CONFIG: the Estimator reads the cluster and this task's role from it.
+Also runs under TF_CONFIG: the Estimator reads the cluster and this task's role from it (trainer/cluster.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,18 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from dataformat.commandline import MAX_INT
 from dataformat.errors import UserError
 from dataformat.schema import Metadata
-from trainer import averaging, checkpoints, dataset, early_stopping, export, networks, serving, stuck, warm_start
+from trainer import (
+    averaging,
+    checkpoints,
+    cluster,
+    dataset,
+    early_stopping,
+    export,
+    networks,
+    serving,
+    stuck,
+    warm_start,
+)
 from trainer import config as config_module
 from trainer import metrics as names
 from trainer.config import Config
@@ -79,7 +90,7 @@ def run(config: Config) -> dict | None:
     if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early
         log.info("This run %s; nothing to do (--train-steps above its %d trains on)", stop.describe(), stop.train_steps)
         return export.read_metrics(config.job_dir)
-    if is_chief():  # the chief owns the checkpoints: it resumes from an intact one
+    if cluster.is_chief():  # the chief owns the checkpoints: it resumes from an intact one
         checkpoints.newest_intact(config.job_dir)
         if stop:
             early_stopping.clear_stop(config.job_dir)
@@ -265,13 +276,13 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     estimator = make_estimator(config, metadata, _warm_start(config, metadata))
     settings = estimator.params["settings"]
     check_sizes_fit(config, metadata, settings.towers)
-    if config.num_epochs is not None and is_cluster(estimator.config):
+    if config.num_epochs is not None and cluster.is_cluster(estimator.config):
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
     trained = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
     if trained < config.train_steps:
         _log_settings(config, metadata, settings)
-    if estimator.config.is_chief and not is_cluster(estimator.config):  # alone: no evaluator may be exporting
+    if estimator.config.is_chief and not cluster.is_cluster(estimator.config):  # alone: no evaluator may be exporting
         for name in ("latest", "best"):
             export.remove_unfinished(posixpath.join(export.export_folder(config), name))  # a kill's, mid-export
     if trained:
@@ -289,7 +300,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     hooks = [stuck.StopOnCtrlCHook()]  # training's and evaluation's
     if config.input_timeout_secs:
         hooks.append(InputTimeoutHook(config.input_timeout_secs))
-    train_files = worker_share(data.train, estimator.config)
+    train_files = cluster.worker_share(data.train, estimator.config)
     train_spec = tf.estimator.TrainSpec(
         make_input_fn(train_files, metadata, config, training=True),
         max_steps=config.train_steps,
@@ -306,7 +317,7 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     stops = early_stopping.EvaluatorStops(config.job_dir)  # a cluster's evaluator ends at an early stop
     result = checkpoints.TrainingExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=stops).run()
     _after_an_early_stop(config, estimator, metadata)
-    if not (result and result[0]) and not is_cluster(estimator.config):
+    if not (result and result[0]) and not cluster.is_cluster(estimator.config):
         # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
         # evaluation and export would stay without them: do them now.
@@ -350,11 +361,11 @@ def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files
         StepsRunHook(
             input_ends=config.num_epochs is not None,
             others=others if len(train_files) < len(data.train) else 0,
-            cluster=is_cluster(estimator.config),
+            cluster=cluster.is_cluster(estimator.config),
         ),
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
-    if is_cluster(estimator.config) and config.input_timeout_secs:
+    if cluster.is_cluster(estimator.config) and config.input_timeout_secs:
         hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
     if config.early_stopping_evals:
         _warn_if_it_cannot_stop(config)
@@ -375,7 +386,7 @@ def _after_an_early_stop(config: Config, estimator, metadata: Metadata) -> None:
     # Stopped at the step it evaluated last, that evaluation wrote no figures: the stop was not yet known.
     last = export.read_metrics(config.job_dir)
     written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])
-    if last and not written and not is_cluster(estimator.config):
+    if last and not written and not cluster.is_cluster(estimator.config):
         lead = names.resolve_best(config.best_metric, metadata.num_classes)
         export.write_figures(config.job_dir, last, metadata.class_names, lead)
     if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
@@ -465,28 +476,3 @@ def final_evaluation(estimator: tf.estimator.Estimator, eval_spec: tf.estimator.
     for exporter in eval_spec.exporters:
         exporter.export(estimator, export.export_folder(config), checkpoint, metrics, is_the_final_export=True)
     return metrics, None
-
-
-def is_chief() -> bool:
-    """Whether this task writes the checkpoints: alone, or as a TF_CONFIG cluster's chief."""
-    return tf.estimator.RunConfig().is_chief
-
-
-def is_cluster(run_config: tf.estimator.RunConfig) -> bool:
-    """Whether this task is one of several that TF_CONFIG describes."""
-    tasks = sum(len(addresses) for addresses in run_config.cluster_spec.as_dict().values())
-    return tasks > 1 or run_config.task_type == "evaluator"
-
-
-def worker_share(files: list[str], run_config: tf.estimator.RunConfig) -> list[str]:
-    """The training files this task reads: in a cluster, each of the chief and the workers
-    reads its own 1/N of them (when there are at least N files)."""
-    replicas = run_config.num_worker_replicas
-    if replicas <= 1 or run_config.task_type not in ("chief", "master", "worker"):
-        return files
-    if len(files) < replicas:
-        log.warning("%d training files for %d training tasks: every task reads all of them", len(files), replicas)
-        return files
-    share = files[run_config.global_id_in_cluster :: replicas]
-    log.info("This %s reads %d of the %d training files", run_config.task_type, len(share), len(files))
-    return share

@@ -83,7 +83,7 @@ def check_access(config: Config) -> None:
 def _lease_if_chief(job_dir: str):
     """The job dir's lease: one training run at a time writes checkpoints there. In a TF_CONFIG
     cluster only the chief writes checkpoints, so only it holds the lease."""
-    from trainer.experiment import is_chief
+    from trainer.cluster import is_chief
 
     if is_chief():
         return lease.held(job_dir, what="training", flag="--job-dir")
@@ -105,7 +105,7 @@ def _train(argv: list[str] | None) -> int:
 
     import tensorflow as tf  # after --help, which should not wait for TensorFlow
 
-    from trainer import experiment
+    from trainer import cluster, experiment
     from trainer.preemption import Preempted
     from trainer.vertex.environment import cloud_folders, trial_best_metric
 
@@ -114,6 +114,7 @@ def _train(argv: list[str] | None) -> int:
     # (a 4,096-column table's export, two runs each in one sitting: 1.19 s to 1.07 s).
     gc.freeze()
     tf.get_logger().addFilter(_HideDeprecations())
+    cluster.check_tf_config()
     config = trial_best_metric(cloud_folders(config_module.from_sources(args.config, flags)))
     if not (config.data_dir or config.train_files):
         raise UserError(NO_DATA)

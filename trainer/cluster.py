@@ -1,0 +1,85 @@
+"""The TF_CONFIG cluster a task belongs to, as Vertex AI and scripts/local_cluster.py describe it: the
+description checked before anything starts, this task's role in it, and the training files it reads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import tensorflow as tf
+
+from dataformat.errors import UserError
+
+log = logging.getLogger(__name__)
+
+SHAPE = '{"cluster": {"chief": ["host:port"], ...}, "task": {"type": "chief", "index": 0}}'
+
+
+def check_tf_config() -> None:
+    """UserError naming TF_CONFIG where it is set but describes no cluster the Estimator can read: the
+    Estimator's own words for it were a traceback."""
+    text = os.environ.get("TF_CONFIG")
+    if text is None:
+        return
+    if not text.strip():
+        raise UserError("TF_CONFIG is set but empty: unset it to train on one machine, or describe a cluster")
+    try:
+        tf_config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(f"TF_CONFIG: not JSON ({error}); it is {SHAPE}") from None
+    if not isinstance(tf_config, dict):
+        raise UserError(f"TF_CONFIG: a JSON {type(tf_config).__name__}, where it is {SHAPE}")
+    _check_cluster(tf_config.get("cluster", {}))
+    _check_task(tf_config.get("task", {}), tf_config.get("cluster", {}))
+    try:
+        tf.estimator.RunConfig()
+    except (ValueError, TypeError) as error:  # what the Estimator checks beyond the shape (one chief, ...)
+        raise UserError(f"TF_CONFIG: {str(error).splitlines()[0]}") from None
+
+
+def _check_cluster(cluster) -> None:
+    if not isinstance(cluster, dict):
+        raise UserError(f"TF_CONFIG: its cluster must map each job to its addresses, as in {SHAPE}")
+    for job, addresses in cluster.items():
+        if not (isinstance(addresses, list) and all(isinstance(address, str) for address in addresses)):
+            raise UserError(f"TF_CONFIG: cluster {job} must be a list of host:port addresses, not {addresses!r}")
+
+
+def _check_task(task, cluster: dict) -> None:
+    if not isinstance(task, dict):
+        raise UserError(f"TF_CONFIG: its task must be this task's type and index, as in {SHAPE}")
+    if not cluster:
+        return
+    kind, index = task.get("type"), task.get("index")
+    index = int(index) if isinstance(index, str) and index.isdigit() else index  # the Estimator takes "0" too
+    if not isinstance(kind, str) or not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise UserError(f"TF_CONFIG: its task needs a type (a job's name) and an index (0 or more), as in {SHAPE}")
+    if kind != "evaluator" and index >= len(cluster.get(kind, [])):  # the evaluator is outside the cluster
+        jobs = ", ".join(f"{job} ({len(addresses)})" for job, addresses in cluster.items())
+        raise UserError(f"TF_CONFIG: task {kind} {index} is not in its cluster, whose jobs are {jobs}")
+
+
+def is_chief() -> bool:
+    """Whether this task writes the checkpoints: alone, or as a TF_CONFIG cluster's chief."""
+    return tf.estimator.RunConfig().is_chief
+
+
+def is_cluster(run_config: tf.estimator.RunConfig) -> bool:
+    """Whether this task is one of several that TF_CONFIG describes."""
+    tasks = sum(len(addresses) for addresses in run_config.cluster_spec.as_dict().values())
+    return tasks > 1 or run_config.task_type == "evaluator"
+
+
+def worker_share(files: list[str], run_config: tf.estimator.RunConfig) -> list[str]:
+    """The training files this task reads: in a cluster, each of the chief and the workers
+    reads its own 1/N of them (when there are at least N files)."""
+    replicas = run_config.num_worker_replicas
+    if replicas <= 1 or run_config.task_type not in ("chief", "master", "worker"):
+        return files
+    if len(files) < replicas:
+        log.warning("%d training files for %d training tasks: every task reads all of them", len(files), replicas)
+        return files
+    share = files[run_config.global_id_in_cluster :: replicas]
+    log.info("This %s reads %d of the %d training files", run_config.task_type, len(share), len(files))
+    return share
