@@ -20,6 +20,17 @@ def test_yaml_overrides_defaults_and_flags_override_yaml(tmp_path):
     assert config.conv_filters == (8, 8)
 
 
+def test_yaml_numbers_and_switch_words_are_the_flags_values_of_settings_that_take_auto(tmp_path):
+    """`num_towers: 1` was "1 is not a valid str", and the documented `average_weights: on`, which YAML reads
+    as true, "True is not a valid str"."""
+    path = tmp_path / "c.yaml"
+    path.write_text("num_towers: 1\nsteps_per_run: 4\naverage_weights: on\nstage_on_device: no\n")
+    config = from_sources(str(path), {})
+    assert (config.num_towers, config.steps_per_run, config.average_weights, config.stage_on_device) == (
+        "1", "4", "on", "off",
+    )  # fmt: skip
+
+
 def test_an_empty_flag_means_no_layers():
     """`--conv-filters '' --hidden-units ''` is softmax regression on the pixels."""
     config = from_sources(None, {"conv_filters": "", "hidden_units": ""})
@@ -37,6 +48,7 @@ def test_an_empty_flag_means_no_layers():
         ("a: [\n", "not valid YAML: line 2, column 1: expected the node content"),
         ("batch_size: [1, 2\nlr: 3\n", r"not valid YAML: line 2, column 3: expected ',' or ']'.*flow sequence"),
         ("batch_size: 32\n".encode("utf-16"), "not UTF-8 text; save it as UTF-8"),  # Notepad's Unicode
+        ("batch_size: 3\nseed: 1\nbatch_size: 5\n", "line 3, column 1: 'batch_size' is given twice"),  # 5 won
     ],
 )
 def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):

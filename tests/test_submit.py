@@ -456,6 +456,11 @@ GOOD_POOL = "chief:\n  machine_type: n1-standard-8\n  replica_count: 1\n"
         ),
         ("- chief\n", "top level: expected a mapping"),
         ("chief: [\n", "not valid YAML: line 2, column 1"),
+        (
+            GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
+            " parameters: {batch-size: {type: DISCRETE, values: [32, 64]}, batch-size: {type: INTEGER}}}\n",
+            "line 4, column 150: 'batch-size' is given twice",  # the second went unread: the last one won, silently
+        ),
         ("chief: {}\n".encode("utf-16"), "not UTF-8 text"),  # Notepad's Unicode: a traceback before
     ],
 )

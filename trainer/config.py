@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import yaml
 
-from dataformat import commandline
+from dataformat import commandline, yaml_files
 from dataformat.commandline import MAX_INT
 from dataformat.errors import UserError, yaml_problem
 from trainer import metrics
@@ -318,6 +318,10 @@ def _convert(name: str, value: Any, where: str) -> Any:
             return float(value)
         if kind is str and isinstance(value, str):
             return value
+        if kind is str and isinstance(value, bool):  # YAML reads on, off, yes and no as booleans
+            return "on" if value else "off"
+        if kind is str and isinstance(value, (int, float)):  # num_towers: 1, where the flag's value can be auto
+            return str(value)
     except ValueError:
         pass
     type_name = getattr(kind, "__name__", str(kind))
@@ -344,7 +348,7 @@ def load_yaml(path: str) -> dict[str, Any]:
 
     try:
         with tf.io.gfile.GFile(path) as file:
-            raw = yaml.safe_load(file) or {}
+            raw = yaml_files.safe_load(file) or {}
     except yaml.YAMLError as error:
         raise UserError(f"--config {path}: not valid YAML: {yaml_problem(error)}") from None
     except UnicodeDecodeError:  # Notepad's UTF-16, or a file that is no text

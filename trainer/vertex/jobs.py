@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import yaml
 
+from dataformat import yaml_files
 from dataformat.errors import UserError, yaml_problem
 from trainer.vertex import options, tuning
 from trainer.vertex.fields import Invalid, check_fields
@@ -74,7 +75,7 @@ def load(path: str) -> JobShape:
     """The job shape in a YAML file, fully checked; UserError naming the file and field otherwise."""
     try:
         with open(path, encoding="utf-8") as file:
-            raw = yaml.safe_load(file)
+            raw = yaml_files.safe_load(file)
         return _shape(Path(path).stem, raw)
     except OSError as error:
         raise UserError(f"--job-config {path}: cannot read ({error.strerror})") from None
