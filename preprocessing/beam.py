@@ -1,11 +1,9 @@
 """The same conversion as an Apache Beam pipeline: the DirectRunner here, Dataflow in the cloud.
 
-It shares every step that decides the bytes with the local writer: the sources, the
-per-class split (split.split_class), the seeded order and the shard writer
-(writer.write_shard), and writes metadata.json last (writer.write_metadata). So a dataset made
-with Beam holds, per split, the same examples, encoded the same way, as one made locally;
-only which shard an example lands in differs (a hash of its key, here, instead of
-contiguous runs), and with it which examples share a record.
+It shares every step that decides the bytes with the local writer: the sources, the split and the
+shards' examples (writer.shard_parts), the seeded order and the shard writer (writer.write_shard),
+and writes metadata.json last (writer.write_metadata). So a dataset made with Beam holds the same
+shards as one made locally.
 
 The sources are read by the launching process; what the workers share out is decoding
 (images), encoding and writing the shards. Only this module imports apache_beam.
@@ -39,7 +37,7 @@ from dataformat.schema import EXAMPLES_PER_RECORD, METADATA_FILE, SHARD_SUFFIXES
 from dataformat.tables import Column
 from preprocessing import tables
 from preprocessing.sources import RawData
-from preprocessing.split import EVAL, FREE, ORDER, example_hashes, in_shuffled_order, shard_name, split_class
+from preprocessing.split import shard_name
 from preprocessing.table_files import LateColumn, forget_kept_sheet
 from preprocessing.table_shards import ShardWriter
 from preprocessing.writer import (
@@ -47,7 +45,7 @@ from preprocessing.writer import (
     ShardTask,
     clear_output,
     key_fields,
-    plan_shards,
+    shard_parts,
     take,
     write_metadata,
     write_shard,
@@ -58,41 +56,17 @@ STATS_SUFFIX = ".stats.json"  # a worker's statistics of one shard, read back by
 TABLE_SUMMARY = ".table.json"  # a table's columns and classes, as the pipeline decided them
 
 
-def split_sizes(labels: np.ndarray, eval_fraction: float, fixed: np.ndarray | None) -> tuple[int, int]:
-    """(train, eval) example counts, as split_class will make them, known before the pipeline runs."""
-    free = labels if fixed is None else labels[fixed == FREE]
-    evaluation = sum(int(round(n * eval_fraction)) for n in np.bincount(free) if n)
-    if fixed is not None:
-        evaluation += int(np.sum(fixed == EVAL))
-    return len(labels) - evaluation, evaluation
-
-
-class _AssignSplit(beam.DoFn):
-    """One class's examples in, (split, example index) out."""
-
-    def __init__(self, hashes: np.ndarray, eval_fraction: float, fixed: np.ndarray | None):
-        self._hashes, self._fraction, self._fixed = hashes, eval_fraction, fixed
-
-    def process(self, element):
-        _, indices = element
-        train, evaluation = split_class(self._hashes, np.array(sorted(indices)), self._fraction, self._fixed)
-        yield from (("train", int(i)) for i in train)
-        yield from (("eval", int(i)) for i in evaluation)
-
-
 class _WriteShard(beam.DoFn):
-    """One shard's example indices in: the shard written with the local writer, and its
-    statistics beside it for the launcher (a retried bundle just writes both again)."""
+    """One shard's example indices in, in their order: the shard written with the local writer, and
+    its statistics beside it for the launcher (a retried bundle just writes both again)."""
 
-    def __init__(
-        self, data: RawData, output: str, counts: dict[str, int], hashes: np.ndarray, compression: str, per_record: int
-    ):
-        self._data, self._output, self._counts, self._hashes = data, output, counts, hashes
+    def __init__(self, data: RawData, output: str, counts: dict[str, int], compression: str, per_record: int):
+        self._data, self._output, self._counts = data, output, counts
         self._compression, self._per_record = compression, per_record
 
     def process(self, element):
         (split, shard), indices = element
-        ordered = in_shuffled_order(self._hashes, np.array(sorted(indices)))
+        ordered = np.array(indices, dtype=np.int64)
         suffix = SHARD_SUFFIXES[self._compression]
         path = storage.join(self._output, shard_name(split, shard, self._counts[split], suffix))
         items = take(self._data.items, ordered)
@@ -192,22 +166,15 @@ def build_dataset_with_beam(
     template = template_only(options)
     if not template:
         clear_output(output, overwrite)
-    counts = plan_shards(data, *split_sizes(data.labels, eval_fraction, data.fixed), eval_fraction, shards)
-    hashes = example_hashes(data.keys, seed)
-
-    def shard_of(split_and_index):
-        split, index = split_and_index
-        return (split, int(hashes[index, ORDER] % counts[split])), index
-
+    parts = shard_parts(data, eval_fraction, seed, shards)
+    counts = {split: len(parts[split]) for split in parts}
     with quiet_beam(), beam.Pipeline(options=options) as pipeline:
         _ = (
             pipeline
-            | "Examples" >> beam.Create([(int(label), i) for i, label in enumerate(data.labels)])
-            | "ByClass" >> beam.GroupByKey()
-            | "Split" >> beam.ParDo(_AssignSplit(hashes, eval_fraction, data.fixed))
-            | "ToShards" >> beam.Map(shard_of)
-            | "ByShard" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, hashes, compression, examples_per_record))
+            | "Shards"
+            >> beam.Create([((split, i), part.tolist()) for split in parts for i, part in enumerate(parts[split])])
+            | "Spread" >> beam.Reshuffle()  # each shard to any worker, not those of Create's few bundles
+            | "Write" >> beam.ParDo(_WriteShard(data, output, counts, compression, examples_per_record))
         )
     if template:
         log.info("Wrote the Dataflow job to %s without running it: no shards or metadata.json were written", template)

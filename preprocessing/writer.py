@@ -320,11 +320,10 @@ def build_dataset(
     """Splits `data`, writes its shards and then `metadata.json` into `output`."""
     start = time.time()
     clear_output(output, overwrite)
-    train, evaluation = split_indices(data.keys, data.labels, eval_fraction, seed, data.fixed)
-    counts = plan_shards(data, len(train), len(evaluation), eval_fraction, shards)
+    parts = shard_parts(data, eval_fraction, seed, shards)
     tasks = [
         ShardTask(
-            path=storage.join(output, shard_name(split, i, counts[split], SHARD_SUFFIXES[compression])),
+            path=storage.join(output, shard_name(split, i, len(parts[split]), SHARD_SUFFIXES[compression])),
             items=take(data.items, part),
             labels=data.labels[part],
             load=data.load,
@@ -332,13 +331,13 @@ def build_dataset(
             examples_per_record=examples_per_record,
             **key_fields(data, part),
         )
-        for split, indices in (("train", train), ("eval", evaluation))
-        for i, part in enumerate(np.array_split(indices, counts[split]))
+        for split in ("train", "eval")
+        for i, part in enumerate(parts[split])
     ]
     workers = workers or default_workers(data)
     log.info("Writing with %d %s", workers, "thread(s)" if data.load is None else "process(es)")
     results = write_shards(tasks, workers)
-    by_split = {"train": results[: counts["train"]], "eval": results[counts["train"] :]}
+    by_split = {"train": results[: len(parts["train"])], "eval": results[len(parts["train"]) :]}
     return write_metadata(
         data,
         output,
@@ -350,6 +349,16 @@ def build_dataset(
         compression=compression,
         examples_per_record=examples_per_record,
     )
+
+
+def shard_parts(data: RawData, eval_fraction: float, seed: int, shards: int | None) -> dict[str, list[np.ndarray]]:
+    """Each split's shards' example indices: the split's examples in their seeded order, cut into runs of
+    near-equal size, none empty. The local writer and Beam both write these shards."""
+    train, evaluation = split_indices(data.keys, data.labels, eval_fraction, seed, data.fixed)
+    counts = plan_shards(data, len(train), len(evaluation), eval_fraction, shards)
+    return {
+        split: np.array_split(indices, counts[split]) for split, indices in (("train", train), ("eval", evaluation))
+    }
 
 
 def plan_shards(data: RawData, train: int, evaluation: int, eval_fraction: float, shards: int | None) -> dict[str, int]:
