@@ -5,8 +5,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -80,6 +82,30 @@ def test_a_wrong_tf_config_stops_the_trainer_with_exit_2_before_it_writes(tmp_pa
     fine = {"cluster": {"chief": ["a:1"], "ps": ["b:2"]}, "task": {"type": "evaluator", "index": "0"}}
     monkeypatch.setenv("TF_CONFIG", json.dumps(fine))  # an index as a string, which the Estimator reads too
     check_tf_config()
+
+
+def test_a_chief_waiting_for_its_parameter_server_names_it_and_ctrl_c_ends_it(tmp_path, digits_dir):
+    """The session waits for the parameter server in C++, for good: nothing was said, and Ctrl-C, whose handler
+    never ran, did nothing for 10 minutes."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        ps = f"127.0.0.1:{free.getsockname()[1]}"  # nothing listens there once it is closed
+    tf_config = {"cluster": {"chief": ["127.0.0.1:1"], "ps": [ps]}, "task": {"type": "chief", "index": 0}}
+    env = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "QUEUE_TRAINER_WAITING_SECS": "1"}
+    command = [sys.executable, "-m", "trainer.task", "--data-dir", digits_dir, "--job-dir", str(tmp_path / "job")]
+    with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as chief:
+        silent = threading.Timer(120, chief.kill)  # a chief that says nothing ends the test, not the suite
+        silent.start()
+        try:
+            waiting = next((line for line in chief.stderr if "WARNING" in line or "ERROR" in line), "")
+            chief.send_signal(signal.SIGINT)
+            assert chief.wait(timeout=30) == 130
+        finally:
+            silent.cancel()
+            chief.kill()
+        last = chief.stderr.read().strip().splitlines()[-1]
+    assert waiting.rstrip().endswith(f"for the cluster: no answer from ps 0 at {ps}")
+    assert "Ctrl-C before the first session: stuck in TensorFlow (waiting for the cluster's other tasks?)" in last
 
 
 def test_a_table_with_hashed_columns_and_dates_trains_on_a_cluster_of_towers(tmp_path):

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
+import threading
+import time
 
 import tensorflow as tf
 
@@ -13,6 +16,7 @@ from dataformat.errors import UserError
 
 log = logging.getLogger(__name__)
 
+WAITING_SECS = float(os.environ.get("QUEUE_TRAINER_WAITING_SECS", 30))  # between lines while the session waits
 SHAPE = '{"cluster": {"chief": ["host:port"], ...}, "task": {"type": "chief", "index": 0}}'
 
 
@@ -83,3 +87,46 @@ def worker_share(files: list[str], run_config: tf.estimator.RunConfig) -> list[s
     share = files[run_config.global_id_in_cluster :: replicas]
     log.info("This %s reads %d of the %d training files", run_config.task_type, len(share), len(files))
     return share
+
+
+class SayWhileWaitingHook(tf.estimator.SessionRunHook):
+    """In a cluster's training task: every WAITING_SECS until its session starts, a line naming the tasks it
+    waits for (the parameter servers, and the chief, which starts the model) whose address does not answer.
+    A session waits for them for good, and TensorFlow's own lines of it are hidden with its INFO."""
+
+    def __init__(self, run_config: tf.estimator.RunConfig):
+        self._cluster = run_config.cluster_spec.as_dict()
+        self._this = (run_config.task_type, run_config.task_id)
+        self._started = threading.Event()
+
+    def begin(self):
+        threading.Thread(target=self._say, name="waiting-for-the-cluster", daemon=True).start()
+
+    def after_create_session(self, session, coord):
+        self._started.set()
+
+    def _say(self) -> None:
+        start = time.monotonic()
+        while not self._started.wait(WAITING_SECS):
+            silent = [
+                f"{job} {index} at {address}"
+                for job, addresses in self._cluster.items()
+                if job in ("ps", "chief", "master")
+                for index, address in enumerate(addresses)
+                if (job, index) != self._this and not answers(address)
+            ]
+            log.warning(
+                "Waiting %.0f s for the cluster: %s",
+                time.monotonic() - start,
+                f"no answer from {', '.join(silent)}" if silent else "its parameter servers and chief answer",
+            )
+
+
+def answers(address: str) -> bool:
+    """Whether something listens at host:port ([::1]:port for IPv6)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            return True
+    except (OSError, ValueError):
+        return False

@@ -365,6 +365,8 @@ def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files
         ),
         ProgressHook(config.train_steps, global_batch, config.progress_secs),
     ]
+    if cluster.is_cluster(estimator.config):
+        hooks.append(cluster.SayWhileWaitingHook(estimator.config))
     if cluster.is_cluster(estimator.config) and config.input_timeout_secs:
         hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
     if config.early_stopping_evals:

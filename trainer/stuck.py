@@ -4,6 +4,8 @@ A training task whose parameter server died waits in the session's close, in C++
 a step whose input queue starves waits there until --input-timeout-secs, or for good without one. Its main
 thread does not return to Python, so it cannot run a signal handler either. Python's C handler writes each
 signal to a wakeup fd as it arrives, and watchers, each a thread, act on it:
+- after Ctrl-C before any session (a cluster's task waiting for the others as its session starts): a task whose
+  handler has not run HELD_SECS later is held in C++, and is ended (exit 130, as after any Ctrl-C);
 - after Ctrl-C: while a session is open, the handler only notes it, and StopOnCtrlCHook raises KeyboardInterrupt
   after the step (exit 130, as after any Ctrl-C). A session still open CTRL_C_SECS later (a step waiting for
   its input) is asked to stop with KeyboardInterrupt as its coordinator's exception: its input queues close,
@@ -39,9 +41,11 @@ LOOK_SECS = 5  # how often the step watcher looks
 # Seconds after Ctrl-C before an open session is asked to stop: a step that is not waiting ends within them, and
 # StopOnCtrlCHook raises KeyboardInterrupt after it.
 CTRL_C_SECS = 2
+HELD_SECS = 5  # after Ctrl-C with no session open: the handler runs within them unless C++ holds the main thread
 _watched = threading.Event()  # one watcher a process
 _sessions = weakref.WeakSet()  # the coordinators of this run's sessions (training, evaluation)
 _noted = threading.Event()  # a Ctrl-C that came while a session was open, not yet raised
+_handled = [0]  # the Ctrl-Cs whose handler has run, counted in the main thread
 
 
 def watch_signals() -> None:
@@ -58,10 +62,12 @@ def watch_signals() -> None:
         signal.signal(signal.SIGINT, _on_ctrl_c)
 
     def watch() -> None:
+        received = 0
         while True:
             for signum in os.read(read, 64):
                 if signum == signal.SIGINT and takes_ctrl_c:
-                    threading.Thread(target=_stop_sessions, name="stop-after-ctrl-c", daemon=True).start()
+                    received += 1
+                    threading.Thread(target=_stop_sessions, args=(received,), name="ctrl-c", daemon=True).start()
                 elif signum == signal.SIGTERM:
                     threading.Thread(target=_end_after_sigterm, name="stuck-after-sigterm", daemon=True).start()
 
@@ -70,9 +76,11 @@ def watch_signals() -> None:
 
 @contextlib.contextmanager
 def ctrl_c_between_steps() -> Iterator[None]:
-    """Around a run's sessions: a Ctrl-C noted during a step that then failed (its closed queues' OutOfRangeError
-    as a session starts, a bad record's error) is raised in place of that error; afterwards, Ctrl-C raises at once
-    again, and no session of this run counts as open (one that failed as it started was never closed)."""
+    """Around a run's sessions, from before the first (Ctrl-C and SIGTERM watched from then on): a Ctrl-C noted
+    during a step that then failed (its closed queues' OutOfRangeError as a session starts, a bad record's error) is
+    raised in place of that error; afterwards, Ctrl-C raises at once again, and no session of this run counts as
+    open (one that failed as it started was never closed)."""
+    watch_signals()
     try:
         yield
     except Exception:
@@ -89,6 +97,7 @@ def _open() -> list:
 
 
 def _on_ctrl_c(signum: int, frame) -> None:
+    _handled[0] += 1
     if _noted.is_set() or _open():  # (run late, after _stop_sessions stopped them: noted there)
         _noted.set()
     else:
@@ -102,8 +111,15 @@ def raise_if_noted() -> None:
         raise KeyboardInterrupt
 
 
-def _stop_sessions() -> None:
+def _stop_sessions(received: int) -> None:
     sessions = _open()  # those open as Ctrl-C came: not one a process that goes on opens after
+    if not sessions:
+        deadline = time.monotonic() + HELD_SECS
+        while _handled[0] < received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _handled[0] < received:
+            _end("Ctrl-C before the first session", 128 + signal.SIGINT, "waiting for the cluster's other tasks?")
+        return
     time.sleep(CTRL_C_SECS)
     sessions = [coord for coord in sessions if not coord.should_stop()]
     if not sessions:
@@ -164,7 +180,7 @@ class NoStepHook(tf.estimator.SessionRunHook):
                 _end(f"no training step for {idle:.0f} s (twice --input-timeout-secs)", 1)
 
 
-def _end(what: str, code: int) -> None:
-    log.error("%s: stuck in TensorFlow (a parameter server lost?); ending this task. The chief's last checkpoint "
-              "stays: rerun the job to resume", what)  # fmt: skip
+def _end(what: str, code: int, cause: str = "a parameter server lost?") -> None:
+    log.error("%s: stuck in TensorFlow (%s); ending this task. The chief's last checkpoint stays: rerun the job "
+              "to resume", what, cause)  # fmt: skip
     os._exit(code)
