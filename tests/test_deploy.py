@@ -323,3 +323,11 @@ def test_a_batch_jobs_json_lines_are_checked_as_its_server_takes_them(export, cl
         file.write((json.dumps(good) + "\n").encode())
     assert batch.main(argv) == 0
     assert [collection for collection, _ in cloud.created] == ["batchPredictionJobs"]
+
+
+def test_a_display_name_with_quotes_is_one_string_in_the_endpoints_filter():
+    """`a"b` ended the filter's string at its quote: display_name="a"b"."""
+    from trainer.vertex.endpoints import name_filter
+
+    assert name_filter('a"b') == 'display_name="a\\"b"'
+    assert name_filter("c\\d") == 'display_name="c\\\\d"'

@@ -323,7 +323,7 @@ def dry_run(job: Plan, region: str) -> None:
     if job.endpoint:
         print(f"(endpoint {job.endpoint})")
     else:
-        print(f'GET {_url(job.parent, region)}/endpoints?filter=display_name="{job.model["displayName"]}"')
+        print(f"GET {_url(job.parent, region)}/endpoints?filter={endpoints.name_filter(job.model['displayName'])}")
         print(f"POST {_url(job.parent, region)}/endpoints   (when none is found)")
         print(json.dumps({"displayName": job.model["displayName"]}, indent=2))
     print(f"POST {_url(job.endpoint or job.parent + '/endpoints/ENDPOINT', region)}:deployModel")

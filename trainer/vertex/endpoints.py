@@ -64,11 +64,17 @@ def upload_model(parent: str, body: dict, poll_secs: float = POLL_SECS) -> str:
     return wait(operation, "uploading the model", poll_secs).model
 
 
+def name_filter(display_name: str) -> str:
+    """The list filter (AIP-160) for this display name: a string literal, its quotes and backslashes escaped."""
+    escaped = display_name.replace("\\", "\\\\").replace('"', '\\"')
+    return f'display_name="{escaped}"'
+
+
 def find_endpoint(parent: str, display_name: str) -> str | None:
     """The newest endpoint with this display name, None if there is none."""
     _, service = client.service("EndpointServiceClient", _region(parent))
     with client.errors(f"{parent}/endpoints"):
-        found = list(service.list_endpoints(request={"parent": parent, "filter": f'display_name="{display_name}"'}))
+        found = list(service.list_endpoints(request={"parent": parent, "filter": name_filter(display_name)}))
     found.sort(key=lambda endpoint: endpoint.create_time, reverse=True)
     return found[0].name if found else None
 
