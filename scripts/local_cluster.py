@@ -55,17 +55,37 @@ def start(task_type: str, index: int, spec: dict, trainer_args: list[str], log_d
     )
 
 
-def steps_run(log_path: str) -> int:
-    """The training steps a task reports having run itself (trainer's StepsRunHook)."""
+def steps_run(log_path: str) -> int | None:
+    """The training steps a task reports having run itself (trainer's StepsRunHook), None where it did not say
+    (it was stopped, or failed)."""
     with open(log_path) as file:
         found = re.findall(r"This task ran (\d+) training steps", file.read())
-    return int(found[-1]) if found else 0
+    return int(found[-1]) if found else None
+
+
+def last_error(log_path: str) -> str:
+    """A task's last ERROR line (the trainer's one-line error), or where to look."""
+    with open(log_path, errors="replace") as file:
+        errors = [line.strip() for line in file if " ERROR " in line or line.startswith(("ERROR", "Traceback"))]
+    return errors[-1] if errors else f"no error line; see {log_path}"
+
+
+def at_least(least: int):
+    """An argparse type: an integer of at least `least`."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text}: at least {least}")
+        return value
+
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=2, help="workers besides the chief (default: 2)")
-    parser.add_argument("--ps", type=int, default=1, help="parameter servers (default: 1)")
+    parser.add_argument("--workers", type=at_least(0), default=2, help="workers besides the chief (default: 2)")
+    parser.add_argument("--ps", type=at_least(1), default=1, help="parameter servers (default: 1)")
     parser.add_argument("trainer_args", nargs=argparse.REMAINDER, help="-- then the arguments of trainer.task")
     args = parser.parse_args(argv)
     trainer_args = [a for a in args.trainer_args if a != "--"]
@@ -139,16 +159,18 @@ def report(job_dir: str, log_dir: str, workers: int, codes: list[int], train_sec
     failed = [name for name, code in zip(names, codes) if code != 0]
     ran = {name: steps_run(os.path.join(log_dir, name + ".log")) for name in names[:-1]}
     for name, steps in ran.items():
-        print(f"{name}: {steps} steps")
+        print(f"{name}: {'steps not reported (it was stopped, or failed)' if steps is None else f'{steps} steps'}")
     metrics_path = os.path.join(job_dir, "eval_metrics.json")
     if os.path.exists(metrics_path):
         with open(metrics_path) as file:
             metrics = json.load(file)
-        steps, accuracy, here = metrics["global_step"], metrics["accuracy"], sum(ran.values())
+        steps, accuracy, here = metrics["global_step"], metrics["accuracy"], sum(filter(None, ran.values()))
         # The steps this run took: a resumed job's global step counts its earlier runs' too.
         print(f"global step {steps}; {here} steps in {train_secs:.1f} s ({here / train_secs:.1f} steps/s), "
               f"accuracy {accuracy:.4f}")  # fmt: skip
     if failed:
+        for name in failed:
+            print(f"{name} failed: {last_error(os.path.join(log_dir, name + '.log'))}", file=sys.stderr)
         print(f"failed: {', '.join(failed)}; see {log_dir}", file=sys.stderr)
         return 1
     return 0

@@ -295,3 +295,25 @@ def test_a_worker_left_waiting_after_the_chief_succeeded_is_stopped_not_failed()
     waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     assert launcher.wait_for_training([failing, waiting], time.time() + 300)[0] == 3  # a failure stops the others
     assert waiting.poll() is not None
+
+
+def test_the_launcher_refuses_no_tasks_and_says_why_a_task_failed(tmp_path, capsys):
+    """`--workers -1` crashed the parameter server and reported success; a failed task was only named, its
+    one-line error left in its log; a task stopped before it said its steps was reported as 0 steps."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("local_cluster", os.path.join(ROOT, "scripts", "local_cluster.py"))
+    launcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launcher)
+    for flags in (["--workers", "-1"], ["--ps", "0"]):
+        with pytest.raises(SystemExit) as refused:
+            launcher.main([*flags, "--", "--job-dir", str(tmp_path / "never")])
+        assert refused.value.code == 2 and "at least" in capsys.readouterr().err
+    logs = tmp_path / "cluster-logs"
+    logs.mkdir()
+    (logs / "chief-0.log").write_text("10:00:00 INFO Dataset: ...\n10:00:01 ERROR unknown flag --lerning-rate\n")
+    (logs / "evaluator-0.log").write_text("10:00:01 ERROR unknown flag --lerning-rate\n")
+    assert launcher.report(str(tmp_path), str(logs), 0, [2, 2], 1.0) == 1
+    said = capsys.readouterr()
+    assert "chief-0 failed: 10:00:01 ERROR unknown flag --lerning-rate" in said.err
+    assert "chief-0: steps not reported (it was stopped, or failed)" in said.out
