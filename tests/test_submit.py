@@ -513,6 +513,10 @@ DATA = ["--", "--data-dir", "gs://b/d"]  # the trainer's flags that every job ne
         (["--image", "I", "--", "--config", "my.yaml"], "--config my.yaml (after --): the job cannot read a local"),
         (["--image", "I", "--poll-secs", "-1"], "argument --poll-secs: -1 is not a positive number"),  # not a traceback
         (["--image", "I", "--poll-secs", "nan"], "argument --poll-secs: nan is not a positive number"),
+        (
+            ["--image", "I", "--kms-key", "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"],
+            "in europe-west4, where the job runs in us-central1: Vertex AI takes a key of the job's region",
+        ),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
@@ -886,9 +890,16 @@ def test_a_batch_job_runs_in_its_models_region(capsys, caplog, offline):
     caplog.clear()  # these passed a dry run, for Vertex AI to refuse
     assert batch.main([*argv, "--machine-type", "n1-nope-4"]) == 2
     assert batch.main([*argv[:6], "gs://", *argv[7:]]) == 2
+    # a key of another region, an input twice (each instance predicted twice), a folder
+    assert batch.main([*argv, "--kms-key", "projects/p/locations/asia-east1/keyRings/r/cryptoKeys/k"]) == 2
+    assert batch.main([*argv[:6], "gs://b/in", "gs://b/in", *argv[7:]]) == 2
+    assert batch.main([*argv[:6], "gs://b/in/", *argv[7:]]) == 2
     errors = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert errors[0].startswith("--machine-type n1-nope-4: no machine series 'n1-nope'")
     assert errors[1] == "--input gs://: must be a gs:// path, bucket and all, that Vertex AI can reach"
+    assert errors[2].startswith("kms_key projects/p/locations/asia-east1/keyRings/r/cryptoKeys/k: in asia-east1, ")
+    assert errors[3] == "--input gs://b/in: given twice, so each of its instances would be predicted twice"
+    assert errors[4] == "--input gs://b/in/: a folder; name its files, or a pattern such as gs://b/in/*.jsonl"
 
 
 def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):

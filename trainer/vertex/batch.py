@@ -105,11 +105,18 @@ def plan(args) -> tuple[str, dict]:
         for path in paths:
             if not gcs.is_gcs(path) or not path[len("gs://") :].split("/")[0]:
                 raise UserError(f"{flag} {path}: must be a gs:// path, bucket and all, that Vertex AI can reach")
+    for i, path in enumerate(args.input):
+        if path in args.input[:i]:
+            raise UserError(f"--input {path}: given twice, so each of its instances would be predicted twice")
+        if path.endswith("/"):
+            raise UserError(f"--input {path}: a folder; name its files, or a pattern such as {path}*.jsonl")
     jobs.check_machine_series("--machine-type", args.machine_type)
     most = args.max_replica_count or args.replica_count
     if most < args.replica_count:
         raise UserError(f"--max-replica-count {most}: below --replica-count {args.replica_count}")
-    job_fields, spec_fields = options.request_fields(options.from_flags(args, OPTIONS))
+    given = options.from_flags(args, OPTIONS)
+    options.check_region(given, region)
+    job_fields, spec_fields = options.request_fields(given)
     # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.batchPredictionJobs
     body = {
         "displayName": args.display_name or f"queue-trainer-batch-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}",

@@ -75,6 +75,16 @@ def problem(name: str, value: Any) -> str | None:
     return None
 
 
+def check_region(given: dict, region: str) -> None:
+    """UserError where the KMS key is not in the job's region, as Vertex AI needs it: `--region` was checked
+    on its own, and the key on its own form."""
+    key = given.get("kms_key")
+    location = key.split("/")[3] if key else region
+    if location != region:
+        raise UserError(f"kms_key {key}: in {location}, where the job runs in {region}: Vertex AI "
+                        "takes a key of the job's region")  # fmt: skip
+
+
 def add_flags(parser: argparse.ArgumentParser, names: tuple[str, ...] = tuple(OPTIONS)) -> None:
     """A flag for each option in `names`; one left out stays None, so the job shape's value holds. All of them
     for qt-submit, whose job config's options: section they override."""

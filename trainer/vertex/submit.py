@@ -172,6 +172,7 @@ def plan(args: argparse.Namespace, trainer_args: list[str]) -> Submission:
     commandline.set_verbosity(args.verbosity)  # reading the trainer's flags set the trainer's
     jobs.check_towers(shape, args.job_config, trainer_args)
     shape = dataclasses.replace(shape, options=options.merged(shape.options, options.from_flags(args)))
+    options.check_region(shape.options, args.region)
     display_name = args.display_name or f"queue-trainer-{shape.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     return Submission(
         project=args.project,
