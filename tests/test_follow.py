@@ -198,7 +198,15 @@ def test_cancel_status_and_logs_subcommands(vertex, capsys):
     assert [query.get("pageToken") for query in vertex.log_queries] == [None, "2", "4"]
 
 
-@pytest.mark.parametrize("name", ["customJobs/1", "projects/p/locations/r/models/1"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "customJobs/1",
+        "projects/p/locations/r/models/1",
+        "projects/p/locations/us-central1/customJobs/abc",  # these asked for credentials first
+        "projects/p/locations/us central1/customJobs/1",
+    ],
+)
 def test_a_name_that_is_not_a_job_is_one_line(caplog, name):
     assert job.main(["status", name]) == 2
     (error,) = errors(caplog)

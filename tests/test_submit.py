@@ -452,7 +452,17 @@ GOOD_POOL = "chief:\n  machine_type: n1-standard-8\n  replica_count: 1\n"
         (
             GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
             " parameters: {batch-size: {type: DISCRETE, values: [256, 64]}}}\n",
-            "tuning.parameters.batch-size: values must be numbers in increasing order",
+            "tuning.parameters.batch-size: values must be different numbers, in increasing order",
+        ),
+        (
+            GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
+            " parameters: {batch-size: {type: DISCRETE, values: [64, 64]}}}\n",
+            "tuning.parameters.batch-size: values must be different numbers, in increasing order",  # "(min below max)"
+        ),
+        (
+            GOOD_POOL + "tuning: {metric: accuracy, goal: MAXIMIZE, max_trial_count: 4, parallel_trial_count: 2,"
+            " parameters: {dropout: {type: DOUBLE, min: 0.5, max: 0.1}}}\n",
+            "tuning.parameters.dropout: min must be a number below max",
         ),
         ("- chief\n", "top level: expected a mapping"),
         ("chief: [\n", "not valid YAML: line 2, column 1"),
@@ -524,6 +534,14 @@ def test_bad_flags_are_one_line_and_exit_2(caplog, offline, flags, message):
     assert submit.main(["--dry-run", *FLAGS, *flags]) == 2  # the last of a repeated flag wins
     (error,) = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
     assert message in error and "\n" not in error
+
+
+def test_a_job_config_under_the_home_folder_is_read_as_the_shell_expands_it(offline, tmp_path, monkeypatch, capsys):
+    """`--job-config '~/job.yaml'` said "cannot read", where the trainer's `--config '~/...'` read it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "job.yaml").write_text(Path(CONFIGS_BY_NAME["cpu"]).read_text())
+    argv = ["--dry-run", "--project", "p", "--job-dir", "gs://b/x", "--job-config", "~/job.yaml", "--image", "I"]
+    assert submit.main([*argv, *DATA]) == 0
 
 
 @pytest.mark.slow
@@ -791,7 +809,8 @@ def test_bad_options_and_tuning_are_one_line_naming_file_and_field(tmp_path, cap
         ("dropout: {type: DOUBLE, min: 0.1, max: 1.5}", [], "tuning.parameters.dropout: a trial given 1.5 would fail: "
          "--dropout 1.5: must be in [0, 1)"),
         ("batch-size: {type: DOUBLE, min: 16, max: 256}", [], "a trial given 104.8 would fail: --batch-size: '104.8'"),
-        ("xla: {type: CATEGORICAL, values: ['true', 'false']}", [], "argument --xla/--no-xla: ignored explicit"),
+        ("xla: {type: CATEGORICAL, values: ['true', 'false']}", [], "xla: --xla is an on/off switch, which takes no "
+         "value; a trial cannot set it"),  # argparse's words: "argument --xla/--no-xla: ignored explicit argument"
         ("num-towers: {type: DISCRETE, values: [1, 2]}", [], "a trial given 2 would fail: --num-towers 2: "),
         # Each trial given resnet9000 failed after its machine's minutes of start-up.
         ("model: {type: CATEGORICAL, values: [cnn, resnet9000]}", [], "a trial given resnet9000 would fail: --model "

@@ -387,14 +387,16 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, dest=item.name, default=argparse.SUPPRESS, metavar=item.name.upper(), help=help_text)
 
 
+def switches() -> set[str]:
+    """The flags that take no value: --xla turns it on, --no-xla off."""
+    return {"--" + item.name.replace("_", "-") for item in dataclasses.fields(Config) if isinstance(item.default, bool)}
+
+
 def check_no_switch_values(argv: list[str], unknown: list[str]) -> None:
     """A UserError for a value given to a switch (`--xla false`): the switch took no value, turned on, and the
     value was an unknown argument, ignored with a warning."""
-    switches = {
-        "--" + item.name.replace("_", "-") for item in dataclasses.fields(Config) if isinstance(item.default, bool)
-    }
     for before, token in zip(argv, argv[1:]):
-        if token in unknown and not token.startswith("-") and before in switches:
+        if token in unknown and not token.startswith("-") and before in switches():
             raise UserError(
                 f"{before} takes no value ({token}): {before} turns it on, {before.replace('--', '--no-', 1)} off"
             )

@@ -33,7 +33,10 @@ KINDS = {
     "hyperparameterTuningJobs": ("HyperparameterTuningJob", "hyperparameter_tuning_job"),
     "batchPredictionJobs": ("BatchPredictionJob", "batch_prediction_job"),
 }
-JOB_NAME = re.compile(r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/(?P<collection>\w+)/(?P<id>[^/]+)")
+# A job's name as Vertex AI makes it: a region such as us-central1, a numeric ID.
+JOB_NAME = re.compile(
+    r"projects/(?P<project>[^/\s]+)/locations/(?P<region>[a-z]+(?:-[a-z]+)+\d+)/(?P<collection>\w+)/(?P<id>\d+)"
+)
 
 
 class LogLine(NamedTuple):

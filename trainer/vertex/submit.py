@@ -121,6 +121,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--job-config",
         required=True,
+        type=commandline.path,
         help="job shape: configs/jobs/{cpu,gpu,gpu-4,distributed,hptuning}.yaml (in the checkout) or your own",
     )
     parser.add_argument(
@@ -233,10 +234,15 @@ def check_tuned_flags(shape: jobs.JobShape, trainer_args: list[str], in_image: b
     the trainer refuses (a dropout of 1.5, a batch size of 73.4, --xla=true) failed every trial it reached, after
     its machine's minutes of start-up. A tuned flag given after -- too is refused (Vertex AI adds the trial's value
     after it, which wins), and so is --export-dir (every trial would export into the one folder)."""
+    from trainer import config as config_module
+
     if _gives(trainer_args, "--export-dir"):
         raise UserError("--export-dir (after --): a tuning job's trials would all export there; each exports under "
                         "its own folder without it")  # fmt: skip
     for where, name, parameter in tuning.every_parameter(shape.tuning["parameters"]):
+        if f"--{name}" in config_module.switches():
+            raise UserError(f"--job-config {path}: {where}: --{name} is an on/off switch, which takes no value; "
+                            "a trial cannot set it")  # fmt: skip
         if _gives(trainer_args, f"--{name}"):
             raise UserError(f"--{name} (after --): {path} tunes it ({where}), and each trial's value would win")
         for value in tuning.trial_values(parameter):

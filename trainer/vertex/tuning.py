@@ -146,7 +146,12 @@ def _check_categories(where: str, parameter: dict) -> None:
 def _check_numbers(where: str, parameter: dict) -> None:
     values = [parameter["min"], parameter["max"]] if "min" in parameter else parameter["values"]
     if not values or not all(is_a(v, float) for v in values) or values != sorted(set(values)):
-        raise Invalid(where, "values must be numbers in increasing order (min below max)")
+        raise Invalid(
+            where,
+            "min must be a number below max"
+            if "min" in parameter
+            else "values must be different numbers, in increasing order",
+        )
     if parameter["type"] == "INTEGER" and not all(isinstance(v, int) for v in values):
         raise Invalid(where, "an INTEGER parameter needs whole-number min and max")
     if parameter.get("scale") == "UNIT_LOG_SCALE" and values[0] <= 0:
