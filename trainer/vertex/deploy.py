@@ -124,7 +124,11 @@ def _deploy_parser() -> commandline.ArgumentParser:
         help="let the endpoint answer :explain (Vertex Explainable AI, deprecated by Google on 2026-03-16 and "
         "available until 2027-03-16): sampled Shapley over a table's columns, integrated gradients over pixels",
     )
-    parser.add_argument("--dry-run", action="store_true", help="print every request body; touch nothing")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every request body and change nothing (the export is still read, for its signatures)",
+    )
     _add_poll_secs(parser)
     return parser
 
