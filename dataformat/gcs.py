@@ -65,7 +65,7 @@ class _SayRetrying(logging.Filter):
         if not self.said:
             self.said = True
             log.warning(
-                "a request to Cloud Storage failed (no network? busy?); retrying with backoff for up to 2 minutes"
+                "a request to Google Cloud failed (no network? busy?); retrying with backoff for up to 2 minutes"
             )
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 

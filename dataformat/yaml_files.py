@@ -20,9 +20,9 @@ class _UniqueKeys(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, Hashable):  # PyYAML refuses it itself
                 continue
-            if (type(key), key) in seen:  # by type too: the keys 1 and true are equal in Python
+            if key in seen:  # 1, 1.0 and true are one key in the dict PyYAML makes, too
                 raise yaml.constructor.ConstructorError(None, None, f"{key!r} is given twice", key_node.start_mark)
-            seen.add((type(key), key))
+            seen.add(key)
         return super().construct_mapping(node, deep)
 
 

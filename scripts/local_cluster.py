@@ -64,10 +64,11 @@ def steps_run(log_path: str) -> int | None:
 
 
 def last_error(log_path: str) -> str:
-    """A task's last ERROR line (the trainer's one-line error), or where to look."""
+    """A task's last ERROR line (the trainer's one-line error), else its last line (a traceback's exception)."""
     with open(log_path, errors="replace") as file:
-        errors = [line.strip() for line in file if " ERROR " in line or line.startswith(("ERROR", "Traceback"))]
-    return errors[-1] if errors else f"no error line; see {log_path}"
+        lines = [line.strip() for line in file if line.strip()]
+    errors = [line for line in lines if " ERROR " in line]
+    return (errors or lines or [f"nothing in {log_path}"])[-1]
 
 
 def at_least(least: int):

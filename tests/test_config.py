@@ -49,6 +49,7 @@ def test_an_empty_flag_means_no_layers():
         ("batch_size: [1, 2\nlr: 3\n", r"not valid YAML: line 2, column 3: expected ',' or ']'.*flow sequence"),
         ("batch_size: 32\n".encode("utf-16"), "not UTF-8 text; save it as UTF-8"),  # Notepad's Unicode
         ("batch_size: 3\nseed: 1\nbatch_size: 5\n", "line 3, column 1: 'batch_size' is given twice"),  # 5 won
+        ("1: a\ntrue: b\n", "line 2, column 1: True is given twice"),  # one key of the dict PyYAML makes
     ],
 )
 def test_bad_yaml_names_the_file_and_key(tmp_path, text, message):

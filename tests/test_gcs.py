@@ -314,7 +314,7 @@ def test_unreachable_storage_is_said_while_the_client_retries(tmp_path):
             said = next((line for line in child.stderr if "WARNING" in line or "ERROR" in line), "")
         finally:
             child.kill()
-    assert said.rstrip().endswith("failed (no network? busy?); retrying with backoff for up to 2 minutes")
+    assert said.rstrip().endswith("Google Cloud failed (no network? busy?); retrying with backoff for up to 2 minutes")
 
 
 def test_missing_credentials_say_what_to_do_and_print_no_secret(gcs_server, tmp_path):

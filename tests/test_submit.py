@@ -918,7 +918,7 @@ def test_a_batch_job_runs_in_its_models_region(capsys, caplog, offline):
     assert errors[1] == "--input gs://: must be a gs:// path, bucket and all, that Vertex AI can reach"
     assert errors[2].startswith("kms_key projects/p/locations/asia-east1/keyRings/r/cryptoKeys/k: in asia-east1, ")
     assert errors[3] == "--input gs://b/in: given twice, so each of its instances would be predicted twice"
-    assert errors[4] == "--input gs://b/in/: a folder; name its files, or a pattern such as gs://b/in/*.jsonl"
+    assert errors[4] == "--input gs://b/in/: a folder; name its files, or a pattern such as gs://b/in/*"
 
 
 def test_gclouds_endpoint_override_moves_the_vertex_clients(monkeypatch):

@@ -13,6 +13,7 @@ import time
 import tensorflow as tf
 
 from dataformat.errors import UserError
+from trainer import stuck
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +101,17 @@ class SayWhileWaitingHook(tf.estimator.SessionRunHook):
         self._started = threading.Event()
 
     def begin(self):
+        stuck.waiting_for_cluster(True)
         threading.Thread(target=self._say, name="waiting-for-the-cluster", daemon=True).start()
 
     def after_create_session(self, session, coord):
+        self._done_waiting()
+
+    def end(self, session):
+        self._done_waiting()
+
+    def _done_waiting(self) -> None:
+        stuck.waiting_for_cluster(False)
         self._started.set()
 
     def _say(self) -> None:

@@ -23,6 +23,7 @@ from trainer import metrics
 # The settings that name a local folder or file (or a gs:// one), and those that name several, comma-separated.
 PATHS = ("data_dir", "metadata", "job_dir", "export_dir", "warm_start_from", "pretrained")
 PATH_LISTS = ("train_files", "eval_files")  # the shards' globs
+ON_OFF_AUTO = ("stage_on_device", "average_weights")  # the settings that are auto, on or off
 CONFIG_FILE = "config.yaml"  # the resolved settings, saved beside the checkpoints
 EXPORT_DIR = "export"  # under --job-dir, unless --export-dir says otherwise
 SERVING_INPUTS = ("numbers", "image_bytes", "examples")  # the signatures of trainer/serving.py
@@ -254,7 +255,7 @@ def check_values(config: Config) -> None:
         fail("embedding_l2", "must not be negative")
     if config.data_format not in ("auto", "channels_first", "channels_last"):
         fail("data_format", "must be auto, channels_first or channels_last")
-    for name in ("stage_on_device", "average_weights"):
+    for name in ON_OFF_AUTO:
         if getattr(config, name) not in ("auto", "on", "off"):
             fail(name, "must be auto, on or off")
     if not metrics.CHOOSABLE.fullmatch(config.tuning_metric):
@@ -318,7 +319,7 @@ def _convert(name: str, value: Any, where: str) -> Any:
             return float(value)
         if kind is str and isinstance(value, str):
             return value
-        if kind is str and isinstance(value, bool):  # YAML reads on, off, yes and no as booleans
+        if name in ON_OFF_AUTO and isinstance(value, bool):  # YAML reads on, off, yes and no as booleans
             return "on" if value else "off"
         if kind is str and isinstance(value, (int, float)):  # num_towers: 1, where the flag's value can be auto
             return str(value)

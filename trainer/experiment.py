@@ -367,8 +367,8 @@ def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files
     ]
     if cluster.is_cluster(estimator.config):
         hooks.append(cluster.SayWhileWaitingHook(estimator.config))
-    if cluster.is_cluster(estimator.config) and config.input_timeout_secs:
-        hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
+        if config.input_timeout_secs:
+            hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
     if config.early_stopping_evals:
         _warn_if_it_cannot_stop(config)
         metric = names.resolve_best(config.best_metric, data.metadata.num_classes)

@@ -4,8 +4,8 @@ A training task whose parameter server died waits in the session's close, in C++
 a step whose input queue starves waits there until --input-timeout-secs, or for good without one. Its main
 thread does not return to Python, so it cannot run a signal handler either. Python's C handler writes each
 signal to a wakeup fd as it arrives, and watchers, each a thread, act on it:
-- after Ctrl-C before any session (a cluster's task waiting for the others as its session starts): a task whose
-  handler has not run HELD_SECS later is held in C++, and is ended (exit 130, as after any Ctrl-C);
+- after Ctrl-C while a cluster's training task waits for the others as its session starts (waiting_for_cluster):
+  a task whose handler has not run HELD_SECS later is held in C++, and is ended (exit 130, as after any Ctrl-C);
 - after Ctrl-C: while a session is open, the handler only notes it, and StopOnCtrlCHook raises KeyboardInterrupt
   after the step (exit 130, as after any Ctrl-C). A session still open CTRL_C_SECS later (a step waiting for
   its input) is asked to stop with KeyboardInterrupt as its coordinator's exception: its input queues close,
@@ -41,11 +41,12 @@ LOOK_SECS = 5  # how often the step watcher looks
 # Seconds after Ctrl-C before an open session is asked to stop: a step that is not waiting ends within them, and
 # StopOnCtrlCHook raises KeyboardInterrupt after it.
 CTRL_C_SECS = 2
-HELD_SECS = 5  # after Ctrl-C with no session open: the handler runs within them unless C++ holds the main thread
+HELD_SECS = 5  # after Ctrl-C while waiting for the cluster: the handler runs within them unless C++ holds the thread
 _watched = threading.Event()  # one watcher a process
 _sessions = weakref.WeakSet()  # the coordinators of this run's sessions (training, evaluation)
 _noted = threading.Event()  # a Ctrl-C that came while a session was open, not yet raised
-_handled = [0]  # the Ctrl-Cs whose handler has run, counted in the main thread
+_handled_at = [0.0]  # time.monotonic() when the Ctrl-C handler last ran (once for signals that come close together)
+_waiting = threading.Event()  # a cluster's training task waits for the other tasks as its session starts
 
 
 def watch_signals() -> None:
@@ -62,12 +63,11 @@ def watch_signals() -> None:
         signal.signal(signal.SIGINT, _on_ctrl_c)
 
     def watch() -> None:
-        received = 0
         while True:
             for signum in os.read(read, 64):
                 if signum == signal.SIGINT and takes_ctrl_c:
-                    received += 1
-                    threading.Thread(target=_stop_sessions, args=(received,), name="ctrl-c", daemon=True).start()
+                    arrived = time.monotonic()
+                    threading.Thread(target=_stop_sessions, args=(arrived,), name="ctrl-c", daemon=True).start()
                 elif signum == signal.SIGTERM:
                     threading.Thread(target=_end_after_sigterm, name="stuck-after-sigterm", daemon=True).start()
 
@@ -96,8 +96,17 @@ def _open() -> list:
     return [coord for coord in list(_sessions) if not coord.should_stop()]
 
 
+def waiting_for_cluster(waiting: bool) -> None:
+    """Marks a cluster's training task as waiting for the other tasks as its session starts, in C++ that holds the
+    main thread (cluster.SayWhileWaitingHook), or as done waiting."""
+    if waiting:
+        _waiting.set()
+    else:
+        _waiting.clear()
+
+
 def _on_ctrl_c(signum: int, frame) -> None:
-    _handled[0] += 1
+    _handled_at[0] = time.monotonic()
     if _noted.is_set() or _open():  # (run late, after _stop_sessions stopped them: noted there)
         _noted.set()
     else:
@@ -111,14 +120,11 @@ def raise_if_noted() -> None:
         raise KeyboardInterrupt
 
 
-def _stop_sessions(received: int) -> None:
+def _stop_sessions(arrived: float) -> None:
     sessions = _open()  # those open as Ctrl-C came: not one a process that goes on opens after
     if not sessions:
-        deadline = time.monotonic() + HELD_SECS
-        while _handled[0] < received and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if _handled[0] < received:
-            _end("Ctrl-C before the first session", 128 + signal.SIGINT, "waiting for the cluster's other tasks?")
+        if _waiting.is_set():
+            _end_if_unhandled(arrived)
         return
     time.sleep(CTRL_C_SECS)
     sessions = [coord for coord in sessions if not coord.should_stop()]
@@ -133,6 +139,18 @@ def _stop_sessions(received: int) -> None:
         stop = sys.exc_info()
     for coord in sessions:
         coord.request_stop(stop)
+
+
+def _end_if_unhandled(arrived: float) -> None:
+    """Ends the task where the Ctrl-C handler has not run within HELD_SECS of the signal (nor just before the watcher
+    read it)."""
+    deadline = arrived + HELD_SECS
+    while time.monotonic() < deadline:
+        if _handled_at[0] > arrived - 1:
+            return
+        time.sleep(0.1)
+    if _waiting.is_set() and _handled_at[0] <= arrived - 1:
+        _end("Ctrl-C while waiting for the cluster", 128 + signal.SIGINT, "its other tasks not up?")
 
 
 def _end_after_sigterm() -> None:

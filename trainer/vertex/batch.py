@@ -109,7 +109,7 @@ def plan(args) -> tuple[str, dict]:
         if path in args.input[:i]:
             raise UserError(f"--input {path}: given twice, so each of its instances would be predicted twice")
         if path.endswith("/"):
-            raise UserError(f"--input {path}: a folder; name its files, or a pattern such as {path}*.jsonl")
+            raise UserError(f"--input {path}: a folder; name its files, or a pattern such as {path}*")
     jobs.check_machine_series("--machine-type", args.machine_type)
     most = args.max_replica_count or args.replica_count
     if most < args.replica_count:
