@@ -173,6 +173,17 @@ def test_a_starved_queue_stops_the_job_instead_of_hanging(tmp_path):
     assert "for training, all 1 file(s) are empty" in last
 
 
+def test_a_stall_over_files_some_of_them_empty_names_those(tmp_path):
+    """A cluster's worker whose share was an empty shard was told "is the storage unreachable?"."""
+    from trainer.dataset import describe_stall
+
+    (tmp_path / "train-0").write_bytes(b"x" * 100)
+    (tmp_path / "train-1").write_bytes(b"")
+    said = describe_stall([str(tmp_path / "train-0"), str(tmp_path / "train-1")])
+    assert said == "1 of the 2 file(s) are empty (train-1); a task that reads only those starves"
+    assert "unreachable" in describe_stall([str(tmp_path / "train-0")])
+
+
 def test_a_ctrl_c_noted_during_a_step_that_failed_is_raised_in_place_of_its_error():
     """A Ctrl-C noted while a session was open, whose step then failed (a bad record, the closed queues as a
     session started), came after the error's handling (a scan of every shard) or was lost; afterwards no session

@@ -253,4 +253,8 @@ def describe_stall(files: list[str]) -> str:
     sizes = [_size(path) or 0 for path in files]
     if not any(sizes):
         return f"all {len(files)} file(s) are empty"
+    empty = [posixpath.basename(path) for path, size in zip(files, sizes) if not size]
+    if empty:  # a cluster's task reads its own share of the files: it may hold only empty ones
+        shown = ", ".join(empty[:3]) + (", ..." if len(empty) > 3 else "")
+        return f"{len(empty)} of the {len(files)} file(s) are empty ({shown}); a task that reads only those starves"
     return f"the readers made no progress on {len(files)} file(s) of {sum(sizes)} bytes: is the storage unreachable?"
