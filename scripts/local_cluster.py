@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from dataformat.commandline import non_negative_int, positive_int
+
 TIMEOUT_SECS = 1800
 STOP_SECS = 60  # a task's time to save a checkpoint and end after SIGTERM
 WORKER_GRACE_SECS = 60  # a worker's time to end after the chief succeeded
@@ -71,22 +73,10 @@ def last_error(log_path: str) -> str:
     return (errors or lines or [f"nothing in {log_path}"])[-1]
 
 
-def at_least(least: int):
-    """An argparse type: an integer of at least `least`."""
-
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{text}: at least {least}")
-        return value
-
-    return parse
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=at_least(0), default=2, help="workers besides the chief (default: 2)")
-    parser.add_argument("--ps", type=at_least(1), default=1, help="parameter servers (default: 1)")
+    parser.add_argument("--workers", type=non_negative_int, default=2, help="workers besides the chief (default: 2)")
+    parser.add_argument("--ps", type=positive_int, default=1, help="parameter servers (default: 1)")
     parser.add_argument("trainer_args", nargs=argparse.REMAINDER, help="-- then the arguments of trainer.task")
     args = parser.parse_args(argv)
     trainer_args = [a for a in args.trainer_args if a != "--"]

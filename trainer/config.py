@@ -396,8 +396,9 @@ def switches() -> set[str]:
 def check_no_switch_values(argv: list[str], unknown: list[str]) -> None:
     """A UserError for a value given to a switch (`--xla false`): the switch took no value, turned on, and the
     value was an unknown argument, ignored with a warning."""
+    flags = switches()
     for before, token in zip(argv, argv[1:]):
-        if token in unknown and not token.startswith("-") and before in switches():
+        if token in unknown and not token.startswith("-") and before in flags:
             raise UserError(
                 f"{before} takes no value ({token}): {before} turns it on, {before.replace('--', '--no-', 1)} off"
             )
