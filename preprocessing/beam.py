@@ -285,7 +285,8 @@ def build_table_dataset_with_beam(
     summary_path = storage.join(output, TABLE_SUMMARY)
 
     def decide(totals: tables.Totals) -> ShardWriter:
-        return tables.decide_writer(plan, totals, path, files, output, compression, examples_per_record)
+        writer = tables.decide_writer(plan, totals, path, files, compression, examples_per_record)
+        return tables.with_vocabularies(writer, output)
 
     def keep(writer: ShardWriter, totals: tables.Totals) -> None:
         kept = {"writer": _writer_json(writer), "labels": totals.labels, "rows": totals.rows}

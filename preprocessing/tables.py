@@ -88,7 +88,7 @@ from preprocessing.table_files import (
 )
 from preprocessing.table_files.headers import LAST_COLUMN, label_of
 from preprocessing.table_shards import ShardWriter, order_column
-from preprocessing.writer import clear_output, usable_cores
+from preprocessing.writer import check_output, clear_output, usable_cores
 
 log = logging.getLogger(__name__)
 SHARD_BYTES = 16 * 2**20  # CSV text per shard: pass 2 holds one shard per worker in memory
@@ -384,14 +384,19 @@ def _read_pass(files: list[str], plan: TablePlan, folder: str) -> Totals:
 
 
 def decide_writer(
-    plan: TablePlan, totals: Totals, path: str, files: list[str], output: str, compression: str, per_record: int
+    plan: TablePlan, totals: Totals, path: str, files: list[str], compression: str, per_record: int
 ) -> ShardWriter:
-    """After pass 1, locally or in Beam: the rows checked, each column decided (its vocabulary written to
-    `output`), the classes named, and the shard writer that encodes the rows so."""
+    """After pass 1, locally or in Beam: the rows checked, each column decided, the classes named, and the
+    shard writer that encodes the rows so (once its text columns' vocabularies are written: with_vocabularies)."""
     check_rows(totals.rows, totals.labels, path, plan, totals.weighted)
-    columns = write_vocabularies(output, decide_columns(plan, totals.counts, files))
+    columns = decide_columns(plan, totals.counts, files)
     classes = class_names(totals.labels, label_said(plan), plan.options.positive_class)
     return ShardWriter(plan.label, columns, classes, compression, per_record, plan.key, plan.weight)
+
+
+def with_vocabularies(writer: ShardWriter, output: str) -> ShardWriter:
+    """The writer, its text columns' vocabularies written to `output` and located there."""
+    return replace(writer, columns=write_vocabularies(output, writer.columns))
 
 
 def _bucket(folder: str, split: str, index: int) -> str:
@@ -905,7 +910,7 @@ def build_table_dataset(
     """Converts the CSV table(s) at `path` into a dataset in `output`."""
     start = time.time()
     files, plan = plan_table(path, options, eval_fraction, seed, shards)
-    clear_output(output, overwrite)
+    check_output(output, overwrite)
     with tempfile.TemporaryDirectory(prefix="tables-") as folder:
         try:
             totals = _read_pass(files, plan, folder)
@@ -914,7 +919,9 @@ def build_table_dataset(
             files, plan = plan_table(path, options, eval_fraction, seed, shards, every_object=True)
             totals = _read_pass(files, plan, folder)
         release_memory()  # pass 1's blocks are gone
-        writer = decide_writer(plan, totals, path, files, output, compression, examples_per_record)
+        writer = decide_writer(plan, totals, path, files, compression, examples_per_record)
+        clear_output(output, overwrite)  # only now: where the rows are refused, --overwrite's old dataset stays
+        writer = with_vocabularies(writer, output)
         log_read(totals.rows, len(files), plan, writer.columns)
         paths = shard_paths(plan, output, compression)
 

@@ -252,8 +252,8 @@ def _drain(progress, bar: tqdm) -> None:
         pass
 
 
-def clear_output(output: str, overwrite: bool) -> None:
-    """Makes `output` ready for a new dataset, refusing to mix old and new data silently."""
+def check_output(output: str, overwrite: bool) -> list[str]:
+    """Refuses to mix old and new data silently; returns the names in `output` that clear_output removes."""
     names = [name for name in storage.list_names(output) if name != lease.LEASE_NAME]  # this run's own lease
     ours = [name for name in names if OUR_FILES.match(name)]
     others = sorted(set(names) - set(ours))
@@ -263,7 +263,13 @@ def clear_output(output: str, overwrite: bool) -> None:
         raise UserError(
             f"--output {output} is not empty (it holds {others[0]}); pass --overwrite or use an empty folder"
         )
-    if ours and METADATA_FILE not in names:
+    return ours
+
+
+def clear_output(output: str, overwrite: bool) -> None:
+    """Makes `output` ready for a new dataset (check_output first)."""
+    ours = check_output(output, overwrite)
+    if ours and METADATA_FILE not in ours:
         log.info("Removing %d file(s) left by an earlier run that did not finish in %s", len(ours), output)
     # The metadata goes first, so that a crash from here on leaves no dataset that looks whole.
     for name in sorted(ours, key=lambda name: name != METADATA_FILE):

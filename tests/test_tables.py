@@ -408,6 +408,16 @@ def test_bad_tables_name_the_file_line_and_column(tmp_path, text, options, messa
         build(tmp_path, tmp_path / "t.csv", options=options)
 
 
+@pytest.mark.parametrize("bad", ["ragged row", "no label"])  # refused while reading, and once read
+def test_a_refused_table_leaves_the_dataset_it_would_overwrite(tmp_path, bad):
+    build(tmp_path, write_table(tmp_path / "good.csv"))
+    before = {path.name: path.read_bytes() for path in (tmp_path / "out").iterdir()}
+    (tmp_path / "t.csv").write_text(BAD_TABLES[bad][0])
+    with pytest.raises(UserError, match=BAD_TABLES[bad][2]):
+        build(tmp_path, tmp_path / "t.csv", overwrite=True)
+    assert {path.name: path.read_bytes() for path in (tmp_path / "out").iterdir()} == before
+
+
 def test_a_whole_number_written_as_a_fraction_is_the_integers_class(tmp_path):
     """Files of one table, one written by pandas where the label column lacked a value (1.0), one not (1)."""
     rows = "".join(f"{i},{['1', '1.0', '0', '0.00'][i % 4]}\n" for i in range(40))
