@@ -220,3 +220,35 @@ def test_bigram_buckets_start_fresh_where_their_columns_words_moved():
     kept = warm_start.Plan(taken=[bigrams, words])  # the same vocabulary: words and bigrams taken as they are
     warm_start._bigrams_fresh_where_words_moved(kept)
     assert kept.taken == [bigrams, words] and not kept.fresh
+
+
+def test_cross_weights_are_taken_only_where_their_columns_and_values_are_the_same(old_job, tmp_path, caplog):
+    """A cross's buckets hash its columns' indices: taken by place, a city's cross weights went to other cities."""
+    crosses = "city:price,channel:price"
+    crossed = Config(**{**old_job.__dict__, "job_dir": str(tmp_path / "crossed"), "crosses": crosses})
+    experiment.run(crossed)
+    new = table(tmp_path / "new", NEW_CITIES, seed=0, days=NEW_DAYS)  # the cities move; the channels stay
+    assert [c.vocabulary for c in new.columns if c.name == "channel"] == [
+        c.vocabulary for c in warm_start.locate(crossed.job_dir).metadata.columns if c.name == "channel"
+    ]
+    for crosses, fresh in (("city:price,channel:price", {0: "city's indices"}),
+                           ("channel:price,city:price", {0: "other columns", 1: "other columns"})):  # fmt: skip
+        config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / crosses), model="wide_deep",
+                        train_steps=1, learning_rate=1e-9, warm_start_from=crossed.job_dir,
+                        crosses=crosses)  # fmt: skip
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="trainer"):
+            experiment.run(config)
+        for k in range(2):
+            name = f"classifier/linear/cross_{k}/embeddings"
+            after = _weights(config.job_dir).get_tensor(name)
+            if k in fresh:
+                assert f"fresh {name} (" in caplog.text and fresh[k] in caplog.text
+                assert np.abs(after).max() < 1e-6  # zero, as a fresh linear part starts
+            else:
+                np.testing.assert_allclose(after, _weights(crossed.job_dir).get_tensor(name), atol=1e-6)
+                assert np.abs(after).max() > 0
+    # A rerun in the crossed job with other crosses would restore them by place too: refused.
+    swapped = Config(**{**crossed.__dict__, "train_steps": 30, "crosses": "channel:price,city:price"})
+    with pytest.raises(UserError, match=r"--crosses channel:price,city:price: its model crossed city:price,"):
+        experiment.run(swapped)

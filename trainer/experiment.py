@@ -257,6 +257,13 @@ def _check_same_values(config: Config, metadata: Metadata) -> None:
         source = warm_start.locate(exported)
     except UserError:  # an export cut short (its metadata.json not copied yet): nothing to compare with
         return
+    crossed, crosses = warm_start.crosses_of(source.config, metadata), warm_start.crosses_of(config, metadata)
+    if crossed is not None and crosses is not None and crossed != crosses:  # the same shapes, restored by place
+        said = ",".join(":".join(cross) for cross in crossed) or "nothing"
+        raise UserError(
+            f"--crosses {config.crosses}: its model crossed {said} (--job-dir {config.job_dir}); use a new --job-dir "
+            f"(with --warm-start-from {config.job_dir}), or the crosses it was trained with"
+        )
     trained = networks.row_labels(source.metadata, source.config.hidden_units if source.config else config.hidden_units)
     for name, labels in networks.row_labels(metadata, config.hidden_units).items():
         before = trained.get(name, labels)

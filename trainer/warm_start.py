@@ -28,7 +28,7 @@ from trainer import checkpoints, networks, wide
 from trainer import config as config_module
 from trainer.columns import numeric
 from trainer.config import Config
-from trainer.model import choose_network
+from trainer.model import choose_network, resolve_crosses
 
 log = logging.getLogger("trainer")
 
@@ -198,6 +198,7 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
         else:
             plan.fresh[name] = f"{stored[previous]} there, {shape} now"
     _bigrams_fresh_where_words_moved(plan)
+    _crosses_fresh_where_they_moved(plan, source, config, metadata)
     return plan
 
 
@@ -209,6 +210,49 @@ def _bigrams_fresh_where_words_moved(plan: Plan) -> None:
         if name.replace("/bigrams/embeddings", "/words/embeddings") in plan.remapped:
             plan.taken.remove(name)
             plan.fresh[name] = "its buckets hash word IDs, which the new vocabulary moved"
+
+
+CROSS_WEIGHT = re.compile(rf"^{re.escape(wide.LINEAR_PREFIX)}cross_(\d+)/embeddings$")
+
+
+def _crosses_fresh_where_they_moved(plan: Plan, source: Source, config: Config, metadata: Metadata) -> None:
+    """A cross's buckets hash its columns' indices: where the earlier model's cross of the same place crossed other
+    columns, or one of its categorical columns' values moved, a bucket stands for other rows now (its weights were
+    taken by place: a colour's cross weights went to other colours)."""
+    crossed = [(name, int(CROSS_WEIGHT.match(name).group(1))) for name in plan.taken if CROSS_WEIGHT.match(name)]
+    if not crossed:
+        return
+    new, old = crosses_of(config, metadata), crosses_of(source.config, source.metadata)
+    was = {column.name: column for column in source.metadata.columns}
+    for name, k in crossed:
+        if old is None or k >= len(old) or old[k] != new[k]:
+            why = "the earlier model's crosses are unknown" if old is None else "it crossed other columns there"
+        else:
+            moved = [column.name for column in metadata.columns if column.name in new[k] and _moved(column, was)]
+            why = f"its buckets hash {moved[0]}'s indices, which the new values moved" if moved else ""
+        if why:
+            plan.taken.remove(name)
+            plan.fresh[name] = why
+
+
+def crosses_of(config: Config | None, metadata: Metadata) -> tuple[tuple[str, ...], ...] | None:
+    """The columns of each of a model's --crosses (None: not known, or not valid for `metadata`)."""
+    if config is None:
+        return None
+    try:
+        return resolve_crosses(config.crosses, metadata, choose_network(config.model, metadata))
+    except UserError:
+        return None
+
+
+def _moved(column, was: dict) -> bool:
+    """Whether a categorical (or date) column's index means another value than in the earlier model's columns
+    `was` (a numeric column's bucket stays its quantile, as the bucket weights do)."""
+    if column.category_slot is None:
+        return False
+    before = was.get(column.name)
+    fields = ("kind", "vocabulary", "hash_buckets", "first_day", "day_count", "iso_keys")
+    return before is None or any(getattr(column, field) != getattr(before, field) for field in fields)
 
 
 def _as_stored(labels: list[str], rows: int, ranks: set[str]) -> list[str]:
