@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from dataformat.errors import UserError
@@ -262,3 +264,32 @@ def test_a_tilde_in_a_path_setting_is_the_home_folder_as_the_shell_expands_it(tm
     assert config.job_dir == f"{tmp_path}/runs/a" and config.export_dir == "gs://bucket/~exports"
     assert config.train_files == f"{tmp_path}/d/train-*,/abs/t-*" and config.eval_files == "e-*"
     assert from_sources(None, {"job_dir": "runs/a,~root"}).job_dir == "runs/a,~root"  # one folder: its , splits none
+
+
+def test_config_yaml_keeps_steps_the_data_decides_as_null(vectors_dir, tmp_path):
+    """The steps that --num-epochs (or a table's default) resolved to were saved as --train-steps, which then
+    overrode --num-epochs in a run repeated from the file: a quarter of the pass it asked for at another batch size."""
+    import yaml
+
+    from trainer.task import main
+
+    job_dir = tmp_path / "job"
+    assert main(["--data-dir", vectors_dir, "--job-dir", str(job_dir), "--num-epochs", "1", "--batch-size", "64"]) == 0
+    saved = yaml.safe_load((job_dir / "config.yaml").read_text())
+    assert saved["train_steps"] is None and saved["num_epochs"] == 1
+    assert main(["--data-dir", vectors_dir, "--job-dir", str(job_dir), "--train-steps", "30"]) == 0
+    assert yaml.safe_load((job_dir / "config.yaml").read_text())["train_steps"] == 30  # as given
+
+
+def test_num_epochs_with_more_train_steps_ends_at_the_pass_and_reports_it(vectors_dir, tmp_path):
+    """--num-epochs 1 --train-steps 1000 said 'Training: 1000 steps', ended at the pass with no report.md (its
+    last evaluation was not known as the last), and each rerun trained one pass more."""
+    from trainer.task import main
+
+    job_dir = tmp_path / "job"
+    argv = ["--data-dir", vectors_dir, "--job-dir", str(job_dir), "--num-epochs", "1", "--train-steps", "1000"]
+    assert main(argv) == 0
+    step = json.loads((job_dir / "eval_metrics.json").read_text())["global_step"]
+    assert step < 1000 and (job_dir / "report.md").exists()
+    assert main(argv) == 0
+    assert json.loads((job_dir / "eval_metrics.json").read_text())["global_step"] == step

@@ -149,6 +149,7 @@ def test_a_table_trains_about_forty_passes_by_default_within_1000_to_2000_steps_
     # --num-epochs: the steps its passes take (it was capped at 2,000: 50 passes over MNIST stopped after 4).
     assert steps(table(1_000), num_epochs=3) == 24 and steps(table(10**6), num_epochs=50) == 390_625
     assert steps(dataclasses.replace(VECTORS, splits=table(1_000).splits), num_epochs=3, train_steps=5) == 5
+    assert steps(table(1_000), num_epochs=1, train_steps=100) == 8  # the pass ends it: the run's last evaluation
     assert params(table(4_000), freeze_steps=None)["settings"].freeze_steps == 625  # half the run, as before
     assert params(table(4_000), num_epochs=2)["settings"].freeze_steps == 63  # with --num-epochs, all of it
 

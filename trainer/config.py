@@ -66,7 +66,7 @@ class Config:
     num_epochs: Optional[int] = _option(
         None,
         "stop training after this many passes over the data (one machine only); --train-steps then defaults to the "
-        "steps they take (default: no limit)",
+        "steps they take, and ends training sooner where it is fewer (default: no limit)",
     )
     steps_per_run: str = _option(
         "auto",

@@ -85,6 +85,7 @@ def make_estimator(
 def run(config: Config) -> dict | None:
     """Trains and evaluates; returns the final evaluation metrics (None on tasks that do not evaluate)."""
     data = dataset.locate(config)
+    given_steps = config.train_steps  # None: the data's default, as config.yaml keeps it (a rerun resolves it again)
     config = dataclasses.replace(config, train_steps=resolve_train_steps(config, data.metadata))
     stop = early_stopping.read_stop(config.job_dir)
     if stop and stop.train_steps >= config.train_steps:  # a rerun of a run that stopped early
@@ -98,7 +99,7 @@ def run(config: Config) -> dict | None:
     _log_dataset(data)
     try:
         with stuck.ctrl_c_between_steps():
-            metrics = _train_and_evaluate(config, data, since)
+            metrics = _train_and_evaluate(config, data, since, given_steps)
     except tf.errors.DeadlineExceededError:
         raise UserError(
             f"no batch reached the model for {config.input_timeout_secs} s (--input-timeout-secs): the input "
@@ -277,7 +278,7 @@ def _check_same_values(config: Config, metadata: Metadata) -> None:
             )
 
 
-def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0) -> dict | None:
+def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int, given_steps: int | None) -> dict | None:
     metadata = data.metadata
     check_checkpoint_fits(config, metadata)
     estimator = make_estimator(config, metadata, _warm_start(config, metadata))
@@ -300,7 +301,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
         # A run with steps to train saves its settings; so does a finished one whose checkpoints came without them
         # (copied, or of an older trainer), as the exports carry them (the export failed on the missing file).
         if not finished or not tf.io.gfile.exists(posixpath.join(config.job_dir, config_module.CONFIG_FILE)):
-            log.info("Settings saved to %s", config_module.save(config, config.job_dir))
+            saved = config_module.save(dataclasses.replace(config, train_steps=given_steps), config.job_dir)
+            log.info("Settings saved to %s", saved)
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
     )
@@ -323,7 +325,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int = 0)
     )
     stops = early_stopping.EvaluatorStops(config.job_dir)  # a cluster's evaluator ends at an early stop
     result = checkpoints.TrainingExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=stops).run()
-    _after_an_early_stop(config, estimator, metadata)
+    _after_an_early_stop(config, estimator)
+    _figures_of_the_last_evaluation(config, estimator, metadata)
     if not (result and result[0]) and not cluster.is_cluster(estimator.config):
         # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
@@ -385,22 +388,26 @@ def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files
     return hooks
 
 
-def _after_an_early_stop(config: Config, estimator, metadata: Metadata) -> None:
-    """Says where training stopped early, writes the figures of its last evaluation, and lets a cluster's evaluator
-    end once the chief's last checkpoint is saved."""
+def _after_an_early_stop(config: Config, estimator) -> None:
+    """Says where training stopped early, and lets a cluster's evaluator end once the chief's last checkpoint is
+    saved."""
     stop = early_stopping.read_stop(config.job_dir)
     if not stop:
         return
     log.info("Training %s", stop.describe())
-    # Stopped at the step it evaluated last, that evaluation wrote no figures: the stop was not yet known.
+    if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
+        final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
+        early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))
+
+
+def _figures_of_the_last_evaluation(config: Config, estimator, metadata: Metadata) -> None:
+    """The figures and report.md of a run's last evaluation, where it was not known as the last when it was made (a
+    run stopped early at the step it evaluated, or its input ended before --train-steps)."""
     last = export.read_metrics(config.job_dir)
     written = LastEvaluation.figures_of == (config.job_dir, last and last["global_step"])
     if last and not written and not cluster.is_cluster(estimator.config):
         lead = names.resolve_best(config.best_metric, metadata.num_classes)
         export.write_figures(config.job_dir, last, metadata.class_names, lead)
-    if estimator.config.is_chief and stop.final_step < 0:  # its last checkpoint is saved: the evaluator may end
-        final = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
-        early_stopping.write_stop(config.job_dir, dataclasses.replace(stop, final_step=final))
 
 
 NOT_COMPARED = ("train_steps", "num_epochs", "job_dir")  # what a rerun changes to train on, and a moved job's

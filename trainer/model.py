@@ -118,17 +118,18 @@ def resolve_pretrained(config: Config, metadata: Metadata) -> str:
 
 
 def resolve_train_steps(config: Config, metadata: Metadata) -> int:
-    """`--train-steps`; with --num-epochs, the steps its passes take (the input ends them, with towers sooner: it
-    capped them at DEFAULT_STEPS, so --num-epochs 50 on MNIST stopped after 4 passes); else DEFAULT_STEPS, or for a
-    table TABLE_EPOCHS passes over its training rows where that is fewer, at least TABLE_LEAST_STEPS (see
-    TABLE_EPOCHS' measurements)."""
-    if config.train_steps is not None:
-        return config.train_steps
+    """`--train-steps`; with --num-epochs, the steps its passes take, or --train-steps where fewer (the input ends
+    them, with towers sooner: it capped them at DEFAULT_STEPS, so --num-epochs 50 on MNIST stopped after 4 passes);
+    else DEFAULT_STEPS, or for a table TABLE_EPOCHS passes over its training rows where that is fewer, at least
+    TABLE_LEAST_STEPS (see TABLE_EPOCHS' measurements)."""
     # Batches of --batch-size, whatever the towers: every task of a cluster (an evaluator without the workers'
     # GPUs too) must come to the same number, which the evaluator waits for.
     examples = metadata.splits["train"].examples
-    if config.num_epochs is not None:
-        return max(1, math.ceil(config.num_epochs * examples / config.batch_size))
+    if config.num_epochs is not None:  # with --train-steps, the fewer: more ended short and left no report
+        steps = max(1, math.ceil(config.num_epochs * examples / config.batch_size))
+        return steps if config.train_steps is None else min(steps, config.train_steps)
+    if config.train_steps is not None:
+        return config.train_steps
     if not metadata.is_table:
         return DEFAULT_STEPS
     steps = math.ceil(TABLE_EPOCHS * examples / config.batch_size)
