@@ -201,8 +201,10 @@ def _report(config: Config, metrics: dict | None) -> None:
     _warn_if_learned_little(metrics, lead, config.class_weights != "none")
     stop = early_stopping.read_stop(config.job_dir)
     if stop:
-        print(f"{'stopped early:':15} at step {stop.step}; the best {stop.metric}, {stop.best:.4f}, at step "
-              f"{stop.best_step}")  # fmt: skip
+        # Why it stopped, not which model is best: training ends a few steps past that evaluation (at the next
+        # check), and the last evaluation, of the last step, may be better and the best export.
+        print(f"{'stopped early:':15} at step {stop.step}, after {stop.evaluations} evaluation(s) with no "
+              f"{stop.metric} better than step {stop.best_step}'s {stop.best:.4f}")  # fmt: skip
     if best:  # commands to paste: a path with a space or a quote, quoted as the shell reads it
         job, model = shlex.quote(_shown(config.job_dir)), shlex.quote(_shown(best))
         print(f"{'next:':15} qt-predict --model-dir {model} --input FILE   (or: tensorboard --logdir {job})")
