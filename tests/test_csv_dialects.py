@@ -285,6 +285,11 @@ def test_a_headerless_file_takes_its_names_from_the_flag(tmp_path):
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30  # the first line is a row
     with pytest.raises(UserError, match=r"--column-names names 2 columns, and its first line has 3"):
         build(tmp_path, tmp_path / "t.csv", column_names=("size", "label"))
+    # A file with the header the flag gives: a header, not a row (a class 'label', a bad cell 'size').
+    (tmp_path / "h.csv").write_text("size,color,label\n" + (tmp_path / "t.csv").read_text())
+    metadata = build(tmp_path, tmp_path / "h.csv", column_names=("size", "color", "label"), label_column="label")
+    assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
+    assert metadata.class_names == ("a", "b")
 
 
 def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):

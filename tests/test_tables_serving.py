@@ -439,7 +439,8 @@ def test_rows_to_predict_are_read_in_the_encoding_of_the_training_files(table_jo
 def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(tmp_path, caplog):
     names = ("age", "workclass", "hours")
     (tmp_path / "rows.csv").write_text("40,Private,60\n")
-    with pytest.raises(UserError, match=r"rows.csv: line 1 is not a header \(it holds a number\)"):
+    said = r"rows.csv: line 1 is not a header \(it holds a number\); name the file's columns with --column-names "
+    with pytest.raises(UserError, match=said + r"\(the model's are age,workclass,hours\)"):
         list(table_rows(str(tmp_path / "rows.csv"), "income", names, TableOptions()))
     # A model of a table without a header: its columns are named by their place, and so are the file's.
     by_place = ("column_1", "column_2")
@@ -455,6 +456,10 @@ def test_a_table_to_predict_from_needs_its_header_and_may_be_parquet_or_feather(
     )
     assert list(table_rows(str(tmp_path / "rows.tsv"), "income", names, TableOptions(**reading_options(args)))) == [
         (f"{tmp_path}/rows.tsv:1", {"age": "60", "hours": "40", "workclass": "Private"})
+    ]
+    (tmp_path / "named.tsv").write_text("age\thours\tworkclass\n60\t40\tPrivate\n")  # the flag's names: a header
+    assert list(table_rows(str(tmp_path / "named.tsv"), "income", names, TableOptions(**reading_options(args)))) == [
+        (f"{tmp_path}/named.tsv:2", {"age": "60", "hours": "40", "workclass": "Private"})
     ]
     (tmp_path / "other.csv").write_text("x,y\n1,2\n")
     with pytest.raises(UserError, match=r"other.csv: no column of the model's \(age, workclass, hours\) is in its"):

@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from dataformat import json_text, storage, tables, tfrecord
-from dataformat.errors import NotFound, UserError
+from dataformat.errors import NotFound, UserError, shortened
 from dataformat.numeric import parses_as_float
 from dataformat.schema import PHOTO_SUFFIXES, decode_example, parse_record, stored_keys
 from trainer.exported_model import EXAMPLES_SIGNATURE, IMAGES_SIGNATURE, Model
@@ -131,7 +131,9 @@ def table_rows(
     dialect = with_model_partition_columns(dialect, path, names)
     named = dialect.has_header or options.column_names  # a header, or --column-names
     if dialect.format == CSV and not named and not _by_place(names, dialect.names, key):
-        raise UserError(f"{path}: line 1 is not a header (it holds a number); predictions need the column names")
+        model = ",".join(name for name in names if name)
+        raise UserError(f"{path}: line 1 is not a header (it holds a number); name the file's columns with "
+                        f"--column-names (the model's are {shortened(model)})")  # fmt: skip
     found = tuple(name for name in dialect.names if name and name in names)
     unknown = [name for name in dialect.names if name and name not in names]
     cased = tables.in_another_case([name for name in names if name and name not in found], unknown)

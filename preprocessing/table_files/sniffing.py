@@ -100,7 +100,11 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
                 f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
                 f"{len(first)} (delimiter {delimiter!r})"
             )
-        names, has_header = distinct_names(options.column_names, "--column-names"), False
+        names = distinct_names(options.column_names, "--column-names")
+        # The file's own header after all (a command that names the columns run on a file with them): a header,
+        # where it was read as a row of data, qt-predict's predictions one more than the rows.
+        has_header = first == [name.strip() for name in options.column_names]
+        header_lines, roles, discrete = 1, (), ()
     elif _is_header(first, (*known, named), decimal):
         orange = plain_name(table_name(path)).endswith(".tab")
         prefixed = _orange_prefixed(first) if orange else None
