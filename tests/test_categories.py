@@ -349,6 +349,7 @@ def test_a_cross_of_a_column_the_table_lacks_is_one_line():
         resolve_crosses("a:b", table, "table")  # left out silently, config.yaml saying them
     with pytest.raises(UserError, match="crosses are for tables"):
         resolve_crosses("a:b", metadata)
+    assert resolve_crosses("none", table, "table") == resolve_crosses("None", metadata) == ()  # the help's default
 
 
 def test_a_table_of_over_64_numeric_columns_has_no_buckets_in_its_linear_part():

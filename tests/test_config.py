@@ -4,7 +4,7 @@ import pytest
 
 from dataformat.errors import UserError
 from trainer import config as config_module
-from trainer.config import Config, from_sources
+from trainer.config import Config, check_values, from_sources
 
 
 def test_defaults_are_the_documented_ones():
@@ -293,3 +293,19 @@ def test_num_epochs_with_more_train_steps_ends_at_the_pass_and_reports_it(vector
     assert step < 1000 and (job_dir / "report.md").exists()
     assert main(argv) == 0
     assert json.loads((job_dir / "eval_metrics.json").read_text())["global_step"] == step
+
+
+def test_a_flag_unsets_what_the_config_file_set_and_yaml_takes_a_flags_forms(tmp_path):
+    """num_epochs: 3 in a --config file (a run's config.yaml, reused) could not be turned off: --num-epochs none, null
+    and 0 were each refused; hidden_units: 64 was 'not a valid list of integers', though --hidden-units 64 is one."""
+    path = tmp_path / "c.yaml"
+    path.write_text("num_epochs: 3\nearly_stopping_evals: 2\nlearning_rate: 0.01\nhidden_units: 64\n")
+    flags = {"num_epochs": "none", "early_stopping_evals": "null", "learning_rate": "auto"}
+    config = from_sources(str(path), flags)
+    assert (config.num_epochs, config.early_stopping_evals, config.learning_rate) == (None, None, None)
+    assert config.hidden_units == (64,)
+    assert from_sources(str(path), {}).num_epochs == 3
+    with pytest.raises(UserError, match=r"--num-epochs: 'never' is not a valid int"):
+        from_sources(None, {"num_epochs": "never"})
+    with pytest.raises(UserError, match=r"--data-dir"):  # a path named none stays a path
+        check_values(from_sources(None, {"data_dir": "none[1]"}))

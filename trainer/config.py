@@ -300,14 +300,17 @@ def _convert(name: str, value: Any, where: str) -> Any:
     kind = _types()[name]
     optional = typing.get_origin(kind) is typing.Union
     if optional:
-        if value is None:
-            return None
         kind = typing.get_args(kind)[0]
+        unset = isinstance(value, str) and kind in (int, float) and value.strip().lower() in UNSET_WORDS
+        if value is None or unset:  # a flag that turns off what a --config file set (num_epochs: 3)
+            return None
     try:
         if kind is tuple or typing.get_origin(kind) is tuple:
             parts = value
             if isinstance(value, str):  # a flag: "32,64", or "" for none
                 parts = value.split(",") if value else []
+            elif isinstance(value, int):  # YAML's hidden_units: 64, as --hidden-units 64
+                parts = [value]
             if not isinstance(parts, (list, tuple)) or not all(_is_int(p) for p in parts):
                 raise ValueError
             return tuple(int(p) for p in parts)
@@ -327,6 +330,10 @@ def _convert(name: str, value: Any, where: str) -> Any:
         pass
     type_name = getattr(kind, "__name__", str(kind))
     raise UserError(f"{where}: {value!r} is not a valid {'list of integers' if type_name == 'tuple' else type_name}")
+
+
+# What unsets an optional number, its default then following the data (config.yaml writes null).
+UNSET_WORDS = ("none", "null", "auto")
 
 
 def _is_int(value: Any) -> bool:

@@ -159,7 +159,7 @@ def resolve_crosses(setting: str, metadata: Metadata, network: str = "wide_deep"
     """`--crosses a:b,c:d:e`: the column names of each cross, checked against the table's columns;
     `--crosses pairs`: each pair of the MOST_PAIRED categorical columns with the fewest values. Only wide_deep's
     linear part takes them (another network left them out, silently, and config.yaml said them)."""
-    if not setting:
+    if not setting or setting.strip().lower() == "none":  # none: its help's default (no cross is one column)
         return ()
     if not metadata.is_table:
         raise UserError(f"--crosses {setting}: crosses are for tables, and this dataset is not one")
