@@ -9,7 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from trainer import export
+from trainer import experiment, export
 from trainer import metrics as metric_names
 from trainer.config import Config
 from trainer.experiment import session_config
@@ -179,12 +179,18 @@ def test_the_gpu_knobs_also_train_on_a_cpu(tmp_path, digits_dir):
     assert tf.train.latest_checkpoint(job_dir).endswith("model.ckpt-60")
     variables = [name for name, _ in tf.train.list_variables(job_dir)]
     assert any("loss_scale" in name for name in variables)  # the optimizer scales the loss
+    # Said once, where Grappler said that it skipped its rewrite for every graph it optimized (29 lines).
+    assert "--mixed-precision: this machine has no GPU" in result.stderr
+    assert "No (suitable) GPUs detected" not in result.stderr
 
 
-def test_session_config_carries_the_device_knobs():
+def test_session_config_carries_the_device_knobs(monkeypatch):
     session = session_config(Config(xla=True, mixed_precision=True, inter_op_threads=3, intra_op_threads=4))
     assert session.inter_op_parallelism_threads == 3 and session.intra_op_parallelism_threads == 4
     assert session.graph_options.optimizer_options.global_jit_level == tf.compat.v1.OptimizerOptions.ON_1
+    assert session.graph_options.rewrite_options.auto_mixed_precision == (1 if experiment.has_gpu() else 0)
+    monkeypatch.setattr(experiment, "has_gpu", lambda: True)  # as a GPU machine answers
+    session = session_config(Config(mixed_precision=True))
     assert session.graph_options.rewrite_options.auto_mixed_precision == 1  # RewriterConfig.ON
     plain = session_config(Config())
     assert plain.graph_options.optimizer_options.global_jit_level == 0 and plain.allow_soft_placement

@@ -31,7 +31,7 @@ from trainer import (
 from trainer import config as config_module
 from trainer import metrics as names
 from trainer.config import Config
-from trainer.devices import resolve_towers, towers_on_cpus
+from trainer.devices import has_gpu, resolve_towers, towers_on_cpus
 from trainer.input import InputTimeoutHook, StagingHook, eval_capacity, make_input_fn, shuffle_capacity
 from trainer.model import ModelSettings, model_fn, resolve_train_steps
 from trainer.preemption import SaveOnSigtermHook
@@ -54,7 +54,9 @@ def session_config(config: Config) -> tf.compat.v1.ConfigProto:
         session.device_count["CPU"] = resolve_towers(config.num_towers)
     if config.xla:
         session.graph_options.optimizer_options.global_jit_level = tf.compat.v1.OptimizerOptions.ON_1
-    if config.mixed_precision:  # Grappler casts GPU ops that are safe in float16; model_fn scales the loss
+    # Grappler casts GPU ops that are safe in float16; model_fn scales the loss. Without a GPU it skips the rewrite,
+    # saying so in a line of its own for every graph it optimizes (29 in a short run): off there (_log_settings).
+    if config.mixed_precision and has_gpu():
         session.graph_options.rewrite_options.auto_mixed_precision = rewriter_config_pb2.RewriterConfig.ON
     return session
 
@@ -357,6 +359,9 @@ def _log_settings(config: Config, metadata: Metadata, settings) -> None:
         log.info("Network: %s (--model auto)", settings.network)
     if metadata.is_image and config.augment == "auto":
         log.info("Augmentation: %s (--augment auto)", settings.augment)
+    if config.mixed_precision and not has_gpu():
+        log.warning("--mixed-precision: this machine has no GPU, so the model computes in float32 (its loss is "
+                    "scaled as on a GPU)")  # fmt: skip
 
 
 def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files: list[str], since: int) -> list:
