@@ -309,3 +309,10 @@ def test_a_flag_unsets_what_the_config_file_set_and_yaml_takes_a_flags_forms(tmp
         from_sources(None, {"num_epochs": "never"})
     with pytest.raises(UserError, match=r"--data-dir"):  # a path named none stays a path
         check_values(from_sources(None, {"data_dir": "none[1]"}))
+
+
+def test_metadata_goes_with_train_files_not_with_a_data_dir():
+    """--data-dir d --metadata other/metadata.json trained on d's own metadata.json, the flag ignored silently."""
+    with pytest.raises(UserError, match=r"--metadata m.json: goes with --train-files; --data-dir reads the metadata"):
+        Config(data_dir="d", metadata="m.json")
+    assert Config(train_files="t*", eval_files="e*", metadata="m.json").metadata == "m.json"

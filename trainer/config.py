@@ -286,6 +286,8 @@ def check_values(config: Config) -> None:
             fail(name, "TensorFlow reads [ ] in a folder's path as a pattern and finds nothing there; name one without")
     if config.data_dir and config.train_files:
         fail("train_files", "give either --data-dir or --train-files, not both")
+    if config.data_dir and config.metadata:  # ignored silently: the data dir's own metadata.json describes it
+        fail("metadata", "goes with --train-files; --data-dir reads the metadata.json in it")
     if bool(config.train_files) != bool(config.eval_files):
         given, missing = ("--train-files", "--eval-files") if config.train_files else ("--eval-files", "--train-files")
         raise UserError(f"{given} needs {missing} too: the two go together")

@@ -290,8 +290,10 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int, giv
         # The evaluator waits for --train-steps, which a run ended by its input never reaches.
         raise UserError("--num-epochs: not for a TF_CONFIG cluster, where training must end at --train-steps")
     trained = checkpoints.step_of(tf.train.latest_checkpoint(config.job_dir))
-    if trained < config.train_steps:
+    if trained < config.train_steps:  # a finished run's rerun trains nothing: nothing to say of how it would
         _log_settings(config, metadata, settings)
+        if config.early_stopping_evals:
+            _warn_if_it_cannot_stop(config)
     if estimator.config.is_chief and not cluster.is_cluster(estimator.config):  # alone: no evaluator may be exporting
         for name in ("latest", "best"):
             export.remove_unfinished(posixpath.join(export.export_folder(config), name))  # a kill's, mid-export
@@ -385,7 +387,6 @@ def _train_hooks(config: Config, estimator, data: dataset.DataFiles, train_files
         if config.input_timeout_secs:
             hooks.append(stuck.NoStepHook(2 * config.input_timeout_secs))
     if config.early_stopping_evals:
-        _warn_if_it_cannot_stop(config)
         metric = names.resolve_best(config.best_metric, data.metadata.num_classes)
         hooks.append(
             early_stopping.training_hook(estimator, metric, config.early_stopping_evals, config.train_steps, since)
