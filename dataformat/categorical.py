@@ -70,7 +70,7 @@ def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
     import tensorflow as tf
 
     if column.iso_keys:
-        return dates.keys_tf(strings, column.date_format)
+        return dates.keys_tf(strings, column.date_format, column.timed)
     if column.integer_codes:
         return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
     if column.booleans:

@@ -315,15 +315,18 @@ def two_digit_years(years, where):
 # TensorFlow: training, evaluation and serving.
 
 
-def fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+def fields_tf(strings: tf.Tensor, date_format: str, timed: bool = True) -> tf.Tensor:
     """[n] strings to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value does not read as a date: fields_arrow
-    in TensorFlow."""
+    in TensorFlow. Not `timed` (a column whose training dates had no time of day), a value's time is left out:
+    the model never saw one, and a client's 2020-05-23 10:00 for 2020-05-23 moved a prediction more than a day."""
     import tensorflow as tf
 
     fields = _format_fields_tf(strings, date_format)
-    if not also_iso(date_format):
-        return fields
-    return tf.where(tf.math.is_nan(fields[:, :1]), _format_fields_tf(strings, ISO), fields)
+    if also_iso(date_format):
+        fields = tf.where(tf.math.is_nan(fields[:, :1]), _format_fields_tf(strings, ISO), fields)
+    if not timed:
+        fields = tf.concat([fields[:, :3], tf.zeros_like(fields[:, 3:])], axis=1)
+    return fields
 
 
 def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
@@ -355,11 +358,11 @@ def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
 
 
-def keys_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
-    """[n] strings as a date column's vocabulary holds them: keys_of in TensorFlow."""
+def keys_tf(strings: tf.Tensor, date_format: str, timed: bool = True) -> tf.Tensor:
+    """[n] strings as a date column's vocabulary holds them: keys_of in TensorFlow (`timed`: as fields_tf's)."""
     import tensorflow as tf
 
-    fields = fields_tf(strings, date_format)
+    fields = fields_tf(strings, date_format, timed)
     present = tf.logical_not(tf.math.is_nan(fields[:, 0]))
     whole = tf.cast(tf.where(present[:, None], fields, tf.zeros_like(fields)), tf.int64)
 
@@ -387,13 +390,15 @@ def unix_fields_tf(strings: tf.Tensor) -> tf.Tensor:
     return tf.where(read[:, None], fields, tf.constant(np.nan, tf.float64))
 
 
-def features_tf(strings: tf.Tensor, date_format: str, first_day: int = 0, day_count: int = 0) -> tf.Tensor:
+def features_tf(
+    strings: tf.Tensor, date_format: str, first_day: int = 0, day_count: int = 0, timed: bool = True
+) -> tf.Tensor:
     """[n] strings to [n, DATE_FEATURES] float32 (see the module's docstring): NaN where no date, raw
     days and year (the network standardizes them); with `day_count`, then the day as a category index
-    (day_index)."""
+    (day_index); `timed` as fields_tf's."""
     import tensorflow as tf
 
-    fields = fields_tf(strings, date_format)
+    fields = fields_tf(strings, date_format, timed)
     present = tf.logical_not(tf.math.is_nan(fields[:, 0]))
     whole = tf.cast(tf.where(present[:, None], fields, tf.ones_like(fields)), tf.int64)
     year, month, day = whole[:, 0], whole[:, 1], whole[:, 2]

@@ -71,6 +71,8 @@ class Column:
     first_day: int = 0
     day_count: int = 0
     iso_keys: bool = False  # date: its vocabulary holds its dates as dates.keys_of writes them (else as written)
+    # date: whether its training values had times of day; where not, a value's time is left out (dates.fields_tf)
+    timed: bool = True
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
     max_length: int = 0  # text: the words a row keeps (--max-length); the tokenizer reads as many characters for them
     longest: int = 0  # text: the most words of a training row, at most max_length: the input's width (0: max_length)
@@ -164,7 +166,7 @@ class Column:
             return {**found, "vocabulary_file": self.vocabulary_file.rsplit("/", 1)[-1]}
         if self.kind == DATE:
             found.update(mean=self.mean, std=self.std, date_format=self.date_format)
-            found.update(first_day=self.first_day, day_count=self.day_count, iso_keys=self.iso_keys)
+            found.update(first_day=self.first_day, day_count=self.day_count, iso_keys=self.iso_keys, timed=self.timed)
         return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
 
     @classmethod
@@ -182,6 +184,7 @@ class Column:
             first_day=int(raw.get("first_day", 0)),
             day_count=int(raw.get("day_count", 0)),
             iso_keys=bool(raw.get("iso_keys", False)),
+            timed=bool(raw.get("timed", True)),  # before it was written: times read as sent
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
             max_length=int(raw.get("max_length", 0)),
             longest=int(raw.get("longest", 0)),
@@ -467,9 +470,8 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
         places += [start + column.category_slot for column, start in indexed]
     for column, start in zip(columns, starts):
         if column.kind == DATE:  # its features, then a timestamp's day's index (its value's index: above)
-            found = dates.features_tf(
-                tf.strings.strip(values[column.name]), column.date_format, column.first_day, column.day_count
-            )
+            strings = tf.strings.strip(values[column.name])
+            found = dates.features_tf(strings, column.date_format, column.first_day, column.day_count, column.timed)
             parts.append(found)
             places += [start + j for j in range(column.width) if j != column.category_slot]
         elif column.kind == TEXT:

@@ -101,7 +101,8 @@ def test_one_instant_written_two_ways_is_one_value_of_a_date_columns_vocabulary(
     written = ["2020-01-05", "2020-01-05T00:00:00Z", " 2020-01-05 00:00:00+00 ", "2020-01-05T01:00", "never"]
     slot = day.category_slot
     found = tables.to_vector({"day": tf.constant(written)}, (day,)).numpy()[:, slot]
-    assert found[0] == found[1] == found[2] > OOV_INDEX and found[3] == found[4] == OOV_INDEX
+    assert found[0] == found[1] == found[2] > OOV_INDEX and found[4] == OOV_INDEX
+    assert found[3] == found[0]  # a time of day, which the column's dates never had, is left out
     before = tables.Column.from_json({k: v for k, v in day.to_json().items() if k != "iso_keys"})
     assert not before.iso_keys
     assert tables.to_vector({"day": tf.constant(written[:2])}, (before,)).numpy()[:, slot].tolist() == [
@@ -354,6 +355,14 @@ def test_a_timestamp_with_many_rows_a_day_gets_its_training_days_as_categories(t
         stamp, day = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns
     assert (stamp.first_day, stamp.day_count, day.day_count) == (15765, 20, 0)  # 2013-03-01 to 20; dates alone: none
     assert "stamp (date '%Y-%m-%d', 116 frequent values, its 20 days as categories)" in caplog.text
+    # A client's time of day for a column of dates alone is left out: the model never saw one (its hour's cycle
+    # moved a prediction more than another day did). A timestamp column keeps it.
+    assert (stamp.timed, day.timed) == (True, False) and tables.Column.from_json(day.to_json()) == day
+    sent = tf.constant(["2013-03-05 10:00", "2013-03-05", "2013-03-05T18:30:00Z"])
+    for function in (dates.features_tf, dates.keys_tf):
+        alone, timed = (function(sent, day.date_format, timed=column.timed).numpy() for column in (day, stamp))
+        assert np.all(alone[0] == alone[1]) and np.all(alone[2] == alone[1])
+        assert not np.all(timed[0] == timed[1])
 
 
 def test_a_column_of_times_of_day_gets_the_hours_cycle_and_no_day(tmp_path, caplog):

@@ -167,7 +167,11 @@ def date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column
     dense = 0 < span <= MOST_DAYS and count.days_counted >= ROWS_A_DAY * span
     first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
     kept = {"vocabulary": vocabulary, "hash_buckets": buckets, "hashed": hashed, "date_format": count.date_format}
-    days = {"first_day": first_day, "day_count": day_count}
+    days = {
+        "first_day": first_day,
+        "day_count": day_count,
+        "timed": count.timed or dates.is_time_of_day(count.date_format),
+    }
     return tables.Column(name, tables.DATE, missing, mean, std, **kept, **days, iso_keys=True)
 
 
