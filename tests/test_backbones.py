@@ -101,3 +101,6 @@ def test_weights_that_do_not_fit_and_weights_for_another_network_are_refused(pho
     config = Config(data_dir=str(root / "data"), job_dir=str(tmp_path / "job"), model="cnn", pretrained="imagenet")
     with pytest.raises(UserError, match="--pretrained imagenet: weights are for --model mobilenet_v2"):
         experiment.run(config)
+    frozen = Config(data_dir=str(root / "data"), job_dir=str(tmp_path / "job"), model="cnn", freeze_steps=10)
+    with pytest.raises(UserError, match="--freeze-steps 10: it freezes a --pretrained backbone, and this run has none"):
+        experiment.run(frozen)  # it was ignored silently

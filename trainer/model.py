@@ -139,6 +139,10 @@ def resolve_train_steps(config: Config, metadata: Metadata) -> int:
 def resolve_freeze_steps(config: Config, train_steps: int) -> int:
     """--freeze-steps, or by default half the run; with --num-epochs, all of it: the head trains on a frozen
     backbone for those passes, as Keras's transfer-learning guide does (fine-tuning is a later run of its own)."""
+    if config.freeze_steps is not None and not config.pretrained:  # ignored silently, as a table's
+        raise UserError(
+            f"--freeze-steps {config.freeze_steps}: it freezes a --pretrained backbone, and this run has none"
+        )
     if config.freeze_steps is not None:
         return config.freeze_steps
     return train_steps if config.num_epochs is not None else train_steps // 2
