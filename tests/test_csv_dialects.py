@@ -290,6 +290,23 @@ def test_a_headerless_file_takes_its_names_from_the_flag(tmp_path):
     metadata = build(tmp_path, tmp_path / "h.csv", column_names=("size", "color", "label"), label_column="label")
     assert metadata.splits["train"].examples + metadata.splits["eval"].examples == 30
     assert metadata.class_names == ("a", "b")
+    # Its names in another order: read by name, as the file's header orders them (a key swapped with a column).
+    metadata = build(tmp_path, tmp_path / "h.csv", column_names=("label", "size", "color"), label_column="label")
+    assert [column.name for column in metadata.columns] == ["size", "color"] and metadata.class_names == ("a", "b")
+
+
+def test_a_header_read_as_a_row_by_column_names_is_warned_of(tmp_path, caplog):
+    """--column-names renaming the columns of a file with a header read the header as a row: a class 'income' of one
+    row and a missing number in each numeric column, exit 0, with a warning about rare classes at most."""
+    (tmp_path / "h.csv").write_text("age,hours,income\n" + "".join(f"{i},{i % 7},{'ab'[i % 2]}\n" for i in range(40)))
+    with caplog.at_level(logging.WARNING):
+        build(tmp_path, tmp_path / "h.csv", column_names=("a", "h", "label"), label_column="label")
+    assert "h.csv: line 1 (age,hours,income) looks like a header, and is read as a row" in caplog.text
+    caplog.clear()
+    (tmp_path / "words.csv").write_text("".join(f"w{i % 3},x{i % 5},{'ab'[i % 2]}\n" for i in range(40)))
+    with caplog.at_level(logging.WARNING):  # a headerless file of words: its first row is one
+        build(tmp_path, tmp_path / "words.csv", column_names=("a", "b", "label"), label_column="label")
+    assert "looks like a header" not in caplog.text
 
 
 def test_the_command_line_takes_the_dialect_flags(tmp_path, caplog):

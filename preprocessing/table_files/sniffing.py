@@ -8,13 +8,14 @@ from __future__ import annotations
 import codecs
 import io
 import itertools
+import logging
 import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from dataformat import commandline
-from dataformat.errors import UserError
+from dataformat.errors import UserError, shortened
 from dataformat.number_patterns import COMMA_NUMBER, GROUPED, POINT_GROUPED, POINT_NUMBER, POINT_THOUSANDS, THOUSANDS
 from dataformat.numeric import parses_as_float
 from preprocessing.table_files import locate
@@ -38,6 +39,7 @@ from preprocessing.table_files.rewrites import csv_reader, line_rewrite, rewritt
 if TYPE_CHECKING:
     from preprocessing.tables import TableOptions
 
+log = logging.getLogger(__name__)
 DELIMITERS = ",;\t|"  # what delimiter sniffing chooses from
 WHITESPACE = commandline.WHITESPACE  # fields apart by runs of spaces and tabs (tabbed), a tab-separated file once read
 BACKSLASH, ESCAPED_QUOTE = "\\", '\\"'  # a quote escaped by a backslash (sniff_escape)
@@ -100,10 +102,8 @@ def csv_dialect(path: str, head: bytes, encoding: str, options: TableOptions, kn
                 f"{path}: --column-names names {len(options.column_names)} columns, and its first line has "
                 f"{len(first)} (delimiter {delimiter!r})"
             )
-        names = distinct_names(options.column_names, "--column-names")
-        # The file's own header after all (a command that names the columns run on a file with them): a header,
-        # where it was read as a row of data, qt-predict's predictions one more than the rows.
-        has_header = first == [name.strip() for name in options.column_names]
+        rows = _head_rows(text, delimiter, escape)
+        names, has_header = _given_names(f"{path}: line {skip_rows + 1}", first, rows, decimal, options.column_names)
         header_lines, roles, discrete = 1, (), ()
     elif _is_header(first, (*known, named), decimal):
         orange = plain_name(table_name(path)).endswith(".tab")
@@ -268,6 +268,20 @@ def _padding(path: str, text: str, delimiter: str, encoding: str) -> tuple[bool,
 def _padded_quote(text: str, delimiter: str, quote: str) -> bool:
     """Whether blanks pad a field after a delimiter and before its quote (`"a",   "b"`)."""
     return re.search(re.escape(delimiter) + "[ \t]+" + re.escape(quote), text) is not None
+
+
+def _given_names(where: str, first: list[str], rows: list[list[str]], decimal: str, given: tuple) -> tuple:
+    """--column-names: (the names, whether the first line is a header). A first line of those names, in any order,
+    is the file's own header after all (a command that names the columns run on a file with them): read by name,
+    where it was a row (a class 'label', a missing number each column, a key swapped with a column). One that looks
+    like another header (no number, where the next line has one) is warned of, and read as the row the flag says."""
+    if sorted(first) == sorted(name.strip() for name in given):
+        return distinct_names(first, "--column-names"), True
+    if len(rows) > 1 and _is_header(first, (), decimal) and not _is_header(rows[1], (), decimal):
+        log.warning("%s (%s) looks like a header, and is read as a row: --column-names names the columns of a file "
+                    "without one; to rename a header's columns, pass --skip-rows 1 too", where,
+                    shortened(",".join(first)))  # fmt: skip
+    return distinct_names(given, "--column-names"), False
 
 
 def _is_header(first: list[str], known: tuple[str, ...], decimal: str) -> bool:
