@@ -695,6 +695,10 @@ def _check_column_flags(names: list[str], options: TableOptions, where: str, lab
     for flag, chosen in (*kinds.items(), ("--ignore-columns", options.ignore)):
         if label in chosen:  # the default label (the last column) is easily named by mistake
             raise UserError(f"{flag} names {label!r}, the label column (--label-column): leave it out of {flag}")
+    for flag, value in (("--key-column", options.key), ("--weight-column", options.weight)):
+        if value and value == label and options.label_column == LAST_COLUMN:  # the user named no label
+            raise UserError(f"{flag} {value}: it is the last column, which is the label where --label-column names "
+                            "none; name the label column with --label-column")  # fmt: skip
     if options.key in (label, LABEL_KEY):
         raise UserError(f"--key-column {options.key}: it is the label column, or named as the records' labels")
     if options.key and options.key in (*named, *options.ignore):  # ignored, it was kept as the key all the same
@@ -706,7 +710,7 @@ def _check_column_flags(names: list[str], options: TableOptions, where: str, lab
         raise UserError(
             f"--weight-column {options.weight}: it is the label or the key column, or named as the records' labels"
         )
-    if options.weight in named:
+    if options.weight in (*named, *options.ignore):  # ignored, it weighed the rows all the same
         raise UserError(
             f"--weight-column {options.weight}: a weight is never a feature; leave it out of the other flags"
         )

@@ -65,6 +65,9 @@ def test_a_weight_that_is_not_a_number_at_least_0_is_named_by_line(tmp_path, wei
         ({"weight": "label"}, "--weight-column label: it is the label or the key column, or named as"),
         ({"weight": "x", "key": "x"}, "--weight-column x: it is the label or the key column"),
         ({"numeric": ("w",)}, "--weight-column w: a weight is never a feature"),
+        ({"ignore": ("w",)}, "--weight-column w: a weight is never a feature"),  # it weighed the rows all the same
+        ({"weight": "label", "label_column": "-1"}, "--weight-column label: it is the last column, which is the "),
+        ({"key": "label", "label_column": "-1"}, "--key-column label: it is the last column, which is the label wh"),
         ({"weight": "v"}, "--weight-column: .*t.csv: no column 'v'"),
     ],
 )
