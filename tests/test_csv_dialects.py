@@ -236,6 +236,9 @@ def test_a_byte_order_mark_and_crlf_line_endings_leave_no_trace(tmp_path):
     assert [column.name for column in metadata.columns] == ["size", "color"]
     assert metadata.columns[0].kind == "numeric" and metadata.columns[1].vocabulary == ("red",)
     assert metadata.class_names == ("a", "b")
+    # The mark says UTF-8 whatever --encoding says: read as cp1252 it was the first name's 'ï»¿'.
+    metadata = build(tmp_path, tmp_path / "t.csv", encoding="cp1252", key="size")
+    assert [column.name for column in metadata.columns] == ["color"] and metadata.key_column == "size"
 
 
 def test_excels_unicode_text_utf16_with_its_byte_order_mark_reads_without_flags(tmp_path):

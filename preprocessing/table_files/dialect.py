@@ -96,7 +96,8 @@ def add_reading_flags(group, predicting: bool = False) -> None:
     group.add_argument(
         "--encoding",
         type=commandline.encoding,
-        help=f"the files' text encoding, e.g. latin-1 or cp1252 (default: {encoding}; a byte-order mark is skipped)",
+        help=f"the files' text encoding, e.g. latin-1 or cp1252 (default: {encoding}; a byte-order mark is "
+        "skipped, and says the encoding)",
     )
     group.add_argument(
         "--column-names",

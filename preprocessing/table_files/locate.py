@@ -409,12 +409,14 @@ def refuse_binary(path: str, head: bytes, encoding: str) -> None:
 def encoding_of(head: bytes, encoding: str) -> str:
     """`encoding`, but UTF-16 (or UTF-32) for a CSV file whose `head` begins with its byte-order mark, which no UTF-8
     file can: Excel's "Unicode text" export (tab-separated) is such a file. --encoding utf-16 (or utf-32) without a
-    byte-order mark is the byte order the head's zero bytes show, as Python's decoder takes no such file."""
+    byte-order mark is the byte order the head's zero bytes show, as Python's decoder takes no such file. And UTF-8
+    for a file that begins with UTF-8's byte-order mark, whatever --encoding says: read as cp1252, the mark was the
+    first column's name's 'ï»¿', and the name was no longer the one the user typed."""
     name = codecs.lookup(encoding).name
     if name in ("utf-16", "utf-32"):
         return _byte_order(head, name)
     if name != "utf-8":
-        return encoding
+        return "utf-8" if head.startswith(codecs.BOM_UTF8) else encoding
     start = head[:4]
     if start in (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):  # FF FE 00 00 starts UTF-32 before UTF-16
         return "utf-32"
