@@ -188,12 +188,13 @@ class TablePlan:
 @dataclass
 class Totals:
     """Pass 1's counts, of a block or of every block added up: counts by column, rows by label, rows (with a label
-    or not), and training rows of a weight above 0 (--weight-column)."""
+    or not), training rows of a weight above 0 (--weight-column), and training rows."""
 
     counts: dict[str, ColumnCount]
     labels: Counter
     rows: int = 0
     weighted: int = 0
+    training: int = 0
 
     @classmethod
     def empty(cls, plan: TablePlan) -> Totals:
@@ -207,6 +208,7 @@ class Totals:
         check_labels(self.labels, plan)
         self.rows += more.rows
         self.weighted += more.weighted
+        self.training += more.training
 
 
 @dataclass
@@ -310,7 +312,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         for index, (begin, end) in enumerate(zip(bounds[:-1], bounds[1:])):
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
-    return Block(Totals(counts, labels, len(labeled), weighted), parts, first_unlabeled)
+    return Block(Totals(counts, labels, len(labeled), weighted, int(np.count_nonzero(train))), parts, first_unlabeled)
 
 
 def label_said(plan: TablePlan) -> str:
@@ -388,9 +390,10 @@ def decide_writer(
 ) -> ShardWriter:
     """After pass 1, locally or in Beam: the rows checked, each column decided, the classes named, and the
     shard writer that encodes the rows so (once its text columns' vocabularies are written: with_vocabularies)."""
-    check_rows(totals.rows, totals.labels, path, plan, totals.weighted)
+    check_rows(totals, path, plan)
     columns = decide_columns(plan, totals.counts, files)
     classes = class_names(totals.labels, label_said(plan), plan.options.positive_class)
+    check_split(totals, plan)
     return ShardWriter(plan.label, columns, classes, compression, per_record, plan.key, plan.weight)
 
 
@@ -403,9 +406,10 @@ def _bucket(folder: str, split: str, index: int) -> str:
     return os.path.join(folder, f"{split}-{index}.arrow")
 
 
-def check_rows(rows: int, labels: Counter, path: str, plan: TablePlan, weighted: int) -> None:
-    """That there are rows, and labeled ones, and training rows of a weight above 0 (`weighted`) where
-    --weight-column gives them; how many were left out for the lack of a label."""
+def check_rows(totals: Totals, path: str, plan: TablePlan) -> None:
+    """That there are rows, and labeled ones, and training rows of a weight above 0 where --weight-column gives
+    them; how many were left out for the lack of a label."""
+    rows, labels, weighted = totals.rows, totals.labels, totals.weighted
     if not rows:
         raise UserError(f"{path}: no rows" + (" below the header line" if plan.dialect.has_header else ""))
     if plan.weight and not weighted:  # a model of nothing, trained to the end and exported, exit 0
@@ -422,6 +426,16 @@ def check_rows(rows: int, labels: Counter, path: str, plan: TablePlan, weighted:
         )
     if unlabeled:
         log.warning("Left out %d of %d rows: their label is missing", unlabeled, rows)
+
+
+def check_split(totals: Totals, plan: TablePlan) -> None:
+    """That both splits hold rows: before a shard is written (it was after, and --shards 50 had written 5,000)."""
+    labeled = sum(totals.labels.values())
+    if not totals.training or totals.training == labeled:
+        raise UserError(
+            f"--eval-fraction {plan.eval_fraction} leaves {totals.training} training and "
+            f"{labeled - totals.training} evaluation rows out of {labeled}; both need at least one"
+        )
 
 
 def check_labels(labels: Counter, plan: TablePlan) -> None:
@@ -818,7 +832,11 @@ def _plan_table(
     else:
         size = sum(map(text_bytes, files))
     train = shards or max(2, math.ceil(size * (1 - eval_fraction) / SHARD_BYTES))
-    counts = {"train": train, "eval": max(1, round(train * eval_fraction / (1 - eval_fraction)))}
+    # Evaluation's in proportion, but past training's count only as its bytes need (--eval-fraction 0.99 --shards
+    # 50 made 4,950 evaluation shards of a 40-row table, all but a few of them empty).
+    proportion = round(train * eval_fraction / (1 - eval_fraction))
+    needed = max(train, math.ceil(size * eval_fraction / SHARD_BYTES))
+    counts = {"train": train, "eval": max(1, min(proportion, needed))}
     plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root, files[0])
     return files, plan
 
@@ -861,16 +879,10 @@ def _reading_of(plan: TablePlan) -> dict:
 def table_metadata(plan: TablePlan, writer: ShardWriter, written: dict, labels: Counter, extra: dict) -> Metadata:
     """The dataset's metadata, from the plan, the columns, every shard written (by (split, index)) and the
     rows of each label."""
-    rows = sum(labels.values())
     splits = {}
     for split, count in plan.shards.items():
         infos = tuple(written[split, i] for i in range(count))
         splits[split] = SplitInfo(sum(i.examples for i in infos), sum(i.bytes for i in infos), infos)
-    if not splits["train"].examples or not splits["eval"].examples:
-        raise UserError(
-            f"--eval-fraction {plan.eval_fraction} leaves {splits['train'].examples} training and "
-            f"{splits['eval'].examples} evaluation rows out of {rows}; both need at least one"
-        )
     # A text column's vocabulary is in its file, not in the metadata (as a reader of metadata.json finds it).
     columns = tuple(replace(c, vocabulary=()) if c.kind == tables.TEXT else c for c in writer.columns)
     return Metadata(

@@ -408,6 +408,16 @@ def test_bad_tables_name_the_file_line_and_column(tmp_path, text, options, messa
         build(tmp_path, tmp_path / "t.csv", options=options)
 
 
+def test_a_split_that_leaves_a_side_empty_is_refused_before_a_shard_is_written(tmp_path):
+    """--eval-fraction 0.99 --shards 50 on 40 rows wrote 5,000 empty shards, then was refused."""
+    source = write_table(tmp_path / "t.csv", copies=4)  # 40 rows
+    with pytest.raises(UserError, match=r"--eval-fraction 0.999 leaves 0 training and 40 evaluation rows out of 40"):
+        build(tmp_path, source, eval_fraction=0.999, shards=5)
+    assert not list((tmp_path / "out").glob("*.tfrecord"))
+    metadata = build(tmp_path, source, eval_fraction=0.99, shards=5)  # evaluation's shards: 495 in proportion
+    assert len(metadata.splits["train"].shards) == len(metadata.splits["eval"].shards) == 5
+
+
 @pytest.mark.parametrize("bad", ["ragged row", "no label"])  # refused while reading, and once read
 def test_a_refused_table_leaves_the_dataset_it_would_overwrite(tmp_path, bad):
     build(tmp_path, write_table(tmp_path / "good.csv"))
