@@ -21,7 +21,7 @@ import numpy as np
 
 from dataformat import storage
 from dataformat.errors import NotFound, UserError
-from dataformat.schema import PHOTO_SUFFIXES
+from dataformat.schema import METADATA_FILE, PHOTO_SUFFIXES
 from preprocessing.photos import open_photo, undecodable, upright, upright_size
 
 log = logging.getLogger(__name__)
@@ -355,6 +355,8 @@ def folder_source(folder: str) -> str | None:
     loose = (*PHOTO_SUFFIXES, TEXT_SUFFIX, ".csv", ".json", ".jsonl", ".md")  # files, not class folders
     for name in [name for name in names if not name.lower().endswith(loose)][:CLASS_FOLDERS_PROBED]:
         files = [file.lower() for file in storage.list_names(storage.join(folder, name.rstrip("/")))]
+        if METADATA_FILE in files:  # a dataset (--output inside --input): its text columns' vocabularies are no class
+            continue
         if any(file.endswith(PHOTO_SUFFIXES) for file in files):
             return "images"
         if any(file.endswith(TEXT_SUFFIX) for file in files):

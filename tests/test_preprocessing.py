@@ -216,6 +216,11 @@ def test_without_source_the_input_tells_its_kind(tmp_path):
     (tmp_path / "photos" / "labels.csv").write_text("file,label\n1.JPG,roses\n")  # a table beside class folders
     with pytest.raises(UserError, match="photos: the folder holds table files and images class folders; name"):
         parse_args(["--input", str(tmp_path / "photos"), "--output", "o"])
+    # A dataset written inside the folder of tables (--output tables/out): its vocabulary files are no text classes.
+    (tmp_path / "tables" / "out").mkdir()
+    for name in ("metadata.json", "review.vocabulary.txt"):
+        (tmp_path / "tables" / "out" / name).write_text("")
+    assert parse_args(["--input", str(tmp_path / "tables"), "--output", "o"]).source == "csv"
 
 
 @pytest.mark.parametrize(
