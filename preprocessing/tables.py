@@ -554,12 +554,13 @@ def _with_positive_class(classes: tuple[str, ...], labels: Counter, label: str, 
     false), and a warning where that makes the majority positive and the names are no such pair (churned and
     stayed: every rare-positive figure was of the 93% who stayed)."""
     if positive:
-        if positive not in classes:
+        named = _class_named(positive, classes)
+        if named is None:
             shown = ", ".join(map(quoted, classes[:SHOWN_CLASSES])) + (", ..." if len(classes) > SHOWN_CLASSES else "")
             raise UserError(f"--positive-class {positive}: not a class of {label} ({shown})")
         if len(classes) != 2:
             raise UserError(f"--positive-class {positive}: for a label of two classes, and {label} has {len(classes)}")
-        return (*(name for name in classes if name != positive), positive)
+        return (*(name for name in classes if name != named), named)
     if len(classes) == 2 and labels[classes[1]] > labels[classes[0]] and classes[0].lower() not in NEGATIVES:
         log.warning(
             "%s: its positive class (class 1, the one precision, recall and the precision-recall "
@@ -567,6 +568,17 @@ def _with_positive_class(classes: tuple[str, ...], labels: Counter, label: str, 
             label, quoted(classes[1]), 100 * labels[classes[1]] / sum(labels.values()), classes[0], quoted(classes[0]),
         )  # fmt: skip
     return classes
+
+
+def _class_named(given: str, classes: tuple[str, ...]) -> str | None:
+    """The class --positive-class names: itself, or the one class it names as the file wrote it, where the reader
+    wrote it otherwise (True for the class true, 1.0 for 1); None where there is none."""
+    if given in classes:
+        return given
+    number = float(given) if parses_as_float(given) else None
+    alike = [name for name in classes if name.lower() == given.lower() or number is not None and parses_as_float(name)
+             and float(name) == number]  # fmt: skip
+    return alike[0] if len(alike) == 1 else None
 
 
 def _by_lower_case(names: list[str]) -> list[list[str]]:

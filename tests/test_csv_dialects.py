@@ -417,6 +417,16 @@ def test_positive_class_makes_a_binary_labels_class_to_find_class_1(tmp_path, ca
     assert all((row["x"] % 10 == 0) == (row["label"] == "churned") for row in all_rows(tmp_path, chosen))  # records
     with pytest.raises(UserError, match=r"--positive-class left: not a class of --label-column churn \('churned', "):
         build(tmp_path, tmp_path / "t.csv", label_column="churn", positive_class="left")
+    # As the file wrote it, where the reader writes it otherwise: True for true, 1.0 for 1.
+    (tmp_path / "flags.csv").write_text(
+        "x,flag,code\n" + "".join(f"{i},{i % 4 == 0},{i % 5 == 0:d}\n" for i in range(80))
+    )
+    assert build(tmp_path, tmp_path / "flags.csv", label_column="flag", positive_class="True").class_names == (
+        "false",
+        "true",
+    )
+    assert build(tmp_path, tmp_path / "flags.csv", label_column="code", positive_class="1.0").class_names == ("0", "1")
+    assert build(tmp_path, tmp_path / "flags.csv", label_column="code", positive_class="0.0").class_names == ("1", "0")
     (tmp_path / "three.csv").write_text("x,kind\n" + "".join(f"{i},{'abc'[i % 3]}\n" for i in range(60)))
     with pytest.raises(UserError, match=r"--positive-class a: for a label of two classes, and --label-column kind has"):
         build(tmp_path, tmp_path / "three.csv", label_column="kind", positive_class="a")
