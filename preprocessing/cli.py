@@ -66,8 +66,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         examples=EXAMPLES,
     )
     _add_input_flags(parser)
-    _add_table_flags(parser.add_argument_group("tables (--source csv)"))
-    _add_text_flags(parser.add_argument_group("text (text columns of --source csv, and --source text)"))
+    tables = parser.add_argument_group("tables (--source csv)")
+    _add_table_flags(tables)
+    texts = parser.add_argument_group("text (text columns of --source csv, and --source text)")
+    _add_text_flags(texts)
     _add_output_flags(parser)
     _add_runner_flags(parser)
     args, beam_args = parser.parse_known_args(argv)
@@ -79,7 +81,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--workers: the local runner's; Beam's runner decides its own (e.g. --max_num_workers)")
     args.pipeline_args = ["--runner", args.beam_runner or "DirectRunner", *beam_args]
     args.source = _source(args.source, args.input)
+    if args.source not in ("csv", "text"):
+        _refuse_table_flags(parser, args, tables, texts)
     return args
+
+
+def _refuse_table_flags(parser: argparse.ArgumentParser, args: argparse.Namespace, *groups) -> None:
+    """A table's or a text's flag for arrays or images, which was ignored silently (--label-column foo on digits);
+    but --key-column, which names images' keys."""
+    for group in groups:
+        for action in group._group_actions:  # argparse's own list of the group's flags
+            if action.dest != "key_column" and getattr(args, action.dest) != action.default:
+                parser.error(f"{action.option_strings[0]}: a flag of {group.title}, not of --source {args.source}")
 
 
 def _add_input_flags(parser: argparse.ArgumentParser) -> None:
@@ -385,9 +398,6 @@ def _convert(argv: list[str] | None, output: list[str]) -> int:
         if args.source in ("csv", "text"):
             metadata = _convert_table(args, common)
         else:
-            for flag, given in (("--weight-column", args.weight_column), ("--positive-class", args.positive_class)):
-                if given:
-                    raise UserError(f"{flag} is for tables (--source csv or text), not --source {args.source}")
             data = SOURCES[args.source](args.input, SourceOptions(image_size=args.image_size))
             if args.key_column:
                 data = dataclasses.replace(data, key_name=_image_key_name(args.key_column))
@@ -422,7 +432,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
     text_folder = args.source == "text"
     if text_folder:  # its table is text,label: these were ignored silently
         for flag in ("label_column", "text_columns", "categorical_columns", "numeric_columns", "date_columns",
-                     "ignore_columns", "weight_column"):  # fmt: skip
+                     "ignore_columns", "weight_column", "key_column"):  # fmt: skip
             if getattr(args, flag) not in (None, (), LAST_COLUMN):
                 raise UserError(f"--{flag.replace('_', '-')}: not for --source text, whose folders are a class each "
                                 "and whose files are the one text column")  # fmt: skip

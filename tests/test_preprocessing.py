@@ -135,6 +135,14 @@ def test_existing_dataset_needs_overwrite(tmp_path):
     ]
 
 
+def test_a_tables_flags_are_refused_for_arrays_and_images(tmp_path):
+    """--label-column foo, --column-names or --max-length on digits were ignored silently; --key-column names keys."""
+    for flags in (["--label-column", "foo"], ["--column-names", "a,b"], ["--max-length", "30"]):
+        with pytest.raises(UserError, match=f"{flags[0]}: a flag of (tables|text) .*, not of --source digits"):
+            parse_args(["--source", "digits", "--output", str(tmp_path), *flags])
+    assert parse_args(["--source", "digits", "--output", str(tmp_path), "--key-column", "k"]).key_column == "k"
+
+
 def test_foreign_files_need_overwrite(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="is not empty .*notes.txt"):
@@ -191,7 +199,8 @@ def test_cli_without_source_reads_a_table_file_or_a_npz_file_by_its_name(tmp_pat
     np.savez(tmp_path / "a.npz", x=np.arange(80, dtype=np.float32).reshape(20, 4), y=np.arange(20) % 2)
     for name, expected in [("t.csv", "csv"), ("a.npz", "npz")]:
         output = tmp_path / f"out-{name}"
-        assert main(["--input", str(tmp_path / name), "--output", str(output), "--label-column", "y"]) == 0
+        label = ["--label-column", "y"] if expected == "csv" else []  # an npz's labels are its y
+        assert main(["--input", str(tmp_path / name), "--output", str(output), *label]) == 0
         assert json.loads((output / "metadata.json").read_text())["source"] == expected
 
 

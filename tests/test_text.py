@@ -319,7 +319,8 @@ def test_table_flags_are_refused_for_a_folder_of_texts(tmp_path, caplog):
     from preprocessing.cli import main as preprocess
 
     folder = write_folder(tmp_path / "raw")
-    for flag, value in (("--text-columns", "foo"), ("--label-column", "class"), ("--ignore-columns", "text")):
+    for flag, value in (("--text-columns", "foo"), ("--label-column", "class"), ("--ignore-columns", "text"),
+                        ("--key-column", "path")):  # fmt: skip
         caplog.clear()
         assert (
             preprocess(["--source", "text", "--input", str(folder), "--output", str(tmp_path / "o"), flag, value]) == 2

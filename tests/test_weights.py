@@ -158,4 +158,4 @@ def test_beams_writer_keeps_the_weight_column_on_its_way_through_json():
 
 def test_a_weight_column_for_images_is_refused(tmp_path, caplog):
     assert preprocess(["--source", "digits", "--output", str(tmp_path / "d"), "--weight-column", "w"]) == 2
-    assert "--weight-column is for tables (--source csv or text), not --source digits" in caplog.text
+    assert "--weight-column: a flag of tables (--source csv), not of --source digits" in caplog.text

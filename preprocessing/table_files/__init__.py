@@ -132,6 +132,8 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
         return database_dialect(path, options.sheet, (*known, *label))
     if options.sheet and kind != WORKBOOK:
         raise UserError(f"--sheet {options.sheet}: {path} is no spreadsheet nor database, and has no sheets or tables")
+    if kind != WORKBOOK:
+        _refuse_line_flags(path, kind, options)
     if kind in TYPED:
         return typed_dialect(path, kind, options.encoding)
     if kind == PACKAGE:
@@ -146,6 +148,19 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     if plain_name(table_name(path)).endswith(".arff"):
         return arff_dialect(path, encoding)
     return csv_dialect(path, head, encoding, options, known)
+
+
+def _refuse_line_flags(path: str, kind: str, options: TableOptions) -> None:
+    """--delimiter, --skip-rows and --column-names, which a file of lines of text takes: ignored silently for a file
+    that names its own columns in another way (JSON lines' keys, Parquet's schema, a database's table)."""
+    arff = plain_name(table_name(path)).endswith(".arff")
+    if kind == CSV and not arff:
+        return
+    for flag, given in (("--delimiter", options.delimiter), ("--skip-rows", options.skip_rows),
+                        ("--column-names", ",".join(options.column_names))):  # fmt: skip
+        if given:
+            raise UserError(f"{flag} {given}: {path} is no delimited text (it is {'ARFF' if arff else kind}), "
+                            f"and names its columns itself; {flag} is for CSV files and spreadsheets")  # fmt: skip
 
 
 def blocks(
