@@ -122,6 +122,8 @@ def test_a_diverged_run_says_so_in_one_line(vectors_dir, tmp_path, caplog):
     assert main([*argv[:3], str(tmp_path / "job2"), *argv[4:], "--class-weights", weights]) == 2
     assert f"(it was its default), or check --class-weights {weights}, in a new --job-dir" in caplog.text
     assert "Traceback" not in caplog.text
+    names = read_metadata(vectors_dir + "/metadata.json").class_names  # which class took which weight, said
+    assert f"Class weights (--class-weights {weights}): {names[0]} 1e+38, {names[1]} 1e+38" in caplog.text
 
 
 def test_running_out_of_memory_names_the_batch_sizes_in_one_line(vectors_dir, tmp_path, caplog, monkeypatch):

@@ -14,7 +14,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from dataformat.commandline import MAX_INT
-from dataformat.errors import UserError
+from dataformat.errors import UserError, shortened
 from dataformat.schema import Metadata
 from trainer import (
     averaging,
@@ -361,6 +361,10 @@ def _log_settings(config: Config, metadata: Metadata, settings) -> None:
         log.info("Network: %s (--model auto)", settings.network)
     if metadata.is_image and config.augment == "auto":
         log.info("Augmentation: %s (--augment auto)", settings.augment)
+    if settings.class_weights is not None:  # which class takes which weight, as sorted classes make it
+        named = zip(metadata.class_names, settings.class_weights)
+        weights = ", ".join(f"{name} {weight:.3g}" for name, weight in named)
+        log.info("Class weights (--class-weights %s): %s", config.class_weights, shortened(weights))
     if config.mixed_precision and not has_gpu():
         log.warning("--mixed-precision: this machine has no GPU, so the model computes in float32 (its loss is "
                     "scaled as on a GPU)")  # fmt: skip
