@@ -96,7 +96,8 @@ def test_checkpoints_come_at_the_steps_asked_for_whatever_the_steps_per_run(digi
 
 def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir, tmp_path, caplog):
     """1,438 training digits in batches of 100: 15 steps (the last one of 38), then the input ends, inside
-    a run of 8 steps: the steps logged count that run's too."""
+    a run of 8 steps: the steps logged count that run's too. (--train-steps 1000 with --num-epochs 1 makes 15, the
+    pass's steps, where the in-graph loop ends too, so the Estimator is given those, as experiment.run gives them.)"""
     caplog.set_level(logging.INFO)
     steps, counted = [], []
     for steps_per_run in ("1", "8"):
@@ -105,7 +106,7 @@ def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir,
             job_dir=str(tmp_path / steps_per_run),
             batch_size=100,
             num_epochs=1,
-            train_steps=1000,  # more than the pass takes: the input's end stops it
+            train_steps=1000,  # more than the pass takes: the pass's steps, where the input ends
             steps_per_run=steps_per_run,
             conv_filters=(),
             hidden_units=(8,),
@@ -113,7 +114,9 @@ def test_num_epochs_ends_at_the_same_step_whatever_the_steps_per_run(digits_dir,
         data = locate(config)
         estimator = experiment.make_estimator(config, data.metadata)
         hook = step_loop.StepsRunHook(input_ends=True)
-        estimator.train(make_input_fn(data.train, data.metadata, config, training=True), max_steps=1000, hooks=[hook])
+        planned = estimator.params["settings"].train_steps
+        input_fn = make_input_fn(data.train, data.metadata, config, training=True)
+        estimator.train(input_fn, max_steps=planned, hooks=[hook])
         steps.append(estimator.get_variable_value("global_step"))
         counted.append(hook.steps)
     assert steps == [15, 15] and counted == [15, 15]
