@@ -241,6 +241,7 @@ def test_a_rerun_of_a_finished_job_changes_nothing_and_a_resume_with_other_setti
     assert "Training already reached step 800 (--train-steps 40), evaluated and exported it: nothing to do" in (
         result.stderr
     )
+    assert "Wrote the" not in result.stderr  # nor its figures again
     assert {name: sorted(os.listdir(job_dir / "export" / name)) for name in ("latest", "best")} == before
     assert (job_dir / "config.yaml").read_text() == settings
     shutil.rmtree(job_dir / "export" / "best")  # a kill while the best exporter copied the last export

@@ -225,7 +225,8 @@ def test_bigram_buckets_start_fresh_where_their_columns_words_moved():
 def test_cross_weights_are_taken_only_where_their_columns_and_values_are_the_same(old_job, tmp_path, caplog):
     """A cross's buckets hash its columns' indices: taken by place, a city's cross weights went to other cities."""
     crosses = "city:price,channel:price"
-    crossed = Config(**{**old_job.__dict__, "job_dir": str(tmp_path / "crossed"), "crosses": crosses})
+    settings = {**old_job.__dict__, "job_dir": str(tmp_path / "crossed"), "crosses": crosses, "train_steps": 20}
+    crossed = Config(**settings)
     experiment.run(crossed)
     new = table(tmp_path / "new", NEW_CITIES, seed=0, days=NEW_DAYS)  # the cities move; the channels stay
     assert [c.vocabulary for c in new.columns if c.name == "channel"] == [
@@ -249,6 +250,6 @@ def test_cross_weights_are_taken_only_where_their_columns_and_values_are_the_sam
                 np.testing.assert_allclose(after, _weights(crossed.job_dir).get_tensor(name), atol=1e-6)
                 assert np.abs(after).max() > 0
     # A rerun in the crossed job with other crosses would restore them by place too: refused.
-    swapped = Config(**{**crossed.__dict__, "train_steps": 30, "crosses": "channel:price,city:price"})
+    swapped = Config(**{**crossed.__dict__, "train_steps": 25, "crosses": "channel:price,city:price"})
     with pytest.raises(UserError, match=r"--crosses channel:price,city:price: its model crossed city:price,"):
         experiment.run(swapped)

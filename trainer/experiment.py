@@ -330,7 +330,8 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int, giv
     stops = early_stopping.EvaluatorStops(config.job_dir)  # a cluster's evaluator ends at an early stop
     result = checkpoints.TrainingExecutor(estimator, train_spec, eval_spec, continuous_eval_listener=stops).run()
     _after_an_early_stop(config, estimator)
-    _figures_of_the_last_evaluation(config, estimator, metadata)
+    if result and result[0]:  # this run evaluated (a finished run's rerun has nothing new to draw)
+        _figures_of_the_last_evaluation(config, estimator, metadata)
     if not (result and result[0]) and not cluster.is_cluster(estimator.config):
         # Alone, train_and_evaluate returns no metrics only when the checkpoint already holds --train-steps: it
         # trains nothing, so it evaluates nothing. A run killed after its last checkpoint but before its last
