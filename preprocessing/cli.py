@@ -83,6 +83,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.source = _source(args.source, args.input)
     if args.source not in ("csv", "text"):
         _refuse_table_flags(parser, args, tables, texts)
+    if args.image_size and args.source != "images":  # the other sources' readers never resize: ignored silently
+        parser.error(f"--image-size: a flag of --source images, not of --source {args.source}")
     return args
 
 

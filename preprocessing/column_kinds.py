@@ -23,7 +23,7 @@ from preprocessing.columns.numeric import (
     numeric_column,
 )
 from preprocessing.columns.text import MIN_FREQUENCY as MIN_WORD_FREQUENCY
-from preprocessing.columns.text import text_column
+from preprocessing.columns.text import check_text_flags, text_column
 from preprocessing.table_files import WORKBOOK
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
             )
         columns.append(_decide(name, count, plan, mostly_numbers, mostly_dates))
     check_date_format(plan.options.date_format, columns)
+    check_text_flags(plan.options, columns)
     return _with_words(columns, plan, files)
 
 

@@ -17,9 +17,9 @@ MODES = tf.estimator.ModeKeys
 
 
 def params(metadata, **fields):
-    config = Config(
-        **{"conv_filters": (4,), "hidden_units": (8,), "data_format": "channels_last", "steps_per_run": "1", **fields}
-    )
+    cnn = metadata.is_image and fields.get("model", "auto") in ("auto", "cnn")
+    images = {"conv_filters": (4,), "data_format": "channels_last"} if cnn else {}
+    config = Config(**{"hidden_units": (8,), "steps_per_run": "1", **images, **fields})
     return {"settings": ModelSettings.of(config, metadata), "metadata": metadata}
 
 
@@ -112,6 +112,21 @@ def test_auto_picks_the_cnn_for_images_and_the_mlp_for_vectors():
     assert params(IMAGES)["settings"].network == "cnn"
     assert params(VECTORS)["settings"].network == "mlp"
     assert params(IMAGES, model="mlp")["settings"].network == "mlp"
+
+
+def test_a_networks_flags_are_refused_for_another_network():
+    """--conv-filters and --data-format were ignored silently for a table's network, and config.yaml said them."""
+    table = dataclasses.replace(VECTORS, shape=(1,), columns=(Column("age", NUMERIC),), label_column="y")
+    with pytest.raises(UserError, match=r"--conv-filters 16,32: the convolution blocks of --model cnn \(images\), "
+                                        "and this run's network, wide_deep, has none"):  # fmt: skip
+        params(table, conv_filters=(16, 32))
+    with pytest.raises(UserError, match="--conv-filters 8: .* this run's network, mlp, has none"):
+        params(IMAGES, model="mlp", conv_filters=(8,))
+    with pytest.raises(UserError, match="--data-format channels_first: the layout of --model cnn's images; this "
+                                        "run's network, wide_deep, has no setting of its own"):  # fmt: skip
+        params(table, data_format="channels_first")
+    assert params(table, conv_filters=())["settings"].network == "wide_deep"  # no blocks: what every network has
+    assert params(IMAGES, conv_filters=(8,), data_format="channels_first")["settings"].conv_filters == (8,)
 
 
 def test_dropout_defaults_to_more_for_tables_and_a_flag_overrides_it():

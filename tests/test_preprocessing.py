@@ -143,6 +143,15 @@ def test_a_tables_flags_are_refused_for_arrays_and_images(tmp_path):
     assert parse_args(["--source", "digits", "--output", str(tmp_path), "--key-column", "k"]).key_column == "k"
 
 
+def test_image_size_is_refused_for_other_sources(tmp_path):
+    """Only images are resized: --image-size on a table or digits was ignored silently."""
+    for source, given in (("csv", "t.csv"), ("npz", "x.npz"), ("digits", None)):
+        where = ["--input", given] if given else []
+        with pytest.raises(UserError, match=f"--image-size: a flag of --source images, not of --source {source}"):
+            parse_args(["--source", source, *where, "--output", str(tmp_path), "--image-size", "8x8"])
+    assert parse_args(["--source", "images", "--output", str(tmp_path), "--image-size", "8x8"]).image_size == (8, 8)
+
+
 def test_foreign_files_need_overwrite(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="is not empty .*notes.txt"):

@@ -256,6 +256,16 @@ def test_columns_of_short_repeated_phrases_stay_categories_and_flags_decide(tmp_
         build(tmp_path, source, "both", text=("city",), categorical=("city",))
 
 
+def test_a_text_flag_on_a_table_without_text_is_refused_naming_it(tmp_path):
+    """--bigram-buckets, --max-tokens and --max-length on a table of no text column were ignored silently."""
+    rows = [[channel, "1", label] for channel, _, _, label in review_rows(60)]
+    source = write_csv(tmp_path / "t.csv", rows, header=("channel", "price", "label"))
+    for flag, option in (("--bigram-buckets 100", {"bigram_buckets": 100}), ("--max-length 20", {"max_length": 20})):
+        with pytest.raises(UserError, match=f"^{flag}: a flag of text columns, and no column of this table is text"):
+            build(tmp_path, source, **option)
+    assert not (tmp_path / "data").exists()  # refused before anything is written
+
+
 def test_the_vocabulary_keeps_the_most_frequent_words_seen_min_frequency_times(tmp_path):
     source = write_csv(tmp_path / "reviews.csv", review_rows(300))
     metadata = build(tmp_path, source, max_tokens=5, min_frequency=2)

@@ -85,10 +85,10 @@ class ModelSettings:
         embedding_l2 = resolve_embedding_l2(config.embedding_l2, metadata)
         return cls(
             network=network,
-            conv_filters=config.conv_filters,
+            conv_filters=resolve_conv_filters(config.conv_filters, network),
             hidden_units=config.hidden_units,
             dropout=resolve_dropout(config.dropout, metadata),
-            data_format=resolve_data_format(config.data_format),
+            data_format=resolve_data_format(config.data_format, network),
             learning_rate=resolve_learning_rate(config.learning_rate, network, metadata),
             learning_rate_decay=config.learning_rate_decay,
             decay_steps=config.decay_steps,
@@ -285,8 +285,23 @@ def resolve_steps_per_run(setting: str) -> int:
     return AUTO_STEPS_PER_RUN if setting == "auto" else int(float(setting))
 
 
-def resolve_data_format(setting: str) -> str:
-    """channels_first on a GPU (what cuDNN is fastest with), channels_last on a CPU."""
+def resolve_conv_filters(filters: tuple[int, ...], network: str) -> tuple[int, ...]:
+    """--conv-filters, the convolution blocks of the cnn: another network has none (a table's run took other
+    filters silently, and its config.yaml said them); '' is no blocks, which any network has."""
+    if filters and filters != Config.conv_filters and network != "cnn":
+        raise UserError(
+            f"--conv-filters {','.join(map(str, filters))}: the convolution blocks of --model cnn (images), and this "
+            f"run's network, {network}, has none"
+        )
+    return filters
+
+
+def resolve_data_format(setting: str, network: str) -> str:
+    """channels_first on a GPU (what cuDNN is fastest with), channels_last on a CPU; for the cnn only, the one
+    network that lays out images itself (a backbone is Keras's, channels_last)."""
+    if setting != "auto" and network != "cnn":  # ignored silently, as a table's
+        raise UserError(f"--data-format {setting}: the layout of --model cnn's images; this run's network, {network}, "
+                        "has no setting of its own")  # fmt: skip
     if setting != "auto":
         return setting
     return "channels_first" if has_gpu() else "channels_last"

@@ -247,12 +247,12 @@ def crosses_of(config: Config | None, metadata: Metadata) -> tuple[tuple[str, ..
 
 def _moved(column, was: dict) -> bool:
     """Whether a categorical (or date) column's index means another value than in the earlier model's columns
-    `was` (a numeric column's bucket stays its quantile, as the bucket weights do)."""
+    `was`, by the labels that remap its rows (a numeric column's bucket stays its quantile, as the bucket weights
+    do)."""
     if column.category_slot is None:
         return False
     before = was.get(column.name)
-    fields = ("kind", "vocabulary", "hash_buckets", "first_day", "day_count", "iso_keys")
-    return before is None or any(getattr(column, field) != getattr(before, field) for field in fields)
+    return before is None or before.kind != column.kind or before.index_labels() != column.index_labels()
 
 
 def _as_stored(labels: list[str], rows: int, ranks: set[str]) -> list[str]:

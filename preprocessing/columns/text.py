@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataformat import storage, tables, text
+from dataformat.errors import UserError
 from preprocessing import frequent
 from preprocessing.frequent import FrequentValues
 
@@ -31,6 +33,17 @@ BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets b
 WORDS_A_BIGRAM_BUCKET = 10  # it then gets a bucket for about every this many training words
 # Adam updates every row of an embedding at every step: 730,000 buckets of 128 trained 6 steps/s.
 MOST_BIGRAM_BUCKETS = 100_000
+
+
+def check_text_flags(options: TableOptions, columns: list[tables.Column]) -> None:
+    """A UserError where a text column's flag is given and no column is text: it was ignored silently."""
+    if any(column.kind == tables.TEXT for column in columns):
+        return
+    defaults = {field.name: field.default for field in dataclasses.fields(options)}
+    for name in ("max_tokens", "max_length", "bigram_buckets"):
+        if getattr(options, name) != defaults[name]:
+            raise UserError(f"--{name.replace('_', '-')} {getattr(options, name)}: a flag of text columns, and no "
+                            "column of this table is text (--text-columns names one)")  # fmt: skip
 
 
 def looks_like_text(values: pa.Array) -> bool:

@@ -145,7 +145,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
     encoding = encoding_of(head, options.encoding)
     if kind == JSON_LINES:
         return json_dialect(path, head, encoding)  # JSON is UTF-8 unless --encoding or a byte-order mark says otherwise
-    if plain_name(table_name(path)).endswith(".arff"):
+    if _is_arff(path):
         return arff_dialect(path, encoding)
     return csv_dialect(path, head, encoding, options, known)
 
@@ -153,7 +153,7 @@ def dialect_of(path: str, options: TableOptions, known: tuple[str, ...] = ()) ->
 def _refuse_line_flags(path: str, kind: str, options: TableOptions) -> None:
     """--delimiter, --skip-rows and --column-names, which a file of lines of text takes: ignored silently for a file
     that names its own columns in another way (JSON lines' keys, Parquet's schema, a database's table)."""
-    arff = plain_name(table_name(path)).endswith(".arff")
+    arff = _is_arff(path)
     if kind == CSV and not arff:
         return
     for flag, given in (("--delimiter", options.delimiter), ("--skip-rows", options.skip_rows),
@@ -161,6 +161,11 @@ def _refuse_line_flags(path: str, kind: str, options: TableOptions) -> None:
         if given:
             raise UserError(f"{flag} {given}: {path} is no delimited text (it is {'ARFF' if arff else kind}), "
                             f"and names its columns itself; {flag} is for CSV files and spreadsheets")  # fmt: skip
+
+
+def _is_arff(path: str) -> bool:
+    """Whether the file is ARFF, which file_format reads as CSV (its rows are CSV under a header of its own)."""
+    return plain_name(table_name(path)).endswith(".arff")
 
 
 def blocks(
