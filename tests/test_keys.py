@@ -47,6 +47,20 @@ def test_the_key_is_stored_beside_the_row_and_is_no_feature(tmp_path):
             build(tmp_path, **flags)
 
 
+def test_rows_without_a_key_are_named_in_one_warning_a_file(tmp_path, caplog):
+    """An empty key passed without a word, and its row's prediction came back with a key that joins to no row."""
+    rows = keyed_rows(300)
+    for i in (40, 41, 250):
+        rows[i][0] = "" if i != 41 else " "
+    rows[60][0] = "NA"  # a key is stored as written: this one is a key
+    source = write_csv(tmp_path / "orders.csv", rows, header=HEADER)
+    options = TableOptions(label_column="label", key="order")
+    build_table_dataset(str(source), str(tmp_path / "data"), options, examples_per_record=1)
+    warned = [record.getMessage() for record in caplog.records if "the key is missing" in record.getMessage()]
+    assert warned == [f"{source}: line 42, column 1 ('order'): the key is missing (--key-column), in 3 row(s) of "
+                      "this file"]  # fmt: skip
+
+
 def test_qt_predict_of_a_shard_gives_each_row_its_stored_key(tmp_path):
     """A shard's rows carry the keys stored beside them into the request, as a file's rows carry their key column."""
     from trainer.prediction_inputs import _shard_requests
