@@ -220,13 +220,18 @@ def test_a_resume_with_another_setting_names_a_default_as_default(tmp_path, capl
     from trainer import experiment
 
     config_module.save(Config(job_dir=str(tmp_path)), str(tmp_path))
-    experiment._warn_of_changed_settings(Config(job_dir=str(tmp_path), learning_rate=1e-4), trained=100)
-    assert "Resuming at step 100 with other settings than its run before: --learning-rate 0.0001 (was default)" in (
+    before = experiment._settings_before(str(tmp_path))
+    resume = Config(job_dir=str(tmp_path), learning_rate=1e-4, warm_start_from=str(tmp_path / "older"))
+    experiment._warn_of_changed_settings(resume, before, trained=100, finished=False)
+    assert "Resuming at step 100 with other settings than its run before: --learning-rate 0.0001 (was default);" in (
         caplog.text
-    )
+    )  # and not --warm-start-from, which a resume leaves out, in a line of its own
+    # config.yaml keeps where the job's weights started: a rerun with it warm-started from another job's.
+    assert experiment._as_saved(resume, None, before, trained=100).warm_start_from is None
+    assert experiment._as_saved(resume, None, None, trained=0).warm_start_from == str(tmp_path / "older")
     # A rerun of a finished run trains nothing: they were dropped without a word.
     rerun = Config(job_dir=str(tmp_path), learning_rate=0.01, export_dir=str(tmp_path / "other"))
-    experiment._warn_of_changed_settings(rerun, trained=700, finished=True)
+    experiment._warn_of_changed_settings(rerun, before, trained=700, finished=True)
     said = "Other training settings than its run's, --learning-rate 0.01 (was default), change nothing: training"
     assert said in caplog.text and "--export-dir" not in caplog.text.split(said)[1]  # it exports there
 

@@ -301,11 +301,12 @@ def _train_and_evaluate(config: Config, data: dataset.DataFiles, since: int, giv
         log.info("Resuming from the checkpoint of step %d", trained)
     if estimator.config.is_chief:
         finished = trained >= config.train_steps
-        _warn_of_changed_settings(config, trained, finished)
+        before = _settings_before(config.job_dir) if trained else None
+        _warn_of_changed_settings(config, before, trained, finished)
         # A run with steps to train saves its settings; so does a finished one whose checkpoints came without them
         # (copied, or of an older trainer), as the exports carry them (the export failed on the missing file).
         if not finished or not tf.io.gfile.exists(posixpath.join(config.job_dir, config_module.CONFIG_FILE)):
-            saved = config_module.save(dataclasses.replace(config, train_steps=given_steps), config.job_dir)
+            saved = config_module.save(_as_saved(config, given_steps, before, trained), config.job_dir)
             log.info("Settings saved to %s", saved)
     exporters = export.exporters(
         config, data.metadata_path, metadata.class_names, serving.make_serving_input_fn(metadata)
@@ -432,19 +433,36 @@ TRAINING_ONLY = (
 )  # fmt: skip
 
 
-def _warn_of_changed_settings(config: Config, trained: int, finished: bool = False) -> None:
-    """A resume with settings other than config.yaml's (a learning rate) trains on with them, and config.yaml then
-    holds them alone: say which, where a rerun with the file would no longer repeat the job. A rerun of a
-    `finished` one trains nothing: say that they change nothing."""
-    path = posixpath.join(config.job_dir, config_module.CONFIG_FILE)
-    if not trained or not tf.io.gfile.exists(path):
-        return
+def _as_saved(config: Config, given_steps: int | None, before: Config | None, trained: int) -> Config:
+    """config.yaml's settings: --train-steps as given, and on a resume the --warm-start-from of the run `before`,
+    where the job's weights started (a resume's own takes no effect, and a later rerun with the file warned of it)."""
+    saved = dataclasses.replace(config, train_steps=given_steps)
+    if not trained:
+        return saved
+    return dataclasses.replace(saved, warm_start_from=before.warm_start_from if before else None)
+
+
+def _settings_before(job_dir: str) -> Config | None:
+    """The job dir's config.yaml, the settings of its run before; None where it has none or it does not read."""
+    path = posixpath.join(job_dir, config_module.CONFIG_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
     try:
-        before = Config(**config_module.load_yaml(path))
+        return Config(**config_module.load_yaml(path))
     except UserError as error:  # written by another version of this trainer: nothing to compare, and no reason to stop
-        log.warning("Resuming at step %d; its settings before could not be read (%s)", trained, error)
+        log.warning("%s: the settings of the run before could not be read (%s)", path, error)
+        return None
+
+
+def _warn_of_changed_settings(config: Config, before: Config | None, trained: int, finished: bool) -> None:
+    """A resume with settings other than those `before`, config.yaml's (a learning rate), trains on with them, and
+    config.yaml then holds them alone: say which, where a rerun with the file would no longer repeat the job. A rerun
+    of a `finished` one trains nothing: say that they change nothing. (A resume's --warm-start-from has a line of its
+    own, _warm_start's.)"""
+    if before is None:
         return
-    compared = TRAINING_ONLY if finished else [item.name for item in dataclasses.fields(Config)]
+    every = [item.name for item in dataclasses.fields(Config) if item.name != "warm_start_from"]
+    compared = TRAINING_ONLY if finished else every
     changed = [
         f"--{name.replace('_', '-')} {_said(getattr(config, name))} (was {_said(getattr(before, name))})"
         for name in compared
@@ -457,7 +475,7 @@ def _warn_of_changed_settings(config: Config, trained: int, finished: bool = Fal
         log.warning(
             "Resuming at step %d with other settings than its run before: %s; %s will hold these, not those that "
             "trained the first %d steps",
-            trained, ", ".join(changed), path, trained,
+            trained, ", ".join(changed), posixpath.join(config.job_dir, config_module.CONFIG_FILE), trained,
         )  # fmt: skip
 
 
