@@ -141,6 +141,11 @@ def test_a_date_column_of_any_format_reads_iso_8601_too():
         assert np.isnan(read[3]).all()  # no month 13 in any format
     assert np.isnan(dates.fields_arrow(pa.array(values[1:2]), "%m/%d/%Y", exact=True)).all()  # as formats are found
     assert np.isnan(dates.fields_tf(tf.constant(values[1:2]), "%H:%M").numpy()).all()  # a time of day: no date
+    # Unix times: pandas' to_json writes datetimes as milliseconds, where the same rows elsewhere hold ISO 8601.
+    sent = ["1420114716000", "2015-01-01 12:18:36", "2015-01-01"]
+    read = dates.fields_arrow(pa.array(sent), "%s")
+    np.testing.assert_array_equal(read, dates.fields_tf(tf.constant(sent), "%s").numpy())
+    assert read.tolist() == [[2015, 1, 1, 12, 18, 36]] * 2 + [[2015, 1, 1, 0, 0, 0]]
 
 
 def test_formats_read_what_they_say():
