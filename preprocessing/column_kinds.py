@@ -7,6 +7,7 @@ words, which write_vocabularies writes beside metadata.json. describe gives the 
 from __future__ import annotations
 
 import logging
+import shlex
 from typing import TYPE_CHECKING
 
 from dataformat import dates, storage, tables
@@ -113,7 +114,7 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
             "column %s holds integers written with leading zeros, as codes are (ZIP codes): they are read as "
             "categories; pass --numeric-columns %s if they are quantities",
             plan.position(name),
-            name,
+            shlex.quote(name),
         )
         return categorical_column(name, count, plan)
     if count.integers and CODE_NAME.search(name) and name not in options.numeric:
@@ -121,7 +122,7 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
             "column %s holds integers named like IDs or codes: they are read as categories; "
             "pass --numeric-columns %s if they are quantities",
             plan.position(name),
-            name,
+            shlex.quote(name),
         )
         return categorical_column(name, count, plan)
     return numeric_column(name, count, plan)

@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import re
+import shlex
 import tempfile
 import time
 from collections import Counter
@@ -578,7 +579,8 @@ def _with_positive_class(classes: tuple[str, ...], labels: Counter, label: str, 
         log.warning(
             "%s: its positive class (class 1, the one precision, recall and the precision-recall "
             "curve are of) is %s, the majority (%.0f%%); pass --positive-class %s if %s is the one to find",
-            label, quoted(classes[1]), 100 * labels[classes[1]] / sum(labels.values()), classes[0], quoted(classes[0]),
+            label, quoted(classes[1]), 100 * labels[classes[1]] / sum(labels.values()), shlex.quote(classes[0]),
+            quoted(classes[0]),
         )  # fmt: skip
     return classes
 

@@ -254,6 +254,10 @@ def test_a_column_of_unique_names_gets_no_buckets_and_a_hint(tmp_path, caplog):
     name = metadata.columns[0]
     assert name.vocabulary == () and name.hash_buckets == 0 and name.hashed == 1.0
     assert "column 1 ('name'): nearly every value is distinct" in caplog.text
+    # A flag it suggests is quoted as a shell needs it: `--ignore-columns Individual ID` named two columns.
+    source = write(tmp_path / "spaced.csv", "Individual ID,size,label", rows)
+    build_table_dataset(str(source), str(tmp_path / "spaced"), TableOptions())
+    assert "pass --ignore-columns 'Individual ID' to leave it out" in caplog.text
 
 
 def test_a_numeric_column_with_a_few_bad_cells_stays_numeric_and_names_them(tmp_path, caplog):

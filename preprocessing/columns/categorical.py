@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,15 +47,15 @@ def categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables
             "values outside the vocabulary share one index",
             plan.position(name),
             TEXT_WORDS,
-            name,
-            name,
+            shlex.quote(name),
+            shlex.quote(name),
         )
     elif count.nearly_unique:
         log.warning(
             "column %s: nearly every value is distinct (an ID or free text?): its values outside the "
             "vocabulary share one index; pass --ignore-columns %s to leave it out",
             plan.position(name),
-            name,
+            shlex.quote(name),
         )
     # Integer codes written as 12 and 12.0 (pandas writes an integer column that lacks a value so) are one
     # value, here and in the model (Column.integer_codes); so are True and true (Column.booleans).
@@ -71,7 +72,7 @@ def categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables
             plan.position(name),
             100 * hashed,
             least,
-            name,
+            shlex.quote(name),
         )
     elif hashed >= MOSTLY_RARE and not count.nearly_unique and not cut:  # ISLR's Auto: car names, each once or twice
         log.warning(
@@ -81,8 +82,8 @@ def categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables
             plan.position(name),
             100 * hashed,
             least,
-            name,
-            name,
+            shlex.quote(name),
+            shlex.quote(name),
         )
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import shlex
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,7 +131,7 @@ def numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Col
             plan.position(name),
             count.not_numbers,
             " and ".join(map(quoted, spellings)),
-            name,
+            shlex.quote(name),
         )
     elif count.not_numbers:
         cells = ", ".join(f"{path}: line {line} {quoted(value)}" for path, line, value in count.bad_cells)
@@ -146,7 +147,7 @@ def numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Col
             "column %s holds integers that read as Unix times (seconds since 1970, or milliseconds); it is read as "
             "a number: pass --date-columns %s to read them as dates and times",
             plan.position(name),
-            name,
+            shlex.quote(name),
         )
     elif count.integers and count.nearly_unique and count.numbers_rows and name not in plan.options.numeric:
         log.warning(
@@ -154,8 +155,8 @@ def numeric_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Col
             "pass --ignore-columns %s if it numbers the rows (it would only learn their order), or "
             "--categorical-columns %s if its values are codes",
             plan.position(name),
-            name,
-            name,
+            shlex.quote(name),
+            shlex.quote(name),
         )
     if count.counted and _finer_than_float32(count.lowest, count.highest):
         log.warning(
