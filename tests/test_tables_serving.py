@@ -345,13 +345,27 @@ def test_dates_far_from_the_training_rows_are_predicted_and_warned_of(table_job,
         record.getMessage() for record in caplog.records if "far from the training rows' dates" in record.getMessage()
     ]
     assert [message.split(": ")[0].rsplit(":", 1)[1] for message in far] == ["3", "4"]  # lines 3 and 4
-    assert "column 'hired': '2999-01-01' is far from the training rows' dates (1999-" in far[0]
-    assert "hold nearly all of them); the model extrapolates" in far[0]
+    assert "column 'hired': '2999-01-01' is far from the training rows' dates (their mean 2000-01-" in far[0]
+    assert " days; it is over 6 times that from the mean); the model extrapolates" in far[0]
     caplog.clear()
     respond(model, {"instances": [{**SENT, "seen_at": "4102444800"}]})  # 2100-01-01, among 2014 to 2023
     assert "--instances-json: instance 0: column 'seen_at': '4102444800' is far from the training rows' dates" in (
         caplog.text
     )
+
+
+def test_a_far_dates_warning_names_its_columns_mean_and_deviation_in_hours_for_times_of_day():
+    """It named the bounds of six deviations as where "nearly all" training dates lie (2012 to 2021 for 2016 to
+    2018), and a column of times of day's as "1970-01-01 to 1970-01-01"."""
+    from trainer.input_warnings import _date_span
+
+    times = tables.Column("CaptureTime", tables.DATE, date_format="%H:%M", mean=0.5625, std=0.05)
+    assert (
+        _date_span(times)
+        == "their mean time of day 13:30, give or take 1.2 hours; it is over 6 times that from the mean"
+    )
+    days = tables.Column("stopped", tables.DATE, date_format="%Y-%m-%d", mean=17100.4, std=250.0)
+    assert _date_span(days) == "their mean 2016-10-26, give or take 250 days; it is over 6 times that from the mean"
 
 
 @pytest.mark.slow

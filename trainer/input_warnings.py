@@ -141,14 +141,24 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
 
 
 def _date_span(column) -> str:
-    """The dates within FAR_DATE_STDS deviations of a date column's training mean, as words."""
+    """Why a date is far, in words: the training dates' mean and standard deviation, which it lies FAR_DATE_STDS of
+    from; a column of times of day's in hours (its dates were all 1970-01-01, "1970-01-01 to 1970-01-01"). The mean
+    and the deviation, not the bounds they make, which read as where the training dates lie (2012 to 2021 for a
+    column of 2016 to 2018)."""
     import datetime
 
-    def day(offset: float) -> str:
-        days = min(max(column.mean + offset * column.std, -719_162), 2_932_896)  # within years 1 to 9999
-        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=int(days))).isoformat()
+    from dataformat import dates
 
-    return f"{day(-FAR_DATE_STDS)} to {day(FAR_DATE_STDS)} hold nearly all of them"
+    if dates.is_time_of_day(column.date_format):
+        minutes = round(column.mean * 24 * 60) % (24 * 60)
+        typical = (
+            f"their mean time of day {minutes // 60:02d}:{minutes % 60:02d}, give or take {column.std * 24:.1f} hours"
+        )
+    else:
+        days = min(max(column.mean, -719_162), 2_932_896)  # within years 1 to 9999
+        mean = datetime.date(1970, 1, 1) + datetime.timedelta(days=int(np.floor(days)))
+        typical = f"their mean {mean.isoformat()}, give or take {column.std:,.0f} days"
+    return f"{typical}; it is over {FAR_DATE_STDS} times that from the mean"
 
 
 def long_texts_warned(rows: Iterator[tuple[str, dict]], path: str, texts) -> Iterator[tuple[str, dict]]:
