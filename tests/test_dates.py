@@ -414,6 +414,22 @@ def test_the_flags_name_date_columns_and_their_format(tmp_path):
         build_table_dataset(str(two), str(tmp_path / "g"), TableOptions(date_format="%Y-%d-%m"))
 
 
+def test_a_date_column_of_many_other_values_is_told_to_be_a_category_not_to_swap(tmp_path, caplog):
+    """A column of dates and ranges ('09/20/2011 - 10/28/2011', 14%) was told to pass --date-format '%d/%m/%Y',
+    which then "read no column"; the advice stands only where the other order reads the values that are no dates
+    (dates whose later rows have a day above 12 are read in that order by themselves)."""
+    good = [f"{1 + i % 12:02d}/{1 + i % 12:02d}/2011" for i in range(200)]  # either order: month first is guessed
+    for name, later in (("ranges", [f"09/{10 + i % 9}/2011 - 10/28/2011" for i in range(100)]),
+                        ("swapped", [f"{13 + i % 15}/0{1 + i % 9}/2011" for i in range(100)])):  # fmt: skip
+        rows = [f"{day},{'ab'[i % 2]}" for i, day in enumerate(good + later)]
+        source = write(tmp_path / f"{name}.csv", "when,label", rows)
+        found = build_table_dataset(str(source), str(tmp_path / name), TableOptions()).columns[0]
+    assert (found.kind, found.date_format) == (tables.DATE, "%d/%m/%Y")  # the swapped file's
+    said = [record.getMessage() for record in caplog.records if "of its values are no dates" in record.getMessage()]
+    assert len(said) == 1 and "100 of its values are no dates in it ('09/10/2011 - 10/28/2011'" in said[0]
+    assert said[0].endswith("): it is read as a category")
+
+
 def test_files_whose_dates_read_in_different_formats_are_refused_naming_both(tmp_path):
     """Each file's format is found in it: one file of days 1-12 read %m/%d/%Y, the next %d/%m/%Y, and the model kept
     the first format only, so half the dates were missing to it and the summary said none were."""

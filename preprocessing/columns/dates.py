@@ -126,9 +126,16 @@ def warn_of_date_order(name: str, count: ColumnCount, plan: TablePlan, mostly_da
                     "--date-format %r if the day comes first", plan.position(name), count.date_format, swapped,
                     count.date_format, swapped)  # fmt: skip
     elif not mostly_dates:
-        log.warning("column %s: its first values read as dates in %r, but %d of its values are no dates in it: if "
-                    "they read in %r, pass --date-format %r", plan.position(name), count.date_format,
-                    count.not_dates, swapped, swapped)  # fmt: skip
+        # The advice only where the other order reads them: a range (09/20/2011 - 10/28/2011) or an unknown day
+        # (3/-9/1848) was told to pass a --date-format that then "reads no column".
+        examples = list(count.date_spellings[:3])
+        swap_reads = bool(examples) and not np.isnan(dates.fields_arrow(pa.array(examples), swapped, exact=True)).all()
+        advice = (
+            f"they read in {swapped!r}: pass --date-format {swapped!r}" if swap_reads else "it is read as a category"
+        )
+        log.warning("column %s: its first values read as dates in %r, but %d of its values are no dates in it (%s): "
+                    "%s", plan.position(name), count.date_format, count.not_dates,
+                    ", ".join(map(quoted, examples)) or "none kept", advice)  # fmt: skip
 
 
 def check_date_format(date_format: str, columns: list[tables.Column]) -> None:
