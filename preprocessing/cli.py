@@ -162,14 +162,21 @@ def _add_table_flags(group) -> None:
         "(default: the columns whose values are not all numbers)",
     )
     group.add_argument(
-        "--numeric-columns", type=commandline.names, default=(), metavar="A,B", help="columns that must hold numbers"
+        "--numeric-columns",
+        type=commandline.names,
+        default=(),
+        metavar="A,B",
+        help="columns whose numbers are read as numbers, if at least half their values are; the rest are missing, "
+        "named in a warning (default: the columns whose values are numbers but for 2%% bad cells or a few spellings "
+        "of a missing value)",
     )
     group.add_argument(
         "--date-columns",
         type=commandline.names,
         default=(),
         metavar="A,B",
-        help="columns of dates or timestamps, numbers as 20180305 or Unix times too (default: the text columns whose "
+        help="columns of dates or timestamps, numbers as 20180305 or Unix times too, if at least half their values "
+        "are; the rest are missing (default: the text columns whose "
         "values read as dates in one of the common formats: ISO 8601 and its variants, m/d/Y, d/m/Y, d.m.Y, "
         "'Mar 5, 2018', 'Mar-2018', ...; and the columns named like times, e.g. timestamp, created_at, whose "
         "numbers read as such dates or as Unix times of likely years)",

@@ -46,7 +46,8 @@ class ColumnCount:
 
     missing: int = 0  # training rows
     present: int = 0  # all rows
-    not_numbers: int = 0  # present values, in all rows, that are not finite numbers
+    not_numbers: int = 0  # present values, in all rows, that are not finite numbers (all of a block not sought in)
+    sought: int = 0  # present values of the blocks whose numbers were looked for (see count_column)
     not_numbers_train: int = 0
     bad_cells: tuple[tuple[str, int, str], ...] = ()  # (file, line, value) of the first few not numbers
     spellings: tuple[str, ...] = ()  # the distinct values that are not numbers, up to SPELLINGS_KEPT
@@ -101,6 +102,7 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.missing += more.missing
     total.present += more.present
     total.not_numbers += more.not_numbers
+    total.sought += more.sought
     total.not_numbers_train += more.not_numbers_train
     total.bad_cells = tuple(sorted(total.bad_cells + more.bad_cells))[:SHOWN_BAD_CELLS]  # the first in file order
     total.spellings = _spellings_of_both(total.spellings, more.spellings)
@@ -194,11 +196,18 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     if is_text or earlier.text:
         return count_text(_new_count(missing, present, train), values, train, present, options, where), nulled
     counts = _new_count(missing, present, train)
-    text_before = earlier.not_numbers > BAD_CELLS_SHARE * earlier.present and len(earlier.spellings) == SPELLINGS_KEPT
+    # Numbers are no longer looked for where the values decide and the block before held too many other spellings;
+    # a column that a flag names numeric or dates is read for its numbers to the end.
+    text_before = (
+        is_text is None
+        and earlier.not_numbers > BAD_CELLS_SHARE * earlier.present
+        and len(earlier.spellings) == SPELLINGS_KEPT
+    )
     if codes or text_before:  # no number is looked for
         numbers, finite = np.full(len(values), np.nan), np.zeros(len(values), bool)
     else:
         numbers, finite = read_numbers(values, present)
+        counts.sought = counts.present
     bad = present & ~finite
     if bad.any() and not codes:
         path, lines, _ = where
@@ -215,7 +224,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     maybe_dates = bad.any() and not codes or forced_date or numbers_may_be_dates
     date_format = earlier.date_format
     if maybe_dates and not earlier.date_tried:
-        date_format = find_date_format(values.filter(pa.array(present)), date_formats)
+        date_format = find_date_format(values.filter(pa.array(present)), date_formats, forced_date)
     first_text = bad.any() and is_text is None and not earlier.text_tried and not date_format
     if first_text and looks_like_text(values.filter(pa.array(bad))):
         return count_text(_new_count(missing, present, train), values, train, present, options, where), nulled

@@ -15,12 +15,12 @@ from dataformat.errors import UserError, quoted
 from dataformat.text import CHARS_A_TOKEN
 from preprocessing.column_counts import ColumnCount
 from preprocessing.columns.categorical import CODE_NAME, categorical_column
-from preprocessing.columns.dates import check_date_format, date_column, date_spelling, warn_of_date_order
+from preprocessing.columns.dates import check_date_format, date_column, is_mostly_dates, warn_of_dates
 from preprocessing.columns.numeric import (
-    BAD_CELLS_SHARE,
+    FLAGGED_SHARE,
     NUMBER_DATE_FORMATS,
-    hint_at_decimal_commas,
-    missing_spellings,
+    hint_at_numbers,
+    is_mostly_numbers,
     numeric_column,
 )
 from preprocessing.columns.text import MIN_FREQUENCY as MIN_WORD_FREQUENCY
@@ -46,23 +46,25 @@ def decide_columns(plan: TablePlan, counts: dict[str, ColumnCount], files: list[
                 f"column {plan.position(name)}: its dates are written as {first!r} reads them in {where}, and as "
                 f"{other!r} does in {there}; give the one format of every file with --date-format"
             )
-        mostly_numbers = count.not_numbers <= BAD_CELLS_SHARE * count.present or bool(missing_spellings(count))
+        mostly_numbers = is_mostly_numbers(count, name in plan.options.numeric)
         if name in plan.options.numeric and not mostly_numbers:
             path, line, value = count.bad_cells[0]
             raise UserError(
                 f"{path}: line {line}, column {plan.position(name)}: {quoted(value)} is not a finite number, nor are "
-                f"{count.not_numbers - 1} more of its {count.present} values (--numeric-columns {name})"
+                f"{count.not_numbers - 1} more of its {count.present} values, more than {FLAGGED_SHARE:.0%} "
+                f"(--numeric-columns {name})"
             )
-        mostly_dates = bool(count.date_format) and (
-            count.not_dates <= BAD_CELLS_SHARE * count.present or bool(date_spelling(count))
-        )
-        warn_of_date_order(name, count, plan, mostly_dates)
+        mostly_dates = is_mostly_dates(count, name in plan.options.dates)
+        warn_of_dates(name, count, plan, mostly_dates)
         if name in plan.options.dates and not mostly_dates:
             tried = dict.fromkeys((plan.options.date_format, *dates.FORMATS, *NUMBER_DATE_FORMATS))
             if count.date_format:
-                found = f"{count.not_dates} of its {count.present} values are no dates in {count.date_format!r}"
-            else:  # the share that find_date_format asks of one format
-                share = f"{100 * (1 - BAD_CELLS_SHARE):.0f}%"
+                found = (
+                    f"{count.not_dates} of its {count.present} values are no dates in {count.date_format!r}, more "
+                    f"than {FLAGGED_SHARE:.0%}"
+                )
+            else:  # the share that find_date_format asks of one format, where a flag names the column
+                share = f"{FLAGGED_SHARE:.0%}"
                 found = (
                     f"no one format reads {share} of its first values as dates (of {', '.join(filter(None, tried))})"
                 )
@@ -107,7 +109,7 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
     if name in options.dates or mostly_dates and name not in options.numeric:
         return date_column(name, count, plan)
     if not (count.counted and mostly_numbers):
-        hint_at_decimal_commas(name, count, plan)
+        hint_at_numbers(name, count, plan)
         return categorical_column(name, count, plan)
     if count.integers and count.zero_led and name not in options.numeric:
         log.warning(

@@ -146,6 +146,10 @@ class TableOptions:
     max_length: int = 300  # a text keeps its first this many words
     bigram_buckets: int | None = None  # a text column's buckets of hashed word pairs (None: by its words)
 
+    def kind_given(self, name: str) -> bool:
+        """Whether a flag gives the column's kind, rather than its values."""
+        return any(name in names for names in (self.categorical, self.numeric, self.dates, self.text))
+
 
 @dataclass(frozen=True)
 class TablePlan:
@@ -290,9 +294,8 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
     def count(name: str) -> tuple:
         codes = name in options.categorical
         named_like_a_code = bool(CODE_NAME.search(name)) and name not in options.numeric
-        kind_given = codes or name in options.dates or name in options.numeric
-        is_text = True if name in options.text else False if kind_given else None
-        named_like_a_time = name in options.dates or not kind_given and TIME_NAME.search(name)
+        is_text = True if name in options.text else False if options.kind_given(name) else None
+        named_like_a_time = name in options.dates or is_text is None and TIME_NAME.search(name)
         formats = tuple(dict.fromkeys(date_formats + NUMBER_DATE_FORMATS)) if named_like_a_time else date_formats
         flags = (codes, codes or named_like_a_code, name in options.dates, formats, is_text, options)
         values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel

@@ -20,6 +20,7 @@ import preprocessing.column_counts
 import preprocessing.table_files
 from dataformat import tables
 from dataformat.categorical import MISSING_INDEX, OOV_INDEX
+from dataformat.errors import UserError
 from preprocessing import column_kinds
 from preprocessing.columns.categorical import MIN_FREQUENCY, ROWS_PER_BUCKET
 from preprocessing.frequent import FrequentValues
@@ -284,6 +285,55 @@ def test_a_column_of_mostly_words_is_categorical(tmp_path):
     source = write(tmp_path / "t.csv", "size,label", rows)
     metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
     assert metadata.columns[0].kind == tables.CATEGORICAL and metadata.columns[0].vocabulary[0] == "small"
+
+
+def test_a_column_of_numbers_and_many_other_spellings_is_hinted_at_and_read_as_numbers_by_the_flag(
+    tmp_path, caplog, monkeypatch
+):
+    """dslabs' reported heights: 93% numbers, the rest in 59 spellings of feet and inches (5'4"). Read as categories
+    by default, with no word of its numbers; --numeric-columns refused it. Now the default hints at the flag, and the
+    flag reads its numbers through every block, the rest as missing; a column of fewer numbers than words is still
+    refused."""
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)  # blocks of about 100 rows
+    monkeypatch.setattr(preprocessing.table_files.locate, "BLOCK_BYTES_A_COLUMN", 64)
+    heights = [f"{60 + i % 15}.5" if i % 12 else f"5'{i % 11}\"" for i in range(1200)]  # 100 spellings of 1200
+    rows = [f'"{height.replace(chr(34), chr(34) * 2)}",{"ab"[i % 2]}' for i, height in enumerate(heights)]
+    source = write(tmp_path / "t.csv", "height,label", rows)
+    with caplog.at_level(logging.WARNING):
+        default = build_table_dataset(str(source), str(tmp_path / "a"), TableOptions()).columns[0]
+    assert default.kind == tables.CATEGORICAL
+    hint = (
+        r"column 1 \('height'\): (\d+) of its first (\d+) values are numbers, and the others are not, as '5\\'0\"' \("
+    )
+    numbers, sought = map(int, re.search(hint, caplog.text).groups())  # blocks sought in till too many spellings
+    assert 0.9 <= numbers / sought < 0.95
+    assert "pass --numeric-columns height to read its numbers as numbers and the rest as missing" in caplog.text
+    metadata = build_table_dataset(str(source), str(tmp_path / "b"), TableOptions(numeric=("height",)))
+    height = metadata.columns[0]
+    assert height.kind == tables.NUMERIC and not height.missing_spellings
+    assert "column 1 ('height'): 100 value(s) are not numbers and are read as missing" in caplog.text
+    train, _ = read_rows(tmp_path / "b", metadata, "train")
+    values = np.array([row["height"] for row in train])
+    assert np.isnan(values).sum() == height.missing and 60 < np.nanmean(values) < 75
+    assert abs(height.mean - np.nanmean(values)) < 0.01  # every block's numbers counted, to the last
+    words = write(
+        tmp_path / "w.csv", "height,label", [f"{'tall' if i % 5 < 3 else i},{'ab'[i % 2]}" for i in range(100)]
+    )
+    with pytest.raises(UserError, match=r"nor are 59 more of its 100 values, more than 50% \(--numeric-columns height"):
+        build_table_dataset(str(words), str(tmp_path / "c"), TableOptions(numeric=("height",)))
+
+
+def test_a_date_column_the_flag_names_reads_its_dates_beside_many_other_values(tmp_path, caplog):
+    """A column of dates and 20% other values ("about then", ranges) was refused by --date-columns, which asked 98%
+    of its first values to be dates: no flag could read it as the dates it mostly is."""
+    other = {3: "about then", 7: "2020-03 - 2020-05"}  # two, where one word alone is a missing date's spelling
+    rows = [f"{other.get(i % 10, f'2020-{1 + i % 12:02d}-{1 + i % 28:02d}')},{'ab'[i % 2]}" for i in range(300)]
+    source = write(tmp_path / "t.csv", "when,label", rows)
+    assert build_table_dataset(str(source), str(tmp_path / "a"), TableOptions()).columns[0].kind == tables.CATEGORICAL
+    with caplog.at_level(logging.WARNING):
+        when = build_table_dataset(str(source), str(tmp_path / "b"), TableOptions(dates=("when",))).columns[0]
+    assert (when.kind, when.date_format) == (tables.DATE, "%Y-%m-%d")
+    assert "column 1 ('when'): 60 value(s) are no dates in '%Y-%m-%d' and are read as missing" in caplog.text
 
 
 def test_numeric_columns_get_quantile_boundaries_from_the_training_rows(tmp_path):

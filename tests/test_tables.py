@@ -364,8 +364,8 @@ BAD_TABLES = {
     "not a number": (
         f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",
         {"numeric": ("workclass",)},
-        r"t.csv: line 2, column 2 \('workclass'\): 'Private' is not a finite number, nor are 1 more of its 2 values "
-        r"\(--numeric-columns workclass\)",
+        r"t.csv: line 2, column 2 \('workclass'\): 'Private' is not a finite number, nor are 1 more of its 2 values, "
+        r"more than 50% \(--numeric-columns workclass\)",
     ),
     "unknown column": (
         f"{HEADER}\n39,Private,13,40,a\n40,x,13,40,b\n",

@@ -4,6 +4,7 @@ days decided from its counts (dataformat/dates.py reads the formats)."""
 from __future__ import annotations
 
 import logging
+import shlex
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +16,7 @@ from dataformat.errors import UserError, quoted
 from preprocessing.columns.categorical import choose_vocabulary
 from preprocessing.columns.numeric import (
     BAD_CELLS_SHARE,
+    FLAGGED_SHARE,
     LIKELY_YEARS,
     few_spellings,
     first_spellings,
@@ -38,15 +40,16 @@ DATE_SAMPLE = 200  # values of a text column's first block that its date format 
 MOST_DAYS, ROWS_A_DAY = 4000, 10
 
 
-def find_date_format(values: pa.Array, formats: tuple[str, ...]) -> str:
+def find_date_format(values: pa.Array, formats: tuple[str, ...], flagged: bool) -> str:
     """The format of `formats` that reads the most of the first DATE_SAMPLE values as dates, if it reads
-    all but BAD_CELLS_SHARE of them, leaving aside one word that may spell a missing date (_word_spelling); ""
-    otherwise. Where formats are tried (more than one), a number counts as a date only in its LIKELY_YEARS."""
+    all but BAD_CELLS_SHARE of them (FLAGGED_SHARE where --date-columns names the column: `flagged`), leaving aside
+    one word that may spell a missing date (_word_spelling); "" otherwise. Where formats are tried (more than one),
+    a number counts as a date only in its LIKELY_YEARS."""
     sample = values[:DATE_SAMPLE]
     spelling = _word_spelling(sample)
     if spelling:
         sample = sample.filter(pc.not_equal(sample, spelling))
-    enough = (1 - BAD_CELLS_SHARE) * len(sample)
+    enough = (FLAGGED_SHARE if flagged else 1 - BAD_CELLS_SHARE) * len(sample)
     # Every format reads digits: a column of words is no dates, found at once (trying every format on each
     # column of words was 75% of converting a table of 500 of them).
     if not len(sample) or _count_matching(sample, r"\d") < enough:
@@ -115,27 +118,36 @@ def count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, presen
     return dates.keys_of(fields, values)
 
 
-def warn_of_date_order(name: str, count: ColumnCount, plan: TablePlan, mostly_dates: bool) -> None:
-    """A warning where a column's dates were read month first or day first by a guess: none had a day above 12,
-    or the file's first rows had none and later rows were no dates in the guessed order (its 13ths, day first)."""
-    swapped = dates.SWAPPED.get(count.date_format)
-    if not swapped or plan.options.date_format:
+def warn_of_dates(name: str, count: ColumnCount, plan: TablePlan, mostly_dates: bool) -> None:
+    """A warning where a column's dates were read month first or day first by a guess (none had a day above 12), or
+    where its first values read as dates and too many later ones are no dates: in the other order (its 13ths, day
+    first), or at all (ranges, unknown days), so that it is read as a category."""
+    swapped = "" if plan.options.date_format else dates.SWAPPED.get(count.date_format, "")
+    if mostly_dates:
+        if swapped and not count.days_over_12:
+            log.warning("column %s: no date has a day above 12, so %r and %r read them alike; read as %r: pass "
+                        "--date-format %r if the day comes first", plan.position(name), count.date_format, swapped,
+                        count.date_format, swapped)  # fmt: skip
         return
-    if mostly_dates and not count.days_over_12:
-        log.warning("column %s: no date has a day above 12, so %r and %r read them alike; read as %r: pass "
-                    "--date-format %r if the day comes first", plan.position(name), count.date_format, swapped,
-                    count.date_format, swapped)  # fmt: skip
-    elif not mostly_dates:
-        # The advice only where the other order reads them: a range (09/20/2011 - 10/28/2011) or an unknown day
-        # (3/-9/1848) was told to pass a --date-format that then "reads no column".
-        examples = list(count.date_spellings[:3])
-        swap_reads = bool(examples) and not np.isnan(dates.fields_arrow(pa.array(examples), swapped, exact=True)).all()
+    if not count.date_format or plan.options.kind_given(name):
+        return
+    # The order's advice only where the other order reads them: a range (09/20/2011 - 10/28/2011) or an unknown day
+    # (3/-9/1848) was told to pass a --date-format that then "reads no column".
+    examples = list(count.date_spellings[:3])
+    read_swapped = dates.fields_arrow(pa.array(examples), swapped, exact=True) if swapped and examples else None
+    swap_reads = read_swapped is not None and not np.isnan(read_swapped).all()
+    if swap_reads:
+        advice = f"they read in {swapped!r}: pass --date-format {swapped!r}"
+    elif count.not_dates <= (1 - FLAGGED_SHARE) * count.present:
         advice = (
-            f"they read in {swapped!r}: pass --date-format {swapped!r}" if swap_reads else "it is read as a category"
+            f"it is read as a category; pass --date-columns {shlex.quote(name)} to read its dates as dates and the "
+            "rest as missing"
         )
-        log.warning("column %s: its first values read as dates in %r, but %d of its values are no dates in it (%s): "
-                    "%s", plan.position(name), count.date_format, count.not_dates,
-                    ", ".join(map(quoted, examples)) or "none kept", advice)  # fmt: skip
+    else:
+        advice = "it is read as a category"
+    log.warning("column %s: its first values read as dates in %r, but %d of its values are no dates in it (%s): %s",
+                plan.position(name), count.date_format, count.not_dates,
+                ", ".join(map(quoted, examples)) or "none kept", advice)  # fmt: skip
 
 
 def check_date_format(date_format: str, columns: list[tables.Column]) -> None:
@@ -180,6 +192,16 @@ def date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column
         "timed": count.timed or dates.is_time_of_day(count.date_format),
     }
     return tables.Column(name, tables.DATE, missing, mean, std, **kept, **days, iso_keys=True)
+
+
+def is_mostly_dates(count: ColumnCount, flagged: bool) -> bool:
+    """Whether a column's values are dates enough to be a date column: all but BAD_CELLS_SHARE of them in the format
+    found, or beside one word (date_spelling); with --date-columns (`flagged`), FLAGGED_SHARE of them."""
+    if not count.date_format:
+        return False
+    if flagged and count.not_dates <= (1 - FLAGGED_SHARE) * count.present:
+        return True
+    return count.not_dates <= BAD_CELLS_SHARE * count.present or bool(date_spelling(count))
 
 
 def date_spelling(count: ColumnCount) -> str:

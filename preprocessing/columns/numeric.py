@@ -34,6 +34,12 @@ BAD_CELLS_SHARE = 0.02  # a column with at most this share of values that are no
 # half its rows for one, less for more (few_spellings): those spellings are its missing values; as is one of dates
 # beside one word ("never", "present"). One more than a few is kept, to tell a few from more.
 MOST_MISSING_SPELLINGS = 3
+# A column that --numeric-columns or --date-columns names is read so where at least this share of its values are
+# numbers or dates: its other values are missing, named in a warning (dslabs' reported heights, 93% numbers beside
+# 59 spellings of feet and inches, were refused). Where fewer are, the flag is refused: a mistyped name, or a format
+# that reads too few of them.
+FLAGGED_SHARE = 0.5
+HINTED_SHARE = 0.1  # a column read as categories with at most this share of values that are no numbers is hinted at
 SPELLINGS_KEPT = MOST_MISSING_SPELLINGS + 1
 SHOWN_BAD_CELLS = 3  # a numeric column's bad cells named in its warning
 QUANTILE_SAMPLE = 1024  # training numbers a column keeps to find its quantiles (a uniform sample by row hash)
@@ -95,18 +101,38 @@ def few_spellings(spellings: tuple[str, ...], count: int, present: int, most: in
     return spellings if 0 < len(spellings) <= most and share else ()
 
 
-def hint_at_decimal_commas(name: str, count: ColumnCount, plan: TablePlan) -> None:
-    """A warning where a column of numbers is categorical because its other values are numbers with a decimal
+def is_mostly_numbers(count: ColumnCount, flagged: bool) -> bool:
+    """Whether a column's values are numbers enough to be numeric: all but BAD_CELLS_SHARE of them, or beside a few
+    missing spellings; with --numeric-columns (`flagged`), FLAGGED_SHARE of them."""
+    if flagged and count.not_numbers <= (1 - FLAGGED_SHARE) * count.present:
+        return True
+    return count.not_numbers <= BAD_CELLS_SHARE * count.present or bool(missing_spellings(count))
+
+
+def hint_at_numbers(name: str, count: ColumnCount, plan: TablePlan) -> None:
+    """A warning where a column read as categories is mostly numbers: its other values are numbers with a decimal
     comma (71,16) that the file's first lines did not show (its decimal mark is sniffed there: whole numbers alone
-    there say nothing)."""
-    if plan.dialect.decimal != "." or plan.options.decimal or not count.bad_cells:
+    there say nothing), or at most HINTED_SHARE of its values are other words (5'4" among heights in inches)."""
+    if not count.bad_cells or not count.counted:
         return
-    if all(re.fullmatch(COMMA_NUMBER, str(value)) for _, _, value in count.bad_cells):
-        path, line, value = count.bad_cells[0]
+    path, line, value = count.bad_cells[0]
+    where = f"{quoted(value)} ({path}: line {line})"
+    commas = all(re.fullmatch(COMMA_NUMBER, str(value)) for _, _, value in count.bad_cells)
+    if commas and plan.dialect.decimal == "." and not plan.options.decimal:
         log.warning(
-            "column %s: %d of its values are numbers with a decimal comma, as %s (%s: line %d), where the file's "
-            "first lines showed none: read as categories; pass --decimal , to read them as numbers",
-            plan.position(name), count.not_numbers, quoted(value), path, line,
+            "column %s: %d of its values are numbers with a decimal comma, as %s, where the file's first lines "
+            "showed none: read as categories; pass --decimal , to read them as numbers",
+            plan.position(name), count.not_numbers, where,
+        )  # fmt: skip
+        return
+    # Numbers are looked for until a block holds too many other spellings (count_column): the share is of those.
+    numbers = count.present - count.not_numbers
+    if count.sought and numbers >= (1 - HINTED_SHARE) * count.sought:
+        of = "" if count.sought == count.present else "first "
+        log.warning(
+            "column %s: %d of its %s%d values are numbers, and the others are not, as %s: read as categories; pass "
+            "--numeric-columns %s to read its numbers as numbers and the rest as missing",
+            plan.position(name), numbers, of, count.sought, where, shlex.quote(name),
         )  # fmt: skip
 
 
