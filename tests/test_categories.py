@@ -631,3 +631,10 @@ def test_a_category_of_values_seen_once_or_twice_gets_the_text_hint(tmp_path, ca
         caplog.text
     )
     assert "pass --text-columns name if its words carry the meaning, or --ignore-columns name" in caplog.text
+    # Codes of digits alone have no words to learn from: the sweep's integer IDs were told to try --text-columns.
+    rows = [f"{n * 7919 % 100_000},{i % 5},{'ab'[n % 8 < 4]}" for i, n in enumerate(car)]
+    source = write(tmp_path / "codes.csv", "code,size,label", rows)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        build_table_dataset(str(source), str(tmp_path / "codes"), TableOptions())
+    assert "(IDs or measurements?), and those share one index" in caplog.text and "--text-columns" not in caplog.text

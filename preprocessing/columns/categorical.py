@@ -64,30 +64,39 @@ def categorical_column(name: str, count: ColumnCount, plan: TablePlan) -> tables
     vocabulary, buckets, hashed = choose_vocabulary(count, frequent, plan.options, least)
     repeated = count.distinct <= MOSTLY_RARE * count.distinct_of  # its values come back: not an ID's nor a name's
     cut = len(vocabulary) == plan.options.max_categories or plan.options.hash_buckets == 0  # not rarity, then
+    # Words are suggested only for values that hold letters: a column of numeric codes has none to learn from.
+    quoted_name = shlex.quote(name)
+    words = _has_letters(frequent)
     if hashed >= MOSTLY_RARE and repeated and not cut:  # short subjects: a model at chance, silently
         log.warning(
             "column %s: %.0f%% of its training rows hold a value seen fewer than %d times, and those share one index: "
-            "the model learns little from it; pass --min-frequency 1 to keep each value seen (of every column), or "
-            "--text-columns %s if its words carry the meaning",
+            "the model learns little from it; pass --min-frequency 1 to keep each value seen (of every column)%s",
             plan.position(name),
             100 * hashed,
             least,
-            shlex.quote(name),
+            f", or --text-columns {quoted_name} if its words carry the meaning" if words else "",
         )
     elif hashed >= MOSTLY_RARE and not count.nearly_unique and not cut:  # ISLR's Auto: car names, each once or twice
         log.warning(
             "column %s: %.0f%% of its training rows hold a value seen fewer than %d times, most values once or twice "
-            "(names or free text?), and those share one index: the model learns little from it; pass --text-columns "
-            "%s if its words carry the meaning, or --ignore-columns %s to leave it out",
+            "(%s), and those share one index: the model learns little from it; pass %s--ignore-columns %s to leave "
+            "it out",
             plan.position(name),
             100 * hashed,
             least,
-            shlex.quote(name),
-            shlex.quote(name),
+            "names or free text?" if words else "IDs or measurements?",
+            f"--text-columns {quoted_name} if its words carry the meaning, or " if words else "",
+            quoted_name,
         )
     return tables.Column(
         name, tables.CATEGORICAL, count.missing, vocabulary=vocabulary, hash_buckets=buckets, hashed=hashed
     )
+
+
+def _has_letters(summary: FrequentValues) -> bool:
+    """Whether any of a column's most frequent values holds a letter (of any script)."""
+    values, _ = summary.most_frequent()
+    return bool(len(values)) and bool(pc.any(pc.match_substring_regex(values, r"\pL")).as_py())
 
 
 def _one_spelling_of_booleans(summary: FrequentValues) -> FrequentValues:
