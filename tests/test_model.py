@@ -1,6 +1,7 @@
 """The model_fn in each mode, on tiny inputs: shapes, dtypes and what each mode returns."""
 
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
@@ -129,12 +130,28 @@ def test_a_networks_flags_are_refused_for_another_network():
     assert params(IMAGES, conv_filters=(8,), data_format="channels_first")["settings"].conv_filters == (8,)
 
 
-def test_dropout_defaults_to_more_for_tables_and_a_flag_overrides_it():
+def test_dropout_defaults_to_more_for_tables_and_a_flag_overrides_it(caplog):
     table = dataclasses.replace(VECTORS, shape=(1,), columns=(Column("age", NUMERIC),), label_column="y")
     assert params(table)["settings"].network == "wide_deep"
     assert params(table)["settings"].dropout == 0.5
     assert params(VECTORS)["settings"].dropout == params(IMAGES)["settings"].dropout == 0.3
     assert params(table, dropout=0.1)["settings"].dropout == params(IMAGES, dropout=0.1)["settings"].dropout == 0.1
+    # Without dense layers, a network whose only dropout is theirs ignored the rate silently: now warned of (a tuning
+    # study's trials may search both flags, and those should run).
+    with caplog.at_level(logging.WARNING):
+        assert params(table, dropout=0.2, hidden_units=())["settings"].dropout == 0.2
+    assert "--dropout 0.2 does nothing: it is the rate of --hidden-units' dense layers in this run's network, " in (
+        caplog.text
+    )
+    assert "wide_deep, and --hidden-units '' leaves it none" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        params(VECTORS, dropout=0.2, hidden_units=(8,))
+        params(table, hidden_units=())  # the default, unused, is no request
+        params(table, dropout=0.0, hidden_units=())
+    assert "--dropout" not in caplog.text
+    assert params(table, hidden_units=())["settings"].dropout == 0.5  # the default, unused, is no request
+    assert params(table, dropout=0.0, hidden_units=())["settings"].dropout == 0.0
 
 
 def test_the_learning_rate_defaults_to_adams_own_for_tables_without_text_and_a_flag_overrides_it():

@@ -11,6 +11,7 @@ description (Metadata).
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from dataclasses import dataclass, replace
 
@@ -29,6 +30,8 @@ from trainer.head import ClassificationHead
 from trainer.input import training_batches
 from trainer.networks import NETWORKS
 from trainer.towers import SUMMARY_EXAMPLES, build_variables, train_step
+
+log = logging.getLogger(__name__)
 
 AUTO_STEPS_PER_RUN = 32  # see resolve_steps_per_run
 
@@ -87,7 +90,7 @@ class ModelSettings:
             network=network,
             conv_filters=resolve_conv_filters(config.conv_filters, network),
             hidden_units=config.hidden_units,
-            dropout=resolve_dropout(config.dropout, metadata),
+            dropout=resolve_dropout(config.dropout, metadata, network, config.hidden_units),
             data_format=resolve_data_format(config.data_format, network),
             learning_rate=resolve_learning_rate(config.learning_rate, network, metadata),
             learning_rate_decay=config.learning_rate_decay,
@@ -148,8 +151,13 @@ def resolve_freeze_steps(config: Config, train_steps: int) -> int:
     return train_steps if config.num_epochs is not None else train_steps // 2
 
 
-def resolve_dropout(dropout: float | None, metadata: Metadata) -> float:
-    """`--dropout`, or by default the rate for this kind of data."""
+def resolve_dropout(dropout: float | None, metadata: Metadata, network: str, hidden_units: tuple[int, ...]) -> float:
+    """`--dropout`, or by default the rate for this kind of data. Warned of where it does nothing: a network whose
+    only dropout is in --hidden-units' dense layers, given none (a warning, not an error: a tuning study may search
+    both flags, and its trials without dense layers should run)."""
+    if dropout and not hidden_units and not NETWORKS[network].dropout_beyond_dense:
+        log.warning("--dropout %g does nothing: it is the rate of --hidden-units' dense layers in this run's network, "
+                    "%s, and --hidden-units '' leaves it none", dropout, network)  # fmt: skip
     if dropout is not None:
         return dropout
     return TABLE_DROPOUT if metadata.is_table else DROPOUT

@@ -328,17 +328,18 @@ class Network:
     build: Callable[[ModelSettings, Metadata], tf.keras.Model]
     takes: Callable[[Metadata], bool]  # whether it can read this dataset's examples
     what: str  # for --help and errors
+    dropout_beyond_dense: bool = True  # whether it has dropout besides that of --hidden-units' dense layers
 
 
 NETWORKS = {
     "text": Network(TextBag, only_text, "text: fastText's bag of words and bigrams, for tables of text columns alone"),
     "text_cnn": Network(TextCNN, only_text, "text: convolutions over the words, for tables of text columns alone"),
-    "cnn": Network(image_cnn, lambda metadata: metadata.is_image, "convolutions for images (H, W, C)"),
+    "cnn": Network(image_cnn, lambda metadata: metadata.is_image, "convolutions for images (H, W, C)", False),
     "wide_deep": Network(
-        table_wide_deep, lambda metadata: metadata.is_table, "tables: dense layers beside a linear part"
+        table_wide_deep, lambda metadata: metadata.is_table, "tables: dense layers beside a linear part", False
     ),
-    "table": Network(table_deep, lambda metadata: metadata.is_table, "tables: dense layers over the columns"),
-    "mlp": Network(dense_mlp, lambda metadata: not metadata.is_table, "dense layers for images and vectors"),
+    "table": Network(table_deep, lambda metadata: metadata.is_table, "tables: dense layers over the columns", False),
+    "mlp": Network(dense_mlp, lambda metadata: not metadata.is_table, "dense layers for images and vectors", False),
     **{
         name: Network(functools.partial(backbones.build, name), backbones.takes, f"photos: {name}, pretrained or not")
         for name in backbones.BACKBONES
