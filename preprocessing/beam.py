@@ -254,8 +254,12 @@ class _WriteTableShard(beam.DoFn):
     def process(self, element, writer: ShardWriter):
         shard, batches = element
         path = self._paths[shard]
-        info = writer(pa.Table.from_batches(list(batches)), path)
-        storage.write_text_atomically(_stats_path(path), json.dumps({"examples": info.examples, "bytes": info.bytes}))
+        rows = pa.Table.from_batches(list(batches))
+        info = writer(rows, path)
+        counted = writer.date_value_counts(rows) if shard[0] == "train" else {}
+        date_values = {name: found.tolist() for name, found in counted.items()}
+        stats = {"examples": info.examples, "bytes": info.bytes, "date_values": date_values}
+        storage.write_text_atomically(_stats_path(path), json.dumps(stats))
 
 
 def build_table_dataset_with_beam(
@@ -313,7 +317,9 @@ def build_table_dataset_with_beam(
         summary = json.loads(file.read())
     storage.remove(summary_path)
     writer = _writer_from_json(summary["writer"], output)
-    written = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
+    collected = {shard: _collect_table_shard(shard_path, writer, plan) for shard, shard_path in paths.items()}
+    written = {shard: info for shard, (info, _) in collected.items()}
+    writer = tables.settle_date_values(writer, [date_values for _, date_values in collected.values()], plan)
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
     labels = Counter(summary["labels"])
     tables.log_read(summary["rows"], len(files), plan, writer.columns)
@@ -361,13 +367,14 @@ def _writer_from_json(raw: dict, output: str) -> ShardWriter:
     return ShardWriter(raw["label"], columns, classes, raw["compression"], raw["per_record"], raw["key"], raw["weight"])
 
 
-def _collect_table_shard(path: str, writer: ShardWriter, plan: tables.TablePlan) -> ShardInfo:
-    """A written shard's size (removing its statistics file), or an empty shard written now:
-    every name of the -of-N set must exist, even one that no row hashed to."""
+def _collect_table_shard(path: str, writer: ShardWriter, plan: tables.TablePlan) -> tuple[ShardInfo, dict]:
+    """A written shard's size and its date columns' counts (removing its statistics file), or an empty shard written
+    now: every name of the -of-N set must exist, even one that no row hashed to."""
     stats_path = _stats_path(path)
     if not storage.exists(stats_path):
-        return writer(plan.bucket_schema.empty_table(), path)
+        return writer(plan.bucket_schema.empty_table(), path), {}
     with storage.open_read(stats_path) as file:
         stats = json.loads(file.read())
     storage.remove(stats_path)
-    return ShardInfo(posixpath.basename(path), stats["examples"], stats["bytes"])
+    date_values = {name: np.array(found, np.int64) for name, found in stats["date_values"].items()}
+    return ShardInfo(posixpath.basename(path), stats["examples"], stats["bytes"]), date_values

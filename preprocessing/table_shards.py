@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from dataformat import tables, text
 from dataformat.schema import LABEL_KEY, ShardInfo
 from dataformat.tfrecord import frame
+from preprocessing.columns.dates import count_values
 from preprocessing.columns.numeric import read_numbers
 from preprocessing.memory import release_memory
 from preprocessing.writer import shard_output
@@ -45,6 +46,18 @@ class ShardWriter:
                     out.write(frame(record))
         release_memory()  # the shard's buffers: memory stays flat
         return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
+
+    def date_value_counts(self, rows: pa.Table) -> dict[str, np.ndarray]:
+        """A training shard's date columns counted by value, label and fold (dates.count_values), by name."""
+        order = rows.column(rows.num_columns - 1).to_numpy()
+        labels = pc.index_in(rows.column(self.label), value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
+        found = {}
+        for column in tables.columns_of(self.columns, tables.DATE):
+            values = rows.column(column.name).combine_chunks()
+            counted = count_values(column, values, labels.astype(np.int64), order, len(self.classes))
+            if counted is not None:
+                found[column.name] = counted
+        return found
 
     def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:
         """The records of the chosen rows, in that order, converted one column at a time."""

@@ -60,6 +60,7 @@ from dataformat.schema import (
 from preprocessing.column_counts import ColumnCount, add_counts, count_column, missing_mask
 from preprocessing.column_kinds import decide_columns, describe, write_vocabularies
 from preprocessing.columns.categorical import CODE_NAME
+from preprocessing.columns.dates import without_values_of_no_signal
 from preprocessing.columns.numeric import NUMBER_DATE_FORMATS, read_numbers
 from preprocessing.memory import release_memory
 from preprocessing.split import file_key, row_hashes, shard_name, stratified_train
@@ -412,6 +413,17 @@ def decide_writer(
     classes = class_names(totals.labels, label_said(plan), plan.options.positive_class)
     check_split(totals, plan)
     return ShardWriter(plan.label, columns, classes, compression, per_record, plan.key, plan.weight)
+
+
+def settle_date_values(writer: ShardWriter, date_values: list[dict], plan: TablePlan) -> ShardWriter:
+    """After pass 2, locally or in Beam: the writer's date columns without the values that tell the label no more
+    than their time does, by the training shards' counts (ShardWriter.date_value_counts), added up. The records hold
+    a date as its text, so a vocabulary left out changes no shard."""
+    totals: dict[str, np.ndarray] = {}
+    for counted in date_values:
+        for name, found in counted.items():
+            totals[name] = totals[name] + found if name in totals else found
+    return replace(writer, columns=without_values_of_no_signal(writer.columns, totals, plan))
 
 
 def with_vocabularies(writer: ShardWriter, output: str) -> ShardWriter:
@@ -971,13 +983,18 @@ def build_table_dataset(
         log_read(totals.rows, len(files), plan, writer.columns)
         paths = shard_paths(plan, output, compression)
 
-        def write(shard: tuple[str, int]) -> ShardInfo:
+        def write(shard: tuple[str, int]) -> tuple[ShardInfo, dict]:
             with ipc.open_file(_bucket(folder, *shard)) as reader:
-                return writer(reader.read_all(), paths[shard])
+                rows = reader.read_all()
+            return writer(rows, paths[shard]), writer.date_value_counts(rows) if shard[0] == "train" else {}
 
         with ThreadPoolExecutor(workers or usable_cores()) as pool:
-            infos = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)
-            written = dict(zip(paths, infos))
+            done = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)
+            written, date_values = {}, []
+            for shard, (info, counted) in zip(paths, done):
+                written[shard] = info
+                date_values.append(counted)
+        writer = settle_date_values(writer, date_values, plan)
     extra = {"seconds": round(time.time() - start, 3), "files": len(files)}
     metadata = table_metadata(plan, writer, written, totals.labels, extra)
     storage.write_text_atomically(storage.join(output, METADATA_FILE), metadata.to_json())

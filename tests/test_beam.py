@@ -105,6 +105,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
     assert [(c.first_day, c.day_count) for c in beam.columns] == [(c.first_day, c.day_count) for c in local.columns]
     assert local.columns[5].day_count == 10  # the timestamp's days, counted in blocks and combined alike
+    assert local.columns[5].vocabulary == ()  # its values, of random labels, checked on the training shards alike
     assert local.columns[4].kind == "text" and local.columns[4].vocabulary_size > 50  # the notes' words, in both
     vocabulary = "note.vocabulary.txt"
     assert (tmp_path / "beam" / vocabulary).read_text() == (tmp_path / "local" / vocabulary).read_text()

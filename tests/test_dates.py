@@ -489,3 +489,28 @@ def test_numbers_in_columns_named_like_times_are_found_to_be_dates(tmp_path, cap
     options = TableOptions(dates=("moment_ms",), numeric=("timestamp",))
     stamp, moment, _, _ = build_table_dataset(str(source), str(tmp_path / "b"), options).columns
     assert (stamp.kind, moment.kind, moment.date_format) == (tables.NUMERIC, tables.DATE, "%s")
+
+
+def test_a_dates_values_are_categories_only_where_they_tell_the_label_beyond_their_time(tmp_path, caplog):
+    """COMPAS's ten dates as categories (a person's custody days, seen 3 or more times each) were memorized: ROC AUC
+    0.841, and 0.869 without them. Flights' hours tell the hour's weather. Each date's values are checked on
+    held-out folds of the training rows against the label shares of their stretch of time."""
+    rng = np.random.default_rng(0)
+    hours = [f"2024-{1 + h // 200:02d}-{1 + h % 200 // 8:02d}T{h % 8 + 8:02d}:00" for h in range(800)]
+    storm = rng.random(len(hours)) < 0.3  # an hour's weather, for every row of that hour
+    rows = []
+    for _ in range(6000):
+        hour = int(rng.integers(len(hours)))
+        day = int(rng.integers(365))  # the custody day: later days recidivate more, the day itself tells nothing
+        late = rng.random() < (0.7 if storm[hour] else 0.15)
+        recid = rng.random() < 0.2 + 0.5 * day / 365
+        custody = (datetime.date(2013, 1, 1) + datetime.timedelta(days=day)).isoformat()
+        rows.append(f"{hours[hour]},{custody},{'yes' if late and recid else 'no' if not late and not recid else 'mid'}")
+    source = write(tmp_path / "t.csv", "time_hour,in_custody,label", rows)
+    with caplog.at_level(logging.INFO):
+        hour, custody = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns
+    assert hour.kind == custody.kind == tables.DATE
+    assert len(hour.vocabulary) > 700  # the hours' weather: kept
+    assert custody.vocabulary == () and custody.hashed == 1.0 and custody.mean > 0  # its date features stay
+    said = [r.getMessage() for r in caplog.records if "left out as categories" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("column 2 ('in_custody'): its 365 dates are left out as categories")
