@@ -257,7 +257,7 @@ class _WriteTableShard(beam.DoFn):
         rows = pa.Table.from_batches(list(batches))
         info = writer(rows, path)
         counted = writer.date_value_counts(rows) if shard[0] == "train" else {}
-        date_values = {name: found.tolist() for name, found in counted.items()}
+        date_values = {name: {kind: found.tolist() for kind, found in kinds.items()} for name, kinds in counted.items()}
         stats = {"examples": info.examples, "bytes": info.bytes, "date_values": date_values}
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))
 
@@ -376,5 +376,8 @@ def _collect_table_shard(path: str, writer: ShardWriter, plan: tables.TablePlan)
     with storage.open_read(stats_path) as file:
         stats = json.loads(file.read())
     storage.remove(stats_path)
-    date_values = {name: np.array(found, np.int64) for name, found in stats["date_values"].items()}
+    date_values = {
+        name: {kind: np.array(found, np.int64) for kind, found in kinds.items()}
+        for name, kinds in stats["date_values"].items()
+    }
     return ShardInfo(posixpath.basename(path), stats["examples"], stats["bytes"]), date_values

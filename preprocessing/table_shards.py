@@ -47,16 +47,14 @@ class ShardWriter:
         release_memory()  # the shard's buffers: memory stays flat
         return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
 
-    def date_value_counts(self, rows: pa.Table) -> dict[str, np.ndarray]:
-        """A training shard's date columns counted by value, label and fold (dates.count_values), by name."""
+    def date_value_counts(self, rows: pa.Table) -> dict[str, dict[str, np.ndarray]]:
+        """A training shard's date columns counted by value or day, label and fold (dates.count_values), by name."""
         order = rows.column(rows.num_columns - 1).to_numpy()
         labels = pc.index_in(rows.column(self.label), value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
         found = {}
         for column in tables.columns_of(self.columns, tables.DATE):
             values = rows.column(column.name).combine_chunks()
-            counted = count_values(column, values, labels.astype(np.int64), order, len(self.classes))
-            if counted is not None:
-                found[column.name] = counted
+            found[column.name] = count_values(column, values, labels.astype(np.int64), order, len(self.classes))
         return found
 
     def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:

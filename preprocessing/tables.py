@@ -419,10 +419,12 @@ def settle_date_values(writer: ShardWriter, date_values: list[dict], plan: Table
     """After pass 2, locally or in Beam: the writer's date columns without the values that tell the label no more
     than their time does, by the training shards' counts (ShardWriter.date_value_counts), added up. The records hold
     a date as its text, so a vocabulary left out changes no shard."""
-    totals: dict[str, np.ndarray] = {}
+    totals: dict[str, dict[str, np.ndarray]] = {}
     for counted in date_values:
-        for name, found in counted.items():
-            totals[name] = totals[name] + found if name in totals else found
+        for name, kinds in counted.items():
+            for kind, found in kinds.items():
+                total = totals.setdefault(name, {})
+                total[kind] = total[kind] + found if kind in total else found
     return replace(writer, columns=without_values_of_no_signal(writer.columns, totals, plan))
 
 

@@ -82,14 +82,16 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     words = np.array([f"word{i}" for i in range(60)] + ["Great!", "<br />", "café", "😀"])
     (tmp_path / "parts").mkdir()
     for part in range(3):
+        days = rng.integers(1, 11, 300)  # a timestamp of 10 days, whose odd days are mostly y: its days are kept
         rows = [
             f"{rng.normal():.4f},{colors[rng.integers(0, 4)]},{'' if rng.random() < 0.1 else rng.integers(0, 9)},"
             f"u{rng.zipf(1.3) % 2000},{' '.join(rng.choice(words, rng.integers(3, 9)))},"  # user: hundreds of values
-            f"2024-05-{rng.integers(1, 11):02d}T{rng.integers(0, 24):02d}:30,"  # a timestamp of 10 days
-            f"{rng.integers(0, 3) / 2},{'yn'[rng.integers(0, 2)] if rng.random() > 0.05 else ''}"  # a weight, the label
-            for _ in range(300)
+            f"2024-05-{day:02d}T{rng.integers(0, 24):02d}:30,2023-{rng.integers(1, 13):02d}-{rng.integers(1, 29):02d},"
+            f"{rng.integers(0, 3) / 2},"  # a weight; the label:
+            f"{'yn'[int(rng.random() < (0.2 if day % 2 else 0.8))] if rng.random() > 0.05 else ''}"
+            for day in days
         ]
-        header = "x,color,count,user,note,when,w,label"
+        header = "x,color,count,user,note,when,seen,w,label"  # seen: random days, whose values are left out
         (tmp_path / "parts" / f"{part}.csv").write_text("\n".join([header, *rows]) + "\n")
     # A vocabulary too small for every user seen thrice: the rest of those hash.
     options = TableOptions(label_column="label", max_categories=20, min_frequency=3, weight="w")
@@ -105,7 +107,7 @@ def test_beam_on_csv_tables_writes_the_local_writers_shards(tmp_path):
     assert local.columns[3].hash_buckets > 0  # the users outside the vocabulary hash, in both
     assert [(c.first_day, c.day_count) for c in beam.columns] == [(c.first_day, c.day_count) for c in local.columns]
     assert local.columns[5].day_count == 10  # the timestamp's days, counted in blocks and combined alike
-    assert local.columns[5].vocabulary == ()  # its values, of random labels, checked on the training shards alike
+    assert local.columns[6].kind == "date" and local.columns[6].vocabulary == ()  # checked on the shards alike
     assert local.columns[4].kind == "text" and local.columns[4].vocabulary_size > 50  # the notes' words, in both
     vocabulary = "note.vocabulary.txt"
     assert (tmp_path / "beam" / vocabulary).read_text() == (tmp_path / "local" / vocabulary).read_text()

@@ -493,8 +493,8 @@ def test_numbers_in_columns_named_like_times_are_found_to_be_dates(tmp_path, cap
 
 def test_a_dates_values_are_categories_only_where_they_tell_the_label_beyond_their_time(tmp_path, caplog):
     """COMPAS's ten dates as categories (a person's custody days, seen 3 or more times each) were memorized: ROC AUC
-    0.841, and 0.869 without them. Flights' hours tell the hour's weather. Each date's values are checked on
-    held-out folds of the training rows against the label shares of their stretch of time."""
+    0.841, and 0.869 without them. Flights' hours tell the hour's weather. Each date's values, and a timestamp's
+    days, are checked on held-out folds of the training rows against the label shares of their stretch of time."""
     rng = np.random.default_rng(0)
     hours = [f"2024-{1 + h // 200:02d}-{1 + h % 200 // 8:02d}T{h % 8 + 8:02d}:00" for h in range(800)]
     storm = rng.random(len(hours)) < 0.3  # an hour's weather, for every row of that hour
@@ -512,5 +512,7 @@ def test_a_dates_values_are_categories_only_where_they_tell_the_label_beyond_the
     assert hour.kind == custody.kind == tables.DATE
     assert len(hour.vocabulary) > 700  # the hours' weather: kept
     assert custody.vocabulary == () and custody.hashed == 1.0 and custody.mean > 0  # its date features stay
-    said = [r.getMessage() for r in caplog.records if "left out as categories" in r.getMessage()]
+    said = [r.getMessage() for r in caplog.records if "dates are left out as categories" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("column 2 ('in_custody'): its 365 dates are left out as categories")
+    # The hours' days, as categories, tell no more than their stretch of time: their hours differ, not their days.
+    assert hour.day_count == 0 and "column 1 ('time_hour'): its 116 days are left out as categories" in caplog.text

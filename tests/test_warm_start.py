@@ -32,7 +32,9 @@ def table(
     rows = []
     for row in review_rows(400, seed):
         named = dict(zip(("channel", "review", "price", "label"), row), city=str(rng.choice(cities)))
-        named["seen"] = f"{np.datetime64('2024-01-01') + int(rng.choice(days))} 08:30"
+        # A day's parity follows the label, mostly: its days carry more than their time, and stay categories.
+        parity = (named["label"] == "pos") == (rng.random() < 0.8)
+        named["seen"] = f"{np.datetime64('2024-01-01') + int(rng.choice(days[parity::2]))} 08:30"
         named["label"] = label(named["label"])
         rows.append([named[name] for name in header])
     source = write_csv(folder.parent / f"{folder.name}.csv", rows, header=header)

@@ -45,6 +45,9 @@ MOST_DAYS, ROWS_A_DAY = 4000, 10
 # stretch's shares do. Flights' hours did (+0.045 nats a row: an hour's weather); COMPAS's ten dates did not (-0.005
 # to -0.02: a person's custody days, which the network memorized: ROC AUC 0.841 with them, 0.869 without).
 VALUE_FOLDS, TIME_STRETCHES, SHRINK_ROWS = 5, 20, 10.0
+# A stretch spans at least this many values (or days) seen in training, so that a few dates' effects of their own (a
+# survey's waves, ten days of different weather) are checked against a coarser time, not against themselves.
+VALUES_A_STRETCH = 10
 MOST_VALUE_COUNTS = 4_000_000  # values x classes x folds a column's check counts at most: past that, values are kept
 
 
@@ -217,24 +220,35 @@ def date_spelling(count: ColumnCount) -> str:
     return "".join(few_spellings(count.date_spellings, count.not_dates, count.present, 1))
 
 
-def count_values(column: tables.Column, values: pa.Array, labels: np.ndarray, order: np.ndarray, classes: int):
-    """A date column's training rows counted by their value's place in its vocabulary, their label's index and
-    their fold (of VALUE_FOLDS, by each row's order hash): [values, classes, folds]. None where the column keeps
-    no values, or too many to count (MOST_VALUE_COUNTS)."""
-    size = len(column.vocabulary) * classes * VALUE_FOLDS
-    if not column.vocabulary or size > MOST_VALUE_COUNTS:
-        return None
-    keys = dates.keys_of(dates.fields_arrow(values, column.date_format), values)  # as the vocabulary counted them
-    index = pc.fill_null(pc.index_in(keys, value_set=pa.array(column.vocabulary)), -1).to_numpy(zero_copy_only=False)
-    kept = index >= 0
-    cells = (index[kept] * classes + labels[kept]) * VALUE_FOLDS + (order[kept] % VALUE_FOLDS).astype(np.int64)
-    return np.bincount(cells, minlength=size).reshape(len(column.vocabulary), classes, VALUE_FOLDS)
+def count_values(column: tables.Column, values: pa.Array, labels: np.ndarray, order: np.ndarray, classes: int) -> dict:
+    """A date column's training rows counted by their label's index, their fold (of VALUE_FOLDS, by each row's order
+    hash) and: their value's place in its vocabulary ("values"), their day's in its days ("days"), where it has
+    them: each [places, classes, folds], none of more than MOST_VALUE_COUNTS cells."""
+    fields = dates.fields_arrow(values, column.date_format)
+    folds = (order % VALUE_FOLDS).astype(np.int64)
+    places = {}
+    if column.vocabulary:
+        keys = dates.keys_of(fields, values)  # as the vocabulary counted them
+        found = pc.index_in(keys, value_set=pa.array(column.vocabulary, pa.string()))
+        places["values"] = (pc.fill_null(found, -1).to_numpy(zero_copy_only=False), len(column.vocabulary))
+    if column.day_count:
+        with np.errstate(invalid="ignore"):
+            day = np.floor(dates.days(fields)) - column.first_day  # as dates.day_index places it
+            inside = (day >= 0) & (day < column.day_count)  # NaN compares false
+        places["days"] = (np.where(inside, day, -1).astype(np.int64), column.day_count)
+    counted = {}
+    for kind, (place, size) in places.items():
+        if size * classes * VALUE_FOLDS <= MOST_VALUE_COUNTS:
+            kept = place >= 0
+            cells = (place[kept] * classes + labels[kept]) * VALUE_FOLDS + folds[kept]
+            counted[kind] = np.bincount(cells, minlength=size * classes * VALUE_FOLDS).reshape(size, classes, -1)
+    return counted
 
 
-def value_gain(column: tables.Column, counts: np.ndarray) -> float:
-    """How much better, in nats a held-out row, a date's values predict the label than their stretch of time does
-    (see VALUE_FOLDS): the log loss of the stretches' label shares less that of the values' shrunk toward them."""
-    stretch = _time_stretches(column, counts.sum(axis=(1, 2)))
+def value_gain(counts: np.ndarray, stretch: np.ndarray) -> float:
+    """How much better, in nats a held-out row, a date's values (or days) predict the label than their stretch of
+    time does (see VALUE_FOLDS): the log loss of the stretches' label shares less that of the values' shrunk toward
+    them. `stretch`: each value's, from 0 to TIME_STRETCHES (a word's)."""
     totals = counts.sum(axis=2)  # [values, classes]
     stretch_loss = value_loss = 0.0
     for fold in range(VALUE_FOLDS):
@@ -252,14 +266,15 @@ def value_gain(column: tables.Column, counts: np.ndarray) -> float:
     return (stretch_loss - value_loss) / rows if rows else 0.0
 
 
-def _time_stretches(column: tables.Column, rows: np.ndarray) -> np.ndarray:
-    """Each vocabulary value's stretch of time: the values in time order cut into TIME_STRETCHES runs of like
-    training rows; a value that is no date (a missing date's word) is a stretch of its own, the last."""
-    days = _days(column.vocabulary)
+def _stretches(days: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each value's stretch of time: the values in time order (`days`) cut into runs of like training `rows`,
+    TIME_STRETCHES of them or fewer (VALUES_A_STRETCH); a value that is no date (NaN: a missing date's word) is a
+    stretch of its own, the last."""
+    count = max(1, min(TIME_STRETCHES, int(np.count_nonzero(rows[~np.isnan(days)])) // VALUES_A_STRETCH))
     order = np.argsort(np.where(np.isnan(days), np.inf, days), kind="stable")
     ranked = np.cumsum(rows[order]) - rows[order]  # the training rows before each value, in time order
     stretch = np.empty(len(order), np.int64)
-    stretch[order] = np.minimum(ranked * TIME_STRETCHES // max(int(rows.sum()), 1), TIME_STRETCHES - 1)
+    stretch[order] = np.minimum(ranked * count // max(int(rows.sum()), 1), count - 1)
     return np.where(np.isnan(days), TIME_STRETCHES, stretch)
 
 
@@ -269,22 +284,37 @@ def _days(keys: tuple[str, ...]) -> np.ndarray:
 
 
 def without_values_of_no_signal(columns: tuple[tables.Column, ...], counts: dict, plan: TablePlan) -> tuple:
-    """The columns, less the dates in the vocabulary of each date column whose values tell the label no more than
-    their time does (value_gain at or below 0), with a line saying so: its date features stay, and so does a word
-    beside its dates ("present"), a category of its own."""
+    """The columns, each date column less the categories that tell the label no more than their time does
+    (value_gain at or below 0), with a line saying so: the dates of its vocabulary (a word beside them, "present",
+    stays a category of its own), and its days as categories. Its date features stay."""
     kept = []
     for column in columns:
-        found = counts.get(column.name)
-        gain = value_gain(column, found) if found is not None else 1.0
-        if gain <= 0:
-            words = np.isnan(_days(column.vocabulary))
-            log.info("column %s: its %d dates are left out as categories: on held-out training rows they tell the "
-                     "label no better than their stretch of time (%+.4f nats a row); its date features stay",
-                     plan.position(column.name), int(np.count_nonzero(~words)), gain)  # fmt: skip
-            # The share of its present training rows outside the vocabulary, now only its words' rows inside it.
-            present = found.sum() / max(1.0 - column.hashed, 1e-9)
-            hashed = round(1.0 - found[words].sum() / present, 4)
-            vocabulary = tuple(value for value, word in zip(column.vocabulary, words) if word)
-            column = replace(column, vocabulary=vocabulary, hash_buckets=0, hashed=hashed)
+        found = counts.get(column.name, {})
+        if "values" in found:
+            column = _without_dates_of_no_signal(column, found["values"], plan)
+        if "days" in found:
+            days = found["days"]
+            gain = value_gain(days, _stretches(np.arange(len(days), dtype=float), days.sum(axis=(1, 2))))
+            if gain <= 0:
+                log.info("column %s: its %d days are left out as categories: on held-out training rows they tell the "
+                         "label no better than their stretch of time (%+.4f nats a row)",
+                         plan.position(column.name), column.day_count, gain)  # fmt: skip
+                column = replace(column, first_day=0, day_count=0)
         kept.append(column)
     return tuple(kept)
+
+
+def _without_dates_of_no_signal(column: tables.Column, counts: np.ndarray, plan: TablePlan) -> tables.Column:
+    days = _days(column.vocabulary)
+    gain = value_gain(counts, _stretches(days, counts.sum(axis=(1, 2))))
+    if gain > 0:
+        return column
+    words = np.isnan(days)
+    log.info("column %s: its %d dates are left out as categories: on held-out training rows they tell the label no "
+             "better than their stretch of time (%+.4f nats a row); its date features stay",
+             plan.position(column.name), int(np.count_nonzero(~words)), gain)  # fmt: skip
+    # The share of its present training rows outside the vocabulary, now only its words' rows inside it.
+    present = counts.sum() / max(1.0 - column.hashed, 1e-9)
+    hashed = round(1.0 - counts[words].sum() / present, 4)
+    vocabulary = tuple(value for value, word in zip(column.vocabulary, words) if word)
+    return replace(column, vocabulary=vocabulary, hash_buckets=0, hashed=hashed)
