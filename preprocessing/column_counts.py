@@ -77,6 +77,10 @@ class ColumnCount:
     last_day: float = -math.inf
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
     text: bool = False  # whether its values are counted as text: `frequent` then counts their words
+    # text: its training rows' whole values, counted while blocks show them repeated (a column of names, read as
+    # text by its first values, may be categories: see text.repeats); `whole_values_left` once a block did not
+    whole_values: FrequentValues = field(default_factory=FrequentValues)
+    whole_values_left: bool = False
     zero_led: bool = False  # whether its integers are codes written with leading zeros (ZERO_LED_SHARE)
     steps: int = 0  # pairs of consecutive numbers within a block, in file order
     rising: int = 0  # those whose second is the greater (RISING_SHARE)
@@ -128,6 +132,8 @@ def add_counts(total: ColumnCount, more: ColumnCount) -> None:
     total.first_day, total.last_day = min(total.first_day, more.first_day), max(total.last_day, more.last_day)
     total.sample = _lowest(total.sample, more.sample)
     total.text = total.text or more.text
+    total.whole_values.merge(more.whole_values)
+    total.whole_values_left = total.whole_values_left or more.whole_values_left
     total.zero_led = total.zero_led or more.zero_led
     total.steps += more.steps
     total.rising += more.rising
@@ -193,8 +199,10 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     missing = missing_mask(values)
     present = ~missing
     nulled = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
-    if is_text or earlier.text:
-        return count_text(_new_count(missing, present, train), values, train, present, options, where), nulled
+    if is_text or earlier.text:  # whole values counted only where the values decide, until a block is free text
+        whole = not is_text and not earlier.whole_values_left
+        counted = count_text(_new_count(missing, present, train), values, train, present, options, where, whole)
+        return counted, nulled
     counts = _new_count(missing, present, train)
     # Numbers are no longer looked for where the values decide and the block before held too many other spellings;
     # a column that a flag names numeric or dates is read for its numbers to the end.
@@ -227,7 +235,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
         date_format = find_date_format(values.filter(pa.array(present)), date_formats, forced_date)
     first_text = bad.any() and is_text is None and not earlier.text_tried and not date_format
     if first_text and looks_like_text(values.filter(pa.array(bad))):
-        return count_text(_new_count(missing, present, train), values, train, present, options, where), nulled
+        return count_text(_new_count(missing, present, train), values, train, present, options, where, True), nulled
     if finite.any():
         counts.sample = _lowest((), (where[2][finite & train], numbers[finite & train]))
     kept = numbers[finite & train]

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import logging
 import shlex
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dataformat import dates, storage, tables
 from dataformat.errors import UserError, quoted
 from dataformat.text import CHARS_A_TOKEN
 from preprocessing.column_counts import ColumnCount
-from preprocessing.columns.categorical import CODE_NAME, categorical_column
+from preprocessing.columns.categorical import CODE_NAME, MOSTLY_RARE, categorical_column
+from preprocessing.columns.categorical import MIN_FREQUENCY as MIN_CATEGORY_FREQUENCY
 from preprocessing.columns.dates import check_date_format, date_column, is_mostly_dates, warn_of_dates
 from preprocessing.columns.numeric import (
     FLAGGED_SHARE,
@@ -24,7 +26,7 @@ from preprocessing.columns.numeric import (
     numeric_column,
 )
 from preprocessing.columns.text import MIN_FREQUENCY as MIN_WORD_FREQUENCY
-from preprocessing.columns.text import check_text_flags, text_column
+from preprocessing.columns.text import check_text_flags, repeats, text_column
 from preprocessing.table_files import WORKBOOK
 
 if TYPE_CHECKING:
@@ -105,7 +107,7 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
     if name in options.categorical:
         return categorical_column(name, count, plan)
     if count.text:
-        return text_column(name, count, plan)
+        return _text_or_categories(name, count, plan)
     if name in options.dates or mostly_dates and name not in options.numeric:
         return date_column(name, count, plan)
     if not (count.counted and mostly_numbers):
@@ -128,6 +130,24 @@ def _decide(name: str, count: ColumnCount, plan: TablePlan, mostly_numbers: bool
         )
         return categorical_column(name, count, plan)
     return numeric_column(name, count, plan)
+
+
+def _text_or_categories(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column:
+    """A column its first values showed as text: categories where most of its training rows hold a value that a
+    category's vocabulary keeps (names of places or businesses, each of many rows), else text."""
+    least = plan.options.min_frequency or MIN_CATEGORY_FREQUENCY
+    share = repeats(count, least)
+    if share < 1 - MOSTLY_RARE:
+        return text_column(name, count, plan)
+    log.info(
+        "column %s: %.0f%% of its training rows hold a value seen %d times or more (names?): read as categories; "
+        "pass --text-columns %s to learn from its words instead",
+        plan.position(name),
+        100 * share,
+        least,
+        shlex.quote(name),
+    )
+    return categorical_column(name, replace(count, frequent=count.whole_values, text=False), plan)
 
 
 def write_vocabularies(output: str, columns: tuple[tables.Column, ...]) -> tuple[tables.Column, ...]:

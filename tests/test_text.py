@@ -256,6 +256,28 @@ def test_columns_of_short_repeated_phrases_stay_categories_and_flags_decide(tmp_
         build(tmp_path, source, "both", text=("city",), categorical=("city",))
 
 
+def test_a_column_of_names_that_repeat_is_categories_though_its_first_values_look_like_text(tmp_path, caplog):
+    """causaldata's restaurants: 1,618 business names of 17 rows each, a year's inspections after another's, so its
+    first values were each name once, and it was read as text: accuracy 0.908, ROC AUC 0.914; as categories 0.934
+    and 0.954. Where most training rows hold a value seen 10 times or more, it is categories; reviews stay text."""
+    rng = np.random.default_rng(0)
+    names = [
+        f"{rng.choice(['Golden', 'Blue', 'Happy'])} {rng.choice(['Dragon', 'Garden'])} Cafe {i}" for i in range(600)
+    ]
+    dirty = rng.random(len(names)) < 0.3  # a business's own inspections, whatever its name's words
+    rows = [[name, str(year), "low" if (rng.random() < 0.8) == dirty[i] else "ok"] for year in range(20)
+            for i, name in enumerate(names)]  # fmt: skip
+    source = write_csv(tmp_path / "t.csv", rows, header=("business_name", "year", "label"))
+    with caplog.at_level(logging.INFO):
+        name = build(tmp_path, source).columns[0]
+    assert name.kind == tables.CATEGORICAL and len(name.vocabulary) == 600
+    assert (
+        "column 1 ('business_name'): 100% of its training rows hold a value seen 10 times or more (names?): read "
+        in (caplog.text)
+    )
+    assert build(tmp_path, source, "forced", text=("business_name",)).columns[0].kind == tables.TEXT
+
+
 def test_a_text_flag_on_a_table_without_text_is_refused_naming_it(tmp_path):
     """--bigram-buckets, --max-tokens and --max-length on a table of no text column were ignored silently."""
     rows = [[channel, "1", label] for channel, _, _, label in review_rows(60)]

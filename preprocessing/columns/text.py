@@ -27,6 +27,11 @@ MIN_FREQUENCY = 2
 TEXT_SAMPLE = 1000  # values of a column's first block that tell whether it is free text
 LARGE_TEXT = 2**20  # a text of this many bytes or more is named in a warning
 TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of mostly such, mostly distinct, is text
+# ... as its first values tell; but a column whose values repeat (causaldata's restaurants: 1,618 business names, 17
+# rows each) is categories, where the most of its training rows hold a value that a category's vocabulary keeps:
+# as text, those names gave accuracy 0.908 and ROC AUC 0.914; as categories, 0.934 and 0.954. Its whole values are
+# counted while a block's are at most REPEATED_SHARE distinct.
+REPEATED_SHARE = 0.5
 # Bigrams only for large texts: on rotten tomatoes' reviews (266,000 training words) hashed bigrams cost 1.7
 # points of accuracy (noise of rare pairs); fastText's paper reports their gains on sets of millions of words.
 BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets bigram buckets by default
@@ -61,6 +66,26 @@ def looks_like_text(values: pa.Array) -> bool:
     return np.count_nonzero(words >= TEXT_WORDS) >= len(sample) / 2 and distinct >= len(sample) / 2
 
 
+def _count_whole_values(counts: ColumnCount, kept: pa.Array) -> None:
+    """A block's training values counted whole, unless most are distinct (free text: reviews, whose whole values
+    are left from then on, so that the summary holds no long texts)."""
+    found = pc.value_counts(kept)
+    counts.distinct, counts.distinct_of = len(found), len(kept)
+    if len(found) > REPEATED_SHARE * len(kept):
+        counts.whole_values_left = True
+    else:
+        counts.whole_values.add(found.field("values"), found.field("counts").to_numpy())
+
+
+def repeats(count: ColumnCount, least: int) -> float:
+    """The share of a text column's training rows whose whole value was seen `least` times or more in training: 0
+    where its values went uncounted (free text)."""
+    if count.whole_values_left or not count.texts:
+        return 0.0
+    _, frequencies = count.whole_values.most_frequent()
+    return float(frequencies[frequencies >= least].sum()) / count.texts
+
+
 def _text_named(path: str, line: int) -> str:
     """Where a text is: its file in a folder of texts (--source text, a file a row), else its table's line."""
     from preprocessing.table_files import text_files
@@ -71,12 +96,18 @@ def _text_named(path: str, line: int) -> str:
 
 
 def count_text(
-    counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, options: TableOptions, where
+    counts: ColumnCount,
+    values: pa.Array,
+    train: np.ndarray,
+    present: np.ndarray,
+    options: TableOptions,
+    where,
+    whole: bool,
 ) -> ColumnCount:
     """A block of a text column counted into `counts` (of its missing and present values): its training rows'
     words (text.words, as the records will hold them), how many, the rows cut at --max-length words (or its
-    characters) and the longest row's. A text of LARGE_TEXT bytes or more is named in a warning (its file and
-    line), since only its first characters are read."""
+    characters) and the longest row's; where `whole`, its whole values too (_count_whole_values). A text of
+    LARGE_TEXT bytes or more is named in a warning (its file and line), since only its first characters are read."""
     import tensorflow as tf  # only for text: TensorFlow's own ops tokenize, here as in the serving graph
 
     large = np.flatnonzero(pc.binary_length(values).to_numpy(zero_copy_only=False) >= LARGE_TEXT)
@@ -91,6 +122,10 @@ def count_text(
         )
     counts.text = counts.text_tried = True
     counts.frequent = FrequentValues(max(frequent.CAPACITY, 2 * options.max_tokens))
+    if whole:
+        _count_whole_values(counts, values.filter(pa.array(present & train)))
+    else:
+        counts.whole_values_left = True
     kept = values.filter(pa.array(present & train)).to_numpy(zero_copy_only=False)
     if not len(kept):
         return counts
