@@ -75,7 +75,11 @@ class Config:
     )
     eval_steps: Optional[int] = _option(None, "evaluation batches (default: every evaluation example, once)")
     eval_batch_size: int = _option(256, "examples per evaluation batch")
-    seed: int = _option(0, "seed for weights, dropout and shuffling")
+    seed: int = _option(
+        0,
+        "seed for weights, dropout and shuffling (the reader threads still interleave the rows in their own "
+        "order, so the figures of two runs differ a little)",
+    )
     # Model.
     model: str = _option(
         "auto",
@@ -439,7 +443,8 @@ def save(config: Config, folder: str) -> str:
     tf.io.gfile.makedirs(folder)
     with tf.io.gfile.GFile(path, "w") as file:
         file.write(f"# The settings of this run (null: the default for its data); repeat it with --config {path} "
-                   "--job-dir NEW_DIR (in this job dir it resumes)\n")  # fmt: skip
+                   "--job-dir NEW_DIR (in this job dir it resumes; reader threads interleave rows in their own order, "
+                   "so its figures differ a little)\n")  # fmt: skip
         file.write(yaml.safe_dump(settings, sort_keys=False))
     return path
 
