@@ -98,7 +98,7 @@ def write_census_csv(path: str, rows: int, seed: int = 0) -> int:
 MEASURE = """
 import json, resource, subprocess, sys, time
 
-with open(sys.argv[1], "wb") as log:
+with open(sys.argv[1], "ab") as log:  # after the folder's earlier children: preprocessing's warnings stay
     start = time.perf_counter()
     code = subprocess.run(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT).returncode
     seconds = time.perf_counter() - start
@@ -108,7 +108,7 @@ print(json.dumps({"code": code, "seconds": seconds, "peak_kib": peak}))
 
 
 def run_child(command: list[str], log_path: str) -> tuple[float, int]:
-    """(wall seconds, peak RSS in bytes) of one child process; its output goes to `log_path`."""
+    """(wall seconds, peak RSS in bytes) of one child process; its output is added to `log_path`."""
     done = subprocess.run([sys.executable, "-c", MEASURE, log_path, *command], cwd=ROOT, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"the measuring wrapper failed:\n{done.stderr[-3000:]}")
