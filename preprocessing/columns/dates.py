@@ -48,7 +48,9 @@ VALUE_FOLDS, TIME_STRETCHES, SHRINK_ROWS = 5, 20, 10.0
 # A stretch spans at least this many values (or days) seen in training, so that a few dates' effects of their own (a
 # survey's waves, ten days of different weather) are checked against a coarser time, not against themselves.
 VALUES_A_STRETCH = 10
-MOST_VALUE_COUNTS = 4_000_000  # values x classes x folds a column's check counts at most: past that, values are kept
+# Values (or days) x classes x folds that a column's check counts at most (8 MB a shard being written): past that,
+# as for 10,000 values of more than 20 classes, its values are kept unchecked.
+MOST_VALUE_COUNTS = 1_000_000
 
 
 def find_date_format(values: pa.Array, formats: tuple[str, ...], flagged: bool) -> str:
