@@ -78,7 +78,8 @@ class ColumnCount:
     sample: tuple = ()  # (hashes, numbers): the training numbers of the QUANTILE_SAMPLE lowest row hashes
     text: bool = False  # whether its values are counted as text: `frequent` then counts their words
     # text: its training rows' whole values, counted while blocks show them repeated (a column of names, read as
-    # text by its first values, may be categories: see text.repeats); `whole_values_left` once a block did not
+    # text by its first values, may be categories: see text.repeats); `whole_values_left` once a block showed them
+    # mostly distinct, as free text's are
     whole_values: FrequentValues = field(default_factory=FrequentValues)
     whole_values_left: bool = False
     zero_led: bool = False  # whether its integers are codes written with leading zeros (ZERO_LED_SHARE)

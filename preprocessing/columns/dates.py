@@ -308,10 +308,12 @@ def without_values_of_no_signal(columns: tuple[tables.Column, ...], counts: dict
 
 def _without_dates_of_no_signal(column: tables.Column, counts: np.ndarray, plan: TablePlan) -> tables.Column:
     days = _days(column.vocabulary)
+    words = np.isnan(days)
+    if words.all():  # only a missing date's word: a category of its own, nothing to check
+        return column
     gain = value_gain(counts, _stretches(days, counts.sum(axis=(1, 2))))
     if gain > 0:
         return column
-    words = np.isnan(days)
     log.info("column %s: its %d dates are left out as categories: on held-out training rows they tell the label no "
              "better than their stretch of time (%+.4f nats a row); its date features stay",
              plan.position(column.name), int(np.count_nonzero(~words)), gain)  # fmt: skip

@@ -32,6 +32,7 @@ TEXT_WORDS = 3  # a value of at least this many words is text-like; a column of 
 # as text, those names gave accuracy 0.908 and ROC AUC 0.914; as categories, 0.934 and 0.954. Its whole values are
 # counted while a block's are at most REPEATED_SHARE distinct.
 REPEATED_SHARE = 0.5
+DISTINCT_TOLD = 100  # ... in a block of at least this many training values (a file's last few rows tell nothing)
 # Bigrams only for large texts: on rotten tomatoes' reviews (266,000 training words) hashed bigrams cost 1.7
 # points of accuracy (noise of rare pairs); fastText's paper reports their gains on sets of millions of words.
 BIGRAMS_FROM_WORDS = 5_000_000  # training words from which a text column gets bigram buckets by default
@@ -71,7 +72,7 @@ def _count_whole_values(counts: ColumnCount, kept: pa.Array) -> None:
     are left from then on, so that the summary holds no long texts)."""
     found = pc.value_counts(kept)
     counts.distinct, counts.distinct_of = len(found), len(kept)
-    if len(found) > REPEATED_SHARE * len(kept):
+    if len(kept) >= DISTINCT_TOLD and len(found) > REPEATED_SHARE * len(kept):
         counts.whole_values_left = True
     else:
         counts.whole_values.add(found.field("values"), found.field("counts").to_numpy())
