@@ -988,7 +988,8 @@ def build_table_dataset(
         def write(shard: tuple[str, int]) -> tuple[ShardInfo, dict]:
             with ipc.open_file(_bucket(folder, *shard)) as reader:
                 rows = reader.read_all()
-            return writer(rows, paths[shard]), writer.date_value_counts(rows) if shard[0] == "train" else {}
+                counted = writer.date_value_counts(rows) if shard[0] == "train" else {}
+                return writer(rows, paths[shard]), counted
 
         with ThreadPoolExecutor(workers or usable_cores()) as pool:
             done = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)
