@@ -254,9 +254,7 @@ class _WriteTableShard(beam.DoFn):
     def process(self, element, writer: ShardWriter):
         shard, batches = element
         path = self._paths[shard]
-        rows = pa.Table.from_batches(list(batches))
-        info = writer(rows, path)
-        counted = writer.date_value_counts(rows) if shard[0] == "train" else {}
+        info, counted = writer.write_and_count(pa.Table.from_batches(list(batches)), path, shard[0])
         date_values = {name: {kind: found.tolist() for kind, found in kinds.items()} for name, kinds in counted.items()}
         stats = {"examples": info.examples, "bytes": info.bytes, "date_values": date_values}
         storage.write_text_atomically(_stats_path(path), json.dumps(stats))

@@ -47,15 +47,21 @@ class ShardWriter:
         release_memory()  # the shard's buffers: memory stays flat
         return ShardInfo(posixpath.basename(path), rows.num_rows, counted.bytes)
 
-    def date_value_counts(self, rows: pa.Table) -> dict[str, dict[str, np.ndarray]]:
-        """A training shard's date columns counted by value or day, label and fold (dates.count_values), by name."""
-        order = rows.column(rows.num_columns - 1).to_numpy()
-        labels = pc.index_in(rows.column(self.label), value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
+    def write_and_count(self, rows: pa.Table, path: str, split: str) -> tuple[ShardInfo, dict]:
+        """The shard written (see __call__), and a training shard's date columns counted by value or day, label and
+        fold (dates.count_values), by name: what settles which date values stay categories (settle_date_values)."""
         found = {}
-        for column in tables.columns_of(self.columns, tables.DATE):
-            values = rows.column(column.name).combine_chunks()
-            found[column.name] = count_values(column, values, labels.astype(np.int64), order, len(self.classes))
-        return found
+        if split == "train":
+            order = rows.column(rows.num_columns - 1).to_numpy()
+            labels = self._label_indices(rows.column(self.label))
+            for column in tables.columns_of(self.columns, tables.DATE):
+                values = rows.column(column.name).combine_chunks()
+                found[column.name] = count_values(column, values, labels, order, len(self.classes))
+        return self(rows, path), found
+
+    def _label_indices(self, labels: pa.Array) -> np.ndarray:
+        """Each row's label as its class's index."""
+        return pc.index_in(labels, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False).astype(np.int64)
 
     def _records(self, rows: pa.Table, chosen: pa.Array) -> Iterator[bytes]:
         """The records of the chosen rows, in that order, converted one column at a time."""
@@ -77,9 +83,7 @@ class ShardWriter:
         if self.key:
             keys = rows.column(self.key).take(chosen).combine_chunks()
             strings[self.key] = _arrow_layout(pc.cast(pc.fill_null(keys, ""), pa.large_string()))
-        label_values = rows.column(self.label).take(chosen)
-        labels = pc.index_in(label_values, value_set=pa.array(self.classes)).to_numpy(zero_copy_only=False)
-        labels = labels.astype(np.int64)
+        labels = self._label_indices(rows.column(self.label).take(chosen))
         return tables.encode_table_records(block, floats, strings, words, labels, self.per_record, LABEL_KEY)
 
 

@@ -417,7 +417,7 @@ def decide_writer(
 
 def settle_date_values(writer: ShardWriter, date_values: list[dict], plan: TablePlan) -> ShardWriter:
     """After pass 2, locally or in Beam: the writer's date columns without the values that tell the label no more
-    than their time does, by the training shards' counts (ShardWriter.date_value_counts), added up. The records hold
+    than their time does, by the training shards' counts (ShardWriter.write_and_count), added up. The records hold
     a date as its text, so a vocabulary left out changes no shard."""
     totals: dict[str, dict[str, np.ndarray]] = {}
     for counted in date_values:
@@ -987,9 +987,7 @@ def build_table_dataset(
 
         def write(shard: tuple[str, int]) -> tuple[ShardInfo, dict]:
             with ipc.open_file(_bucket(folder, *shard)) as reader:
-                rows = reader.read_all()
-                counted = writer.date_value_counts(rows) if shard[0] == "train" else {}
-                return writer(rows, paths[shard]), counted
+                return writer.write_and_count(reader.read_all(), paths[shard], shard[0])
 
         with ThreadPoolExecutor(workers or usable_cores()) as pool:
             done = tqdm(pool.map(write, paths), total=len(paths), unit="shard", desc="writing", disable=None)

@@ -226,6 +226,8 @@ def count_values(column: tables.Column, values: pa.Array, labels: np.ndarray, or
     """A date column's training rows counted by their label's index, their fold (of VALUE_FOLDS, by each row's order
     hash) and: their value's place in its vocabulary ("values"), their day's in its days ("days"), where it has
     them: each [places, classes, folds], none of more than MOST_VALUE_COUNTS cells."""
+    if not column.vocabulary and not column.day_count:  # nothing to check: its values are not read
+        return {}
     fields = dates.fields_arrow(values, column.date_format)
     folds = (order % VALUE_FOLDS).astype(np.int64)
     places = {}

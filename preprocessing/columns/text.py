@@ -123,11 +123,12 @@ def count_text(
         )
     counts.text = counts.text_tried = True
     counts.frequent = FrequentValues(max(frequent.CAPACITY, 2 * options.max_tokens))
+    training = values.filter(pa.array(present & train))
     if whole:
-        _count_whole_values(counts, values.filter(pa.array(present & train)))
+        _count_whole_values(counts, training)
     else:
         counts.whole_values_left = True
-    kept = values.filter(pa.array(present & train)).to_numpy(zero_copy_only=False)
+    kept = training.to_numpy(zero_copy_only=False)
     if not len(kept):
         return counts
     found = text.words(tf.constant(kept, tf.string), options.max_length + 1)  # one more, to see which are cut
