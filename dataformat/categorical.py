@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dataformat import dates
 from dataformat.missing import is_missing_stripped
 
 if TYPE_CHECKING:
@@ -42,9 +41,10 @@ def _vocabularies_lookup(columns: list[Column]) -> tf.lookup.StaticHashTable:
 
 
 def category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf.Tensor:
-    """Categorical and date columns' strings to their value's indices (see the module's docstring), [n, k]
-    float32, as one block: one lookup in one table keyed by column and value, missing values found at once,
-    the values outside a vocabulary hashed once for each count of buckets. (An op a column made a table of
+    """Categorical and date columns' strings (a date whose vocabulary holds ISO 8601 keys: as dates.keys_tf
+    writes them, as to_vector gives them) to their value's indices (see the module's docstring), [n, k] float32,
+    as one block: one lookup in one table keyed by column and value, missing values found at once, the values
+    outside a vocabulary hashed once for each count of buckets. (An op a column made a table of
     500 categorical columns read 48 batches a second on 2 cores.)"""
     import tensorflow as tf
 
@@ -65,12 +65,10 @@ def category_indices(values: dict[str, tf.Tensor], columns: list[Column]) -> tf.
 def _as_counted(strings: tf.Tensor, column: Column) -> tf.Tensor:
     """A categorical or date column's values spelt as preprocessing counted them (preprocessing/columns/, its
     categorical_column and date_column): in a column of integer codes, whole numbers written as fractions (12.0) as
-    integers (12); in a column of true and false, any case (True, TRUE) as lower case; a date as ISO 8601
-    (dates.keys_tf). Other columns' values as they are."""
+    integers (12); in a column of true and false, any case (True, TRUE) as lower case. Other columns' values as
+    they are."""
     import tensorflow as tf
 
-    if column.iso_keys:
-        return dates.keys_tf(strings, column.date_format, column.timed)
     if column.integer_codes:
         return tf.strings.regex_replace(tf.strings.strip(strings), WHOLE_FRACTION, r"\1")
     if column.booleans:

@@ -464,15 +464,15 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     numeric = columns_of(columns, NUMERIC)
     parts = [numeric_block(values, numeric)] if numeric else []
     places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
+    dated = columns_of(columns, DATE)
+    date_features, date_keys = dates.columns_tf(values, dated) if dated else ({}, {})
     indexed = [(column, start) for column, start in zip(columns, starts) if column.category_slot is not None]
-    if indexed:
-        parts.append(category_indices(values, [column for column, _ in indexed]))
+    if indexed:  # a date's value as its vocabulary holds it
+        parts.append(category_indices({**values, **date_keys}, [column for column, _ in indexed]))
         places += [start + column.category_slot for column, start in indexed]
     for column, start in zip(columns, starts):
         if column.kind == DATE:  # its features, then a timestamp's day's index (its value's index: above)
-            strings = tf.strings.strip(values[column.name])
-            found = dates.features_tf(strings, column.date_format, column.first_day, column.day_count, column.timed)
-            parts.append(found)
+            parts.append(date_features[column.name])
             places += [start + j for j in range(column.width) if j != column.category_slot]
         elif column.kind == TEXT:
             parts.append(text.word_ids(values[column.name], column))
