@@ -451,11 +451,12 @@ def columns_tf(values: dict[str, tf.Tensor], columns: list) -> tuple[dict[str, t
         rows = tf.shape(strings)[0]
         flat = tf.reshape(strings, [-1])  # row by row: row i's value of column j is at i * k + j
         fields = fields_tf(flat, date_format, timed)
-        first_day, day_count = 0, 0
+        first_day, day_count, width = 0, 0, DATE_FEATURES
         if any(column.day_count for column in group):  # each value gets its own column's span of days
             first_day = tf.tile(tf.constant([column.first_day for column in group], tf.int64), [rows])
             day_count = tf.tile(tf.constant([column.day_count for column in group], tf.int64), [rows])
-        found = tf.reshape(features_of_fields_tf(fields, first_day, day_count), [rows, len(group), -1])
+            width += 1
+        found = tf.reshape(features_of_fields_tf(fields, first_day, day_count), [rows, len(group), width])
         if any(column.iso_keys for column in group):
             written = tf.reshape(keys_of_fields_tf(fields, flat), [rows, len(group)])
         for j, column in enumerate(group):

@@ -229,6 +229,8 @@ def test_date_columns_of_one_format_are_read_as_one_batch_each_as_alone():
         if column.iso_keys:
             assert keys[column.name].numpy().tolist() == dates.keys_tf(strings, column.date_format).numpy().tolist()
     assert set(keys) == {"seen", "left", "paid"} and features["seen"].shape == (2, dates.DATE_FEATURES + 1)
+    empty, _ = dates.columns_tf({column.name: tf.constant([], tf.string) for column in columns}, columns)
+    assert empty["seen"].shape == (0, dates.DATE_FEATURES + 1)  # a request of no rows
 
     def ops(count: int) -> int:
         graph = tf.Graph()
