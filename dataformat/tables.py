@@ -464,8 +464,7 @@ def to_vector(values: dict[str, tf.Tensor], columns: tuple[Column, ...]) -> tf.T
     numeric = columns_of(columns, NUMERIC)
     parts = [numeric_block(values, numeric)] if numeric else []
     places = [start for column, start in zip(columns, starts) if column.kind == NUMERIC]
-    dated = columns_of(columns, DATE)
-    date_features, date_keys = dates.columns_tf(values, dated) if dated else ({}, {})
+    date_features, date_keys = dates.columns_tf(values, columns_of(columns, DATE))
     indexed = [(column, start) for column, start in zip(columns, starts) if column.category_slot is not None]
     if indexed:  # a date's value as its vocabulary holds it
         parts.append(category_indices({**values, **date_keys}, [column for column, _ in indexed]))
