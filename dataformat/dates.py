@@ -429,7 +429,7 @@ def features_of_fields_tf(fields: tf.Tensor, first_day=0, day_count=0) -> tf.Ten
         columns += [tf.sin(angle), tf.cos(angle)]
     features = tf.cast(tf.stack(columns, axis=1), tf.float32)
     features = tf.where(present[:, None], features, tf.constant(np.nan, tf.float32))
-    if isinstance(day_count, int) and not day_count:
+    if not tf.is_tensor(day_count) and not day_count:  # a number: 0 is no day index, as an int or numpy int
         return features
     return tf.concat([features, day_index(days, present, first_day, day_count)[:, None]], axis=1)
 

@@ -204,6 +204,7 @@ def test_a_timestamps_day_is_a_category_of_the_training_days():
         features[:, : dates.DATE_FEATURES], dates.features_tf(tf.constant(strings), "%Y-%m-%d")
     )
     assert features[:, -1].tolist() == [1, 1, 2, 0, 0, 0]  # a day ends at midnight; before, after or none: 0
+    assert dates.features_tf(tf.constant(strings), "%Y-%m-%d", day_count=np.int64(0)).shape == (6, dates.DATE_FEATURES)
     column = tables.Column("t", tables.DATE, date_format="%Y-%m-%d", first_day=first, day_count=2)
     assert column.day_labels()[1:] == ["2024-12-31", "2025-01-01"] and column.width == dates.DATE_FEATURES + 2
     assert tables.Column.from_json(column.to_json()) == column
