@@ -62,6 +62,7 @@ from preprocessing.column_kinds import decide_columns, describe, write_vocabular
 from preprocessing.columns.categorical import CODE_NAME
 from preprocessing.columns.dates import without_values_of_no_signal
 from preprocessing.columns.numeric import NUMBER_DATE_FORMATS, read_numbers
+from preprocessing.keys import KeyCheck
 from preprocessing.memory import release_memory
 from preprocessing.split import file_key, row_hashes, shard_name, stratified_train
 from preprocessing.table_files import (
@@ -224,7 +225,7 @@ class Block:
     totals: Totals
     parts: list[tuple[tuple[str, int], pa.RecordBatch]]
     first_unlabeled: int = 0  # the line of its first row without a label, if any
-    keyless: tuple[int, int] = (0, 0)  # with --key-column: its labelled rows without a key, and the first one's line
+    keys: tuple[pa.Array, np.ndarray] | None = None  # with --key-column: its labelled rows' keys and their lines
 
 
 def _checked_weights(values: pa.Array, lines: np.ndarray, plan: TablePlan, path: str) -> np.ndarray:
@@ -250,11 +251,12 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
     key = file_key(path, plan.root, plan.seed)
     earlier = {name: ColumnCount() for name in plan.features}  # each column's count in the block before
     unlabeled_seen = False
-    keyless, first_keyless = 0, 0
+    key_check = KeyCheck()
     with ThreadPoolExecutor(usable_cores()) as pool:  # pyarrow's kernels release the GIL: columns in parallel
         for batch, lines in blocks(path, dialect, tuple(plan.kept), plan.key, every_column=True):
             block = _read_block(batch, lines, key, plan, pool, earlier, path)
-            keyless, first_keyless = keyless + block.keyless[0], first_keyless or block.keyless[1]
+            if block.keys:
+                key_check.add(*block.keys)
             if block.first_unlabeled and not unlabeled_seen:
                 log.warning(
                     "%s: line %d, column %s: the label is missing; rows without a label are left out",
@@ -265,9 +267,8 @@ def read_blocks(path: str, plan: TablePlan) -> Iterator[Block]:
                 unlabeled_seen = True
             earlier = block.totals.counts or earlier  # a block of only unlabeled rows counted nothing
             yield block
-    if keyless:  # such rows' predictions come back with an empty key, which joins back to no row
-        log.warning("%s: line %d, column %s: the key is missing (--key-column), in %d row(s) of this file",
-                    path, first_keyless, plan.position(plan.key), keyless)  # fmt: skip
+    if plan.key:
+        key_check.warn(path, plan.position(plan.key))
 
 
 def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: str) -> Block:
@@ -324,13 +325,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
             if end > begin:
                 parts.append(((split, index), taken.slice(begin, end - begin)))
     totals = Totals(counts, labels, len(labeled), weighted, int(np.count_nonzero(train)))
-    return Block(totals, parts, first_unlabeled, _keyless(trimmed[plan.key], lines) if plan.key else (0, 0))
-
-
-def _keyless(keys: pa.Array, lines: np.ndarray) -> tuple[int, int]:
-    """Rows without a key, and the first one's line: an empty field (a key is stored as written, so "NA" is one)."""
-    empty = pc.equal(pc.fill_null(keys, ""), "").to_numpy(zero_copy_only=False)
-    return int(np.count_nonzero(empty)), int(lines[np.argmax(empty)]) if empty.any() else 0
+    return Block(totals, parts, first_unlabeled, (trimmed[plan.key], lines) if plan.key else None)
 
 
 def label_said(plan: TablePlan) -> str:

@@ -61,6 +61,33 @@ def test_rows_without_a_key_are_named_in_one_warning_a_file(tmp_path, caplog):
                       "this file"]  # fmt: skip
 
 
+def test_keys_that_repeat_are_named_in_one_warning_a_file_within_a_block_and_across_blocks(
+    tmp_path, caplog, monkeypatch
+):
+    """A key that an earlier row has passed without a word, and both rows' predictions came back under it."""
+    import preprocessing.table_files.locate
+
+    monkeypatch.setattr(preprocessing.table_files.locate, "PARSE_BYTES", 1024)  # blocks of about 800 rows
+    rows = keyed_rows(1200)
+    rows[5][0] = rows[3][0]  # within a block
+    rows[1000][0] = rows[1100][0] = rows[10][0]  # across blocks, twice
+    rows[150][0] = ""  # missing, not a repeat
+    rows[151][0] = rows[152][0] = "NA"  # a key is stored as written: "NA" twice is a repeat
+    source = write_csv(tmp_path / "orders.csv", rows, header=HEADER)
+    options = TableOptions(label_column="label", key="order")
+    build_table_dataset(str(source), str(tmp_path / "data"), options, examples_per_record=1)
+    warned = [record.getMessage() for record in caplog.records if "(--key-column)" in record.getMessage()]
+    assert warned == [
+        f"{source}: line 152, column 1 ('order'): the key is missing (--key-column), in 1 row(s) of this file",
+        f"{source}: line 7, column 1 ('order'): the key 'order-3' is an earlier row's (--key-column), as 4 row(s) of "
+        "this file repeat one: their predictions come back under the same key",
+    ]
+    caplog.clear()
+    build_table_dataset(str(write_csv(tmp_path / "unique.csv", keyed_rows(300), header=HEADER)),
+                        str(tmp_path / "unique"), options, examples_per_record=1)  # fmt: skip
+    assert "(--key-column)" not in caplog.text
+
+
 def test_qt_predict_of_a_shard_gives_each_row_its_stored_key(tmp_path):
     """A shard's rows carry the keys stored beside them into the request, as a file's rows carry their key column."""
     from trainer.prediction_inputs import _shard_requests
