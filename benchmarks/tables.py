@@ -417,7 +417,7 @@ def read_split(data_dir: str) -> tuple[Metadata, dict[str, Part]]:
         # vectorized it gives it to scikit-learn.
         x = np.array([[_value(row[column.name]) for column in columns] for row in rows], object)
         # A date column becomes the numbers a user would give scikit-learn, after the other columns.
-        found = [date_numbers(x[:, i], column.date_format) for i, column in enumerate(columns) if column.kind == "date"]
+        found = [date_numbers(x[:, i], column) for i, column in enumerate(columns) if column.kind == "date"]
         x = np.concatenate([x[:, [i for i, c in enumerate(columns) if c.kind != "date"]], *found], axis=1)
         kinds = [tables.CATEGORICAL if c.kind == tables.TEXT else c.kind for c in columns if c.kind != "date"]
         kinds += [tables.NUMERIC] * sum(f.shape[1] for f in found)
@@ -432,9 +432,12 @@ def _value(value):
     return " ".join(map(str, value)) if isinstance(value, list) else value
 
 
-def date_numbers(strings: np.ndarray, date_format: str) -> np.ndarray:
-    """Dates as [n, 6] numbers (NaN where missing): days since 1970, year, month, day, day of week, hour."""
-    fields = dates.fields_arrow(pa.array([str(value) for value in strings]), date_format)
+def date_numbers(strings: np.ndarray, column: tables.Column) -> np.ndarray:
+    """A date column's values as [n, 6] numbers (NaN where missing): days since 1970, year, month, day, day of week,
+    hour."""
+    fields = dates.fields_arrow(
+        pa.array([str(value) for value in strings]), column.date_format, first_year=column.first_year
+    )
     days = dates.days(fields)
     weekday = np.floor(days + 3) % 7
     return np.stack([days, fields[:, 0], fields[:, 1], fields[:, 2], weekday, fields[:, 3]], axis=1).astype(object)

@@ -34,6 +34,12 @@ ISO = "%Y-%m-%d"  # ISO 8601, a time of day optional: read in a date column of a
 UNIX_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
 UNIX_UNIT_STEPS = (1e11, 1e14, 1e17)  # from each, a Unix time is in a unit 1000 times smaller (unix_seconds)
 UNIX_LIMIT = 1e20  # a Unix time this large, in any unit, is past the year 5138: no time
+# %y: the first of the hundred years that two digits read as. POSIX's (1969-2068), as strptime reads them, is what a
+# dataset written before the column recorded its own read as; preprocessing now takes TWO_DIGIT_YEARS_BACK years
+# before its own year (first_year_now), as Java's SimpleDateFormat does: in 2026, 1946-2045, so that a birth date
+# of 25/11/63 is 1963, not 2063 (which also put 1963-1968 after 1969-1999).
+POSIX_FIRST_YEAR = 1969
+TWO_DIGIT_YEARS_BACK = 80
 FIELDS = "YmdHMSp"  # the order of the rewritten fields (p: "a" or "p" of a 12-hour clock's AM or PM)
 DATE_FEATURES = 12
 FEATURE_NAMES = ("days", "year", "month_sin", "month_cos", "day_sin", "day_cos", "weekday_sin", "weekday_cos")
@@ -220,19 +226,20 @@ def also_iso(date_format: str) -> bool:
     return date_format != ISO and not is_time_of_day(date_format)
 
 
-def fields_arrow(values, date_format: str, exact: bool = False) -> np.ndarray:
+def fields_arrow(values, date_format: str, exact: bool = False, first_year: int = POSIX_FIRST_YEAR) -> np.ndarray:
     """A pyarrow string array to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value is no date (or null): in
-    `date_format`, or else in ISO 8601 (also_iso) unless `exact`."""
+    `date_format`, or else in ISO 8601 (also_iso) unless `exact`; %y's two digits in the hundred years from
+    `first_year`."""
     import pyarrow as pa
 
-    fields = _format_fields_arrow(values, date_format)
+    fields = _format_fields_arrow(values, date_format, first_year)
     unread = np.isnan(fields[:, 0])
     if not exact and also_iso(date_format) and unread.any():
-        fields[unread] = _format_fields_arrow(values.filter(pa.array(unread)), ISO)
+        fields[unread] = _format_fields_arrow(values.filter(pa.array(unread)), ISO, first_year)
     return fields
 
 
-def _format_fields_arrow(values, date_format: str) -> np.ndarray:
+def _format_fields_arrow(values, date_format: str, first_year: int) -> np.ndarray:
     """fields_arrow in `date_format` alone."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -257,7 +264,7 @@ def _format_fields_arrow(values, date_format: str) -> np.ndarray:
             named = pc.fill_null(pc.index_in(prefix, value_set=pa.array(MONTHS)), -2).to_numpy(zero_copy_only=False)
             fields[:, i] = np.where(digits.to_numpy(zero_copy_only=False), fields[:, i], named + 1.0)
     if "%y" in date_format:
-        fields[:, 0] = two_digit_years(fields[:, 0], np.where)
+        fields[:, 0] = two_digit_years(fields[:, 0], first_year, np.where)
     letter = pc.utf8_lower(parts.take(pa.array(np.arange(6, len(FIELDS) * len(values), len(FIELDS)))))
     has_letter = pc.not_equal(letter, "").to_numpy(zero_copy_only=False)
     pm = pc.equal(letter, "p").to_numpy(zero_copy_only=False).astype(np.float64)
@@ -309,29 +316,41 @@ def keys_of(fields: np.ndarray, values):
     return pc.if_else(pa.array(present), iso, values)
 
 
-def two_digit_years(years, where):
-    """%y: 00-68 are 2000-2068, 69-99 are 1969-1999, as POSIX strptime has it (numpy or TensorFlow's where)."""
-    return where(years < 69, years + 2000, years + 1900)
+def two_digit_years(years, first_year: int, where):
+    """%y's two digits as the years of the hundred from `first_year` (numpy or TensorFlow's where): from 1969,
+    00-68 are 2000-2068 and 69-99 are 1969-1999, as POSIX strptime has it."""
+    century, pivot = first_year - first_year % 100, first_year % 100
+    return where(years < pivot, years + century + 100, years + century)
+
+
+def first_year_now() -> int:
+    """The first year that %y reads as in a dataset written today: TWO_DIGIT_YEARS_BACK years before this one."""
+    import datetime
+
+    return datetime.date.today().year - TWO_DIGIT_YEARS_BACK
 
 
 # TensorFlow: training, evaluation and serving.
 
 
-def fields_tf(strings: tf.Tensor, date_format: str, timed: bool = True) -> tf.Tensor:
+def fields_tf(
+    strings: tf.Tensor, date_format: str, timed: bool = True, first_year: int = POSIX_FIRST_YEAR
+) -> tf.Tensor:
     """[n] strings to [n, 6] float64 Y|m|d|H|M|S, NaN rows where a value does not read as a date: fields_arrow
     in TensorFlow. Not `timed` (a column whose training dates had no time of day), a value's time is left out:
-    the model never saw one, and a client's 2020-05-23 10:00 for 2020-05-23 moved a prediction more than a day."""
+    the model never saw one, and a client's 2020-05-23 10:00 for 2020-05-23 moved a prediction more than a day.
+    `first_year` as fields_arrow's."""
     import tensorflow as tf
 
-    fields = _format_fields_tf(strings, date_format)
+    fields = _format_fields_tf(strings, date_format, first_year)
     if also_iso(date_format):
-        fields = tf.where(tf.math.is_nan(fields[:, :1]), _format_fields_tf(strings, ISO), fields)
+        fields = tf.where(tf.math.is_nan(fields[:, :1]), _format_fields_tf(strings, ISO, first_year), fields)
     if not timed:
         fields = tf.concat([fields[:, :3], tf.zeros_like(fields[:, 3:])], axis=1)
     return fields
 
 
-def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
+def _format_fields_tf(strings: tf.Tensor, date_format: str, first_year: int) -> tf.Tensor:
     """fields_tf in `date_format` alone."""
     import tensorflow as tf
 
@@ -351,7 +370,7 @@ def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     month = tf.where(digits[:, 1], numbers[:, 1], named)
     year = numbers[:, 0]
     if "%y" in date_format:
-        year = two_digit_years(year, tf.where)
+        year = two_digit_years(year, first_year, tf.where)
     letter = tf.strings.lower(parts[:, 6])
     pm = tf.cast(tf.equal(letter, "p"), tf.float64)
     hour = twelve_hour(numbers[:, 3], pm, tf.not_equal(letter, ""), tf.where)
@@ -360,9 +379,10 @@ def _format_fields_tf(strings: tf.Tensor, date_format: str) -> tf.Tensor:
     return tf.where(ok[:, None], fields, tf.constant(np.nan, tf.float64))
 
 
-def keys_tf(strings: tf.Tensor, date_format: str, timed: bool = True) -> tf.Tensor:
-    """[n] strings as a date column's vocabulary holds them: keys_of in TensorFlow (`timed`: as fields_tf's)."""
-    return keys_of_fields_tf(fields_tf(strings, date_format, timed), strings)
+def keys_tf(strings: tf.Tensor, date_format: str, timed: bool = True, first_year: int = POSIX_FIRST_YEAR) -> tf.Tensor:
+    """[n] strings as a date column's vocabulary holds them: keys_of in TensorFlow (`timed`, `first_year`: as
+    fields_tf's)."""
+    return keys_of_fields_tf(fields_tf(strings, date_format, timed, first_year), strings)
 
 
 def keys_of_fields_tf(fields: tf.Tensor, strings: tf.Tensor) -> tf.Tensor:
@@ -397,12 +417,17 @@ def unix_fields_tf(strings: tf.Tensor) -> tf.Tensor:
 
 
 def features_tf(
-    strings: tf.Tensor, date_format: str, first_day: int = 0, day_count: int = 0, timed: bool = True
+    strings: tf.Tensor,
+    date_format: str,
+    first_day: int = 0,
+    day_count: int = 0,
+    timed: bool = True,
+    first_year: int = POSIX_FIRST_YEAR,
 ) -> tf.Tensor:
     """[n] strings to [n, DATE_FEATURES] float32 (see the module's docstring): NaN where no date, raw
     days and year (the network standardizes them); with `day_count`, then the day as a category index
-    (day_index); `timed` as fields_tf's."""
-    return features_of_fields_tf(fields_tf(strings, date_format, timed), first_day, day_count)
+    (day_index); `timed` and `first_year` as fields_tf's."""
+    return features_of_fields_tf(fields_tf(strings, date_format, timed, first_year), first_day, day_count)
 
 
 def features_of_fields_tf(fields: tf.Tensor, first_day=0, day_count=0) -> tf.Tensor:
@@ -442,15 +467,15 @@ def columns_tf(values: dict[str, tf.Tensor], columns: list) -> tuple[dict[str, t
     that took 2.5 s to build, once for training, once for evaluation and once for each export."""
     import tensorflow as tf
 
-    groups: dict[tuple[str, bool], list] = {}
+    groups: dict[tuple[str, bool, int], list] = {}
     for column in columns:
-        groups.setdefault((column.date_format, column.timed), []).append(column)
+        groups.setdefault((column.date_format, column.timed, column.first_year), []).append(column)
     features, keys = {}, {}
-    for (date_format, timed), group in groups.items():
+    for (date_format, timed, first_year), group in groups.items():
         strings = tf.strings.strip(tf.stack([values[column.name] for column in group], axis=1))
         rows = tf.shape(strings)[0]
         flat = tf.reshape(strings, [-1])  # row by row: row i's value of column j is at i * k + j
-        fields = fields_tf(flat, date_format, timed)
+        fields = fields_tf(flat, date_format, timed, first_year)
         first_day, day_count, width = 0, 0, DATE_FEATURES
         if any(column.day_count for column in group):  # each value gets its own column's span of days
             first_day = tf.tile(tf.constant([column.first_day for column in group], tf.int64), [rows])

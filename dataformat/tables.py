@@ -73,6 +73,7 @@ class Column:
     iso_keys: bool = False  # date: its vocabulary holds its dates as dates.keys_of writes them (else as written)
     # date: whether its training values had times of day; where not, a value's time is left out (dates.fields_tf)
     timed: bool = True
+    first_year: int = dates.POSIX_FIRST_YEAR  # date in a format of two-digit years (%y): the first year they read as
     boundaries: tuple[float, ...] = ()  # numeric: quantile boundaries of the training split, for the linear part
     max_length: int = 0  # text: the words a row keeps (--max-length); the tokenizer reads as many characters for them
     longest: int = 0  # text: the most words of a training row, at most max_length: the input's width (0: max_length)
@@ -167,6 +168,8 @@ class Column:
         if self.kind == DATE:
             found.update(mean=self.mean, std=self.std, date_format=self.date_format)
             found.update(first_day=self.first_day, day_count=self.day_count, iso_keys=self.iso_keys, timed=self.timed)
+            if "%y" in self.date_format:
+                found.update(first_year=self.first_year)
         return {**found, "hash_buckets": self.hash_buckets, "hashed": self.hashed, "vocabulary": list(self.vocabulary)}
 
     @classmethod
@@ -185,6 +188,7 @@ class Column:
             day_count=int(raw.get("day_count", 0)),
             iso_keys=bool(raw.get("iso_keys", False)),
             timed=bool(raw.get("timed", True)),  # before it was written: times read as sent
+            first_year=int(raw.get("first_year", dates.POSIX_FIRST_YEAR)),  # before it was written: POSIX's
             boundaries=tuple(float(value) for value in raw.get("boundaries", ())),
             max_length=int(raw.get("max_length", 0)),
             longest=int(raw.get("longest", 0)),

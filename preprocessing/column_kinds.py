@@ -172,7 +172,9 @@ def describe(column: tables.Column) -> str:
         days = f", its {column.day_count} days as categories" if column.day_count else ""
         kind = "time of day" if dates.is_time_of_day(column.date_format) else "date"
         kind = "Unix time" if column.date_format == dates.UNIX else kind
-        return f"{column.name} ({kind} {column.date_format!r}, {len(column.vocabulary)} frequent values{days}{missing})"
+        years = f" (years {column.first_year}-{column.first_year + 99})" if "%y" in column.date_format else ""
+        counted = f"{len(column.vocabulary)} frequent values{days}{missing}"
+        return f"{column.name} ({kind} {column.date_format!r}{years}, {counted})"
     buckets = f" + {column.hash_buckets} hash buckets" if column.hash_buckets else ""
     values = f"{len(column.vocabulary)} value" + "s" * (len(column.vocabulary) != 1)
     return f"{column.name} (categorical: {values}{buckets}, {column.hashed:.1%} outside{missing})"

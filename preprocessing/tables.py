@@ -168,6 +168,7 @@ class TablePlan:
     # --input's folder (a glob's, before its wildcards), that file keys and partitions are below ("" for a file)
     root: str
     first_file: str  # the file `dialect` was read from: its pass reads by it, not reading its head again
+    first_year: int  # the first year that two-digit years (%y) read as (dates.first_year_now), the same in every file
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -299,7 +300,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         is_text = True if name in options.text else False if options.kind_given(name) else None
         named_like_a_time = name in options.dates or is_text is None and TIME_NAME.search(name)
         formats = tuple(dict.fromkeys(date_formats + NUMBER_DATE_FORMATS)) if named_like_a_time else date_formats
-        flags = (codes, codes or named_like_a_code, name in options.dates, formats, is_text, options)
+        flags = (codes, codes or named_like_a_code, name in options.dates, (formats, plan.first_year), is_text, options)
         values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel
         return count_column(values, train, (path, lines, split_hash), earlier[name], flags)
 
@@ -876,7 +877,10 @@ def _plan_table(
     proportion = round(train * eval_fraction / (1 - eval_fraction))
     needed = max(train, math.ceil(size * eval_fraction / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, min(proportion, needed))}
-    plan = TablePlan(dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root, files[0])
+    plan = TablePlan(
+        dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root, files[0],
+        dates.first_year_now(),
+    )  # fmt: skip
     return files, plan
 
 

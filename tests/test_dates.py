@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import logging
 
 import numpy as np
@@ -319,6 +320,38 @@ def test_dates_with_two_digit_years_are_found(tmp_path):
     ]
     every_day = (days - np.datetime64("1970-01-01")).astype(float)
     assert all(abs(column.mean - every_day.mean()) < 400 for column in metadata.columns[:2])  # 1995-2019, not 2095
+
+
+def test_two_digit_years_read_as_the_eighty_years_before_preprocessing_and_the_twenty_after(tmp_path, caplog):
+    """POSIX's 1969-2068 read a birth date of 25/11/63 (KMsurv's baboons, 1963) as 2063, which also put 1963-1968
+    after 1969-1999. The dataset keeps its hundred years, so that training and serving read as preprocessing did,
+    and a dataset written before it reads as POSIX's."""
+    caplog.set_level(logging.INFO)
+    first = datetime.date.today().year - 80
+    days = np.datetime64(f"{first + 1}-01-01") + np.random.default_rng(3).integers(0, 365 * 60, 300)
+    rows = [f"{day:%d/%m/%y},{day:%d-%b-%y}".upper() + f",{i % 4},{'ab'[i % 2]}" for i, day in enumerate(days.tolist())]
+    source = write(tmp_path / "t.csv", "born,oracle,n,label", rows)
+    metadata = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions())
+    born, oracle = metadata.columns[:2]
+    assert (born.date_format, oracle.date_format) == ("%d/%m/%y", "%d-%b-%y")
+    assert born.first_year == oracle.first_year == first
+    every_day = (days - np.datetime64("1970-01-01")).astype(float)
+    assert all(abs(column.mean - every_day.mean()) < 1000 for column in (born, oracle))  # POSIX: 36 years later
+    assert f"born (date '%d/%m/%y' (years {first}-{first + 99}), " in caplog.text
+    with open(tmp_path / "out" / "metadata.json") as file:
+        stored = {column["name"]: column for column in json.load(file)["columns"]}
+    assert stored["born"]["first_year"] == first and "first_year" not in stored["n"]
+    assert tables.Column.from_json(stored["born"]).first_year == first
+    written_before = {key: value for key, value in stored["born"].items() if key != "first_year"}
+    assert tables.Column.from_json(written_before).first_year == dates.POSIX_FIRST_YEAR
+    # Serving reads as preprocessing did: the year feature of each value.
+    values = ["25/11/63", f"01/01/{first % 100:02d}", f"31/12/{(first - 1) % 100:02d}"]
+    features, _ = dates.columns_tf({"born": tf.constant(values)}, [born])
+    assert features["born"][:, 1].numpy().tolist() == [1963, first, first + 99]
+    assert dates.fields_arrow(pa.array(values), born.date_format, first_year=born.first_year)[:, 0].tolist() == [
+        1963, first, first + 99,
+    ]  # fmt: skip
+    assert dates.fields_arrow(pa.array(values[:1]), born.date_format)[:, 0].tolist() == [2063]  # POSIX's
 
 
 def test_dates_of_several_words_are_dates_not_free_text(tmp_path):

@@ -120,7 +120,7 @@ def unreadable_dates_warned(rows: Iterator[tuple[str, dict]], path: str, dated) 
             values = [row.get(column.name) if isinstance(row, dict) else None for _, row in chunk]
             texts[column.name] = [None if is_missing_value(value) else str(value) for value in values]
             found = pa.array(texts[column.name], pa.string())
-            fields = dates.fields_arrow(found, column.date_format)
+            fields = dates.fields_arrow(found, column.date_format, first_year=column.first_year)
             seen = pc.or_(pc.is_null(found), pc.is_in(found, value_set=known[column.name]))
             unread[column.name] = np.isnan(fields[:, 0]) & ~seen.to_numpy(zero_copy_only=False)
             with np.errstate(invalid="ignore"):

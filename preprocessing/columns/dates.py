@@ -110,13 +110,15 @@ def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.
     return ~np.isnan(years)
 
 
-def count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str):
-    """Counts a block of a column as dates in `date_format`: the values that are none, the days' statistics.
-    Returns the values as the column's vocabulary counts them (dates.keys_of), or None without a format."""
+def count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, read_as: tuple):
+    """Counts a block of a column as dates, `read_as` (their format, the first year of two-digit years): the values
+    that are none, the days' statistics. Returns the values as the column's vocabulary counts them (dates.keys_of),
+    or None without a format."""
+    date_format, first_year = read_as
     counts.date_tried, counts.date_format = True, date_format
     if not date_format:
         return None
-    fields = dates.fields_arrow(values, date_format)
+    fields = dates.fields_arrow(values, date_format, first_year=first_year)
     days = dates.days(fields)
     bad = present & np.isnan(days)
     counts.not_dates, counts.not_dates_train = int(bad.sum()), int((bad & train).sum())
@@ -199,6 +201,8 @@ def date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column
     dense = 0 < span <= MOST_DAYS and count.days_counted >= ROWS_A_DAY * span
     first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
     kept = {"vocabulary": vocabulary, "hash_buckets": buckets, "hashed": hashed, "date_format": count.date_format}
+    if "%y" in count.date_format:
+        kept["first_year"] = plan.first_year
     days = {
         "first_day": first_day,
         "day_count": day_count,
@@ -228,7 +232,7 @@ def count_values(column: tables.Column, values: pa.Array, labels: np.ndarray, or
     them: each [places, classes, folds], none of more than MOST_VALUE_COUNTS cells."""
     if not column.vocabulary and not column.day_count:  # nothing to check: its values are not read
         return {}
-    fields = dates.fields_arrow(values, column.date_format)
+    fields = dates.fields_arrow(values, column.date_format, first_year=column.first_year)
     folds = (order % VALUE_FOLDS).astype(np.int64)
     places = {}
     if column.vocabulary:
