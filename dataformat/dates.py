@@ -36,8 +36,8 @@ UNIX_UNIT_STEPS = (1e11, 1e14, 1e17)  # from each, a Unix time is in a unit 1000
 UNIX_LIMIT = 1e20  # a Unix time this large, in any unit, is past the year 5138: no time
 # %y: the first of the hundred years that two digits read as. POSIX's (1969-2068), as strptime reads them, is what a
 # dataset written before the column recorded its own read as; preprocessing now takes TWO_DIGIT_YEARS_BACK years
-# before its own year (first_year_now), as Java's SimpleDateFormat does: in 2026, 1946-2045, so that a birth date
-# of 25/11/63 is 1963, not 2063 (which also put 1963-1968 after 1969-1999).
+# before its own year (first_year_now), as Java's SimpleDateFormat does from the day: in 2026, 1946-2045, so that a
+# birth date of 25/11/63 is 1963, not 2063 (which also put 1963-1968 after 1969-1999). --two-digit-years names another.
 POSIX_FIRST_YEAR = 1969
 TWO_DIGIT_YEARS_BACK = 80
 FIELDS = "YmdHMSp"  # the order of the rewritten fields (p: "a" or "p" of a 12-hour clock's AM or PM)

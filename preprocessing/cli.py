@@ -56,6 +56,16 @@ def _date_format(text: str) -> str:
     return text
 
 
+def _first_year(text: str) -> int:
+    try:
+        year = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a year, e.g. 1969") from None
+    if not 1 <= year <= 9900:
+        raise argparse.ArgumentTypeError(f"{year}: a year from 1 to 9900")
+    return year
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = commandline.ArgumentParser(
         prog="qt-preprocess",
@@ -189,6 +199,14 @@ def _add_table_flags(group) -> None:
         "is refused); a format without %%H also reads a time of day after the date, AM or PM too; '%%H:%%M' reads "
         "times of day alone; '%%s' reads Unix times (seconds since 1970, UTC; milliseconds, microseconds or "
         "nanoseconds when larger)",
+    )
+    group.add_argument(
+        "--two-digit-years",
+        type=_first_year,
+        metavar="YEAR",
+        help="the first of the hundred years that dates of two-digit years (%%y: 3/5/18, 05-MAR-18) read as, e.g. 1969 "
+        "for POSIX's 1969-2068 (default: 80 years before this one, as Java's SimpleDateFormat reads them; "
+        "metadata.json keeps it for training and serving)",
     )
     group.add_argument(
         "--text-columns",
@@ -452,6 +470,7 @@ def _convert_table(args: argparse.Namespace, common: dict):
         numeric=args.numeric_columns,
         dates=args.date_columns,
         date_format=args.date_format or "",
+        first_year=args.two_digit_years or 0,
         ignore=args.ignore_columns,
         min_frequency=args.min_frequency,
         max_categories=args.max_categories,

@@ -13,7 +13,8 @@ from dataformat.errors import quoted
 
 log = logging.getLogger(__name__)
 
-# A file's keys checked for repeats, at most: 8 bytes each (their hashes), so that memory stays bounded on any file.
+# A file's keys checked for repeats, at most: 8 bytes each (their hashes; twice that while two arrays merge), so that
+# memory stays bounded on any file.
 KEYS_CHECKED = 4_000_000
 
 
@@ -81,7 +82,7 @@ class KeyCheck:
         return repeated
 
     def _remember(self, hashes: np.ndarray) -> None:
-        """Keeps the sorted hashes in a few arrays, each at least twice the next: a block's search stays a few
+        """Keeps the sorted hashes in a few arrays, each more than twice the next: a block's search stays a few
         binary searches, and each hash is merged about log2(blocks) times."""
         self.seen.append(hashes)
         while len(self.seen) > 1 and len(self.seen[-2]) <= 2 * len(self.seen[-1]):
@@ -94,9 +95,9 @@ class KeyCheck:
                         path, self.first_missing, column, self.missing)  # fmt: skip
         if self.repeats:
             line, key = self.first_repeat
-            checked = "" if self.checked < KEYS_CHECKED else f" of its first {KEYS_CHECKED:,} keys"
+            checked = "" if self.checked < KEYS_CHECKED else f" (its first {KEYS_CHECKED:,} keys checked)"
             log.warning(
-                "%s: line %d, column %s: the key %s is an earlier row's (--key-column), as %d row(s)%s of this file "
+                "%s: line %d, column %s: the key %s is an earlier row's (--key-column), as %d row(s) of this file%s "
                 "repeat one: their predictions come back under the same key",
                 path, line, column, quoted(key), self.repeats, checked,
             )  # fmt: skip

@@ -139,6 +139,7 @@ class TableOptions:
     numeric: tuple[str, ...] = ()  # columns that must be numbers
     dates: tuple[str, ...] = ()  # columns that must be dates or timestamps
     date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
+    first_year: int = 0  # the first year that two-digit years (%y) read as; 0: dates.first_year_now()
     text: tuple[str, ...] = ()  # columns of free text whatever they look like
     min_frequency: int | None = None  # a value or word seen fewer times in training is left out of the vocabulary
     # (None: the MIN_FREQUENCY of the kind's module in preprocessing/columns/)
@@ -879,7 +880,7 @@ def _plan_table(
     counts = {"train": train, "eval": max(1, min(proportion, needed))}
     plan = TablePlan(
         dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root, files[0],
-        dates.first_year_now(),
+        options.first_year or dates.first_year_now(),
     )  # fmt: skip
     return files, plan
 

@@ -17,6 +17,8 @@ import tensorflow as tf
 from dataformat import dates, tables
 from dataformat.categorical import OOV_INDEX
 from dataformat.errors import UserError
+from preprocessing.cli import main as preprocess
+from preprocessing.cli import parse_args
 from preprocessing.tables import TableOptions, build_table_dataset
 
 AWKWARD = [
@@ -322,7 +324,7 @@ def test_dates_with_two_digit_years_are_found(tmp_path):
     assert all(abs(column.mean - every_day.mean()) < 400 for column in metadata.columns[:2])  # 1995-2019, not 2095
 
 
-def test_two_digit_years_read_as_the_eighty_years_before_preprocessing_and_the_twenty_after(tmp_path, caplog):
+def test_two_digit_years_read_as_the_hundred_years_from_eighty_before_preprocessing(tmp_path, caplog):
     """POSIX's 1969-2068 read a birth date of 25/11/63 (KMsurv's baboons, 1963) as 2063, which also put 1963-1968
     after 1969-1999. The dataset keeps its hundred years, so that training and serving read as preprocessing did,
     and a dataset written before it reads as POSIX's."""
@@ -352,6 +354,15 @@ def test_two_digit_years_read_as_the_eighty_years_before_preprocessing_and_the_t
         1963, first, first + 99,
     ]  # fmt: skip
     assert dates.fields_arrow(pa.array(values[:1]), born.date_format)[:, 0].tolist() == [2063]  # POSIX's
+    # --two-digit-years names the first year: 1969 for POSIX's, where births of 1947-1968 read as 2047-2068.
+    posix = build_table_dataset(str(source), str(tmp_path / "posix"), TableOptions(first_year=1969)).columns[0]
+    assert posix.first_year == 1969 and posix.mean - born.mean > 10_000
+    flags = ["--input", str(source), "--label-column", "label", "--output", str(tmp_path / "flag")]
+    assert preprocess([*flags, "--two-digit-years", "1969"]) == 0
+    with open(tmp_path / "flag" / "metadata.json") as file:
+        assert json.load(file)["columns"][0]["first_year"] == 1969
+    with pytest.raises(UserError, match="'19x9' is not a year"):
+        parse_args([*flags, "--two-digit-years", "19x9"])
 
 
 def test_dates_of_several_words_are_dates_not_free_text(tmp_path):
