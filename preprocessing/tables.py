@@ -879,9 +879,18 @@ def _plan_table(
     needed = max(train, math.ceil(size * eval_fraction / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, min(proportion, needed))}
     plan = TablePlan(
-        dialect, label, tuple(features), options.key, options, eval_fraction, seed, counts, root, files[0],
-        options.first_year or dates.first_year_now(),
-    )  # fmt: skip
+        dialect=dialect,
+        label=label,
+        features=tuple(features),
+        key=options.key,
+        options=options,
+        eval_fraction=eval_fraction,
+        seed=seed,
+        shards=counts,
+        root=root,
+        first_file=files[0],
+        first_year=options.first_year or dates.first_year_now(),
+    )
     return files, plan
 
 
