@@ -186,8 +186,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     """One block of a column counted, and its values with the missing ones null. `where` is (the
     file, the block's line numbers, its rows' split hashes); `earlier` is the column's count in the file's
     block before; `flags` are (whether --categorical-columns names it, whether its values are counted
-    whatever they are, whether --date-columns names it, (the date formats to try, the first year that two-digit
-    years read as), whether it is text: True
+    whatever they are, whether --date-columns names it, the date formats to try, whether it is text: True
     (--text-columns names it), False (another flag gives its kind) or None (its values tell), the options).
     A column of values that are not numbers is tried as dates, then as free text (in its file's first
     block), as is a --date-columns column as dates whatever it holds.
@@ -197,7 +196,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
     NUMBER_CODES distinct values, or (fractions) distinct values in more than NUMBER_SPREAD of its rows,
     and again from a block that holds a value that is no number.
     """
-    codes, count_all, forced_date, (date_formats, first_year), is_text, options = flags
+    codes, count_all, forced_date, date_formats, is_text, options = flags
     missing = missing_mask(values)
     present = ~missing
     nulled = pc.if_else(pa.array(missing), pa.scalar(None, pa.string()), values)
@@ -250,7 +249,7 @@ def count_column(values: pa.Array, train: np.ndarray, where: tuple, earlier: Col
         counts.steps, counts.rising = max(len(in_order) - 1, 0), int(np.count_nonzero(np.diff(in_order) > 0))
     keys = None
     if maybe_dates:
-        keys = count_dates(counts, values, train, present, (date_format, first_year))
+        keys = count_dates(counts, values, train, present, date_format, options.first_year)
         counts.date_files = ((date_format, where[0]),) if date_format else ()
     counts.stopped = earlier.stopped
     counts.zero_led = earlier.zero_led  # codes: every value counted, as a categorical column's

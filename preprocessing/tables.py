@@ -139,7 +139,9 @@ class TableOptions:
     numeric: tuple[str, ...] = ()  # columns that must be numbers
     dates: tuple[str, ...] = ()  # columns that must be dates or timestamps
     date_format: str = ""  # the dates' format (dataformat/dates.py); "" to find it among dates.FORMATS
-    first_year: int = 0  # the first year that two-digit years (%y) read as; 0: dates.first_year_now()
+    # the first year that two-digit years (%y) read as; 0: dates.first_year_now(), which plan_table puts here once,
+    # so that every file and Beam's workers read alike
+    first_year: int = 0
     text: tuple[str, ...] = ()  # columns of free text whatever they look like
     min_frequency: int | None = None  # a value or word seen fewer times in training is left out of the vocabulary
     # (None: the MIN_FREQUENCY of the kind's module in preprocessing/columns/)
@@ -169,7 +171,6 @@ class TablePlan:
     # --input's folder (a glob's, before its wildcards), that file keys and partitions are below ("" for a file)
     root: str
     first_file: str  # the file `dialect` was read from: its pass reads by it, not reading its head again
-    first_year: int  # the first year that two-digit years (%y) read as (dates.first_year_now), the same in every file
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -301,7 +302,7 @@ def _read_block(batch, lines, key, plan: TablePlan, pool, earlier: dict, path: s
         is_text = True if name in options.text else False if options.kind_given(name) else None
         named_like_a_time = name in options.dates or is_text is None and TIME_NAME.search(name)
         formats = tuple(dict.fromkeys(date_formats + NUMBER_DATE_FORMATS)) if named_like_a_time else date_formats
-        flags = (codes, codes or named_like_a_code, name in options.dates, (formats, plan.first_year), is_text, options)
+        flags = (codes, codes or named_like_a_code, name in options.dates, formats, is_text, options)
         values = pc.utf8_trim_whitespace(batch.column(name))  # here, in the pool: a column at a time in parallel
         return count_column(values, train, (path, lines, split_hash), earlier[name], flags)
 
@@ -878,6 +879,7 @@ def _plan_table(
     proportion = round(train * eval_fraction / (1 - eval_fraction))
     needed = max(train, math.ceil(size * eval_fraction / SHARD_BYTES))
     counts = {"train": train, "eval": max(1, min(proportion, needed))}
+    options = replace(options, first_year=options.first_year or dates.first_year_now())
     plan = TablePlan(
         dialect=dialect,
         label=label,
@@ -889,7 +891,6 @@ def _plan_table(
         shards=counts,
         root=root,
         first_file=files[0],
-        first_year=options.first_year or dates.first_year_now(),
     )
     return files, plan
 

@@ -110,11 +110,12 @@ def _read_as_dates(values: pa.Array, date_format: str, likely_only: bool) -> np.
     return ~np.isnan(years)
 
 
-def count_dates(counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, read_as: tuple):
-    """Counts a block of a column as dates, `read_as` (their format, the first year of two-digit years): the values
-    that are none, the days' statistics. Returns the values as the column's vocabulary counts them (dates.keys_of),
-    or None without a format."""
-    date_format, first_year = read_as
+def count_dates(
+    counts: ColumnCount, values: pa.Array, train: np.ndarray, present: np.ndarray, date_format: str, first_year: int
+):
+    """Counts a block of a column as dates in `date_format` (two-digit years from `first_year`): the values that are
+    none, the days' statistics. Returns the values as the column's vocabulary counts them (dates.keys_of), or None
+    without a format."""
     counts.date_tried, counts.date_format = True, date_format
     if not date_format:
         return None
@@ -202,7 +203,7 @@ def date_column(name: str, count: ColumnCount, plan: TablePlan) -> tables.Column
     first_day, day_count = (int(count.first_day), span) if dense else (0, 0)
     kept = {"vocabulary": vocabulary, "hash_buckets": buckets, "hashed": hashed, "date_format": count.date_format}
     if "%y" in count.date_format:
-        kept["first_year"] = plan.first_year
+        kept["first_year"] = plan.options.first_year
     days = {
         "first_day": first_day,
         "day_count": day_count,
