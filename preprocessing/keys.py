@@ -62,20 +62,21 @@ class KeyCheck:
             return
         values = keys.take(pa.array(kept))
         hashes = fnv1a(values)  # a key is stored as written: "NA" is one
-        repeated = self._seen_before(hashes)
+        distinct, firsts = np.unique(hashes, return_index=True)  # one sort: the block's hashes, each one's first row
+        repeated = np.ones(len(hashes), bool)
+        repeated[firsts] = False  # within the block: every row of a hash but its first
+        repeated |= self._in_earlier_blocks(hashes)
         if repeated.any():
             self.repeats += int(np.count_nonzero(repeated))
             first = int(np.argmax(repeated))
             if not self.first_repeat[0]:
                 self.first_repeat = (int(lines[kept[first]]), values[first].as_py())
-        self._remember(np.unique(hashes))
+        self._remember(distinct)
         self.checked += len(hashes)
 
-    def _seen_before(self, hashes: np.ndarray) -> np.ndarray:
-        """Which hashes an earlier key of this block or of the blocks before has."""
-        order = np.argsort(hashes, kind="stable")
+    def _in_earlier_blocks(self, hashes: np.ndarray) -> np.ndarray:
+        """Which hashes a key of the blocks before has."""
         repeated = np.zeros(len(hashes), bool)
-        repeated[order[1:]] = hashes[order[1:]] == hashes[order[:-1]]  # within the block: all but the first
         for earlier in self.seen:
             at = np.minimum(np.searchsorted(earlier, hashes), len(earlier) - 1)
             repeated |= earlier[at] == hashes
