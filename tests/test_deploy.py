@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,15 @@ def test_a_display_name_with_quotes_is_one_string_in_the_endpoints_filter():
 
     assert name_filter('a"b') == 'display_name="a\\"b"'
     assert name_filter("c\\d") == 'display_name="c\\\\d"'
+
+
+def test_deploy_without_the_vertex_extra_says_what_to_install(export, monkeypatch, caplog):
+    """The prebuilt serving image is looked up with Google's client library, which was imported unguarded: without
+    the vertex extra, qt-deploy stopped with a traceback."""
+    monkeypatch.setitem(sys.modules, "google.cloud.aiplatform", None)  # as if not installed: importing it fails
+    with caplog.at_level(logging.ERROR):
+        code = deploy.main(
+            ["--model-dir", export, "--project", "p", "--display-name", "d", "--staging-dir", "gs://b/s"]
+        )
+    assert code == 2
+    assert "deploying to Vertex AI needs Google's client library: pip install 'queue-trainer[vertex]'" in caplog.text

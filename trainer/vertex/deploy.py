@@ -170,7 +170,10 @@ def serving_image(args) -> str:
         return args.serving_image
     with warnings.catch_warnings():  # the SDK warns, on import, of a storage library version it will drop
         warnings.simplefilter("ignore", FutureWarning)
-        from google.cloud.aiplatform import helpers
+        try:
+            from google.cloud.aiplatform import helpers
+        except ImportError:
+            raise UserError(f"deploying to Vertex AI needs Google's client library: {client.INSTALL}") from None
     accelerator = "gpu" if args.accelerator_type else "cpu"
     try:
         return helpers.get_prebuilt_prediction_container_uri("tensorflow", TENSORFLOW_VERSION, args.region, accelerator)
