@@ -173,6 +173,8 @@ def test_wide_tables_benchmark(benchmarks_run):
     for row in result["rows"]:
         assert all(positive(row[key]) for key in ("first_step_seconds", "steps_per_second", "export_seconds"))
         assert row["first_step_seconds"] < row["total_seconds"]
+        assert len(row["runs"]) == result["repeats"] == 1  # each figure the median of the runs (REPEATS at full size)
+        assert row["steps_per_second"] == row["runs"][0]["steps_per_second"]
     assert_targets(result)
     assert "## 7. Wide tables" in (benchmarks_run / "README.md").read_text()
 
