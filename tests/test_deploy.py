@@ -337,7 +337,8 @@ def test_a_display_name_with_quotes_is_one_string_in_the_endpoints_filter():
 def test_deploy_without_the_vertex_extra_says_what_to_install(export, monkeypatch, caplog):
     """The prebuilt serving image is looked up with Google's client library, which was imported unguarded: without
     the vertex extra, qt-deploy stopped with a traceback."""
-    monkeypatch.setitem(sys.modules, "google.cloud.aiplatform", None)  # as if not installed: importing it fails
+    for module in ("google.cloud.aiplatform", "google.cloud.aiplatform.helpers"):  # as if not installed
+        monkeypatch.setitem(sys.modules, module, None)  # importing it fails, even where a test before imported it
     with caplog.at_level(logging.ERROR):
         code = deploy.main(
             ["--model-dir", export, "--project", "p", "--display-name", "d", "--staging-dir", "gs://b/s"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib
 import json
 import os
 import re
@@ -87,6 +88,15 @@ def errors(what: str):
         raise UserError(f"cannot authenticate ({type(error).__name__}): {gcs.CREDENTIALS_HELP}") from None
 
 
+def google_library(module: str, needed_for: str):
+    """One of Google's client libraries (the vertex extra), imported; without it, a UserError that says what to
+    install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(f"{needed_for} needs Google's client library: {INSTALL}") from None
+
+
 def credentials():
     import google.auth
 
@@ -97,11 +107,9 @@ def credentials():
 
 def service(name: str, region: str):
     """(the library's aiplatform_v1, its client NAME, e.g. JobServiceClient) for `region`, over REST."""
-    try:
-        from google.api_core.client_options import ClientOptions
-        from google.cloud import aiplatform_v1
-    except ImportError:
-        raise UserError(f"talking to Vertex AI needs Google's client library: {INSTALL}") from None
+    from google.api_core.client_options import ClientOptions  # google-cloud-storage's: always installed
+
+    aiplatform_v1 = google_library("google.cloud.aiplatform_v1", "talking to Vertex AI")
     endpoint = ClientOptions(api_endpoint=vertex_address(region))
     return aiplatform_v1, getattr(aiplatform_v1, name)(
         credentials=credentials(), transport="rest", client_options=endpoint
@@ -159,10 +167,7 @@ def as_dict(job) -> dict:
 
 def log_lines(name: str, since: datetime.datetime | None) -> Iterator[LogLine]:
     """The job's log lines from `since` on (all of them with None), oldest first, page by page."""
-    try:
-        from google.cloud import logging as cloud_logging
-    except ImportError:
-        raise UserError(f"reading a job's logs needs Google's client library: {INSTALL}") from None
+    cloud_logging = google_library("google.cloud.logging", "reading a job's logs")
     match = parse_name(name)
     logs = cloud_logging.Client(
         project=match["project"],

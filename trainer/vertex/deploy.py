@@ -170,10 +170,7 @@ def serving_image(args) -> str:
         return args.serving_image
     with warnings.catch_warnings():  # the SDK warns, on import, of a storage library version it will drop
         warnings.simplefilter("ignore", FutureWarning)
-        try:
-            from google.cloud.aiplatform import helpers
-        except ImportError:
-            raise UserError(f"deploying to Vertex AI needs Google's client library: {client.INSTALL}") from None
+        helpers = client.google_library("google.cloud.aiplatform.helpers", "deploying to Vertex AI")
     accelerator = "gpu" if args.accelerator_type else "cpu"
     try:
         return helpers.get_prebuilt_prediction_container_uri("tensorflow", TENSORFLOW_VERSION, args.region, accelerator)
