@@ -492,24 +492,26 @@ def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_c
         assert network(tf.zeros([3, 1])).shape.as_list() == [3, metadata.num_classes]
 
 
-def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_table():
+def test_the_linear_part_keeps_every_categorical_columns_weights_in_one_table(tmp_path):
+    """One lookup and one sparse update a step, however many columns; a job whose checkpoint keeps a table a column,
+    as jobs trained before did, resumes with them."""
     from tiny import VECTORS
 
+    from trainer.config import Config
     from trainer.model import ModelSettings, build_network
     from trainer.networks import row_labels
-    from trainer.wide import COLUMN_WEIGHT_TABLES_MAX
 
-    def table(count: int):
-        columns = tuple(
-            tables.Column(f"q{k}", tables.CATEGORICAL, vocabulary=("a", "b", "c")[: 1 + k % 3]) for k in range(count)
-        )
-        return replace(VECTORS, shape=(count,), columns=columns, mean=(0.0,) * count, std=(1.0,) * count)
+    count = 5
+    columns = tuple(
+        tables.Column(f"q{k}", tables.CATEGORICAL, vocabulary=("a", "b", "c")[: 1 + k % 3]) for k in range(count)
+    )
+    metadata = replace(VECTORS, shape=(count,), columns=columns, mean=(0.0,) * count, std=(1.0,) * count)
 
-    def run(metadata, indices: np.ndarray):
+    def run(settings: ModelSettings, indices: np.ndarray):
         """(the linear part's logits, each variable's value by name)"""
         with tf.Graph().as_default():
-            network = build_network(ModelSettings(network="wide_deep", hidden_units=(8,)), metadata)
-            network(tf.zeros([1, len(metadata.columns)]))
+            network = build_network(settings, metadata)
+            network(tf.zeros([1, count]))
             logits = network.wide(tf.constant(indices, tf.int32), None, None)
             with tf.compat.v1.Session() as session:
                 session.run(tf.compat.v1.global_variables_initializer())
@@ -517,18 +519,33 @@ def test_a_table_of_many_categorical_columns_keeps_their_linear_weights_in_one_t
                     variable.load(np.random.default_rng(k).normal(size=variable.shape), session)
                 return session.run([logits, {v.name[:-2]: v for v in network.weights}])
 
-    few, many = table(COLUMN_WEIGHT_TABLES_MAX), table(COLUMN_WEIGHT_TABLES_MAX + 1)
-    sizes = [column.size for column in many.columns]  # 2 + 1, 2 or 3 values
-    indices = np.random.default_rng(0).integers(0, sizes, (5, len(sizes)))
-    logits, weights = run(many, indices)
+    settings = ModelSettings(network="wide_deep", hidden_units=(8,))
+    sizes = [column.size for column in columns]  # 2 + 1, 2 or 3 values
+    indices = np.random.default_rng(0).integers(0, sizes, (5, count))
+    logits, weights = run(settings, indices)
     table_name = "classifier/linear/wide_categories/embeddings"
     assert not any("/wide_0/" in name for name in weights) and weights[table_name].shape[0] == sum(sizes)
     offsets = np.cumsum([0, *sizes[:-1]])
     np.testing.assert_allclose(logits, weights[table_name][indices + offsets].sum(axis=1), rtol=1e-6)
-    labels = row_labels(many, (8,))[table_name]
+    labels = row_labels(metadata, (8,))[table_name]
     assert len(labels) == sum(sizes) == len(set(labels)) and labels[3] == "<q1> <missing>"
-    _, weights = run(few, indices[:, :-1])  # up to COLUMN_WEIGHT_TABLES_MAX: a table a column, as jobs before it
-    assert "classifier/linear/wide_0/embeddings" in weights and table_name not in weights
+
+    job = tmp_path / "job"  # a checkpoint of a table a column, as jobs trained before 2026-12-07 wrote
+    with tf.Graph().as_default():
+        for i in range(count):
+            tf.compat.v1.get_variable(f"classifier/linear/wide_{i}/embeddings", [sizes[i], 2])
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver().save(session, str(job / "model.ckpt"), global_step=5)
+    config = Config(data_dir="unused", job_dir=str(job), model="wide_deep", hidden_units=(8,))
+    assert not ModelSettings.of(replace(config, job_dir=str(tmp_path / "new")), metadata).column_weight_tables
+    resumed = ModelSettings.of(config, metadata)
+    assert resumed.column_weight_tables
+    logits, weights = run(resumed, indices)
+    assert table_name not in weights and weights["classifier/linear/wide_0/embeddings"].shape[0] == sizes[0]
+    expected = sum(weights[f"classifier/linear/wide_{i}/embeddings"][indices[:, i]] for i in range(count))
+    np.testing.assert_allclose(logits, expected, rtol=1e-6)
+    assert row_labels(metadata, (8,), True)["classifier/linear/wide_1/embeddings"] == columns[1].index_labels()
 
 
 def test_the_linear_part_starts_at_zero():

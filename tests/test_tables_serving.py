@@ -131,7 +131,7 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
     assert any("wide_logits" in name for name in variables)
     assert not any("/embedding_1/" in name for name in variables)  # 3 workclass values: one-hot, no embedding
-    assert any("/wide_1/" in name for name in variables)  # its linear weights
+    assert any("/wide_categories/" in name for name in variables)  # the categorical columns' linear weights
     assert any("/cross_0/" in name for name in variables) and any("/cross_1/" in name for name in variables)
     assert any("/wide_buckets/" in name for name in variables)
     assert any("/embedding_16/" in name for name in variables)  # hired's days (its 14th number)

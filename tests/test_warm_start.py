@@ -75,13 +75,14 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
     new_labels = networks.row_labels(metadata, config.hidden_units)
     day = "2024-01-20"  # in both spans, at another index in each
     day_layers = [[name for name, labels in found.items() if day in labels] for found in (new_labels, old_labels)]
-    assert len(day_layers[0]) == len(day_layers[1]) == 2  # the day's embedding, and its linear part's
+    assert len(day_layers[0]) == len(day_layers[1]) == 1  # the day's embedding
+    linear = "classifier/linear/wide_categories/embeddings"  # every column's linear weights, a row "<column> value"
+    assert sum(label.endswith(f"> {day}") for label in new_labels[linear]) == 1  # the day's, among them
     checked = 0
     for name, before_name in (
         *zip(*day_layers),
         ("classifier/embedding_1/embeddings", "classifier/embedding_0/embeddings"),  # the city moved: 0 -> 1
-        ("classifier/linear/wide_1/embeddings", "classifier/linear/wide_0/embeddings"),
-        ("classifier/linear/wide_0/embeddings", "classifier/linear/wide_1/embeddings"),  # the channel
+        (linear, linear),  # the city's, the channel's and the days' rows, each column's at its new offset
         ("classifier/dense/kernel", "classifier/dense/kernel"),  # its rows: numbers, one-hot channel, city
         ("classifier/text/words_2/words/embeddings", "classifier/text/words_2/words/embeddings"),
     ):

@@ -20,7 +20,7 @@ import tensorflow as tf
 from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
-from trainer import augment, backbones, step_loop
+from trainer import augment, backbones, step_loop, wide
 from trainer.averaging import Averages
 from trainer.columns.numeric import BUCKETED_MAX, bucketed_columns
 from trainer.columns.text import text_columns
@@ -81,6 +81,7 @@ class ModelSettings:
     pretrained: str = ""  # --pretrained: imagenet or a weights file, for a backbone of trainer/backbones.py
     freeze_steps: int = 0  # --freeze-steps, resolved: the steps before a pretrained backbone's top blocks train
     load_pretrained: bool = True  # False with --warm-start-from, whose weights the backbone then starts from
+    column_weight_tables: bool = False  # the linear part's weights a table a column, as --job-dir's checkpoint has them
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
@@ -110,7 +111,15 @@ class ModelSettings:
             pretrained=resolve_pretrained(config, metadata),
             freeze_steps=resolve_freeze_steps(config, train_steps),
             load_pretrained=not config.warm_start_from,
+            column_weight_tables=resolve_column_weight_tables(config.job_dir),
         )
+
+
+def resolve_column_weight_tables(job_dir: str | None) -> bool:
+    """Whether the job dir's checkpoint keeps the linear part's weights a table a categorical column, as jobs trained
+    before 2026-12-07 did (trainer/wide.py): a rerun resumes it so."""
+    checkpoint = tf.train.latest_checkpoint(job_dir) if job_dir else None
+    return bool(checkpoint) and wide.column_weight_tables(name for name, _ in tf.train.list_variables(checkpoint))
 
 
 def resolve_pretrained(config: Config, metadata: Metadata) -> str:

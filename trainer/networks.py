@@ -30,7 +30,7 @@ from trainer.columns.numeric import (
     rank_labels,
 )
 from trainer.columns.text import WORD_WIDTH, TextPart, text_columns, word_ids
-from trainer.wide import COLUMN_WEIGHT_TABLES_MAX, LINEAR_PREFIX, WEIGHT_TABLE, LinearPart
+from trainer.wide import LINEAR_PREFIX, WEIGHT_TABLE, LinearPart
 
 if TYPE_CHECKING:
     from dataformat.schema import Metadata
@@ -271,20 +271,21 @@ def column_layers(metadata: Metadata) -> dict[str, str]:
     return found
 
 
-def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, list[str]]:
+def row_labels(
+    metadata: Metadata, hidden_units: tuple[int, ...], column_weight_tables: bool = False
+) -> dict[str, list[str]]:
     """What each row of a table network's weights stands for, by variable name, where the rows follow the
     data's columns and values: an embedding's rows are its column's values (Column.index_labels), a layer's
-    kernel rows are its inputs. A warm start moves rows by these labels when vocabularies change."""
+    kernel rows are its inputs. A warm start moves rows by these labels when vocabularies change.
+    `column_weight_tables`: the linear part's weights a table a column (ModelSettings.column_weight_tables)."""
     if not metadata.is_table:
         return {}
     found = {}
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
     deep = numbers + rank_labels(metadata)
-    categories = categorical_inputs(metadata)
-    one_table = len(categories) > COLUMN_WEIGHT_TABLES_MAX
-    for i, name, size, labels in categories:
+    for i, name, size, labels in categorical_inputs(metadata):
         values = labels()
-        if one_table:
+        if not column_weight_tables:
             found.setdefault(f"{LINEAR_PREFIX}{WEIGHT_TABLE}/embeddings", []).extend(
                 f"<{name}> {value}" for value in values
             )

@@ -168,9 +168,10 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
     ranks = set(numeric.rank_labels(source.metadata))
+    old_layout = wide.column_weight_tables(stored)  # a job of before 2026-12-07: its linear weights start fresh
     old_labels = {
         name: _as_stored(labels, stored[name][0], ranks)
-        for name, labels in networks.row_labels(source.metadata, old_hidden).items()
+        for name, labels in networks.row_labels(source.metadata, old_hidden, old_layout).items()
         if name in stored
     }
     renamed = _renaming(metadata, source.metadata)

@@ -3,6 +3,7 @@ columns' quantile buckets and the hashed crosses of --crosses, as the census sam
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,12 +18,12 @@ if TYPE_CHECKING:
     from trainer.model import ModelSettings
 
 layers = tf.keras.layers
-# The linear part keeps a weight table a column for up to this many category inputs, as before there was one
-# table for more (see LinearPart), so that jobs trained then still resume.
-COLUMN_WEIGHT_TABLES_MAX = 64
 WEIGHT_TABLE = "wide_categories"
 LINEAR_SCOPE = "linear"
 LINEAR_PREFIX = f"classifier/{LINEAR_SCOPE}/"  # the names of the linear part's weights
+# Jobs trained before 2026-12-07 kept a weight table a categorical column, up to 64 columns; such a job resumes with
+# them (ModelSettings.column_weight_tables).
+COLUMN_WEIGHT_TABLE = re.compile(re.escape(LINEAR_PREFIX) + r"wide_\d+/embeddings")
 # The linear part starts at zero, as tf.estimator's linear models do: a random start gives every row logits
 # of its numbers' weights (up to 1 each), which Adam, moving a weight some 1e-3 a step, takes hundreds of steps
 # to undo (a table's AUC stayed below 0.5 for 300 steps; docs/tables.md).
@@ -35,10 +36,11 @@ class LinearPart(layers.Layer):
     missing values a bucket of their own; see bucketed_columns in trainer/columns/numeric.py), and in each
     hashed cross of --crosses.
     Each categorical column's weights are an embedding as wide as the classes: its one-hot times a matrix,
-    without making the one-hot. Past COLUMN_WEIGHT_TABLES_MAX category inputs they are rows of one table, each
-    column's from its own offset: one lookup and one sparse update a step, where a table a column took 500 of
-    each on a table of 500 columns (60 ms of its 132 ms step). The buckets of the numeric columns are one
-    searchsorted and one matrix product (BucketWeights), however many columns there are, up to BUCKETED_MAX."""
+    without making the one-hot. Every column's are rows of one table, each column's from its own offset, as DLRM's
+    concatenated embedding tables: one lookup and one sparse update a step, where a table a column took 500 of
+    each on a table of 500 columns (60 ms of its 132 ms step), and on COMPAS' 34 category inputs 42-53 steps/s
+    against 62-64. The buckets of the numeric columns are one searchsorted and one matrix product (BucketWeights),
+    however many columns there are, up to BUCKETED_MAX."""
 
     def __init__(
         self, settings: ModelSettings, metadata: Metadata, categorical: list, buckets: QuantileBuckets, penalty
@@ -48,11 +50,11 @@ class LinearPart(layers.Layer):
         self.categorical = categorical
         self.numbers = layers.Dense(classes, kernel_initializer=ZEROS, name="wide_logits")
         sizes = [size for _, size in categorical]
-        self.one_table = len(categorical) > COLUMN_WEIGHT_TABLES_MAX
+        self.one_table = bool(categorical) and not settings.column_weight_tables
         if self.one_table:
             self.table = linear_weights(sum(sizes), classes, penalty, WEIGHT_TABLE)
             self.table_offsets = tf.constant(np.cumsum([0, *sizes[:-1]]), tf.int32)
-        else:
+        else:  # a job trained before 2026-12-07, resumed
             self.weights_of = {i: linear_weights(size, classes, penalty, f"wide_{i}") for i, size in categorical}
         self.bucketized = buckets.places
         self.bucket_weights = BucketWeights(max(len(buckets.places), 1), buckets.count, classes, penalty)
@@ -92,6 +94,11 @@ class LinearPart(layers.Layer):
             parts = [buckets[:, j] if kind == "bucket" else indices[:, j] for kind, j in members]
             logits += weights(cross_bucket(parts))
         return logits
+
+
+def column_weight_tables(variables) -> bool:
+    """Whether a checkpoint's variable names hold a linear weight table a categorical column (COLUMN_WEIGHT_TABLE)."""
+    return any(COLUMN_WEIGHT_TABLE.fullmatch(name) for name in variables)
 
 
 def linear_weights(rows: int, classes: int, penalty, name: str) -> layers.Embedding:
