@@ -37,10 +37,10 @@ class LinearPart(layers.Layer):
     hashed cross of --crosses.
     Each categorical column's weights are an embedding as wide as the classes: its one-hot times a matrix,
     without making the one-hot. Every column's are rows of one table, each column's from its own offset, as DLRM's
-    concatenated embedding tables: one lookup and one sparse update a step, where a table a column took 500 of
-    each on a table of 500 columns (60 ms of its 132 ms step), and on COMPAS' 34 category inputs 42-53 steps/s
-    against 62-64. The buckets of the numeric columns are one searchsorted and one matrix product (BucketWeights),
-    however many columns there are, up to BUCKETED_MAX."""
+    concatenated embedding tables: one lookup and one sparse update a step. A table a column took 500 of each on a
+    table of 500 columns (60 ms of its 132 ms step), and COMPAS (34 category inputs) trained at 46-49 steps/s with
+    them, 72-77 with one table. The buckets of the numeric columns are one searchsorted and one matrix product
+    (BucketWeights), however many columns there are, up to BUCKETED_MAX."""
 
     def __init__(
         self, settings: ModelSettings, metadata: Metadata, categorical: list, buckets: QuantileBuckets, penalty
