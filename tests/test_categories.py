@@ -545,7 +545,8 @@ def test_the_linear_part_keeps_every_categorical_columns_weights_in_one_table(tm
     assert table_name not in weights and weights["classifier/linear/wide_0/embeddings"].shape[0] == sizes[0]
     expected = sum(weights[f"classifier/linear/wide_{i}/embeddings"][indices[:, i]] for i in range(count))
     np.testing.assert_allclose(logits, expected, rtol=1e-6)
-    assert row_labels(metadata, (8,), True)["classifier/linear/wide_1/embeddings"] == columns[1].index_labels()
+    per_column = row_labels(metadata, (8,), column_weight_tables=True)
+    assert per_column["classifier/linear/wide_1/embeddings"] == columns[1].index_labels()
 
 
 def test_the_linear_part_starts_at_zero():

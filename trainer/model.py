@@ -111,14 +111,15 @@ class ModelSettings:
             pretrained=resolve_pretrained(config, metadata),
             freeze_steps=resolve_freeze_steps(config, train_steps),
             load_pretrained=not config.warm_start_from,
-            column_weight_tables=resolve_column_weight_tables(config.job_dir),
+            column_weight_tables=resolve_column_weight_tables(config.job_dir, network),
         )
 
 
-def resolve_column_weight_tables(job_dir: str | None) -> bool:
+def resolve_column_weight_tables(job_dir: str | None, network: str) -> bool:
     """Whether the job dir's checkpoint keeps the linear part's weights a table a categorical column, as jobs trained
-    before 2026-12-07 did (trainer/wide.py): a rerun resumes it so."""
-    checkpoint = tf.train.latest_checkpoint(job_dir) if job_dir else None
+    before 2026-12-07 did (trainer/wide.py): a rerun resumes it so. Only wide_deep has a linear part: no other
+    network's start reads its checkpoint for it."""
+    checkpoint = tf.train.latest_checkpoint(job_dir) if job_dir and network == "wide_deep" else None
     return bool(checkpoint) and wide.column_weight_tables(name for name, _ in tf.train.list_variables(checkpoint))
 
 
