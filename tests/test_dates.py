@@ -594,3 +594,14 @@ def test_a_dates_values_are_categories_only_where_they_tell_the_label_beyond_the
     assert len(said) == 1 and said[0].startswith("column 2 ('in_custody'): its 365 dates are left out as categories")
     # The hours' days, as categories, tell no more than their stretch of time: their hours differ, not their days.
     assert hour.day_count == 0 and "column 1 ('time_hour'): its 116 days are left out as categories" in caplog.text
+
+
+def test_a_time_of_days_values_left_out_as_categories_are_said_to_be_times_of_day(tmp_path, caplog):
+    rng = np.random.default_rng(0)
+    rows = [f"{int(rng.integers(24)):02d}:{int(rng.integers(0, 60, 1)[0]) // 15 * 15:02d},{rng.integers(2)}"
+            for _ in range(4000)]  # fmt: skip
+    source = write(tmp_path / "t.csv", "opens,label", rows)
+    with caplog.at_level(logging.INFO):
+        (opens,) = build_table_dataset(str(source), str(tmp_path / "out"), TableOptions()).columns
+    assert opens.kind == tables.DATE and dates.is_time_of_day(opens.date_format) and opens.vocabulary == ()
+    assert "column 1 ('opens'): its 96 times of day are left out as categories" in caplog.text

@@ -321,9 +321,10 @@ def _without_dates_of_no_signal(column: tables.Column, counts: np.ndarray, plan:
     gain = value_gain(counts, _stretches(days, counts.sum(axis=(1, 2))))
     if gain > 0:
         return column
-    log.info("column %s: its %d dates are left out as categories: on held-out training rows they tell the label no "
+    what = "times of day" if dates.is_time_of_day(column.date_format) else "dates"
+    log.info("column %s: its %d %s are left out as categories: on held-out training rows they tell the label no "
              "better than their stretch of time (%+.4f nats a row); its date features stay",
-             plan.position(column.name), int(np.count_nonzero(~words)), gain)  # fmt: skip
+             plan.position(column.name), int(np.count_nonzero(~words)), what, gain)  # fmt: skip
     # The share of its present training rows outside the vocabulary, now only its words' rows inside it.
     present = counts.sum() / max(1.0 - column.hashed, 1e-9)
     hashed = round(1.0 - counts[words].sum() / present, 4)
