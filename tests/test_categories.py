@@ -462,7 +462,8 @@ def test_crosses_pairs_are_the_pairs_of_the_categorical_columns_with_the_fewest_
 
 
 def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_column_order():
-    """The one-hots are made as one block and put in place among the embeddings: as one a column would be."""
+    """The one-hots are made as one block, each embedding table's columns by one lookup, then put in place: as one
+    a column would be."""
     from tiny import VECTORS
 
     from trainer.columns.categorical import embedding_size
@@ -471,21 +472,33 @@ def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_c
     def categorical(name: str, values: int) -> tables.Column:
         return tables.Column(name, tables.CATEGORICAL, vocabulary=tuple(map(str, range(values))))
 
-    columns = (categorical("a", 3), categorical("b", 40), categorical("c", 7), categorical("d", 60))
-    metadata = replace(VECTORS, shape=(4,), columns=columns, mean=(0.0,) * 4, std=(1.0,) * 4)
-    indices = np.random.default_rng(0).integers(0, [5, 42, 9, 62], (6, 4)).astype(np.int32)
+    columns = (
+        categorical("a", 3),
+        categorical("b", 40),
+        categorical("c", 7),
+        categorical("d", 60),
+        categorical("e", 42),
+    )
+    sizes = [column.size for column in columns]  # a value each for missing and out-of-vocabulary values
+    assert embedding_size(42) == embedding_size(44) != embedding_size(62)  # b and e share a table, d has its own
+    metadata = replace(VECTORS, shape=(5,), columns=columns, mean=(0.0,) * 5, std=(1.0,) * 5)
+    indices = np.random.default_rng(0).integers(0, sizes, (6, 5)).astype(np.int32)
     with tf.Graph().as_default():
         network = build_network(ModelSettings(network="table", hidden_units=(8,)), metadata)
-        network(tf.zeros([1, 4]))
+        network(tf.zeros([1, 5]))
         found = network._categories(tf.constant(indices))
-        embedded = [network.embeddings[1], network.embeddings[3]]
-        expected = [tf.one_hot(indices[:, 0], 5), embedded[0](indices[:, 1]), tf.one_hot(indices[:, 2], 9)]
-        expected = tf.concat([*expected, embedded[1](indices[:, 3])], axis=1)
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
-            found, expected = session.run([found[0], expected])
-    assert found.shape == (6, 5 + embedding_size(42) + 9 + embedding_size(62))
-    np.testing.assert_array_equal(found, expected)
+            found, weights = session.run([found[0], {v.name[:-2]: v for v in network.weights}])
+    narrow, wide = (
+        weights["classifier/embeddings_of_width_13/embeddings"],
+        weights["classifier/embeddings_of_width_16/embeddings"],
+    )
+    assert narrow.shape == (42 + 44, 13) and wide.shape == (62, 16)
+    assert not any("/embedding_" in name for name in weights)
+    expected = np.concatenate([np.eye(5)[indices[:, 0]], narrow[indices[:, 1]], np.eye(9)[indices[:, 2]],
+                               wide[indices[:, 3]], narrow[42 + indices[:, 4]]], axis=1)  # fmt: skip
+    np.testing.assert_allclose(found, expected, rtol=1e-6)
     only_embedded = replace(metadata, shape=(1,), columns=columns[1:2], mean=(0.0,), std=(1.0,))
     with tf.Graph().as_default():
         network = build_network(ModelSettings(network="table", hidden_units=(8,)), only_embedded)
@@ -547,6 +560,54 @@ def test_the_linear_part_keeps_every_categorical_columns_weights_in_one_table(tm
     np.testing.assert_allclose(logits, expected, rtol=1e-6)
     per_column = row_labels(metadata, (8,), column_weight_tables=True)
     assert per_column["classifier/linear/wide_1/embeddings"] == columns[1].index_labels()
+
+
+def test_a_job_whose_checkpoint_keeps_an_embedding_table_a_column_resumes_with_them(tmp_path):
+    """As jobs trained before 2026-12-08 kept them; a new job dir gets a table a width."""
+    from tiny import VECTORS
+
+    from trainer.config import Config
+    from trainer.model import ModelSettings, build_network
+    from trainer.networks import row_labels
+
+    columns = tuple(tables.Column(f"q{k}", tables.CATEGORICAL, vocabulary=tuple(map(str, range(30)))) for k in range(3))
+    metadata = replace(VECTORS, shape=(3,), columns=columns, mean=(0.0,) * 3, std=(1.0,) * 3)
+    job = tmp_path / "job"
+    with tf.Graph().as_default():
+        for i in range(3):
+            tf.compat.v1.get_variable(f"classifier/embedding_{i}/embeddings", [32, 11])
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver().save(session, str(job / "model.ckpt"), global_step=5)
+    config = Config(data_dir="unused", job_dir=str(job), model="table", hidden_units=(8,))
+    fresh = ModelSettings.of(replace(config, job_dir=str(tmp_path / "new")), metadata)
+    resumed = ModelSettings.of(config, metadata)
+    assert resumed.column_embedding_tables and not fresh.column_embedding_tables
+    indices = np.random.default_rng(0).integers(0, 32, (4, 3)).astype(np.int32)
+    for settings, names in (
+        (fresh, ["embeddings_of_width_11"]),
+        (resumed, ["embedding_0", "embedding_1", "embedding_2"]),
+    ):
+        with tf.Graph().as_default():
+            network = build_network(settings, metadata)
+            network(tf.zeros([1, 3]))
+            found = network._categories(tf.constant(indices))[0]
+            with tf.compat.v1.Session() as session:
+                session.run(tf.compat.v1.global_variables_initializer())
+                found, weights = session.run([found, {v.name[:-2]: v for v in network.weights}])
+        tables_found = [name.split("/")[1] for name in weights if name.endswith("/embeddings")]
+        assert tables_found == names
+        if settings is fresh:
+            table = weights["classifier/embeddings_of_width_11/embeddings"]
+            expected = np.concatenate([table[32 * k + indices[:, k]] for k in range(3)], axis=1)
+        else:
+            per_column = [weights[f"classifier/embedding_{k}/embeddings"][indices[:, k]] for k in range(3)]
+            expected = np.concatenate(per_column, axis=1)
+        np.testing.assert_allclose(found, expected, rtol=1e-6)
+    labels = row_labels(metadata, (8,))["classifier/embeddings_of_width_11/embeddings"]
+    assert len(labels) == 96 == len(set(labels)) and labels[32] == "<q1> <missing>"
+    per_column = row_labels(metadata, (8,), column_embedding_tables=True)["classifier/embedding_1/embeddings"]
+    assert per_column == [f"<q1> {label}" for label in columns[1].index_labels()]
 
 
 def test_the_linear_part_starts_at_zero():

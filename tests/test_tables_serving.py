@@ -26,7 +26,7 @@ from dataformat.numeric import NUMERIC_KEY, numbers
 from dataformat.schema import METADATA_FILE, decode_record
 from preprocessing.table_files import reading_options
 from preprocessing.tables import TableOptions, build_table_dataset
-from trainer import averaging, experiment
+from trainer import averaging, experiment, networks
 from trainer.config import Config, served_export
 from trainer.dataset import locate
 from trainer.export import latest_export
@@ -130,12 +130,14 @@ def test_a_table_trains_with_the_wide_and_deep_network(table_job):
     assert metrics["global_step"] == 300 and metrics["accuracy"] > 0.85
     variables = [name for name, _ in tf.train.list_variables(config.job_dir)]
     assert any("wide_logits" in name for name in variables)
-    assert not any("/embedding_1/" in name for name in variables)  # 3 workclass values: one-hot, no embedding
     assert any("/wide_categories/" in name for name in variables)  # the categorical columns' linear weights
     assert any("/cross_0/" in name for name in variables) and any("/cross_1/" in name for name in variables)
     assert any("/wide_buckets/" in name for name in variables)
-    assert any("/embedding_16/" in name for name in variables)  # hired's days (its 14th number)
-    assert any("/embedding_17/" in name for name in variables)  # the badges (after hired's 14 numbers): hashed
+    labels = networks.row_labels(table_job_metadata(config), config.hidden_units)
+    embedded = [name for name in labels if "/embeddings_of_width_" in name]  # a table a width
+    assert embedded and all(name in variables for name in embedded)
+    every = {label[1:].split("> ")[0] for name in embedded for label in labels[name]}  # their columns
+    assert {"hired/day", "badge"} <= every and "workclass" not in every  # 3 workclass values: one-hot, no embedding
     columns = {column.name: column for column in table_job_metadata(config).columns}
     assert columns["hired"].kind == tables.DATE and columns["hired"].date_format == "%Y-%m-%d"
     assert columns["hired"].day_count == 40 and columns["hired"].first_day == 10957  # 2000-01-01 to 02-09

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 
 import numpy as np
@@ -13,8 +14,10 @@ import tensorflow as tf
 from test_text import review_rows, write_csv
 
 from dataformat.errors import UserError
+from dataformat.tables import DAY
 from preprocessing.tables import TableOptions, build_table_dataset
 from trainer import experiment, networks, warm_start
+from trainer.columns.categorical import EmbeddingTable, categorical_inputs, embedding_tables
 from trainer.config import Config
 from trainer.export import latest_export
 
@@ -73,15 +76,21 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
     old_metadata = warm_start.locate(old_job.job_dir).metadata
     old_labels = networks.row_labels(old_metadata, old_job.hidden_units)
     new_labels = networks.row_labels(metadata, config.hidden_units)
+    # The city's, the timestamp's and its days' embeddings, a table a width, a row "<column> value"; each column's at
+    # its new offset, the city's after the channel moved ahead of it.
+    embedded = [name for name in new_labels if name.startswith("classifier/embeddings_of_width_")]
+    assert embedded and embedded == [name for name in old_labels if name.startswith("classifier/embeddings_of_width_")]
     day = "2024-01-20"  # in both spans, at another index in each
-    day_layers = [[name for name, labels in found.items() if day in labels] for found in (new_labels, old_labels)]
-    assert len(day_layers[0]) == len(day_layers[1]) == 1  # the day's embedding
+    day_rows = [[(name, label) for name in embedded for label in found[name] if label == f"<seen{DAY}> {day}"]
+                for found in (new_labels, old_labels)]  # fmt: skip
+    assert len(day_rows[0]) == 1 and day_rows[0] == day_rows[1]  # the day's embedding
+    day_table, day_label = day_rows[0][0]
+    assert new_labels[day_table].index(day_label) != old_labels[day_table].index(day_label)
     linear = "classifier/linear/wide_categories/embeddings"  # every column's linear weights, a row "<column> value"
     assert sum(label.endswith(f"> {day}") for label in new_labels[linear]) == 1  # the day's, among them
     checked = 0
     for name, before_name in (
-        *zip(*day_layers),
-        ("classifier/embedding_1/embeddings", "classifier/embedding_0/embeddings"),  # the city moved: 0 -> 1
+        *((name, name) for name in embedded),
         (linear, linear),  # the city's, the channel's and the days' rows, each column's at its new offset
         ("classifier/dense/kernel", "classifier/dense/kernel"),  # its rows: numbers, one-hot channel, city
         ("classifier/text/words_2/words/embeddings", "classifier/text/words_2/words/embeddings"),
@@ -100,14 +109,15 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
                 # No old row copied. One number of it may equal one of the old ones: float32's uniform draws
                 # have 2^23 values, so among thousands that happens (it failed a CI run so).
                 assert after[k].size == 1 or not (before == after[k]).all(axis=-1).any(), f"{name} {label}"
-    city = json.dumps("city-39")  # a new city: checked above to start fresh
-    assert city in new_labels["classifier/embedding_1/embeddings"]
-    assert city not in old_labels["classifier/embedding_0/embeddings"]
-    assert new_labels[day_layers[0][0]].index(day) != old_labels[day_layers[1][0]].index(day)
+    city = f"<city> {json.dumps('city-39')}"  # a new city: checked above to start fresh
+    assert [name for name in embedded if city in new_labels[name]] and not [
+        n for n in embedded if city in old_labels[n]
+    ]
     assert checked > 120
     np.testing.assert_allclose(new.get_tensor("classifier/logits/kernel"), old.get_tensor("classifier/logits/kernel"),
                                atol=1e-6)  # fmt: skip
-    assert "remapped classifier/embedding_1/embeddings: 22 of its 32 rows kept" in caplog.text
+    assert ("remapped classifier/embeddings_of_width_11/embeddings: 65 of its 95 rows kept their value's weights, 30 "
+            "start fresh (city 22 of 32, seen 22 of 32, seen/day 21 of 31)") in caplog.text  # fmt: skip
     # A rerun in the same job dir resumes from its own checkpoint; the earlier model is not read again.
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="trainer"):
@@ -155,6 +165,58 @@ def test_a_model_from_before_the_quantile_ranks_keeps_its_rows_and_the_ranks_sta
     assert not any(np.allclose(after[rank], row, atol=1e-6) for row in before)
     price = labels.index("<price 0>"), earlier_labels.index("<price 0>")
     np.testing.assert_allclose(after[price[0]], before[price[1]], atol=1e-6)  # the price's number, kept
+
+
+def with_a_table_a_column(job_dir: str) -> None:
+    """Rewrites the job's checkpoint as jobs trained before 2026-12-07 kept it: a table a categorical input of
+    linear weights and of embeddings (and of their averages and optimizer's slots), each named after its place."""
+    path = tf.train.latest_checkpoint(job_dir)
+    categories = categorical_inputs(warm_start.locate(job_dir).metadata)
+    every = list(range(len(categories)))
+    linear = EmbeddingTable("", 0, every, [sum(c.size for c in categories[:j]) for j in every], 0)
+    split = {f"classifier/{table.name}": (table, "classifier/embedding_") for table in embedding_tables(categories)}
+    split["classifier/linear/wide_categories"] = (linear, "classifier/linear/wide_")
+    reader = tf.train.load_checkpoint(path)
+    with tf.Graph().as_default():
+        variables = []
+        for name, _ in tf.train.list_variables(path):
+            value = reader.get_tensor(name)
+            match = re.fullmatch(r"(averaged/)?(.+?)(/embeddings(?:/.+)?)", name)  # (averaged/)LAYER/embeddings(/SLOT)
+            averaged, layer, rest = match.groups(default="") if match else ("", "", "")
+            if layer not in split:
+                variables.append(tf.compat.v1.Variable(value, name=name))
+                continue
+            table, renamed = split[layer]
+            for j, offset in zip(table.members, table.offsets):
+                part = value[offset : offset + categories[j].size]
+                variables.append(tf.compat.v1.Variable(part, name=f"{averaged}{renamed}{categories[j].place}{rest}"))
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.train.Saver(variables).save(session, path, write_meta_graph=False)
+
+
+def test_a_job_that_kept_a_table_a_column_resumes_so_and_a_warm_start_from_it_starts_those_fresh(
+    old_job, tmp_path, caplog
+):
+    earlier = str(shutil.copytree(old_job.job_dir, tmp_path / "earlier"))
+    with_a_table_a_column(earlier)
+    stored = [name for name, _ in tf.train.list_variables(earlier)]
+    assert "classifier/embedding_0/embeddings" in stored and not any("embeddings_of_width" in n for n in stored)
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        experiment.run(Config(**{**old_job.__dict__, "job_dir": earlier, "train_steps": 70}))
+    assert "Resuming from the checkpoint of step 60" in caplog.text
+    assert _weights(earlier).get_tensor("global_step") == 70
+    table(tmp_path / "new", NEW_CITIES, seed=1, days=NEW_DAYS)
+    config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / "job"), model="wide_deep", train_steps=1,
+                    learning_rate=1e-9, warm_start_from=earlier)  # fmt: skip
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        experiment.run(config)
+    assert "fresh classifier/linear/wide_categories/embeddings (new)" in caplog.text
+    assert "fresh classifier/embeddings_of_width_11/embeddings (new)" in caplog.text
+    assert "remapped classifier/dense/kernel" in caplog.text and "2 left fresh" in caplog.text
+    np.testing.assert_allclose(_weights(config.job_dir).get_tensor("classifier/logits/kernel"),
+                               _weights(earlier).get_tensor("classifier/logits/kernel"), atol=1e-6)  # fmt: skip
 
 
 def test_an_export_is_a_source_too(old_job):

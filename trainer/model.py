@@ -22,6 +22,7 @@ from dataformat.errors import UserError
 from dataformat.schema import KEY, Metadata
 from trainer import augment, backbones, step_loop, wide
 from trainer.averaging import Averages
+from trainer.columns.categorical import column_embedding_tables
 from trainer.columns.numeric import BUCKETED_MAX, bucketed_columns
 from trainer.columns.text import text_columns
 from trainer.config import Config
@@ -82,11 +83,13 @@ class ModelSettings:
     freeze_steps: int = 0  # --freeze-steps, resolved: the steps before a pretrained backbone's top blocks train
     load_pretrained: bool = True  # False with --warm-start-from, whose weights the backbone then starts from
     column_weight_tables: bool = False  # the linear part's weights a table a column, as --job-dir's checkpoint has them
+    column_embedding_tables: bool = False  # the embeddings a table a column, as --job-dir's checkpoint has them
 
     @classmethod
     def of(cls, config: Config, metadata: Metadata) -> ModelSettings:
         network, train_steps = choose_network(config.model, metadata), resolve_train_steps(config, metadata)
         embedding_l2 = resolve_embedding_l2(config.embedding_l2, metadata)
+        stored = stored_table_variables(config.job_dir, network)
         return cls(
             network=network,
             conv_filters=resolve_conv_filters(config.conv_filters, network),
@@ -111,16 +114,18 @@ class ModelSettings:
             pretrained=resolve_pretrained(config, metadata),
             freeze_steps=resolve_freeze_steps(config, train_steps),
             load_pretrained=not config.warm_start_from,
-            column_weight_tables=resolve_column_weight_tables(config.job_dir, network),
+            column_weight_tables=wide.column_weight_tables(stored),
+            column_embedding_tables=column_embedding_tables(stored),
         )
 
 
-def resolve_column_weight_tables(job_dir: str | None, network: str) -> bool:
-    """Whether the job dir's checkpoint keeps the linear part's weights a table a categorical column, as jobs trained
-    before 2026-12-07 did (trainer/wide.py): a rerun resumes it so. Only wide_deep has a linear part: no other
-    network's start reads its checkpoint for it."""
-    checkpoint = tf.train.latest_checkpoint(job_dir) if job_dir and network == "wide_deep" else None
-    return bool(checkpoint) and wide.column_weight_tables(name for name, _ in tf.train.list_variables(checkpoint))
+def stored_table_variables(job_dir: str | None, network: str) -> list[str]:
+    """The variable names of the job dir's newest checkpoint, where a table network resumes: a rerun keeps the layout of
+    the weight tables that jobs trained before kept a table a column (the linear part's until 2026-12-07,
+    trainer/wide.py; the embeddings' until 2026-12-08, trainer/columns/categorical.py). No other network's start reads
+    its checkpoint for them."""
+    checkpoint = tf.train.latest_checkpoint(job_dir) if job_dir and network in TABLE_NETWORKS else None
+    return [name for name, _ in tf.train.list_variables(checkpoint)] if checkpoint else []
 
 
 def resolve_pretrained(config: Config, metadata: Metadata) -> str:

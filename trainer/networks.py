@@ -19,7 +19,7 @@ import tensorflow as tf
 from dataformat import tables
 from dataformat.text import PADDING
 from trainer import augment, backbones
-from trainer.columns.categorical import ONE_HOT_MAX, categorical_inputs, embedding_size
+from trainer.columns.categorical import ONE_HOT_MAX, categorical_inputs, embedding_size, embedding_tables
 from trainer.columns.numeric import (
     QuantileBuckets,
     QuantileRanks,
@@ -125,7 +125,8 @@ class TableNetwork(tf.keras.Model):
     of each number of the vector), and each column that had missing values in training gains a 0/1
     "was missing" input; the dense layers also see each bucketed numeric column's quantile rank
     (QuantileRanks). Categorical columns: one-hot for small vocabularies, learned embeddings for
-    larger ones (missing, out-of-vocabulary and hashed values have indices of their own). Then the
+    larger ones (missing, out-of-vocabulary and hashed values have indices of their own), a table of
+    them a width (embedding_tables). Then the
     dense layers of `--hidden-units`, whose logits' weights carry an L2 penalty on a small table
     (resolve_logits_l2). Text columns add logits of their own beside them (TextPart:
     fastText's bags of words, then one linear layer). With `wide`, a linear part over the
@@ -143,12 +144,13 @@ class TableNetwork(tf.keras.Model):
         # Within the block: each column with missing values in training, by its first number.
         self.with_missing = [self.numeric.index(start) for start, _ in missing_inputs(metadata)]
         # (where its index is, how many indices it has): categorical and date columns, and timestamps' days
-        self.categorical = [(category.place, category.size) for category in categorical_inputs(metadata)]
+        categories = categorical_inputs(metadata)
+        self.categorical = [(category.place, category.size) for category in categories]
         penalty = tf.keras.regularizers.l2(settings.embedding_l2) if settings.embedding_l2 else None
+        self.embedding_tables = embedding_tables(categories, settings.column_embedding_tables)
         self.embeddings = {
-            i: layers.Embedding(size, embedding_size(size), embeddings_regularizer=penalty, name=f"embedding_{i}")
-            for i, size in self.categorical
-            if size > ONE_HOT_MAX
+            table.name: layers.Embedding(table.rows, table.width, embeddings_regularizer=penalty, name=table.name)
+            for table in self.embedding_tables
         }
         bucketed = bucketed_columns(metadata)
         self.buckets = QuantileBuckets(bucketed)
@@ -184,24 +186,28 @@ class TableNetwork(tf.keras.Model):
     def _categories(self, indices: tf.Tensor) -> list[tf.Tensor]:
         """[] or the categorical columns' inputs to the dense layers, [n, their widths], in their order: each
         small column's one-hot, each larger one's embedding. The one-hots are made as one block (on a table of
-        500 small columns an op a column cost a fifth of the deep network's step), then put in place among the
-        embeddings by one gather."""
+        500 small columns an op a column cost a fifth of the deep network's step), and each embedding table's
+        columns by one lookup, then put in place by one gather."""
         if not self.categorical:
             return []
-        small = [j for j, (i, _) in enumerate(self.categorical) if i not in self.embeddings]
+        embedded = {j for table in self.embedding_tables for j in table.members}
+        small = [j for j in range(len(self.categorical)) if j not in embedded]
         depth = max([self.categorical[j][1] for j in small], default=0)
-        parts = []
+        parts, units = [], {}  # units: each embedded column's places in the parts
         if small:
             hot = tf.one_hot(tf.gather(indices, small, axis=1), depth)
             parts.append(tf.reshape(hot, [-1, len(small) * depth]))
-        order, after = [], len(small) * depth  # each unit's place in the parts; the embeddings follow the one-hots
-        for j, (i, size) in enumerate(self.categorical):
-            if i in self.embeddings:
-                parts.append(self.embeddings[i](indices[:, j]))
-                order += range(after, after + self.embeddings[i].output_dim)
-                after += self.embeddings[i].output_dim
-            else:
-                order += range(small.index(j) * depth, small.index(j) * depth + size)
+        after = len(small) * depth  # the embeddings follow the one-hots
+        for table in self.embedding_tables:
+            table_rows = tf.gather(indices, table.members, axis=1) + table.offsets
+            looked_up = self.embeddings[table.name](table_rows)
+            parts.append(tf.reshape(looked_up, [-1, len(table.members) * table.width]))
+            for j in table.members:
+                units[j] = range(after, after + table.width)
+                after += table.width
+        order = []
+        for j, (_, size) in enumerate(self.categorical):
+            order += units[j] if j in embedded else range(small.index(j) * depth, small.index(j) * depth + size)
         return [tf.gather(tf.concat(parts, axis=1), order, axis=1)]
 
     def _numbers(self, rows: tf.Tensor) -> list[tf.Tensor]:
@@ -263,28 +269,31 @@ def only_text(metadata: Metadata) -> bool:
 
 
 def column_layers(metadata: Metadata) -> dict[str, str]:
-    """Each layer named after its column's place in the vector (embedding_3, wide_3, words_5) -> the column's
-    name: a warm start finds a column's weights by its name, wherever the column now is."""
-    found = {f"words_{start}": column.name for start, column in text_columns(metadata)}
-    for category in categorical_inputs(metadata):
-        found.update({f"embedding_{category.place}": category.name, f"wide_{category.place}": category.name})
-    return found
+    """Each layer named after its column's place in the vector (a text column's words_5) -> the column's name: a
+    warm start finds a column's weights by its name, wherever the column now is."""
+    return {f"words_{start}": column.name for start, column in text_columns(metadata)}
 
 
 def row_labels(
-    metadata: Metadata, hidden_units: tuple[int, ...], column_weight_tables: bool = False
+    metadata: Metadata,
+    hidden_units: tuple[int, ...],
+    column_weight_tables: bool = False,
+    column_embedding_tables: bool = False,
 ) -> dict[str, list[str]]:
     """What each row of a table network's weights stands for, by variable name, where the rows follow the
-    data's columns and values: an embedding's rows are its column's values (Column.index_labels), a layer's
-    kernel rows are its inputs. A warm start moves rows by these labels when vocabularies change.
-    `column_weight_tables`: the linear part's weights a table a column (ModelSettings.column_weight_tables)."""
+    data's columns and values: an embedding's rows are its column's values (Column.index_labels), each
+    "<column> value" in a table of several columns; a layer's kernel rows are its inputs. A warm start moves
+    rows by these labels when vocabularies change. `column_weight_tables` and `column_embedding_tables`: a table
+    a column for the linear part's weights and the embeddings (ModelSettings' settings of the same names)."""
     if not metadata.is_table:
         return {}
     found = {}
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
     deep = numbers + rank_labels(metadata)
-    for i, name, size, labels in categorical_inputs(metadata):
-        values = labels()
+    categories = categorical_inputs(metadata)
+    values_of = {category.place: category.labels() for category in categories}
+    for i, name, size, _ in categories:
+        values = values_of[i]
         if not column_weight_tables:
             found.setdefault(f"{LINEAR_PREFIX}{WEIGHT_TABLE}/embeddings", []).extend(
                 f"<{name}> {value}" for value in values
@@ -292,10 +301,14 @@ def row_labels(
         else:
             found[f"{LINEAR_PREFIX}wide_{i}/embeddings"] = values
         if size > ONE_HOT_MAX:
-            found[f"classifier/embedding_{i}/embeddings"] = values
             deep += [f"<{name} embedding {k}>" for k in range(embedding_size(size))]
         else:
             deep += [f"<{name}> {value}" for value in values]
+    for table in embedding_tables(categories, column_embedding_tables):
+        members = [categories[j] for j in table.members]
+        found[f"classifier/{table.name}/embeddings"] = [
+            f"<{category.name}> {value}" for category in members for value in values_of[category.place]
+        ]
     if deep:
         found["classifier/dense/kernel" if hidden_units else "classifier/logits/kernel"] = deep
     if numbers:

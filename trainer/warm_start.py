@@ -26,7 +26,7 @@ from dataformat.errors import UserError
 from dataformat.schema import METADATA_FILE, Metadata
 from trainer import checkpoints, networks, wide
 from trainer import config as config_module
-from trainer.columns import numeric
+from trainer.columns import categorical, numeric
 from trainer.config import Config
 from trainer.model import choose_network, resolve_crosses
 
@@ -168,10 +168,12 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
     ranks = set(numeric.rank_labels(source.metadata))
-    old_layout = wide.column_weight_tables(stored)  # a job of before 2026-12-07: its linear weights start fresh
+    # Jobs trained before 2026-12-07 (2026-12-08) kept a linear weight table (an embedding table) a column: their rows
+    # are labelled so, and those weights start fresh, since the new model's tables are named otherwise.
+    per_column = wide.column_weight_tables(stored), categorical.column_embedding_tables(stored)
     old_labels = {
         name: _as_stored(labels, stored[name][0], ranks)
-        for name, labels in networks.row_labels(source.metadata, old_hidden, old_layout).items()
+        for name, labels in networks.row_labels(source.metadata, old_hidden, *per_column).items()
         if name in stored
     }
     renamed = _renaming(metadata, source.metadata)
@@ -287,10 +289,23 @@ def _log_plan(source: Source, plan: Plan) -> None:
     log.info("Warm start from %s%s: %d weight(s) taken, %d remapped by value, %d left fresh",
              source.path, at, len(plan.taken), len(plan.remapped), len(plan.fresh))  # fmt: skip
     for name, (kept, rows) in plan.remapped.items():
-        log.info("  remapped %s: %d of its %d rows kept their value's weights, %d start fresh",
-                 name, kept, rows, rows - kept)  # fmt: skip
+        log.info("  remapped %s: %d of its %d rows kept their value's weights, %d start fresh%s",
+                 name, kept, rows, rows - kept, _by_column(*plan.labels[name]))  # fmt: skip
     for name, why in plan.fresh.items():
         log.info("  fresh %s (%s)", name, why)
+
+
+def _by_column(new: list[str], old: list[str]) -> str:
+    """The rows each column kept, as " (tailnum 592 of 859, time_hour 3 of 2840)", for a table of columns' rows (each
+    labelled "<column> value", trainer/networks.py's row_labels); "" for any other weight."""
+    columns = [re.match(r"<([^<>]*)> ", label) for label in new]
+    if not all(columns):
+        return ""
+    kept, rows, before = {}, {}, set(old)
+    for label, column in zip(new, columns):
+        rows[column[1]] = rows.get(column[1], 0) + 1
+        kept[column[1]] = kept.get(column[1], 0) + (label in before)
+    return " (" + ", ".join(f"{name} {kept[name]} of {count}" for name, count in rows.items()) + ")"
 
 
 def _labels_folder() -> str:
