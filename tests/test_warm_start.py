@@ -125,6 +125,16 @@ def test_rows_move_to_their_values_new_index_and_new_values_start_fresh(old_job,
     assert "Resuming from" in caplog.text and "Warm start from" not in caplog.text
 
 
+def test_a_remapped_tables_line_names_what_its_columns_kept_those_with_fresh_rows_first():
+    new = [f"<c{k}> {value}" for k in range(12) for value in ("a", "b")]
+    old = [label for label in new if label != "<c11> b"]
+    assert warm_start._by_column(new, old) == (
+        " (c11 1 of 2, c0 2 of 2, c1 2 of 2, c2 2 of 2, c3 2 of 2, c4 2 of 2, c5 2 of 2, c6 2 of 2, c7 2 of 2, "
+        "c8 2 of 2, and 2 more columns)"
+    )
+    assert warm_start._by_column(["<padding>", "word"], ["word"]) == ""  # a text column's words: no columns
+
+
 def without_rank_rows(job_dir: str) -> None:
     """Rewrites the job's checkpoint as a model trained before the quantile ranks would have it: no rows for
     them in the first dense layer's kernel (nor in its optimizer's slots)."""

@@ -33,6 +33,7 @@ from trainer.model import choose_network, resolve_crosses
 log = logging.getLogger("trainer")
 
 NEW_ROWS_RANGE = 0.05  # new rows start uniform in [-0.05, 0.05], as Keras starts an embedding (see _new_rows)
+SHOWN_COLUMNS = 10  # a remapped table's line names what at most this many of its columns kept
 USES_HIDDEN_UNITS = ("cnn", "mlp", "table", "wide_deep", "text_cnn")  # the networks with --hidden-units layers
 
 
@@ -297,7 +298,8 @@ def _log_plan(source: Source, plan: Plan) -> None:
 
 def _by_column(new: list[str], old: list[str]) -> str:
     """The rows each column kept, as " (tailnum 592 of 859, time_hour 3 of 2840)", for a table of columns' rows (each
-    labelled "<column> value", trainer/networks.py's row_labels); "" for any other weight."""
+    labelled "<column> value", trainer/networks.py's row_labels), those with rows that start fresh first; "" for any
+    other weight."""
     columns = [re.match(r"<([^<>]*)> ", label) for label in new]
     if not all(columns):
         return ""
@@ -305,7 +307,10 @@ def _by_column(new: list[str], old: list[str]) -> str:
     for label, column in zip(new, columns):
         rows[column[1]] = rows.get(column[1], 0) + 1
         kept[column[1]] = kept.get(column[1], 0) + (label in before)
-    return " (" + ", ".join(f"{name} {kept[name]} of {count}" for name, count in rows.items()) + ")"
+    fresh_first = sorted(rows, key=lambda name: kept[name] == rows[name])  # the columns with rows that start fresh
+    shown = [f"{name} {kept[name]} of {rows[name]}" for name in fresh_first]
+    more = f", and {len(shown) - SHOWN_COLUMNS} more columns" if len(shown) > SHOWN_COLUMNS else ""
+    return f" ({', '.join(shown[:SHOWN_COLUMNS])}{more})"
 
 
 def _labels_folder() -> str:
