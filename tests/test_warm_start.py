@@ -205,7 +205,7 @@ def with_a_table_a_column(job_dir: str) -> None:
             tf.compat.v1.train.Saver(variables).save(session, path, write_meta_graph=False)
 
 
-def test_a_job_that_kept_a_table_a_column_resumes_so_and_a_warm_start_from_it_starts_those_fresh(
+def test_a_job_that_kept_a_table_a_column_resumes_so_and_a_warm_start_from_it_moves_their_rows_by_value(
     old_job, tmp_path, caplog
 ):
     earlier = str(shutil.copytree(old_job.job_dir, tmp_path / "earlier"))
@@ -215,18 +215,35 @@ def test_a_job_that_kept_a_table_a_column_resumes_so_and_a_warm_start_from_it_st
     with caplog.at_level(logging.INFO, logger="trainer"):
         experiment.run(Config(**{**old_job.__dict__, "job_dir": earlier, "train_steps": 70}))
     assert "Resuming from the checkpoint of step 60" in caplog.text
-    assert _weights(earlier).get_tensor("global_step") == 70
+    before = _weights(earlier)
+    assert before.get_tensor("global_step") == 70 and before.has_tensor("classifier/linear/wide_0/embeddings")
     table(tmp_path / "new", NEW_CITIES, seed=1, days=NEW_DAYS)
     config = Config(data_dir=str(tmp_path / "new"), job_dir=str(tmp_path / "job"), model="wide_deep", train_steps=1,
                     learning_rate=1e-9, warm_start_from=earlier)  # fmt: skip
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="trainer"):
         experiment.run(config)
-    assert "fresh classifier/linear/wide_categories/embeddings (new)" in caplog.text
-    assert "fresh classifier/embeddings_of_width_11/embeddings (new)" in caplog.text
-    assert "remapped classifier/dense/kernel" in caplog.text and "2 left fresh" in caplog.text
-    np.testing.assert_allclose(_weights(config.job_dir).get_tensor("classifier/logits/kernel"),
-                               _weights(earlier).get_tensor("classifier/logits/kernel"), atol=1e-6)  # fmt: skip
+    assert "keeps a table a categorical column, as jobs trained before 2026-12-08 did: its 7 tables are joined into " \
+           "today's 2 for the warm start" in caplog.text  # fmt: skip
+    assert "remapped classifier/embeddings_of_width_11/embeddings: 65 of its 95 rows kept" in caplog.text
+    assert "remapped classifier/linear/wide_categories/embeddings: 69 of its 99 rows kept" in caplog.text
+    assert "0 left fresh" in caplog.text
+    # Each kept row holds its value's weights from the earlier job's table of its column.
+    was = {}
+    for category in categorical_inputs(warm_start.locate(earlier).metadata):
+        for layer in (f"embedding_{category.place}", f"linear/wide_{category.place}"):
+            if before.has_tensor(f"classifier/{layer}/embeddings"):
+                rows = before.get_tensor(f"classifier/{layer}/embeddings")
+                for label, row in zip([f"<{category.name}> {v}" for v in category.labels()], rows):
+                    was[(layer.startswith("linear"), label)] = row
+    after, labels = _weights(config.job_dir), networks.row_labels(warm_start.locate(config.job_dir).metadata, (256,))
+    checked = 0
+    for name in ("classifier/embeddings_of_width_11/embeddings", "classifier/linear/wide_categories/embeddings"):
+        for label, row in zip(labels[name], after.get_tensor(name)):
+            if (name.startswith("classifier/linear"), label) in was:
+                np.testing.assert_allclose(row, was[(name.startswith("classifier/linear"), label)], atol=1e-6)
+                checked += 1
+    assert checked == 65 + 69
 
 
 def test_an_export_is_a_source_too(old_job):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import posixpath
-import re
 
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
@@ -162,11 +161,9 @@ def model_variables(config: Config, metadata: Metadata) -> dict[str, list[int]]:
 
 def network_weights(config: Config, metadata: Metadata) -> dict[str, list[int]]:
     """Name -> shape of the network's own weights (not the optimizer's slots, not the global step)."""
-    return {name: shape for name, shape in model_variables(config, metadata).items() if _is_network_weight(name)}
-
-
-def _is_network_weight(name: str) -> bool:
-    return name.startswith("classifier/") and not re.search(r"/Adam(_\d+)?$", name)
+    return {
+        name: shape for name, shape in model_variables(config, metadata).items() if warm_start.is_network_weight(name)
+    }
 
 
 def _warm_start(config: Config, metadata: Metadata) -> tf.estimator.WarmStartSettings | None:
@@ -213,7 +210,7 @@ def check_checkpoint_fits(config: Config, metadata: Metadata) -> None:
         return
     stored = dict(tf.train.list_variables(checkpoint))
     wanted = model_variables(config, metadata)
-    dropped = [name for name in stored if _is_network_weight(name) and name not in wanted]
+    dropped = [name for name in stored if warm_start.is_network_weight(name) and name not in wanted]
     if dropped:  # a smaller model (--crosses left out, --model table after wide_deep) trained on, its weights lost
         raise UserError(
             f"--job-dir {config.job_dir}: its checkpoint {posixpath.basename(checkpoint)} is of another model "

@@ -274,41 +274,26 @@ def column_layers(metadata: Metadata) -> dict[str, str]:
     return {f"words_{start}": column.name for start, column in text_columns(metadata)}
 
 
-def row_labels(
-    metadata: Metadata,
-    hidden_units: tuple[int, ...],
-    column_weight_tables: bool = False,
-    column_embedding_tables: bool = False,
-) -> dict[str, list[str]]:
+def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, list[str]]:
     """What each row of a table network's weights stands for, by variable name, where the rows follow the
     data's columns and values: an embedding's rows are its column's values (Column.index_labels), each
     "<column> value" in a table of several columns; a layer's kernel rows are its inputs. A warm start moves
-    rows by these labels when vocabularies change. `column_weight_tables` and `column_embedding_tables`: a table
-    a column for the linear part's weights and the embeddings (ModelSettings' settings of the same names)."""
+    rows by these labels when vocabularies change (a model that kept a table a column is first joined into
+    today's tables: warm_start.in_todays_layout)."""
     if not metadata.is_table:
         return {}
     found = {}
     numbers = [label for _, label in numeric_inputs(metadata) + missing_inputs(metadata)]
     deep = numbers + rank_labels(metadata)
     categories = categorical_inputs(metadata)
-    values_of = {category.place: category.labels() for category in categories}
-    for i, name, size, _ in categories:
-        values = values_of[i]
-        if not column_weight_tables:
-            found.setdefault(f"{LINEAR_PREFIX}{WEIGHT_TABLE}/embeddings", []).extend(
-                f"<{name}> {value}" for value in values
-            )
-        else:
-            found[f"{LINEAR_PREFIX}wide_{i}/embeddings"] = values
-        if size > ONE_HOT_MAX:
-            deep += [f"<{name} embedding {k}>" for k in range(embedding_size(size))]
-        else:
-            deep += [f"<{name}> {value}" for value in values]
-    for table in embedding_tables(categories, column_embedding_tables):
-        members = [categories[j] for j in table.members]
-        found[f"classifier/{table.name}/embeddings"] = [
-            f"<{category.name}> {value}" for category in members for value in values_of[category.place]
-        ]
+    labelled = {i: [f"<{name}> {value}" for value in labels()] for i, name, _, labels in categories}
+    for i, name, size, _ in categories:  # a small column's one-hot, a larger one's embedding
+        deep += [f"<{name} embedding {k}>" for k in range(embedding_size(size))] if size > ONE_HOT_MAX else labelled[i]
+    if categories:
+        found[f"{LINEAR_PREFIX}{WEIGHT_TABLE}/embeddings"] = [label for i, *_ in categories for label in labelled[i]]
+    for table in embedding_tables(categories):
+        members = [categories[j].place for j in table.members]
+        found[f"classifier/{table.name}/embeddings"] = [label for i in members for label in labelled[i]]
     if deep:
         found["classifier/dense/kernel" if hidden_units else "classifier/logits/kernel"] = deep
     if numbers:

@@ -20,6 +20,7 @@ import re
 import shutil
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 from dataformat.errors import UserError
@@ -64,11 +65,12 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
     if damage:
         raise UserError(f"--warm-start-from {source.path}: its checkpoint {source.checkpoint}: {damage.describe()}")
     check_fits(source, config, metadata)
+    folder = _labels_folder()
+    source = in_todays_layout(source, folder)
     plan = make_plan(source, config, metadata, weights)
     if not plan.taken and not plan.remapped:
         raise UserError(f"--warm-start-from {source.path}: it shares no weight with this model")
     _log_plan(source, plan)
-    folder = _labels_folder()
     vocab_infos = {}
     for k, (name, (new, old)) in enumerate(plan.labels.items()):
         new_file, old_file = (_write_lines(posixpath.join(folder, f"{k}.{which}.txt"), lines)
@@ -88,6 +90,49 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
         var_name_to_vocab_info=vocab_infos,
         var_name_to_prev_var_name={name: old for name, old in plan.previous.items() if name in names},
     )
+
+
+def is_network_weight(name: str) -> bool:
+    """Whether a variable is the network's own weight (not an optimizer's slot, not the global step): what a warm start
+    takes."""
+    return name.startswith("classifier/") and not re.search(r"/Adam(_\d+)?$", name)
+
+
+def in_todays_layout(source: Source, folder: str) -> Source:
+    """`source`, or, where its checkpoint keeps a table a categorical column of linear weights (jobs trained before
+    2026-12-07) or of embeddings (before 2026-12-08), a checkpoint in `folder` of its network's weights with those
+    tables joined as today's model keeps them (trainer/wide.py, trainer/columns/categorical.py): each column's rows at
+    its offset. Their rows then move by value as any model's do."""
+    names = [name for name, _ in tf.train.list_variables(source.checkpoint)]
+    categories = categorical.categorical_inputs(source.metadata)
+    joined = {}  # today's table -> the tables a column it joins, in its rows' order
+    if wide.column_weight_tables(names):
+        joined[f"{wide.LINEAR_PREFIX}{wide.WEIGHT_TABLE}/embeddings"] = [
+            f"{wide.LINEAR_PREFIX}wide_{category.place}/embeddings" for category in categories
+        ]
+    if categorical.column_embedding_tables(names):
+        for table in categorical.embedding_tables(categories):
+            joined[f"classifier/{table.name}/embeddings"] = [
+                f"classifier/embedding_{categories[j].place}/embeddings" for j in table.members
+            ]
+    if not joined:
+        return source
+    log.info("%s keeps a table a categorical column, as jobs trained before 2026-12-08 did: its %d tables are "
+             "joined into today's %d for the warm start",
+             source.path, sum(map(len, joined.values())), len(joined))  # fmt: skip
+    parts = {part for tables in joined.values() for part in tables}
+    kept = [name for name in names if (is_network_weight(name) or name == "global_step") and name not in parts]
+    reader = tf.train.load_checkpoint(source.checkpoint)
+    with tf.Graph().as_default():
+        variables = [tf.compat.v1.Variable(reader.get_tensor(name), name=name) for name in kept]
+        for name, tables in joined.items():
+            rows = np.concatenate([reader.get_tensor(part) for part in tables])
+            variables.append(tf.compat.v1.Variable(rows, name=name))
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            saver = tf.compat.v1.train.Saver(variables)
+            checkpoint = saver.save(session, posixpath.join(folder, "joined", "model.ckpt"), write_meta_graph=False)
+    return dataclasses.replace(source, checkpoint=checkpoint)
 
 
 def _new_rows(name: str, seed: int):
@@ -169,12 +214,9 @@ def make_plan(source: Source, config: Config, metadata: Metadata, weights: dict[
     old_hidden = source.config.hidden_units if source.config else config.hidden_units
     new_labels = networks.row_labels(metadata, config.hidden_units)
     ranks = set(numeric.rank_labels(source.metadata))
-    # Jobs trained before 2026-12-07 (2026-12-08) kept a linear weight table (an embedding table) a column: their rows
-    # are labelled so, and those weights start fresh, since the new model's tables are named otherwise.
-    per_column = wide.column_weight_tables(stored), categorical.column_embedding_tables(stored)
     old_labels = {
         name: _as_stored(labels, stored[name][0], ranks)
-        for name, labels in networks.row_labels(source.metadata, old_hidden, *per_column).items()
+        for name, labels in networks.row_labels(source.metadata, old_hidden).items()
         if name in stored
     }
     renamed = _renaming(metadata, source.metadata)
