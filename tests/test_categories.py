@@ -468,6 +468,7 @@ def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_c
 
     from trainer.columns.categorical import embedding_size
     from trainer.model import ModelSettings, build_network
+    from trainer.networks import row_labels
 
     def categorical(name: str, values: int) -> tables.Column:
         return tables.Column(name, tables.CATEGORICAL, vocabulary=tuple(map(str, range(values))))
@@ -499,6 +500,8 @@ def test_the_dense_layers_get_each_categorical_columns_one_hot_or_embedding_in_c
     expected = np.concatenate([np.eye(5)[indices[:, 0]], narrow[indices[:, 1]], np.eye(9)[indices[:, 2]],
                                wide[indices[:, 3]], narrow[42 + indices[:, 4]]], axis=1)  # fmt: skip
     np.testing.assert_allclose(found, expected, rtol=1e-6)
+    labels = row_labels(metadata, (8,))["classifier/embeddings_of_width_13/embeddings"]  # b's rows, then e's
+    assert len(labels) == 42 + 44 and labels[41] == '<b> "39"' and labels[42] == "<e> <missing>"
     only_embedded = replace(metadata, shape=(1,), columns=columns[1:2], mean=(0.0,), std=(1.0,))
     with tf.Graph().as_default():
         network = build_network(ModelSettings(network="table", hidden_units=(8,)), only_embedded)

@@ -3,6 +3,7 @@ kept its name keeps its weights, wherever its index and its column now are, and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -13,6 +14,7 @@ import pytest
 import tensorflow as tf
 from test_text import review_rows, write_csv
 
+from dataformat import tables
 from dataformat.errors import UserError
 from dataformat.tables import DAY
 from preprocessing.tables import TableOptions, build_table_dataset
@@ -244,6 +246,23 @@ def test_a_job_that_kept_a_table_a_column_resumes_so_and_a_warm_start_from_it_mo
                 np.testing.assert_allclose(row, was[(name.startswith("classifier/linear"), label)], atol=1e-6)
                 checked += 1
     assert checked == 65 + 69
+
+
+def test_a_source_that_kept_a_table_a_column_and_whose_data_changed_since_is_refused_in_one_line(tmp_path):
+    from tiny import VECTORS
+
+    values = tuple(map(str, range(40)))  # 42 rows with missing and out-of-vocabulary values; the checkpoint has 32
+    column = tables.Column("q", tables.CATEGORICAL, vocabulary=values)
+    metadata = dataclasses.replace(VECTORS, shape=(1,), columns=(column,), mean=(0.0,), std=(1.0,))
+    with tf.Graph().as_default():
+        tf.compat.v1.get_variable("classifier/embedding_0/embeddings", [32, 11])
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            prefix = tf.compat.v1.train.Saver().save(session, str(tmp_path / "job" / "model.ckpt"))
+    source = warm_start.Source("runs/old", prefix, metadata, None)
+    said = r"^--warm-start-from runs/old: its classifier/embedding_0/embeddings does not hold the 42 rows .* since"
+    with pytest.raises(UserError, match=said):
+        warm_start.in_todays_layout(source, str(tmp_path / "joined"))
 
 
 def test_an_export_is_a_source_too(old_job):

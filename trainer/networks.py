@@ -276,8 +276,8 @@ def column_layers(metadata: Metadata) -> dict[str, str]:
 
 def row_labels(metadata: Metadata, hidden_units: tuple[int, ...]) -> dict[str, list[str]]:
     """What each row of a table network's weights stands for, by variable name, where the rows follow the
-    data's columns and values: an embedding's rows are its column's values (Column.index_labels), each
-    "<column> value" in a table of several columns; a layer's kernel rows are its inputs. A warm start moves
+    data's columns and values: an embedding table's rows are its columns' values (Column.index_labels), each
+    "<column> value"; a layer's kernel rows are its inputs. A warm start moves
     rows by these labels when vocabularies change (a model that kept a table a column is first joined into
     today's tables: warm_start.in_todays_layout)."""
     if not metadata.is_table:

@@ -34,6 +34,7 @@ from trainer.model import choose_network, resolve_crosses
 log = logging.getLogger("trainer")
 
 NEW_ROWS_RANGE = 0.05  # new rows start uniform in [-0.05, 0.05], as Keras starts an embedding (see _new_rows)
+JOINED_FOLDER = "warm-start"  # where in the job dir in_todays_layout writes the earlier model's tables joined
 SHOWN_COLUMNS = 10  # a remapped table's line names what at most this many of its columns kept
 USES_HIDDEN_UNITS = ("cnn", "mlp", "table", "wide_deep", "text_cnn")  # the networks with --hidden-units layers
 
@@ -65,8 +66,9 @@ def settings(config: Config, metadata: Metadata, weights: dict[str, list[int]]) 
     if damage:
         raise UserError(f"--warm-start-from {source.path}: its checkpoint {source.checkpoint}: {damage.describe()}")
     check_fits(source, config, metadata)
+    # In the job dir, not a local folder: in a cluster the parameter servers restore the weights they hold.
+    source = in_todays_layout(source, posixpath.join(config.job_dir, JOINED_FOLDER))
     folder = _labels_folder()
-    source = in_todays_layout(source, folder)
     plan = make_plan(source, config, metadata, weights)
     if not plan.taken and not plan.remapped:
         raise UserError(f"--warm-start-from {source.path}: it shares no weight with this model")
@@ -103,35 +105,40 @@ def in_todays_layout(source: Source, folder: str) -> Source:
     2026-12-07) or of embeddings (before 2026-12-08), a checkpoint in `folder` of its network's weights with those
     tables joined as today's model keeps them (trainer/wide.py, trainer/columns/categorical.py): each column's rows at
     its offset. Their rows then move by value as any model's do."""
-    names = [name for name, _ in tf.train.list_variables(source.checkpoint)]
+    shapes = dict(tf.train.list_variables(source.checkpoint))
     categories = categorical.categorical_inputs(source.metadata)
-    joined = {}  # today's table -> the tables a column it joins, in its rows' order
-    if wide.column_weight_tables(names):
+    joined = {}  # today's table -> (each table a column it joins, its rows), in its rows' order
+    if wide.column_weight_tables(shapes):
         joined[f"{wide.LINEAR_PREFIX}{wide.WEIGHT_TABLE}/embeddings"] = [
-            f"{wide.LINEAR_PREFIX}wide_{category.place}/embeddings" for category in categories
+            (f"{wide.LINEAR_PREFIX}wide_{category.place}/embeddings", category.size) for category in categories
         ]
-    if categorical.column_embedding_tables(names):
+    if categorical.column_embedding_tables(shapes):
         for table in categorical.embedding_tables(categories):
             joined[f"classifier/{table.name}/embeddings"] = [
-                f"classifier/embedding_{categories[j].place}/embeddings" for j in table.members
+                (f"classifier/embedding_{categories[j].place}/embeddings", categories[j].size) for j in table.members
             ]
     if not joined:
         return source
+    parts = {part: rows for tables in joined.values() for part, rows in tables}
+    for part, rows in parts.items():
+        if shapes.get(part, [None])[0] != rows:
+            raise UserError(f"--warm-start-from {source.path}: its {part} does not hold the {rows} rows that the "
+                            "dataset found for it describes: it was preprocessed again since; warm start from an "
+                            "export")  # fmt: skip
     log.info("%s keeps a table a categorical column, as jobs trained before 2026-12-08 did: its %d tables are "
-             "joined into today's %d for the warm start",
-             source.path, sum(map(len, joined.values())), len(joined))  # fmt: skip
-    parts = {part for tables in joined.values() for part in tables}
-    kept = [name for name in names if (is_network_weight(name) or name == "global_step") and name not in parts]
+             "joined into today's %d for the warm start", source.path, len(parts), len(joined))  # fmt: skip
+    kept = [name for name in shapes if (is_network_weight(name) or name == "global_step") and name not in parts]
     reader = tf.train.load_checkpoint(source.checkpoint)
+    tf.io.gfile.makedirs(folder)
     with tf.Graph().as_default():
         variables = [tf.compat.v1.Variable(reader.get_tensor(name), name=name) for name in kept]
         for name, tables in joined.items():
-            rows = np.concatenate([reader.get_tensor(part) for part in tables])
+            rows = np.concatenate([reader.get_tensor(part) for part, _ in tables])
             variables.append(tf.compat.v1.Variable(rows, name=name))
         with tf.compat.v1.Session() as session:
             session.run(tf.compat.v1.global_variables_initializer())
             saver = tf.compat.v1.train.Saver(variables)
-            checkpoint = saver.save(session, posixpath.join(folder, "joined", "model.ckpt"), write_meta_graph=False)
+            checkpoint = saver.save(session, posixpath.join(folder, "model.ckpt"), write_meta_graph=False)
     return dataclasses.replace(source, checkpoint=checkpoint)
 
 
