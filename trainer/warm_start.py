@@ -113,9 +113,10 @@ def in_todays_layout(source: Source, folder: str) -> Source:
             (f"{wide.LINEAR_PREFIX}wide_{category.place}/embeddings", category.size) for category in categories
         ]
     if categorical.column_embedding_tables(shapes):
+        per_column = {table.members[0]: table.name for table in categorical.embedding_tables(categories, True)}
         for table in categorical.embedding_tables(categories):
             joined[f"classifier/{table.name}/embeddings"] = [
-                (f"classifier/embedding_{categories[j].place}/embeddings", categories[j].size) for j in table.members
+                (f"classifier/{per_column[j]}/embeddings", categories[j].size) for j in table.members
             ]
     if not joined:
         return source
